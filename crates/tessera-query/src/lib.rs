@@ -1,0 +1,1 @@
+//! tessera-query: tile-based query operators over compressed columns.
