@@ -1,1 +1,489 @@
-fn main() {}
+//! `tessera`: compress raw little-endian integers into `.tsr` files, decompress them (CPU or
+//! GPU), inspect files, run the built-in demo and the GPU benchmarks.
+//!
+//! Exit status: 0 on success; 1 with a single `error: ...` line on stderr for bad input, bad
+//! usage or I/O failures (clap's usage errors are folded into one line and exit 1 too; `--help`
+//! and `--version` exit 0). A panic (a bug) is reported the same way, as an internal error,
+//! without a backtrace, and temporary files are still removed as the stack unwinds.
+
+mod bench;
+#[allow(
+    dead_code,
+    reason = "the generators are shared with bench; demo uses only some of them"
+)]
+mod datasets;
+mod demo;
+mod output;
+mod pipeline;
+mod report;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use tessera_format::container::{Container, ContainerWriter};
+use tessera_format::{CodecId, LogicalType, MAX_CHUNK_VALUES};
+
+use pipeline::{DeviceArg, EncodeOptions};
+
+/// A failure reported to the user as one line: `error: {0}`.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<tessera_format::Error> for CliError {
+    fn from(e: tessera_format::Error) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// Result of the CLI layer.
+pub type CliResult<T> = Result<T, CliError>;
+
+/// Inputs over this size get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 100 << 20;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "GPU/CPU compression for analytical integer data (.tsr files)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compress raw little-endian values into a .tsr file.
+    Compress(CompressArgs),
+    /// Decompress a .tsr column back to raw little-endian values.
+    Decompress(DecompressArgs),
+    /// Describe the columns of a .tsr file.
+    Inspect(InspectArgs),
+    /// Compress and decompress built-in data sets, verify them and print a table.
+    Demo(demo::DemoArgs),
+    /// Run a benchmark suite (GPU machine).
+    Bench(bench::BenchArgs),
+}
+
+/// Logical types accepted by `--type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TypeArg {
+    U8,
+    U16,
+    U32,
+    U64,
+    I8,
+    I16,
+    I32,
+    I64,
+}
+
+impl TypeArg {
+    fn logical(self) -> LogicalType {
+        match self {
+            TypeArg::U8 => LogicalType::U8,
+            TypeArg::U16 => LogicalType::U16,
+            TypeArg::U32 => LogicalType::U32,
+            TypeArg::U64 => LogicalType::U64,
+            TypeArg::I8 => LogicalType::I8,
+            TypeArg::I16 => LogicalType::I16,
+            TypeArg::I32 => LogicalType::I32,
+            TypeArg::I64 => LogicalType::I64,
+        }
+    }
+}
+
+/// Codecs accepted by `--codec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CodecArg {
+    /// The smallest of plain, for, dfor, rfor, chosen per chunk.
+    Auto,
+    /// GPU-FOR: frame of reference and bit-packing.
+    For,
+    /// GPU-DFOR: deltas, then FOR (sorted data).
+    Dfor,
+    /// GPU-RFOR: runs, then FOR (repeated values).
+    Rfor,
+    /// The raw values.
+    Plain,
+}
+
+impl CodecArg {
+    fn codec(self) -> Option<CodecId> {
+        match self {
+            CodecArg::Auto => None,
+            CodecArg::For => Some(CodecId::For),
+            CodecArg::Dfor => Some(CodecId::Dfor),
+            CodecArg::Rfor => Some(CodecId::Rfor),
+            CodecArg::Plain => Some(CodecId::Plain),
+        }
+    }
+}
+
+/// Parses `--chunk-values`: a multiple of 512 in `512..=2^24`.
+fn parse_chunk_values(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if n == 0 || n % 512 != 0 || n > MAX_CHUNK_VALUES as usize {
+        return Err(format!(
+            "{n} is not a multiple of 512 in 512..={MAX_CHUNK_VALUES}"
+        ));
+    }
+    Ok(n)
+}
+
+#[derive(Debug, clap::Args)]
+struct CompressArgs {
+    /// Logical type of the input values.
+    #[arg(long = "type", value_enum, value_name = "TYPE")]
+    ty: TypeArg,
+    /// Codec: auto chooses the smallest per chunk.
+    #[arg(long, value_enum, default_value_t = CodecArg::Auto)]
+    codec: CodecArg,
+    /// Values per chunk (a multiple of 512, at most 2^24).
+    #[arg(long, default_value = "1048576", value_parser = parse_chunk_values)]
+    chunk_values: usize,
+    /// Column name (default: the input file's stem).
+    #[arg(long)]
+    name: Option<String>,
+    /// Raw little-endian values.
+    input: PathBuf,
+    /// The .tsr file to write.
+    output: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct DecompressArgs {
+    /// Where to decode: auto uses the GPU when one is available, else the CPU.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    device: DeviceArg,
+    /// Column to write (needed when the file has several).
+    #[arg(long)]
+    column: Option<String>,
+    /// The .tsr file.
+    input: PathBuf,
+    /// Raw little-endian values out.
+    output: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct InspectArgs {
+    /// The .tsr file.
+    file: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    install_panic_reporter();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", one_line(&e.0));
+            ExitCode::FAILURE
+        }
+        // The panic reporter already printed the message.
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// Help and version go to stdout with status 0; every other clap error becomes one line, status 1.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!(
+                "error: missing subcommand (compress, decompress, inspect, demo or bench; see 'tessera --help')"
+            );
+            ExitCode::FAILURE
+        }
+        _ => {
+            let text = e.to_string();
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                })
+                .collect();
+            let msg = lines.join(" ");
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+            eprintln!("error: {msg} (see 'tessera --help')");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Folds a message onto one line (OS and codec messages should not contain newlines, but a
+/// second line would break the one-line contract).
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reports a panic as `error: internal error: ...` (once, without a backtrace); `main` turns it
+/// into exit status 1 after unwinding has removed temporary files.
+fn install_panic_reporter() {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    std::panic::set_hook(Box::new(|info| {
+        if REPORTED.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error (a bug in tessera): {}{at}",
+            one_line(&msg)
+        );
+    }));
+}
+
+fn run(cli: Cli) -> CliResult<()> {
+    match cli.command {
+        Command::Compress(a) => compress(&a),
+        Command::Decompress(a) => decompress(&a),
+        Command::Inspect(a) => inspect(&a),
+        Command::Demo(a) => demo::run(&a),
+        Command::Bench(a) => bench::run(&a).map_err(CliError::from),
+    }
+}
+
+/// A progress bar on stderr for `total` bytes, or a hidden one for small inputs and when stderr
+/// is not a terminal.
+fn progress_bar(total: u64, verb: &str) -> ProgressBar {
+    if total < PROGRESS_MIN_BYTES || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg} {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+    ) {
+        pb.set_style(style);
+    }
+    pb.set_message(verb.to_owned());
+    pb
+}
+
+fn compress(a: &CompressArgs) -> CliResult<()> {
+    let ty = a.ty.logical();
+    let file = std::fs::File::open(&a.input)
+        .map_err(|e| CliError(format!("cannot open {}: {e}", a.input.display())))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| CliError(format!("cannot stat {}: {e}", a.input.display())))?;
+    if meta.is_dir() {
+        return Err(CliError(format!(
+            "{} is a folder, not a file of raw values",
+            a.input.display()
+        )));
+    }
+    // Check the length up front for regular files (the stream check covers pipes).
+    if meta.is_file() && meta.len() % ty.width() as u64 != 0 {
+        return Err(CliError(format!(
+            "{} is {} bytes, not a whole number of {}-byte {} values",
+            a.input.display(),
+            meta.len(),
+            ty.width(),
+            ty.name()
+        )));
+    }
+    let name = match &a.name {
+        Some(n) => n.clone(),
+        None => a
+            .input
+            .file_stem()
+            .map_or("values".into(), |s| s.to_string_lossy().into_owned()),
+    };
+    let opts = EncodeOptions {
+        ty,
+        codec: a.codec.codec(),
+        chunk_values: a.chunk_values,
+        batch_chunks: pipeline::cpu_batch_chunks(),
+    };
+    let t = Instant::now();
+    let mut writer = ContainerWriter::create(&a.output)?;
+    let pb = progress_bar(meta.len(), "compressing");
+    let input = std::io::BufReader::with_capacity(1 << 20, file);
+    let stats = pipeline::encode_column(&mut writer, &name, &opts, input, &pb)
+        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    let dir = writer.finish()?;
+    pb.finish_and_clear();
+    let col = dir
+        .columns
+        .first()
+        .ok_or_else(|| CliError("no column was written".into()))?;
+    println!(
+        "{}: {} {} values, {} -> {} bytes ({:.3} bits/value, {}) in {:.2} s",
+        a.output.display(),
+        stats.values,
+        ty.name(),
+        stats.raw_bytes,
+        stats.compressed_bytes,
+        report::bits_per_value(stats.compressed_bytes, stats.values),
+        report::codec_summary(col),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Opens a container, naming the file in errors.
+fn open_container(path: &Path) -> CliResult<Container> {
+    Container::open(path).map_err(|e| match e {
+        // I/O errors already name the file.
+        tessera_format::Error::Io { .. } => e.into(),
+        other => CliError(format!("{}: {other}", path.display())),
+    })
+}
+
+fn decompress(a: &DecompressArgs) -> CliResult<()> {
+    let c = open_container(&a.input)?;
+    let ci = match &a.column {
+        Some(name) => c
+            .column_by_name(name)
+            .map(|(i, _)| i)
+            .ok_or_else(|| CliError(format!("{} has no column '{name}'", a.input.display())))?,
+        None => match c.columns().len() {
+            1 => 0,
+            0 => return Err(CliError(format!("{} has no columns", a.input.display()))),
+            n => {
+                let names: Vec<&str> = c.columns().iter().map(|c| c.name.as_str()).collect();
+                return Err(CliError(format!(
+                    "{} has {n} columns ({}); choose one with --column",
+                    a.input.display(),
+                    names.join(", ")
+                )));
+            }
+        },
+    };
+    let mut decoder = pipeline::Decoder::open(a.device)?;
+    let col = &c.columns()[ci];
+    let mut out = output::AtomicFile::create(&a.output)?;
+    let pb = progress_bar(col.uncompressed_bytes(), "decompressing");
+    pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
+        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    out.finish()?;
+    pb.finish_and_clear();
+    eprintln!("{}", decoder.report());
+    Ok(())
+}
+
+fn inspect(a: &InspectArgs) -> CliResult<()> {
+    let c = open_container(&a.file)?;
+    let (major, minor) = c.version();
+    if a.json {
+        let columns: Vec<serde_json::Value> = c
+            .columns()
+            .iter()
+            .map(|col| {
+                let mix: serde_json::Map<String, serde_json::Value> =
+                    col.codec_mix().iter().map(|(k, v)| (k.name().to_owned(), (*v).into())).collect();
+                serde_json::json!({
+                    "name": col.name,
+                    "type": col.logical_type.name(),
+                    "codec": col.requested_codec_name(),
+                    "chunk_codecs": mix,
+                    "values": col.value_count,
+                    "uncompressed_bytes": col.uncompressed_bytes(),
+                    "compressed_bytes": col.compressed_bytes(),
+                    "bits_per_value": report::bits_per_value(col.compressed_bytes(), col.value_count),
+                    "chunks": col.chunks.len(),
+                    "chunk_values": col.chunk_size().unwrap_or(0),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "file": a.file.display().to_string(),
+            "version": format!("{major}.{minor}"),
+            "file_bytes": c.file_len(),
+            "columns": columns,
+        });
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CliError(format!("cannot format JSON: {e}")))?;
+        println!("{text}");
+        return Ok(());
+    }
+    println!(
+        "{}: format {major}.{minor}, {} bytes, {} column{}",
+        a.file.display(),
+        c.file_len(),
+        c.columns().len(),
+        if c.columns().len() == 1 { "" } else { "s" }
+    );
+    let rows: Vec<Vec<String>> = c
+        .columns()
+        .iter()
+        .map(|col| {
+            vec![
+                col.name.clone(),
+                col.logical_type.name().to_owned(),
+                report::codec_summary(col),
+                col.value_count.to_string(),
+                col.uncompressed_bytes().to_string(),
+                col.compressed_bytes().to_string(),
+                format!(
+                    "{:.3}",
+                    report::bits_per_value(col.compressed_bytes(), col.value_count)
+                ),
+                col.chunks.len().to_string(),
+            ]
+        })
+        .collect();
+    let headers = [
+        "column",
+        "type",
+        "codec",
+        "values",
+        "uncompressed",
+        "compressed",
+        "bits/value",
+        "chunks",
+    ];
+    print!(
+        "{}",
+        report::table(
+            &headers,
+            &[
+                "values",
+                "uncompressed",
+                "compressed",
+                "bits/value",
+                "chunks"
+            ],
+            &rows
+        )
+    );
+    Ok(())
+}

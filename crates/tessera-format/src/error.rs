@@ -14,23 +14,45 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The input ends before a structure it announces.
     #[error("truncated {what} at byte {offset}: needs {needed} bytes, {available} available")]
-    Truncated { what: &'static str, offset: u64, needed: u64, available: u64 },
+    Truncated {
+        what: &'static str,
+        offset: u64,
+        needed: u64,
+        available: u64,
+    },
 
     /// Magic bytes do not match.
     #[error("bad magic at byte {offset}: expected {expected:02x?}, found {found:02x?}")]
-    BadMagic { offset: u64, expected: Vec<u8>, found: Vec<u8> },
+    BadMagic {
+        offset: u64,
+        expected: Vec<u8>,
+        found: Vec<u8>,
+    },
 
     /// The file's format version is not one this build reads.
     #[error("unsupported {what} version {found} (this build reads {supported})")]
-    UnsupportedVersion { what: &'static str, found: u32, supported: u32 },
+    UnsupportedVersion {
+        what: &'static str,
+        found: u32,
+        supported: u32,
+    },
 
     /// A header field holds a value the format does not allow.
     #[error("invalid {field} at byte {offset}: expected {expected}, found {found}")]
-    InvalidHeader { field: &'static str, offset: u64, expected: String, found: u64 },
+    InvalidHeader {
+        field: &'static str,
+        offset: u64,
+        expected: String,
+        found: u64,
+    },
 
     /// A stored checksum does not match the bytes it covers.
     #[error("checksum mismatch in {what}: stored {expected:#018x}, computed {found:#018x}")]
-    ChecksumMismatch { what: String, expected: u64, found: u64 },
+    ChecksumMismatch {
+        what: String,
+        expected: u64,
+        found: u64,
+    },
 
     /// A payload's byte length is not a whole number of 32-bit words.
     #[error("payload length {len} is not a multiple of 4")]
@@ -38,23 +60,45 @@ pub enum Error {
 
     /// A `block_starts` entry points outside the data area or goes backwards.
     #[error("block_starts[{block}] = {found} is out of range (allowed {min}..={max})")]
-    BlockStartOutOfRange { block: u64, found: u64, min: u64, max: u64 },
+    BlockStartOutOfRange {
+        block: u64,
+        found: u64,
+        min: u64,
+        max: u64,
+    },
 
     /// A miniblock's bit width exceeds what its lane allows.
     #[error("bit_width {found} of block {block} miniblock {miniblock} exceeds {max}")]
-    BitWidthTooLarge { block: u64, miniblock: u32, found: u32, max: u32 },
+    BitWidthTooLarge {
+        block: u64,
+        miniblock: u32,
+        found: u32,
+        max: u32,
+    },
 
     /// Counts that must agree do not.
     #[error("{what}: expected {expected}, found {found}")]
-    CountMismatch { what: &'static str, expected: u64, found: u64 },
+    CountMismatch {
+        what: &'static str,
+        expected: u64,
+        found: u64,
+    },
 
     /// A decoded value does not fit the column's logical type.
     #[error("value {found:#x} at index {index} does not fit {ty}")]
-    ValueOutOfRange { index: u64, ty: &'static str, found: u64 },
+    ValueOutOfRange {
+        index: u64,
+        ty: &'static str,
+        found: u64,
+    },
 
     /// Bytes remain after the structure that should end the input.
     #[error("{count} trailing bytes after {what} at byte {offset}")]
-    TrailingBytes { what: &'static str, offset: u64, count: u64 },
+    TrailingBytes {
+        what: &'static str,
+        offset: u64,
+        count: u64,
+    },
 
     /// An id that this build does not know (codec, logical type, flag bits).
     #[error("unknown {what} {found}")]
@@ -80,7 +124,10 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with what was being done.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// Shorthand for [`Error::Truncated`] from `usize` quantities.

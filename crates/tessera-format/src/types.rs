@@ -79,7 +79,10 @@ impl LogicalType {
         Self::ALL
             .into_iter()
             .find(|t| t.id() == id)
-            .ok_or(Error::Unknown { what: "logical type", found: id as u64 })
+            .ok_or(Error::Unknown {
+                what: "logical type",
+                found: id as u64,
+            })
     }
 
     /// The name used on the command line and in `inspect`.
@@ -113,7 +116,10 @@ impl LogicalType {
 
     /// Whether values are two's-complement signed (their sign bit is flipped into the lane).
     pub const fn signed(self) -> bool {
-        matches!(self, LogicalType::I8 | LogicalType::I16 | LogicalType::I32 | LogicalType::I64)
+        matches!(
+            self,
+            LogicalType::I8 | LogicalType::I16 | LogicalType::I32 | LogicalType::I64
+        )
     }
 
     /// The lane the integer codecs encode this type through.
@@ -160,7 +166,10 @@ impl CodecId {
         Self::ALL
             .into_iter()
             .find(|c| c.id() == id)
-            .ok_or(Error::Unknown { what: "codec id", found: id as u64 })
+            .ok_or(Error::Unknown {
+                what: "codec id",
+                found: id as u64,
+            })
     }
 
     /// The name used on the command line, in specs and in `inspect`.

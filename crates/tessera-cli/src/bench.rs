@@ -1,0 +1,60 @@
+//! `tessera bench SUITE`: benchmarks run on the GPU machine. The suite `gpu` is in
+//! [`gpu`]: decode, fused query, encode and host-to-GPU throughput of GPU-FOR / GPU-DFOR /
+//! GPU-RFOR on the papers' data sets, against the device-to-device copy ceiling measured in the
+//! same run (see `../shared/design/benchmarking.md`). Results go to `--out` as
+//! `<date>-<device>-gpu.json`, a Markdown table and SVG plots; nvCOMP's figures on the same
+//! values come from `bench/peers/nvcomp_bench.py` over the files `--dump` writes.
+
+mod gpu;
+mod svg;
+
+use std::path::PathBuf;
+
+use tessera_format::{Error, Result};
+
+/// Arguments of `tessera bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Which suite to run (`gpu`).
+    pub suite: String,
+    /// Values per data set.
+    #[arg(long, default_value_t = 250_000_000)]
+    pub values: usize,
+    /// Folder where JSON and Markdown results are written.
+    #[arg(long, default_value = "bench/results")]
+    pub out: PathBuf,
+    /// Run a subset of the data sets (a bit-width sweep in steps of 4 and one or two sets of
+    /// each other family).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only data sets whose name contains one of these (comma-separated) substrings.
+    #[arg(long, value_delimiter = ',')]
+    pub sets: Vec<String>,
+    /// Write each data set's values (raw little-endian u32) to DIR/<set>.u32 for the nvCOMP
+    /// peer script.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+    /// Values per chunk (a multiple of 512, at most 2^24).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub chunk_values: usize,
+    /// Timed runs per measurement (the median is reported; at least 5).
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
+    /// Also time each decoder with persistent grids (thread blocks looping over tiles).
+    #[arg(long)]
+    pub tune: bool,
+    /// Results of an earlier run (JSON) to merge with this one: sets measured now replace
+    /// those of the same name.
+    #[arg(long)]
+    pub merge: Option<PathBuf>,
+}
+
+/// Runs the chosen suite.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    match args.suite.as_str() {
+        "gpu" => gpu::run(args),
+        other => Err(Error::InvalidArgument(format!(
+            "unknown bench suite '{other}' (suites: gpu)"
+        ))),
+    }
+}

@@ -1,0 +1,128 @@
+//! Text output shared by `inspect` and `demo`: aligned tables, and how a column's codecs are
+//! summarised (`auto(dfor×3, rfor×1)`).
+
+use tessera_format::container::ColumnMeta;
+
+/// The requested codec, followed by the per-chunk mix when it is not simply that codec:
+/// `dfor`, `auto(dfor×3, rfor×1)`, `auto` (no chunks).
+pub fn codec_summary(col: &ColumnMeta) -> String {
+    let mix = col.codec_mix();
+    let requested = col.requested_codec_name();
+    let only_requested = col
+        .requested_codec
+        .is_some_and(|r| mix.keys().all(|&c| c == r));
+    if mix.is_empty() || only_requested {
+        return requested.to_owned();
+    }
+    let parts: Vec<String> = mix
+        .iter()
+        .map(|(c, n)| format!("{}×{n}", c.name()))
+        .collect();
+    format!("{requested}({})", parts.join(", "))
+}
+
+/// Bits per value of a column (0 for an empty one).
+pub fn bits_per_value(compressed_bytes: u64, values: u64) -> f64 {
+    if values == 0 {
+        0.0
+    } else {
+        compressed_bytes as f64 * 8.0 / values as f64
+    }
+}
+
+/// Renders rows under headers; columns whose header is in `right` are right-aligned (numbers).
+pub fn table(headers: &[&str], right: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([h.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = w.saturating_sub(cell.chars().count());
+            if right.contains(&headers[i]) {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                if i + 1 < cells.len() {
+                    s.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        s
+    };
+    let mut out = line(headers.to_vec());
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_format::container::ChunkMeta;
+    use tessera_format::{CodecId, LogicalType};
+
+    fn col(requested: Option<CodecId>, codecs: &[CodecId]) -> ColumnMeta {
+        ColumnMeta {
+            name: "c".into(),
+            logical_type: LogicalType::U32,
+            requested_codec: requested,
+            params: vec![],
+            value_count: codecs.len() as u64,
+            chunks: codecs
+                .iter()
+                .map(|&codec| ChunkMeta {
+                    offset: 16,
+                    compressed_size: 1,
+                    value_count: 1,
+                    codec,
+                    checksum: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn summaries() {
+        use CodecId::*;
+        assert_eq!(
+            codec_summary(&col(None, &[Dfor, Rfor, Dfor, Dfor])),
+            "auto(dfor×3, rfor×1)"
+        );
+        assert_eq!(codec_summary(&col(None, &[])), "auto");
+        assert_eq!(codec_summary(&col(Some(For), &[For, For])), "for");
+        assert_eq!(
+            codec_summary(&col(Some(For), &[For, Plain])),
+            "for(plain×1, for×1)"
+        );
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(
+            &["name", "n"],
+            &["n"],
+            &[
+                vec!["a".into(), "100".into()],
+                vec!["bbb".into(), "2".into()],
+            ],
+        );
+        assert_eq!(t, "name    n\na     100\nbbb     2\n");
+    }
+}

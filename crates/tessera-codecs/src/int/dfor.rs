@@ -1,0 +1,141 @@
+//! GPU-DFOR (`docs/format/dfor.md`): deltas restarted every **tile** of 4 blocks (512 values),
+//! FOR-packed per 128-value block with the block's **signed** minimum delta as reference.
+//!
+//! Data area: per tile, `first_value` (REF_WORDS words) then the tile's blocks in FOR layout.
+//! `block_starts[k]` points at block `k`'s reference, so a tile's `first_value` sits in the
+//! `REF_WORDS` words just before `block_starts[4t]`, i.e. at the end of the previous block's
+//! `[block_starts[k-1], block_starts[k])` range; decoders take those words off that block's
+//! range before checking it (`Error::Truncated` if the block does not fit what is left).
+//! Invariants the encoder keeps: `delta[0] = 0` at every tile start, the reference is the
+//! signed minimum over the block's real deltas, padding packs 0.
+
+use super::for_::{self, block_meta, put_block, reduce, unpack_block, Packed, BLOCK};
+use super::header::{self, put_words, Layout, Shape, Writer};
+use super::word::Word;
+use tessera_format::Result;
+
+/// Blocks per delta tile (`D`).
+pub(crate) const TILE_BLOCKS: usize = 4;
+const TILE: usize = TILE_BLOCKS * BLOCK;
+
+fn shape<W: Word>() -> Shape {
+    Shape { block_size: 128, miniblock_count: 4, tile_blocks: TILE_BLOCKS as u32, lead_words: W::REF_WORDS }
+}
+
+/// Deltas of block `b` of `tile` into `d` (lane arithmetic; `delta[0] = 0` at the tile start),
+/// and their signed minimum. Returns the number of real deltas.
+#[inline(always)]
+fn block_deltas<W: Word>(tile: &[W], b: usize, d: &mut [W; BLOCK]) -> (usize, W) {
+    let start = b * BLOCK;
+    let vals = &tile[start..tile.len().min(start + BLOCK)];
+    let mut prev = if b == 0 { vals[0] } else { tile[start - 1] };
+    // Signed minimum as an unsigned minimum of sign-flipped keys.
+    let mut min_key = W::MAX;
+    for (o, &v) in d.iter_mut().zip(vals) {
+        let delta = v.wsub(prev);
+        prev = v;
+        *o = delta;
+        min_key = min_key.min(delta.xor(W::SIGN));
+    }
+    (vals.len(), min_key.xor(W::SIGN))
+}
+
+pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
+    let mut words = 0usize;
+    let mut d = [W::ZERO; BLOCK];
+    let mut packed: Packed<W> = [[W::ZERO; 32]; 4];
+    for tile in values.chunks(TILE) {
+        words += W::REF_WORDS;
+        for b in 0..tile.len().div_ceil(BLOCK) {
+            let (m, reference) = block_deltas(tile, b, &mut d);
+            reduce(&d[..m], reference, &mut packed);
+            words += for_::block_words(&packed);
+        }
+    }
+    header::prefix_bytes(values.len(), &shape::<W>()) + 4 * words
+}
+
+pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
+    let n = values.len();
+    let sh = shape::<W>();
+    let bc = header::block_count(n, &sh);
+    out.reserve(
+        header::prefix_bytes(n, &sh) + 4 * bc * (2 * W::REF_WORDS + 1) + n * W::BITS as usize / 8,
+    );
+    let w = Writer::begin(out, &sh, n);
+    let mut d = [W::ZERO; BLOCK];
+    let mut packed: Packed<W> = [[W::ZERO; 32]; 4];
+    let mut first_value = [0u32; 2];
+    for (t, tile) in values.chunks(TILE).enumerate() {
+        tile[0].put_words(&mut first_value);
+        put_words(out, &first_value[..W::REF_WORDS]);
+        for b in 0..tile.len().div_ceil(BLOCK) {
+            w.mark(out, TILE_BLOCKS * t + b);
+            let (m, reference) = block_deltas(tile, b, &mut d);
+            reduce(&d[..m], reference, &mut packed);
+            put_block(&packed, reference, out);
+        }
+    }
+    w.mark(out, bc);
+}
+
+/// Block `k`'s byte range minus the next tile's `first_value` at its end, its payload offset,
+/// and (for a tile's first block) the tile's `first_value`.
+#[inline(always)]
+fn block_range<'a, W: Word>(lay: &Layout<'a>, k: usize) -> (&'a [u8], usize, Option<W>) {
+    let (s, e) = lay.block(k);
+    let next_is_tile = k + 1 < lay.block_count && (k + 1) % TILE_BLOCKS == 0;
+    let lead = if next_is_tile { 4 * W::REF_WORDS } else { 0 };
+    let end = s.max(e.saturating_sub(lead));
+    // `s >= 4 * REF_WORDS` for a tile's first block: block 0 by `header::parse`, later ones
+    // because the previous block's range kept those words back and was checked to fit.
+    let first_value =
+        (k % TILE_BLOCKS == 0).then(|| W::read(lay.data, s.saturating_sub(4 * W::REF_WORDS)));
+    (&lay.data[s..end], lay.data_offset + s, first_value)
+}
+
+pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+    let lay = header::parse(payload, &shape::<W>(), out.len())?;
+    let mut acc = W::ZERO;
+    for (k, dst) in out.chunks_mut(BLOCK).enumerate() {
+        let (blk, off, first_value) = block_range::<W>(&lay, k);
+        let (reference, bws, head) = block_meta::<W>(blk, k, off, "dfor block")?;
+        if let Some(f) = first_value {
+            acc = f;
+        }
+        unpack_block(blk, head, bws, reference, dst);
+        // Inclusive prefix sum of the deltas, continuing from the previous block of the tile.
+        for v in dst.iter_mut() {
+            acc = acc.wadd(*v);
+            *v = acc;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+    let lay = header::parse(payload, &shape::<W>(), out.len())?;
+    let n = out.len();
+    for t in 0..lay.block_count.div_ceil(TILE_BLOCKS) {
+        let tile_first = TILE * t;
+        let tile_last = n.min(tile_first + TILE);
+        let mut first_value = W::ZERO;
+        // First the deltas of every block of the tile (each decoded exactly like a FOR block)...
+        for k in TILE_BLOCKS * t..lay.block_count.min(TILE_BLOCKS * (t + 1)) {
+            let (blk, off, fv) = block_range::<W>(&lay, k);
+            if let Some(f) = fv {
+                first_value = f;
+            }
+            let first = BLOCK * k;
+            let last = n.min(first + BLOCK);
+            for_::decode_block_reference(blk, k, off, "dfor block", &mut out[first..last])?;
+        }
+        // ...then x[i] = first_value + delta[0] + ... + delta[i].
+        let mut x = first_value;
+        for v in &mut out[tile_first..tile_last] {
+            x = x.wadd(*v);
+            *v = x;
+        }
+    }
+    Ok(())
+}

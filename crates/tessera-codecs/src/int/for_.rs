@@ -1,0 +1,234 @@
+//! GPU-FOR (`docs/format/for.md`): frame of reference per 128-value block, four miniblocks of
+//! 32 horizontally bit-packed values each.
+//!
+//! Block layout: `reference` (REF_WORDS words), one bit-width word (byte `j` = `bit_width` of
+//! miniblock `j`), then the miniblocks back to back. The block writer and the block reader here
+//! are shared with DFOR, whose blocks have the same layout (with a signed-min reference over
+//! deltas). Invariants the encoder keeps: `reference` is the minimum over the block's real
+//! values; padding positions pack 0; `bit_width = lane - leading_zeros(OR of packed values)`,
+//! which equals the spec's `lane - leading_zeros(max)` because OR and max share their top bit.
+
+use super::header::{self, put_words, Layout, Shape, Writer};
+use super::word::{read_u32, Word};
+use tessera_format::{Error, Result};
+
+pub(crate) const BLOCK: usize = 128;
+pub(crate) const SHAPE: Shape =
+    Shape { block_size: 128, miniblock_count: 4, tile_blocks: 1, lead_words: 0 };
+
+/// A block's packed values (value minus reference), as 4 miniblocks; padding is 0.
+pub(crate) type Packed<W> = [[W; 32]; 4];
+
+/// `bit_width` of a miniblock: the width of the OR (= width of the max) of its packed values.
+#[inline(always)]
+pub(crate) fn miniblock_width<W: Word>(mb: &[W]) -> u32 {
+    mb.iter().fold(W::ZERO, |a, &v| a.or(v)).width()
+}
+
+/// Words of one FOR-layout block holding `packed`.
+#[inline]
+pub(crate) fn block_words<W: Word>(packed: &Packed<W>) -> usize {
+    W::REF_WORDS + 1 + packed.iter().map(|mb| miniblock_width(mb) as usize).sum::<usize>()
+}
+
+/// Fills `packed` with `vals[i] - reference` (lane arithmetic), zero beyond `vals.len()`.
+#[inline(always)]
+pub(crate) fn reduce<W: Word>(vals: &[W], reference: W, packed: &mut Packed<W>) {
+    for (j, mb) in packed.iter_mut().enumerate() {
+        let src = vals.get(32 * j..).unwrap_or(&[]);
+        for (i, d) in mb.iter_mut().enumerate() {
+            *d = match src.get(i) {
+                Some(&v) => v.wsub(reference),
+                None => W::ZERO,
+            };
+        }
+    }
+}
+
+/// Appends one FOR-layout block: reference, bit-width word, miniblocks.
+#[inline]
+pub(crate) fn put_block<W: Word>(packed: &Packed<W>, reference: W, out: &mut Vec<u8>) {
+    let r = W::REF_WORDS;
+    let mut buf = [0u32; 2 + 1 + 4 * 64];
+    reference.put_words(&mut buf[..r]);
+    let mut pos = r + 1;
+    let mut bw_word = 0u32;
+    for (j, mb) in packed.iter().enumerate() {
+        let bw = miniblock_width(mb);
+        bw_word |= bw << (8 * j);
+        W::pack(bw, mb, &mut buf[pos..]);
+        pos += bw as usize;
+    }
+    buf[r] = bw_word;
+    put_words(out, &buf[..pos]);
+}
+
+/// Minimum of a non-empty slice (the FOR reference).
+#[inline(always)]
+fn min_of<W: Word>(vals: &[W]) -> W {
+    vals.iter().fold(W::MAX, |a, &v| a.min(v))
+}
+
+pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
+    let mut words = 0usize;
+    let mut packed = [[W::ZERO; 32]; 4];
+    for vals in values.chunks(BLOCK) {
+        reduce(vals, min_of(vals), &mut packed);
+        words += block_words(&packed);
+    }
+    header::prefix_bytes(values.len(), &SHAPE) + 4 * words
+}
+
+pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
+    let n = values.len();
+    // Upper bound: every miniblock at full width. Reserving it once avoids regrowth.
+    let bc = header::block_count(n, &SHAPE);
+    out.reserve(header::prefix_bytes(n, &SHAPE) + 4 * bc * (W::REF_WORDS + 1) + n * W::BITS as usize / 8);
+    let w = Writer::begin(out, &SHAPE, n);
+    let mut packed = [[W::ZERO; 32]; 4];
+    for (k, vals) in values.chunks(BLOCK).enumerate() {
+        w.mark(out, k);
+        let reference = min_of(vals);
+        reduce(vals, reference, &mut packed);
+        put_block(&packed, reference, out);
+    }
+    w.mark(out, bc);
+}
+
+/// Reads and checks a FOR-layout block's reference and bit widths; returns the reference, the
+/// widths and the word offset of miniblock 0. `blk` is the block's range
+/// `[block_starts[k], block_starts[k+1])` (minus DFOR's next `first_value`), `off` its byte
+/// offset in the payload.
+#[inline]
+pub(crate) fn block_meta<W: Word>(
+    blk: &[u8],
+    k: usize,
+    off: usize,
+    what: &'static str,
+) -> Result<(W, [u32; 4], usize)> {
+    let head = W::REF_WORDS + 1;
+    if blk.len() < 4 * head {
+        return Err(Error::truncated(what, off, 4 * head, blk.len()));
+    }
+    let reference = W::read(blk, 0);
+    let bw_word = read_u32(blk, 4 * W::REF_WORDS);
+    let mut bws = [0u32; 4];
+    let mut words = head;
+    for (j, bw) in bws.iter_mut().enumerate() {
+        *bw = (bw_word >> (8 * j)) & 0xff;
+        if *bw > W::BITS {
+            return Err(Error::BitWidthTooLarge {
+                block: k as u64,
+                miniblock: j as u32,
+                found: *bw,
+                max: W::BITS,
+            });
+        }
+        words += *bw as usize;
+    }
+    if blk.len() < 4 * words {
+        return Err(Error::truncated(what, off, 4 * words, blk.len()));
+    }
+    Ok((reference, bws, head))
+}
+
+/// Unpacks a checked FOR-layout block into `dst` (its real values, at most 128), adding
+/// `reference`. Full miniblocks unpack straight into `dst`; a partial one goes through a
+/// scratch miniblock so nothing past `dst` is written.
+#[inline]
+pub(crate) fn unpack_block<W: Word>(blk: &[u8], head: usize, bws: [u32; 4], reference: W, dst: &mut [W]) {
+    let mut at = 4 * head;
+    for (chunk, bw) in dst.chunks_mut(32).zip(bws) {
+        let bytes = blk.get(at..).unwrap_or(&[]);
+        at += 4 * bw as usize;
+        match <&mut [W; 32]>::try_from(&mut *chunk) {
+            Ok(full) => W::unpack_add(bw, bytes, reference, full),
+            Err(_) => {
+                let mut t = [W::ZERO; 32];
+                W::unpack_add(bw, bytes, reference, &mut t);
+                chunk.copy_from_slice(&t[..chunk.len()]);
+            }
+        }
+    }
+}
+
+/// Byte range of block `k` and its payload offset.
+#[inline(always)]
+pub(crate) fn block_slice<'a>(lay: &Layout<'a>, k: usize) -> (&'a [u8], usize) {
+    let (s, e) = lay.block(k);
+    (&lay.data[s..e], lay.data_offset + s)
+}
+
+pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+    let lay = header::parse(payload, &SHAPE, out.len())?;
+    for (k, dst) in out.chunks_mut(BLOCK).enumerate() {
+        let (blk, off) = block_slice(&lay, k);
+        let (reference, bws, head) = block_meta::<W>(blk, k, off, "for block")?;
+        unpack_block(blk, head, bws, reference, dst);
+    }
+    Ok(())
+}
+
+/// Reads `width` bits starting at bit `bit` of the bit string held by `words` (bit `j` is bit
+/// `j % 32` of word `j / 32`), one bit at a time: the spec's definition, literally.
+pub(crate) fn read_bits_reference(words: &[u8], bit: usize, width: u32) -> u64 {
+    let mut v = 0u64;
+    for b in 0..width as usize {
+        let j = bit + b;
+        let word = read_u32(words, 4 * (j / 32));
+        v |= (((word >> (j % 32)) & 1) as u64) << b;
+    }
+    v
+}
+
+/// Reference decoder of one FOR-layout block (also DFOR's): reads like `for.md`.
+pub(crate) fn decode_block_reference<W: Word>(
+    blk: &[u8],
+    k: usize,
+    off: usize,
+    what: &'static str,
+    out: &mut [W],
+) -> Result<()> {
+    let ref_words = W::REF_WORDS;
+    if blk.len() < 4 * (ref_words + 1) {
+        return Err(Error::truncated(what, off, 4 * (ref_words + 1), blk.len()));
+    }
+    let reference = W::read(blk, 0);
+    let bit_width_word = read_u32(blk, 4 * ref_words);
+    let mut bit_width = [0u32; 4];
+    for j in 0..4 {
+        bit_width[j] = (bit_width_word >> (8 * j)) & 0xff;
+        if bit_width[j] > W::BITS {
+            return Err(Error::BitWidthTooLarge {
+                block: k as u64,
+                miniblock: j as u32,
+                found: bit_width[j],
+                max: W::BITS,
+            });
+        }
+    }
+    let block_words = ref_words + 1 + bit_width.iter().sum::<u32>() as usize;
+    if block_words * 4 > blk.len() {
+        return Err(Error::truncated(what, off, 4 * block_words, blk.len()));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        let j = i / 32;
+        // Miniblock j starts after the reference, the bit-width word and miniblocks 0..j.
+        let start = ref_words + 1 + bit_width[..j].iter().sum::<u32>() as usize;
+        let packed = read_bits_reference(blk, 32 * start + (i % 32) * bit_width[j] as usize, bit_width[j]);
+        *o = reference.wadd(W::from_u64(packed));
+    }
+    Ok(())
+}
+
+pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+    let lay = header::parse(payload, &SHAPE, out.len())?;
+    let n = out.len();
+    for k in 0..lay.block_count {
+        let (blk, off) = block_slice(&lay, k);
+        let first = BLOCK * k;
+        let last = n.min(first + BLOCK);
+        decode_block_reference(blk, k, off, "for block", &mut out[first..last])?;
+    }
+    Ok(())
+}

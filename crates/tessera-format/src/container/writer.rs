@@ -1,0 +1,275 @@
+//! Writing a `.tsr` file (container.md §6): payloads stream out to `.NAME.tmp-PID` in the
+//! destination's folder as they are produced; `finish` appends the directory and footer, syncs,
+//! and renames over the destination.
+//!
+//! Invariants: every payload starts at a multiple of 16 (zero padding before it); the directory
+//! the writer accumulates always satisfies the checks `Directory::parse` makes (the writer
+//! refuses chunks that would break them, with [`Error::InvalidArgument`]); the temporary file is
+//! removed if the writer is dropped or fails before the rename.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
+
+use super::directory::check_name;
+use super::{
+    checksum, directory_checksum, footer_bytes, header_bytes, ChunkMeta, ColumnMeta, Directory,
+    PAYLOAD_ALIGN,
+};
+
+/// Streams columns of chunk payloads into a new `.tsr` file.
+///
+/// ```no_run
+/// # use tessera_format::{container::ContainerWriter, CodecId, LogicalType};
+/// # fn main() -> tessera_format::Result<()> {
+/// let mut w = ContainerWriter::create("out.tsr")?;
+/// w.begin_column("x", LogicalType::U32, Some(CodecId::Plain))?;
+/// w.write_chunk(CodecId::Plain, 2, &[1, 0, 0, 0, 2, 0, 0, 0])?;
+/// w.end_column()?;
+/// w.finish()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ContainerWriter {
+    dest: PathBuf,
+    tmp: PathBuf,
+    /// `None` once finished (or after a failed finish); Drop then only cleans up.
+    file: Option<BufWriter<File>>,
+    /// Bytes written so far (the next write's file offset).
+    pos: u64,
+    columns: Vec<ColumnMeta>,
+    names: HashSet<String>,
+    open: Option<ColumnMeta>,
+    renamed: bool,
+}
+
+/// Buffer between the writer and the file: large enough that payload writes become few syscalls.
+const BUF_CAPACITY: usize = 1 << 20;
+
+impl ContainerWriter {
+    /// Creates the temporary file next to `dest` and writes the header.
+    pub fn create(dest: impl AsRef<Path>) -> Result<ContainerWriter> {
+        let dest = dest.as_ref().to_path_buf();
+        let file_name = dest.file_name().ok_or_else(|| {
+            Error::InvalidArgument(format!("{} does not name a file", dest.display()))
+        })?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(file_name);
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.join(tmp_name),
+            _ => PathBuf::from(tmp_name),
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
+        let mut w = ContainerWriter {
+            dest,
+            tmp,
+            file: Some(BufWriter::with_capacity(BUF_CAPACITY, file)),
+            pos: 0,
+            columns: Vec::new(),
+            names: HashSet::new(),
+            open: None,
+            renamed: false,
+        };
+        w.write_all(&header_bytes())?;
+        Ok(w)
+    }
+
+    /// The final path the file will have.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// The temporary path written until [`ContainerWriter::finish`].
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.pos
+    }
+
+    /// Starts a column; its chunks follow with [`ContainerWriter::write_chunk`]. `requested`
+    /// `None` records "auto".
+    pub fn begin_column(
+        &mut self,
+        name: &str,
+        ty: LogicalType,
+        requested: Option<CodecId>,
+    ) -> Result<()> {
+        if let Some(open) = &self.open {
+            return Err(Error::InvalidArgument(format!(
+                "column '{}' is still open",
+                open.name
+            )));
+        }
+        check_name(name)?;
+        if self.names.contains(name) {
+            return Err(Error::InvalidArgument(format!(
+                "duplicate column name '{name}'"
+            )));
+        }
+        if self.columns.len() >= super::MAX_COLUMNS as usize {
+            return Err(Error::InvalidArgument(format!(
+                "a file holds at most {} columns",
+                super::MAX_COLUMNS
+            )));
+        }
+        self.open = Some(ColumnMeta {
+            name: name.to_owned(),
+            logical_type: ty,
+            requested_codec: requested,
+            params: Vec::new(),
+            value_count: 0,
+            chunks: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Appends one chunk payload of the open column: `value_count` values encoded with `codec`.
+    /// Every chunk but the column's last must hold the column's first chunk's count.
+    pub fn write_chunk(&mut self, codec: CodecId, value_count: u32, payload: &[u8]) -> Result<()> {
+        let col = self
+            .open
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        if value_count == 0 || value_count > MAX_CHUNK_VALUES {
+            return Err(Error::InvalidArgument(format!(
+                "chunk of {value_count} values (allowed 1..={MAX_CHUNK_VALUES})"
+            )));
+        }
+        if let Some(size) = col.chunk_size() {
+            let last = col.chunks.last().map_or(size, |c| c.value_count);
+            if last != size {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}': a chunk follows a short chunk of {last} values (chunk size {size})",
+                    col.name
+                )));
+            }
+            if value_count > size {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}': chunk of {value_count} values exceeds the chunk size {size}",
+                    col.name
+                )));
+            }
+        }
+        let compressed_size = u32::try_from(payload.len()).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "chunk payload of {} bytes exceeds 4 GiB",
+                payload.len()
+            ))
+        })?;
+        let pad = (PAYLOAD_ALIGN - self.pos % PAYLOAD_ALIGN) % PAYLOAD_ALIGN;
+        self.write_all(&[0u8; PAYLOAD_ALIGN as usize][..pad as usize])?;
+        let offset = self.pos;
+        let sum = checksum(payload);
+        self.write_all(payload)?;
+        let col = self
+            .open
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        col.value_count += value_count as u64;
+        col.chunks.push(ChunkMeta {
+            offset,
+            compressed_size,
+            value_count,
+            codec,
+            checksum: sum,
+        });
+        Ok(())
+    }
+
+    /// Ends the open column.
+    pub fn end_column(&mut self) -> Result<()> {
+        let col = self
+            .open
+            .take()
+            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        self.names.insert(col.name.clone());
+        self.columns.push(col);
+        Ok(())
+    }
+
+    /// Writes the directory and footer (ending an open column first), syncs the file and renames
+    /// it over the destination. Returns the directory written.
+    pub fn finish(mut self) -> Result<Directory> {
+        if self.open.is_some() {
+            self.end_column()?;
+        }
+        let directory = Directory {
+            columns: std::mem::take(&mut self.columns),
+        };
+        let dir_bytes = directory.to_bytes()?;
+        let directory_offset = self.pos;
+        let sum = directory_checksum(&header_bytes(), &dir_bytes);
+        self.write_all(&dir_bytes)?;
+        self.write_all(&footer_bytes(directory_offset, dir_bytes.len() as u64, sum))?;
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| Error::InvalidArgument("writer already finished".into()))?;
+        let file = file.into_inner().map_err(|e| {
+            Error::io(
+                format!("cannot write {}", self.tmp.display()),
+                e.into_error(),
+            )
+        })?;
+        file.sync_all()
+            .map_err(|e| Error::io(format!("cannot sync {}", self.tmp.display()), e))?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.dest).map_err(|e| {
+            Error::io(
+                format!(
+                    "cannot rename {} to {}",
+                    self.tmp.display(),
+                    self.dest.display()
+                ),
+                e,
+            )
+        })?;
+        self.renamed = true;
+        // Make the rename itself durable. Best effort: not every platform can open a folder.
+        let parent = self
+            .dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Ok(dir) = File::open(parent) {
+            let _ = dir.sync_all();
+        }
+        Ok(directory)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        let file = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("writer already finished".into()))?;
+        file.write_all(bytes)
+            .map_err(|e| Error::io(format!("cannot write {}", self.tmp.display()), e))?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+impl Drop for ContainerWriter {
+    fn drop(&mut self) {
+        if !self.renamed {
+            // Close before removing (required on some platforms), without flushing the buffer:
+            // the file is being thrown away.
+            if let Some(w) = self.file.take() {
+                drop(w.into_parts());
+            }
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

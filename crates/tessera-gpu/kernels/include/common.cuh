@@ -1,0 +1,138 @@
+// common.cuh: what every tessera kernel shares.
+//
+// - Fixed-width integer names (NVRTC has no <cstdint>).
+// - The format constants of docs/format/int-common.md. `src/layout.rs` mirrors every `TS_`
+//   constant below and a test parses this file to check that both agree.
+// - `ChunkDesc`: one row of the per-chunk table that lets a single launch decode every chunk of
+//   a column. Chunk payloads are concatenated in one device buffer of 32-bit words; the host
+//   has already checked each chunk's header (constants, total_count, payload_words >= 5 + nb and
+//   block_starts[nb] == data-area length), so kernels may read the header and block_starts
+//   without further checks. Everything past block_starts is hostile and checked here.
+// - The status word: kernels report corrupt input with `ts_report`, an atomicMin on one u64 per
+//   chunk, so the host sees the error that comes first in the chunk (lowest block, then lowest
+//   code), the order the CPU reference decoder finds them in.
+#ifndef TESSERA_COMMON_CUH
+#define TESSERA_COMMON_CUH
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// int-common §3: header words and the per-codec constants.
+#define TS_HEADER_WORDS 4
+#define TS_MINIBLOCK_VALUES 32
+#define TS_FOR_BLOCK_VALUES 128
+#define TS_FOR_MINIBLOCKS 4
+#define TS_DFOR_TILE_BLOCKS 4
+#define TS_RFOR_BLOCK_VALUES 512
+#define TS_RFOR_MINIBLOCKS 16
+// rfor.md: run lengths are 1..=512, so their bit widths are at most 10.
+#define TS_RFOR_MAX_LENGTH 512
+#define TS_RFOR_MAX_LENGTH_BITS 10
+
+// Execution shape shared by every tile kernel: a thread block of TS_THREADS threads decodes a
+// tile of TS_TILE_VALUES values (FOR: D = 4 blocks; DFOR: one delta tile; RFOR: one block),
+// thread t holding values 4t .. 4t+3 in registers.
+#define TS_THREADS 128
+#define TS_ITEMS 4
+#define TS_TILE_VALUES 512
+
+// Status codes (the low 4 bits of a status key's code field). The host maps each onto an
+// `Error` variant (src/status.rs).
+#define TS_ST_BLOCK_START 1   // block_starts entry goes backwards or past the data area
+#define TS_ST_TRUNCATED 2     // a block's metadata implies words past block_starts[k+1]
+#define TS_ST_BIT_WIDTH 3     // bit_width > lane (RFOR run lengths: > 10)
+#define TS_ST_RUN_COUNT 4     // RFOR run count r outside 1..=512
+#define TS_ST_RUN_LENGTH 5    // RFOR run length outside 1..=512
+#define TS_ST_RUN_SUM 6       // RFOR run lengths do not sum to the block's value count
+#define TS_ST_RANGE 7         // decoded value does not fit the (narrow) logical type
+#define TS_ST_LENGTH_REF 8    // RFOR length_reference outside 1..=512
+
+// A status key, smaller = reported first:
+//   bits 63..60  class: 0 block_starts, 1 block contents, 2 decoded values
+//   bits 59..36  position: block index (class 0, 1) or value index inside the chunk (class 2)
+//   bits 35..32  code (TS_ST_*)
+//   bits 31..0   detail: the offending value (TS_ST_BIT_WIDTH: miniblock << 8 | bit_width;
+//                TS_ST_TRUNCATED: words the block needs; TS_ST_RUN_LENGTH: entry << 17 | length)
+// `TS_STATUS_OK` (all ones) means no error.
+#define TS_STATUS_OK 0xFFFFFFFFFFFFFFFFull
+#define TS_CLASS_BLOCK_STARTS 0
+#define TS_CLASS_BLOCK 1
+#define TS_CLASS_VALUES 2
+
+struct ChunkDesc {
+    u64 payload_word;   // first word of the chunk payload (its header) in the words buffer
+    u64 out_index;      // index of the chunk's first value in the output column
+    u32 payload_words;  // payload length in words
+    u32 total_count;    // values in the chunk (header word 2)
+    u32 first_tile;     // global index of the chunk's first tile
+    u32 reserved;
+};
+
+__device__ __forceinline__ void ts_report(u64* status, u32 cls, u32 position, u32 code, u32 detail) {
+    u64 key = ((u64)cls << 60) | ((u64)(position & 0xFFFFFFu) << 36) | ((u64)(code & 0xFu) << 32) | detail;
+    atomicMin(status, key);
+}
+
+__device__ __forceinline__ u32 ts_min(u32 a, u32 b) { return a < b ? a : b; }
+__device__ __forceinline__ u32 ts_max(u32 a, u32 b) { return a > b ? a : b; }
+
+// The chunk that holds global tile `tile`: the last row whose first_tile <= tile. The table is
+// tiny and every thread of a block asks for the same rows, so these loads hit L1 as broadcasts.
+__device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 tile) {
+    u32 lo = 0, hi = n_chunks;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (__ldg(&chunks[mid].first_tile) <= tile) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__ chunks, u32 i) {
+    ChunkDesc c;
+    c.payload_word = __ldg(&chunks[i].payload_word);
+    c.out_index = __ldg(&chunks[i].out_index);
+    c.payload_words = __ldg(&chunks[i].payload_words);
+    c.total_count = __ldg(&chunks[i].total_count);
+    c.first_tile = __ldg(&chunks[i].first_tile);
+    c.reserved = 0;
+    return c;
+}
+
+// Where a chunk's block_starts and data area are in the words buffer.
+struct ChunkLayout {
+    u64 block_starts;  // word index of block_starts[0]
+    u64 data;          // word index of the data area
+    u32 data_len;      // data area length in words
+    u32 block_count;
+};
+
+__device__ __forceinline__ ChunkLayout ts_chunk_layout(const ChunkDesc& c, u32 block_values) {
+    ChunkLayout l;
+    l.block_count = (c.total_count + block_values - 1) / block_values;
+    l.block_starts = c.payload_word + TS_HEADER_WORDS;
+    l.data = l.block_starts + l.block_count + 1;
+    l.data_len = c.payload_words - TS_HEADER_WORDS - (l.block_count + 1);
+    return l;
+}
+
+// Lanes (int-common §2): the unsigned word type and how many 32-bit words a whole value takes.
+template <int LANE> struct Lane;
+template <> struct Lane<32> {
+    typedef u32 T;
+    static const u32 REF_WORDS = 1;
+};
+template <> struct Lane<64> {
+    typedef u64 T;
+    static const u32 REF_WORDS = 2;
+};
+
+// A whole lane value stored at w (low word first).
+template <int LANE> __device__ __forceinline__ typename Lane<LANE>::T ts_read_lane(const u32* w);
+template <> __device__ __forceinline__ u32 ts_read_lane<32>(const u32* w) { return w[0]; }
+template <> __device__ __forceinline__ u64 ts_read_lane<64>(const u32* w) {
+    return (u64)w[0] | ((u64)w[1] << 32);
+}
+
+#endif

@@ -1,0 +1,337 @@
+//! The device handle: opening device 0 without panicking when there is no driver, the NVRTC
+//! module cache, kernel launches on one stream, CUDA-event timing and small buffer helpers.
+//!
+//! Invariants:
+//! - `Gpu::new` touches cudarc only after `is_culib_present()` said the driver (and NVRTC) can
+//!   be loaded: cudarc panics otherwise.
+//! - Event tracking is off (set before the first allocation): every operation of this crate is
+//!   ordered on `self.stream`, or on the coprocessor streams with explicit events
+//!   (`coproc.rs`), so cudarc's per-buffer events would only cost time.
+//! - Kernel arguments are raw device pointers (`u64`) into buffers that outlive the launch's
+//!   completion: every public operation synchronizes before it returns or hands out the buffer.
+//! - No managed memory: buffers come from `cuMemAllocAsync` (the device's default pool) and
+//!   pinned host memory from `cuMemHostAlloc`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg,
+};
+use tessera_format::{Error, Result};
+
+use crate::kernels::{self, Module};
+
+/// What the device is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Device name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// L2 cache bytes.
+    pub l2_bytes: u64,
+    /// Device memory bytes.
+    pub memory_bytes: u64,
+    /// Driver version as CUDA encodes it (13000 = 13.0).
+    pub driver_version: u32,
+    /// The NVRTC target, e.g. `sm_90`.
+    pub arch: String,
+}
+
+/// A handle on CUDA device 0: context, stream, compiled modules.
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) info: DeviceInfo,
+    modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Most thread blocks a tile kernel is launched with; 0 = one per tile.
+    grid_limit: AtomicU32,
+    pub(crate) staging: Mutex<Option<crate::coproc::Staging>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Maps a driver error to [`Error::Gpu`], saying what was being done.
+pub(crate) fn cuda(what: &'static str) -> impl Fn(DriverError) -> Error {
+    move |e| Error::Gpu(format!("{what}: {e}"))
+}
+
+impl Gpu {
+    /// Opens device 0. Fails with [`Error::Gpu`] saying why (no driver, no device, no NVRTC),
+    /// never panics.
+    pub fn new() -> Result<Gpu> {
+        // SAFETY: only probes whether libcuda can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::Gpu(
+                "no CUDA driver found (libcuda.so.1 could not be loaded)".into(),
+            ));
+        }
+        kernels::nvrtc_available()?;
+        let count = CudaContext::device_count().map_err(cuda("initialising the CUDA driver"))?;
+        if count < 1 {
+            return Err(Error::Gpu("no CUDA device found".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(cuda("opening CUDA device 0"))?;
+        // SAFETY: called before any buffer exists; this crate orders all work itself (module
+        // docs), so no buffer relies on cudarc's event tracking.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(cuda("creating a stream"))?;
+        let attr = |a: Attr| {
+            ctx.attribute(a)
+                .map(|v| v.max(0) as u32)
+                .map_err(cuda("reading a device attribute"))
+        };
+        let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let mut driver_version = 0i32;
+        // SAFETY: writes one int through a valid pointer; the driver library is loaded.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(cuda("reading the driver version"))?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(cuda("reading the device name"))?,
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            compute_capability: (major, minor),
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+            memory_bytes: ctx.total_mem().map_err(cuda("reading the memory size"))? as u64,
+            driver_version: driver_version.max(0) as u32,
+            arch: format!("sm_{major}{minor}"),
+        };
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            grid_limit: AtomicU32::new(0),
+            staging: Mutex::new(None),
+        })
+    }
+
+    /// The device's name, SM count, compute capability, L2 and memory sizes.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Caps the thread blocks of every tile kernel (`None`: one thread block per tile; with a
+    /// cap, each thread block loops over tiles). For tuning and benchmarks.
+    pub fn set_grid_limit(&self, limit: Option<u32>) {
+        self.grid_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Compiles (once per process) and loads (once per handle) every kernel module, so that
+    /// timed work never includes NVRTC.
+    pub fn warm_up(&self) -> Result<()> {
+        for m in Module::ALL {
+            self.module(m)?;
+        }
+        Ok(())
+    }
+
+    fn module(&self, m: Module) -> Result<Arc<CudaModule>> {
+        let mut mods = self.modules.lock().map_err(|_| poisoned())?;
+        if let Some(module) = mods.get(&m) {
+            return Ok(module.clone());
+        }
+        let ptx = kernels::compile(m, &self.info.arch)?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(cuda("loading a kernel module"))?;
+        mods.insert(m, module.clone());
+        Ok(module)
+    }
+
+    pub(crate) fn function(&self, m: Module, name: &'static str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().map_err(|_| poisoned())?.get(name) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .module(m)?
+            .load_function(name)
+            .map_err(|e| Error::Gpu(format!("kernel {name} missing from {}: {e}", m.file())))?;
+        self.functions
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(name, f.clone());
+        Ok(f)
+    }
+
+    /// Grid size for a tile kernel over `tiles` tiles.
+    pub(crate) fn tile_grid(&self, tiles: u32) -> u32 {
+        match self.grid_limit.load(Ordering::Relaxed) {
+            0 => tiles.max(1),
+            cap => tiles.clamp(1, cap),
+        }
+    }
+
+    /// Launches `f` on `stream` with `grid` blocks of `block` threads and the given arguments.
+    ///
+    /// # Safety
+    /// The arguments must match the kernel's parameters in number, order and type, and every
+    /// pointer among them must address a device buffer large enough for what the kernel
+    /// accesses, alive until the launch completes.
+    pub(crate) unsafe fn launch_on(
+        &self,
+        stream: &Arc<CudaStream>,
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let mut b = stream.launch_builder(f);
+        for a in args {
+            a.push(&mut b);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid.max(1), 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: upheld by the caller (see above).
+        unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
+        Ok(())
+    }
+
+    /// [`Self::launch_on`] on the main stream.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_on`].
+    pub(crate) unsafe fn launch(
+        &self,
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { self.launch_on(&self.stream, f, grid, block, args) }
+    }
+
+    /// Waits for all work queued on the main stream.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(cuda("waiting for the GPU"))
+    }
+
+    /// Device memory for `len` values of `T`, contents undefined.
+    pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<CudaSlice<T>> {
+        // SAFETY: the buffer is uninitialised device memory; every user writes before reading.
+        unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(cuda("allocating device memory"))
+    }
+
+    /// Copies `src` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, src: &[T]) -> Result<CudaSlice<T>> {
+        let mut dst = self.alloc::<T>(src.len())?;
+        if !src.is_empty() {
+            let mut view = dst.slice_mut(..src.len());
+            self.stream
+                .memcpy_htod(src, &mut view)
+                .map_err(cuda("copying to the device"))?;
+        }
+        Ok(dst)
+    }
+
+    /// Copies the first `dst.len()` values of `src` to the host.
+    pub fn download<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut [T]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if dst.len() > src.len() {
+            return Err(Error::InvalidArgument(
+                "download longer than the device buffer".into(),
+            ));
+        }
+        let view = src.slice(..dst.len());
+        self.stream
+            .memcpy_dtoh(&view, dst)
+            .map_err(cuda("copying from the device"))?;
+        self.synchronize()
+    }
+
+    /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
+    pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        let ptr = self.ptr(buf);
+        // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())
+        }
+        .map_err(cuda("filling device memory"))
+    }
+
+    /// The raw device address of a buffer (kernel arguments).
+    pub(crate) fn ptr<T>(&self, buf: &CudaSlice<T>) -> u64 {
+        let (p, _sync) = buf.device_ptr(&self.stream);
+        p
+    }
+
+    /// Runs `work` (which queues GPU work on the main stream) between two CUDA events and
+    /// returns its result with the elapsed GPU time in milliseconds.
+    pub fn timed<R>(&self, work: impl FnOnce() -> Result<R>) -> Result<(R, f32)> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .ctx
+            .new_event(flags)
+            .map_err(cuda("creating an event"))?;
+        let stop = self
+            .ctx
+            .new_event(flags)
+            .map_err(cuda("creating an event"))?;
+        start
+            .record(&self.stream)
+            .map_err(cuda("recording an event"))?;
+        let r = work()?;
+        stop.record(&self.stream)
+            .map_err(cuda("recording an event"))?;
+        stop.synchronize().map_err(cuda("waiting for an event"))?;
+        let ms = start
+            .elapsed_ms(&stop)
+            .map_err(cuda("reading an event timer"))?;
+        Ok((r, ms))
+    }
+
+    /// Device-to-device copy of `bytes` bytes, timed: the memory-bandwidth ceiling every
+    /// decoder is measured against (bytes read + bytes written per second = 2 * bytes / time).
+    pub fn time_copy(&self, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>) -> Result<f32> {
+        let bytes = src.len().min(dst.len());
+        let (s, d) = (self.ptr(src), self.ptr(dst));
+        let ((), ms) = self.timed(|| {
+            // SAFETY: both buffers hold at least `bytes` bytes and live past the wait in `timed`.
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(d, s, bytes, self.stream.cu_stream())
+            }
+            .map_err(cuda("copying on the device"))
+        })?;
+        Ok(ms)
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Gpu("GPU handle lock poisoned".into())
+}
+
+/// A kernel argument: anything cudarc can pass by value.
+pub(crate) trait KernelArg {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>);
+}
+
+impl<T: DeviceRepr> KernelArg for T {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
+        b.arg(self);
+    }
+}

@@ -1,0 +1,142 @@
+//! Helpers shared by the GPU tests: the GPU handle (or a printed skip), fresh random data of
+//! every shape, CPU encoding and decoding through `tessera_codecs`.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tessera_codecs::column;
+use tessera_format::{CodecId, LogicalType};
+use tessera_gpu::Gpu;
+
+/// The process's GPU, or `None` after printing why the test is skipped. With
+/// TESSERA_REQUIRE_GPU=1 (the GPU machine's run-tests.sh sets it) a missing GPU fails the test.
+pub fn gpu() -> Option<&'static Gpu> {
+    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    match GPU.get_or_init(|| Gpu::new().map_err(|e| e.to_string())) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
+            }
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+/// A fresh seeded RNG; the seed is printed so a failure can be replayed (TESSERA_SEED=...).
+pub fn rng() -> StdRng {
+    let seed = std::env::var("TESSERA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    eprintln!("seed {seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+pub const INT_CODECS: [CodecId; 3] = [CodecId::For, CodecId::Dfor, CodecId::Rfor];
+
+/// The size classes every codec is checked at.
+pub const SIZES: [usize; 12] = [0, 1, 31, 32, 127, 128, 129, 511, 512, 513, 1000, 4099];
+
+/// The data's shape.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape {
+    /// Uniform below 2^bits (lane domain, before the sign flip).
+    Uniform(u32),
+    /// Random walk (sorted-ish, DFOR's case).
+    Walk,
+    /// Runs of random length (RFOR's case).
+    Runs,
+}
+
+/// `n` raw little-endian values of `ty` of the given shape.
+pub fn values(rng: &mut StdRng, ty: LogicalType, n: usize, shape: Shape) -> Vec<u8> {
+    let w = ty.width();
+    let bits = 8 * w as u32;
+    let mut out = Vec::with_capacity(n * w);
+    let mut x: u64 = rng.random();
+    let mut left = 0usize;
+    for _ in 0..n {
+        let lane_value: u64 = match shape {
+            Shape::Uniform(b) => {
+                let b = b.min(bits);
+                if b == 0 {
+                    0
+                } else {
+                    rng.random::<u64>() >> (64 - b)
+                }
+            }
+            Shape::Walk => {
+                x = x.wrapping_add(rng.random_range(0..64));
+                x
+            }
+            Shape::Runs => {
+                if left == 0 {
+                    x = rng.random::<u64>() >> rng.random_range(0..64);
+                    left = rng.random_range(1..100);
+                }
+                left -= 1;
+                x
+            }
+        };
+        // Lane value -> logical value: undo the sign flip so every lane width is reachable.
+        let v = if ty.signed() {
+            lane_value ^ (1u64 << (bits - 1))
+        } else {
+            lane_value
+        };
+        out.extend_from_slice(&v.to_le_bytes()[..w]);
+    }
+    out
+}
+
+/// A random shape, covering every bit width over many calls.
+pub fn any_shape(rng: &mut StdRng) -> Shape {
+    match rng.random_range(0..4) {
+        0 | 1 => Shape::Uniform(rng.random_range(0..=64)),
+        2 => Shape::Walk,
+        _ => Shape::Runs,
+    }
+}
+
+/// CPU-encodes raw values as one chunk of `codec`.
+pub fn encode(ty: LogicalType, codec: CodecId, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let used =
+        column::encode_chunk(ty, Some(codec), raw, &mut out).expect("CPU encoder accepts the data");
+    assert_eq!(used, codec);
+    out
+}
+
+/// Raw values to lane words (int-common §2).
+pub fn lanes32(ty: LogicalType, raw: &[u8]) -> Vec<u32> {
+    let w = ty.width();
+    raw.chunks_exact(w)
+        .map(|c| {
+            let mut b = [0u8; 4];
+            b[..w].copy_from_slice(c);
+            let v = u32::from_le_bytes(b);
+            if ty.signed() {
+                v ^ (1u32 << (8 * w - 1))
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+pub fn lanes64(ty: LogicalType, raw: &[u8]) -> Vec<u64> {
+    raw.chunks_exact(8)
+        .map(|c| {
+            let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            if ty.signed() {
+                v ^ (1 << 63)
+            } else {
+                v
+            }
+        })
+        .collect()
+}
