@@ -33,11 +33,11 @@ def configs():
     out = []
     M = getattr(nvcomp, "CascadedMode", None)
     E = getattr(nvcomp, "CascadedFineGrainedEncoding", None)
-    for chunk in (65536, 262144):
+    for chunk in (65536,):  # 256 KiB chunks measured slower for every mode on an H100
         base = {"data_type": "<u4", "uncomp_chunk_size": chunk}
         out.append((f"cascaded-default-{chunk // 1024}k", "Cascaded", dict(base)))
         if M is not None:
-            for level in (1, 2, 3, 4):
+            for level in (1, 2, 3):
                 out.append((f"cascaded-asym-l{level}-{chunk // 1024}k", "Cascaded",
                             dict(base, mode=M.ASYMMETRIC, compression_level=level)))
             out.append((f"cascaded-sym-{chunk // 1024}k", "Cascaded", dict(base, mode=M.SYMMETRIC)))
@@ -82,6 +82,8 @@ def bench_file(path, runs, log):
     data = cp.ascontiguousarray(cp.asarray(np.frombuffer(host, dtype="<u4")))
     nbytes = data.nbytes
     out = cp.empty_like(data)
+    # The copy above ran on the default stream; the codecs run on their own.
+    cp.cuda.Device().synchronize()
     stream = cp.cuda.Stream(non_blocking=True)
     rows = []
     for label, algo, kw in configs():

@@ -34,6 +34,9 @@ pub struct BenchArgs {
     /// peer script.
     #[arg(long)]
     pub dump: Option<PathBuf>,
+    /// Dump only sets whose name contains one of these (comma-separated) substrings.
+    #[arg(long, value_delimiter = ',')]
+    pub dump_sets: Vec<String>,
     /// Values per chunk (a multiple of 512, at most 2^24).
     #[arg(long, default_value_t = 1 << 20)]
     pub chunk_values: usize,

@@ -24,7 +24,11 @@ const CODECS: [CodecId; 3] = [CodecId::For, CodecId::Dfor, CodecId::Rfor];
 fn widths() -> Vec<u32> {
     match std::env::var("TESSERA_BENCH_WIDTHS").as_deref() {
         Ok("all") => (1..=32).collect(),
-        Ok(list) => list.split(',').filter_map(|s| s.trim().parse().ok()).filter(|w| (1..=32).contains(w)).collect(),
+        Ok(list) => list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .filter(|w| (1..=32).contains(w))
+            .collect(),
         Err(_) => vec![1, 4, 8, 16, 24, 32],
     }
 }
@@ -77,7 +81,11 @@ fn bench_codecs(c: &mut Criterion) {
             });
             g.throughput(Throughput::Bytes((CHUNKS * N * 4) as u64));
             g.bench_with_input(BenchmarkId::new("mt", width), &chunks, |b, vs| {
-                b.iter(|| vs.par_iter().map(|v| encode(codec, black_box(v)).len()).sum::<usize>())
+                b.iter(|| {
+                    vs.par_iter()
+                        .map(|v| encode(codec, black_box(v)).len())
+                        .sum::<usize>()
+                })
             });
             g.finish();
         }
@@ -90,7 +98,8 @@ fn bench_codecs(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("1t", width), &raw, |b, raw| {
             b.iter(|| {
                 buf.clear();
-                column::encode_chunk(LogicalType::U32, None, black_box(raw), &mut buf).expect("auto")
+                column::encode_chunk(LogicalType::U32, None, black_box(raw), &mut buf)
+                    .expect("auto")
             })
         });
         g.finish();
@@ -118,7 +127,10 @@ fn bench_baselines(c: &mut Criterion, width: u32, v: &[u32]) {
     fn bp_decode<P: BitPacker>(packed: &[u8], width: u32, out: &mut [u32]) {
         let p = P::new();
         let step = P::BLOCK_LEN * width as usize / 8;
-        for (src, dst) in packed.chunks_exact(step).zip(out.chunks_exact_mut(P::BLOCK_LEN)) {
+        for (src, dst) in packed
+            .chunks_exact(step)
+            .zip(out.chunks_exact_mut(P::BLOCK_LEN))
+        {
             p.decompress(src, dst, width as u8);
         }
     }
@@ -141,14 +153,21 @@ fn bench_baselines(c: &mut Criterion, width: u32, v: &[u32]) {
         // `unchecked_pack` requires.
         unsafe { u32::unchecked_pack(w, src, dst) };
     }
-    g.bench_with_input(BenchmarkId::new("fastlanes", width), &packed, |b, packed| {
-        b.iter(|| {
-            for (src, dst) in black_box(packed).chunks_exact(per_block).zip(out.chunks_exact_mut(1024)) {
-                // SAFETY: `src` is exactly 1024 * w / 32 words and `dst` exactly 1024 values.
-                unsafe { u32::unchecked_unpack(w, src, dst) };
-            }
-        })
-    });
+    g.bench_with_input(
+        BenchmarkId::new("fastlanes", width),
+        &packed,
+        |b, packed| {
+            b.iter(|| {
+                for (src, dst) in black_box(packed)
+                    .chunks_exact(per_block)
+                    .zip(out.chunks_exact_mut(1024))
+                {
+                    // SAFETY: `src` is exactly 1024 * w / 32 words and `dst` exactly 1024 values.
+                    unsafe { u32::unchecked_unpack(w, src, dst) };
+                }
+            })
+        },
+    );
     g.finish();
 }
 

@@ -39,7 +39,10 @@ fn to_lane32(ty: LogicalType, raw: &[u8]) -> Vec<u32> {
     match ty {
         LogicalType::U8 => raw.iter().map(|&b| b as u32).collect(),
         LogicalType::I8 => raw.iter().map(|&b| (b ^ 0x80) as u32).collect(),
-        LogicalType::U16 => raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32).collect(),
+        LogicalType::U16 => raw
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]) as u32)
+            .collect(),
         LogicalType::I16 => raw
             .chunks_exact(2)
             .map(|c| (u16::from_le_bytes([c[0], c[1]]) ^ 0x8000) as u32)
@@ -48,7 +51,10 @@ fn to_lane32(ty: LogicalType, raw: &[u8]) -> Vec<u32> {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) ^ 0x8000_0000)
             .collect(),
-        _ => raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        _ => raw
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
     }
 }
 
@@ -61,7 +67,11 @@ fn to_lane64(ty: LogicalType, raw: &[u8]) -> Vec<u64> {
 }
 
 fn out_of_range(ty: LogicalType, index: usize, found: u32) -> Error {
-    Error::ValueOutOfRange { index: index as u64, ty: ty.name(), found: found as u64 }
+    Error::ValueOutOfRange {
+        index: index as u64,
+        ty: ty.name(),
+        found: found as u64,
+    }
 }
 
 /// Lane-32 words back to raw little-endian values, checking 8- and 16-bit types fit.
@@ -163,7 +173,12 @@ fn decode_impl(
     let n = value_count(ty, out.len(), "output buffer")?;
     if codec == CodecId::Plain {
         if payload.len() < out.len() {
-            return Err(Error::truncated("plain payload", 0, out.len(), payload.len()));
+            return Err(Error::truncated(
+                "plain payload",
+                0,
+                out.len(),
+                payload.len(),
+            ));
         }
         if payload.len() > out.len() {
             return Err(Error::TrailingBytes {
@@ -175,7 +190,12 @@ fn decode_impl(
         out.copy_from_slice(payload);
         return Ok(());
     }
-    fn run<W: LaneWord>(codec: CodecId, payload: &[u8], lanes: &mut [W], reference: bool) -> Result<()> {
+    fn run<W: LaneWord>(
+        codec: CodecId,
+        payload: &[u8],
+        lanes: &mut [W],
+        reference: bool,
+    ) -> Result<()> {
         if reference {
             int::decode_reference(codec, payload, lanes)
         } else {

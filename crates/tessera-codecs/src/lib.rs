@@ -3,7 +3,7 @@
 //! - [`int`]: the tile-based integer codecs GPU-FOR, GPU-DFOR and GPU-RFOR over 32- and 64-bit
 //!   lanes (`docs/format/{int-common,for,dfor,rfor}.md`), each with a reference decoder that reads
 //!   like its spec and a fast decoder that must match it value for value.
-//! - [`column`]: chunks of a column of any logical integer type, as raw little-endian bytes in and
+//! - [`column`](mod@column): chunks of a column of any logical integer type, as raw little-endian bytes in and
 //!   out: the lane mapping, plain storage and the automatic (smallest) codec choice.
 
 pub mod column;

@@ -48,7 +48,10 @@ fn fail64(codec: CodecId, p: &[u8], n: usize) -> Error {
     let fast = int::decode(codec, p, &mut out).expect_err("fast decoder accepted a bad payload");
     let reference = int::decode_reference(codec, p, &mut out)
         .expect_err("reference decoder accepted a bad payload");
-    assert_eq!(std::mem::discriminant(&fast), std::mem::discriminant(&reference));
+    assert_eq!(
+        std::mem::discriminant(&fast),
+        std::mem::discriminant(&reference)
+    );
     fast
 }
 
@@ -67,7 +70,10 @@ fn truncated_payload() {
         // Cut inside the data area, inside block_starts, inside the header, and empty.
         for len in [p.len() - 4, 20, 12, 0] {
             let e = fail32(codec, &p[..len], N);
-            assert!(matches!(e, Error::Truncated { .. }), "{codec:?} len {len}: {e:?}");
+            assert!(
+                matches!(e, Error::Truncated { .. }),
+                "{codec:?} len {len}: {e:?}"
+            );
         }
     }
 }
@@ -77,8 +83,13 @@ fn misaligned_length() {
     for codec in INT_CODECS {
         let mut p = enc32(codec, &gen32(Shape::Uniform, N, 12, 1));
         p.push(0);
-        assert!(matches!(fail32(codec, &p, N), Error::Misaligned { len } if len as usize == p.len()));
-        assert!(matches!(fail32(codec, &p[..3], N), Error::Misaligned { len: 3 }));
+        assert!(
+            matches!(fail32(codec, &p, N), Error::Misaligned { len } if len as usize == p.len())
+        );
+        assert!(matches!(
+            fail32(codec, &p[..3], N),
+            Error::Misaligned { len: 3 }
+        ));
     }
 }
 
@@ -86,17 +97,33 @@ fn misaligned_length() {
 fn bad_header_constants() {
     for codec in INT_CODECS {
         let p = enc32(codec, &gen32(Shape::Uniform, N, 12, 1));
-        for (field_word, name) in [(0, "block_size"), (1, "miniblock_count"), (3, "tile_blocks")] {
+        for (field_word, name) in [
+            (0, "block_size"),
+            (1, "miniblock_count"),
+            (3, "tile_blocks"),
+        ] {
             let mut q = p.clone();
             set_word(&mut q, field_word, word(&p, field_word) + 1);
             let e = fail32(codec, &q, N);
-            assert!(matches!(e, Error::InvalidHeader { field, .. } if field == name), "{e:?}");
+            assert!(
+                matches!(e, Error::InvalidHeader { field, .. } if field == name),
+                "{e:?}"
+            );
         }
         // total_count above the per-chunk limit.
         let mut q = p.clone();
         set_word(&mut q, 2, (1 << 24) + 1);
         let e = fail32(codec, &q, N);
-        assert!(matches!(e, Error::InvalidHeader { field: "total_count", .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::InvalidHeader {
+                    field: "total_count",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 }
 
@@ -119,10 +146,16 @@ fn trailing_bytes() {
     for codec in INT_CODECS {
         let mut p = enc32(codec, &gen32(Shape::Uniform, N, 12, 1));
         p.extend_from_slice(&[0; 8]);
-        assert!(matches!(fail32(codec, &p, N), Error::TrailingBytes { count: 8, .. }));
+        assert!(matches!(
+            fail32(codec, &p, N),
+            Error::TrailingBytes { count: 8, .. }
+        ));
         let mut p = enc32(codec, &[]);
         p.extend_from_slice(&[0; 4]);
-        assert!(matches!(fail32(codec, &p, 0), Error::TrailingBytes { count: 4, .. }));
+        assert!(matches!(
+            fail32(codec, &p, 0),
+            Error::TrailingBytes { count: 4, .. }
+        ));
     }
 }
 
@@ -136,22 +169,48 @@ fn block_starts_past_the_end_or_decreasing() {
         let mut q = p.clone();
         set_word(&mut q, 5, end + 1);
         let e = fail32(codec, &q, N);
-        assert!(matches!(e, Error::BlockStartOutOfRange { block: 1, .. }), "{codec:?} {e:?}");
+        assert!(
+            matches!(e, Error::BlockStartOutOfRange { block: 1, .. }),
+            "{codec:?} {e:?}"
+        );
         // block_starts[1] below block_starts[0].
         let mut q = p.clone();
         set_word(&mut q, 4, word(&p, 5) + 1);
         let e = fail32(codec, &q, N);
-        assert!(matches!(e, Error::BlockStartOutOfRange { block: 1, .. }), "{codec:?} {e:?}");
+        assert!(
+            matches!(e, Error::BlockStartOutOfRange { block: 1, .. }),
+            "{codec:?} {e:?}"
+        );
     }
     // DFOR: block 0 must leave room for the first tile's first_value before it.
     let mut q = enc32(CodecId::Dfor, &gen32(Shape::Sorted, N, 4, 1));
     set_word(&mut q, 4, 0);
     let e = fail32(CodecId::Dfor, &q, N);
-    assert!(matches!(e, Error::BlockStartOutOfRange { block: 0, min: 1, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::BlockStartOutOfRange {
+                block: 0,
+                min: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     let mut q = enc64(CodecId::Dfor, &gen64(Shape::Sorted, N, 4, 1));
     set_word(&mut q, 4, 1);
     let e = fail64(CodecId::Dfor, &q, N);
-    assert!(matches!(e, Error::BlockStartOutOfRange { block: 0, min: 2, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::BlockStartOutOfRange {
+                block: 0,
+                min: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// A block whose bit widths announce more words than its `block_starts` range holds.
@@ -211,18 +270,43 @@ fn bit_width_over_the_lane() {
         let mut q = p.clone();
         q[4 * bw_at + 1] = 65;
         let e = fail64(codec, &q, N);
-        assert!(matches!(e, Error::BitWidthTooLarge { block: 0, miniblock: 1, found: 65, max: 64 }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::BitWidthTooLarge {
+                    block: 0,
+                    miniblock: 1,
+                    found: 65,
+                    max: 64
+                }
+            ),
+            "{e:?}"
+        );
     }
     // RFOR: value width over the lane; run-length width over 10.
     let p = enc32(CodecId::Rfor, &gen32(Shape::Runs(40), N, 12, 1));
     let bw_at = data_word(CodecId::Rfor, N) + 2;
     let mut q = p.clone();
     q[4 * bw_at] = 33;
-    assert!(matches!(fail32(CodecId::Rfor, &q, N), Error::BitWidthTooLarge { max: 32, found: 33, .. }));
+    assert!(matches!(
+        fail32(CodecId::Rfor, &q, N),
+        Error::BitWidthTooLarge {
+            max: 32,
+            found: 33,
+            ..
+        }
+    ));
     let m = (word(&p, data_word(CodecId::Rfor, N) + 1) & 0xffff).div_ceil(32) as usize;
     let mut q = p.clone();
     q[4 * bw_at + m] = 11;
-    assert!(matches!(fail32(CodecId::Rfor, &q, N), Error::BitWidthTooLarge { max: 10, found: 11, .. }));
+    assert!(matches!(
+        fail32(CodecId::Rfor, &q, N),
+        Error::BitWidthTooLarge {
+            max: 10,
+            found: 11,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -236,47 +320,100 @@ fn rfor_run_counts_and_lengths() {
         let mut q = p.clone();
         set_word(&mut q, run_at, r | 32 << 16);
         let e = fail32(CodecId::Rfor, &q, v.len());
-        assert!(matches!(e, Error::InvalidHeader { field: f, found, .. } if f == field && found == r as u64), "{e:?}");
+        assert!(
+            matches!(e, Error::InvalidHeader { field: f, found, .. } if f == field && found == r as u64),
+            "{e:?}"
+        );
     }
     for lref in [0u32, 513] {
         let mut q = p.clone();
         set_word(&mut q, run_at, 16 | lref << 16);
         let e = fail32(CodecId::Rfor, &q, v.len());
-        assert!(matches!(e, Error::InvalidHeader { field: "rfor length_reference", .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::InvalidHeader {
+                    field: "rfor length_reference",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
     // Lengths 33 each: 16 * 33 = 528, not the block's 512 values.
     let mut q = p.clone();
     set_word(&mut q, run_at, 16 | 33 << 16);
     let e = fail32(CodecId::Rfor, &q, v.len());
-    assert!(matches!(e, Error::CountMismatch { expected: 512, found: 528, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::CountMismatch {
+                expected: 512,
+                found: 528,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     // Fewer runs than encoded (15 of 32): the lengths sum to 480.
     let mut q = p.clone();
     set_word(&mut q, run_at, 15 | 32 << 16);
     let e = fail32(CodecId::Rfor, &q, v.len());
-    assert!(matches!(e, Error::CountMismatch { expected: 512, found: 480, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::CountMismatch {
+                expected: 512,
+                found: 480,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     // A single run length over 512: reference 512 plus a packed 1.
-    let v: Vec<u32> = std::iter::repeat_n(1, 300).chain(std::iter::repeat_n(2, 212)).collect();
+    let v: Vec<u32> = std::iter::repeat_n(1, 300)
+        .chain(std::iter::repeat_n(2, 212))
+        .collect();
     let p = enc32(CodecId::Rfor, &v);
     let run_at = data_word(CodecId::Rfor, v.len()) + 1;
     assert_eq!(word(&p, run_at), 2 | 212 << 16);
     let mut q = p.clone();
     set_word(&mut q, run_at, 2 | 512 << 16);
     let e = fail32(CodecId::Rfor, &q, v.len());
-    assert!(matches!(e, Error::InvalidHeader { field: "rfor run length", found: 600, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::InvalidHeader {
+                field: "rfor run length",
+                found: 600,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
 fn u8_column_rejects_values_over_255() {
-    for (ty, bad) in [(LogicalType::U8, 256u32), (LogicalType::I8, 300), (LogicalType::U16, 65_536), (LogicalType::I16, u32::MAX)] {
+    for (ty, bad) in [
+        (LogicalType::U8, 256u32),
+        (LogicalType::I8, 300),
+        (LogicalType::U16, 65_536),
+        (LogicalType::I16, u32::MAX),
+    ] {
         let lanes = [0u32, 1, bad, 3];
         for codec in INT_CODECS {
             let p = enc32(codec, &lanes);
             let mut out = vec![0u8; lanes.len() * ty.width()];
             for e in [
                 column::decode_chunk(ty, codec, &p, &mut out).expect_err("fast accepted"),
-                column::decode_chunk_reference(ty, codec, &p, &mut out).expect_err("reference accepted"),
+                column::decode_chunk_reference(ty, codec, &p, &mut out)
+                    .expect_err("reference accepted"),
             ] {
-                assert!(matches!(e, Error::ValueOutOfRange { index: 2, .. }), "{ty:?} {codec:?} {e:?}");
+                assert!(
+                    matches!(e, Error::ValueOutOfRange { index: 2, .. }),
+                    "{ty:?} {codec:?} {e:?}"
+                );
             }
         }
     }
@@ -286,13 +423,16 @@ fn u8_column_rejects_values_over_255() {
 fn plain_length_is_checked() {
     let raw = [1u8, 2, 3, 4, 5, 6, 7, 8];
     let mut out = [0u8; 8];
-    let e = column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw[..6], &mut out).expect_err("short");
+    let e = column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw[..6], &mut out)
+        .expect_err("short");
     assert!(matches!(e, Error::Truncated { .. }));
     let mut out = [0u8; 6];
-    let e = column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw, &mut out).expect_err("long");
+    let e =
+        column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw, &mut out).expect_err("long");
     assert!(matches!(e, Error::TrailingBytes { count: 2, .. }));
     let mut out = [0u8; 7];
-    let e = column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw, &mut out).expect_err("odd");
+    let e =
+        column::decode_chunk(LogicalType::U16, CodecId::Plain, &raw, &mut out).expect_err("odd");
     assert!(matches!(e, Error::InvalidArgument(_)));
     let mut p = Vec::new();
     let e = column::encode_chunk(LogicalType::U32, None, &raw[..7], &mut p).expect_err("odd raw");
@@ -302,18 +442,36 @@ fn plain_length_is_checked() {
 #[test]
 fn plain_is_not_an_int_codec() {
     let mut p = Vec::new();
-    assert!(matches!(int::encode(CodecId::Plain, &[1u32], &mut p), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        int::encode(CodecId::Plain, &[1u32], &mut p),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut out = [0u32; 1];
-    assert!(matches!(int::decode(CodecId::Plain, &[0; 4], &mut out), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        int::decode(CodecId::Plain, &[0; 4], &mut out),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 /// Runs both decoders on a possibly corrupt payload: neither may panic, and they must agree.
 fn agree32(codec: CodecId, p: &[u8], n: usize) {
     let mut a = vec![0u32; n];
     let mut b = vec![0u32; n];
-    match (int::decode(codec, p, &mut a), int::decode_reference(codec, p, &mut b)) {
+    let mut c = vec![0u32; n];
+    let portable = int::portable::decode(codec, p, &mut c);
+    let fast = int::decode(codec, p, &mut a);
+    match (&fast, &portable) {
+        (Ok(()), Ok(())) => assert!(a == c, "portable and dispatched decoders disagree"),
+        (Err(x), Err(y)) => assert_eq!(std::mem::discriminant(x), std::mem::discriminant(y)),
+        (x, y) => panic!("dispatched {x:?} vs portable {y:?}"),
+    }
+    match (fast, int::decode_reference(codec, p, &mut b)) {
         (Ok(()), Ok(())) => assert!(a == b, "{codec:?}: decoders disagree on values"),
-        (Err(x), Err(y)) => assert_eq!(std::mem::discriminant(&x), std::mem::discriminant(&y), "{x:?} vs {y:?}"),
+        (Err(x), Err(y)) => assert_eq!(
+            std::mem::discriminant(&x),
+            std::mem::discriminant(&y),
+            "{x:?} vs {y:?}"
+        ),
         (x, y) => panic!("{codec:?}: fast {x:?} vs reference {y:?}"),
     }
 }
@@ -321,15 +479,27 @@ fn agree32(codec: CodecId, p: &[u8], n: usize) {
 fn agree64(codec: CodecId, p: &[u8], n: usize) {
     let mut a = vec![0u64; n];
     let mut b = vec![0u64; n];
-    match (int::decode(codec, p, &mut a), int::decode_reference(codec, p, &mut b)) {
+    let mut c = vec![0u64; n];
+    let portable = int::portable::decode(codec, p, &mut c);
+    let fast = int::decode(codec, p, &mut a);
+    match (&fast, &portable) {
+        (Ok(()), Ok(())) => assert!(a == c, "portable and dispatched decoders disagree"),
+        (Err(x), Err(y)) => assert_eq!(std::mem::discriminant(x), std::mem::discriminant(y)),
+        (x, y) => panic!("dispatched {x:?} vs portable {y:?}"),
+    }
+    match (fast, int::decode_reference(codec, p, &mut b)) {
         (Ok(()), Ok(())) => assert!(a == b, "{codec:?}: decoders disagree on values"),
-        (Err(x), Err(y)) => assert_eq!(std::mem::discriminant(&x), std::mem::discriminant(&y), "{x:?} vs {y:?}"),
+        (Err(x), Err(y)) => assert_eq!(
+            std::mem::discriminant(&x),
+            std::mem::discriminant(&y),
+            "{x:?} vs {y:?}"
+        ),
         (x, y) => panic!("{codec:?}: fast {x:?} vs reference {y:?}"),
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
 
     /// Random word overwrites, bit flips and cuts of valid payloads.
     #[test]

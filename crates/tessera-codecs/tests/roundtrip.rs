@@ -1,5 +1,6 @@
 //! Round trips of every codec over both lanes and every logical type: encode, check the exact
-//! `encoded_size`, decode with the fast and the reference decoder, both must give the input back.
+//! `encoded_size`, decode with the fast and the reference decoder, both must give the input back;
+//! the portable build of the fast paths must match the (on x86-64, AVX2) dispatched one.
 //! Sizes cover the block and miniblock boundaries (0, 1, 31, 32, 127, 128, 129, 511, 512, 513)
 //! and random sizes up to 10^5; shapes cover uniform, sorted, runs, lane extremes and signed
 //! deltas; every `bit_width` 0..=lane is exercised exhaustively, the rest by proptest.
@@ -15,25 +16,63 @@ use tessera_format::{CodecId, LogicalType};
 fn check32(codec: CodecId, v: &[u32]) {
     let mut p = Vec::new();
     int::encode(codec, v, &mut p).expect("encode");
-    assert_eq!(p.len(), int::encoded_size(codec, v).expect("encoded_size"), "{codec:?} size");
+    assert_eq!(
+        p.len(),
+        int::encoded_size(codec, v).expect("encoded_size"),
+        "{codec:?} size"
+    );
     let mut fast = vec![0u32; v.len()];
     int::decode(codec, &p, &mut fast).expect("fast decode");
     assert!(fast == v, "{codec:?} fast decode differs (n = {})", v.len());
     let mut reference = vec![1u32; v.len()];
     int::decode_reference(codec, &p, &mut reference).expect("reference decode");
-    assert!(reference == v, "{codec:?} reference decode differs (n = {})", v.len());
+    assert!(
+        reference == v,
+        "{codec:?} reference decode differs (n = {})",
+        v.len()
+    );
+    // The portable build (no run-time dispatch to AVX2) gives the same bytes and values.
+    let mut q = Vec::new();
+    int::portable::encode(codec, v, &mut q).expect("portable encode");
+    assert!(q == p, "{codec:?} portable encoder differs");
+    assert_eq!(
+        int::portable::encoded_size(codec, v).expect("portable size"),
+        p.len()
+    );
+    let mut portable = vec![2u32; v.len()];
+    int::portable::decode(codec, &p, &mut portable).expect("portable decode");
+    assert!(portable == v, "{codec:?} portable decode differs");
 }
 
 fn check64(codec: CodecId, v: &[u64]) {
     let mut p = Vec::new();
     int::encode(codec, v, &mut p).expect("encode");
-    assert_eq!(p.len(), int::encoded_size(codec, v).expect("encoded_size"), "{codec:?} size");
+    assert_eq!(
+        p.len(),
+        int::encoded_size(codec, v).expect("encoded_size"),
+        "{codec:?} size"
+    );
     let mut fast = vec![0u64; v.len()];
     int::decode(codec, &p, &mut fast).expect("fast decode");
     assert!(fast == v, "{codec:?} fast decode differs (n = {})", v.len());
     let mut reference = vec![1u64; v.len()];
     int::decode_reference(codec, &p, &mut reference).expect("reference decode");
-    assert!(reference == v, "{codec:?} reference decode differs (n = {})", v.len());
+    assert!(
+        reference == v,
+        "{codec:?} reference decode differs (n = {})",
+        v.len()
+    );
+    // The portable build (no run-time dispatch to AVX2) gives the same bytes and values.
+    let mut q = Vec::new();
+    int::portable::encode(codec, v, &mut q).expect("portable encode");
+    assert!(q == p, "{codec:?} portable encoder differs");
+    assert_eq!(
+        int::portable::encoded_size(codec, v).expect("portable size"),
+        p.len()
+    );
+    let mut portable = vec![2u64; v.len()];
+    int::portable::decode(codec, &p, &mut portable).expect("portable decode");
+    assert!(portable == v, "{codec:?} portable decode differs");
 }
 
 /// Every bit width 0..=32 (lane 32) and 0..=64 (lane 64), every codec, every size class.
@@ -42,12 +81,18 @@ fn every_bit_width_round_trips() {
     for codec in INT_CODECS {
         for bits in 0..=32 {
             for (i, n) in SIZES.into_iter().enumerate() {
-                check32(codec, &gen32(Shape::Uniform, n, bits, (bits as u64) << 8 | i as u64));
+                check32(
+                    codec,
+                    &gen32(Shape::Uniform, n, bits, (bits as u64) << 8 | i as u64),
+                );
             }
         }
         for bits in 0..=64 {
             for (i, n) in SIZES.into_iter().enumerate() {
-                check64(codec, &gen64(Shape::Uniform, n, bits, (bits as u64) << 8 | i as u64));
+                check64(
+                    codec,
+                    &gen64(Shape::Uniform, n, bits, (bits as u64) << 8 | i as u64),
+                );
             }
         }
     }
@@ -59,7 +104,10 @@ fn every_bit_width_round_trips() {
 fn for_chooses_the_minimal_width() {
     for b in 1..=32u32 {
         let max = (u64::MAX >> (64 - b)) as u32;
-        let mut v: Vec<u32> = gen32(Shape::Uniform, 128, 32, b as u64).iter().map(|x| x & max).collect();
+        let mut v: Vec<u32> = gen32(Shape::Uniform, 128, 32, b as u64)
+            .iter()
+            .map(|x| x & max)
+            .collect();
         // Pin the reference to 0 and the max to 2^b - 1 in every miniblock.
         for mb in v.chunks_mut(32) {
             mb[0] = 0;
@@ -87,7 +135,7 @@ fn codecs() -> impl Strategy<Value = CodecId> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn lane32_round_trips(codec in codecs(), shape in shapes(), bits in 0u32..=32, n in sizes(), seed: u64) {
@@ -110,7 +158,11 @@ fn raw_values(ty: LogicalType, shape: Shape, n: usize, bits: u32, seed: u64) -> 
     let mut raw = Vec::with_capacity(n * w);
     for u in lane {
         // `u` is an order-preserving lane value of the type: undo the sign flip for signed.
-        let v = if ty.signed() { u ^ (1u64 << (tbits - 1)) } else { u };
+        let v = if ty.signed() {
+            u ^ (1u64 << (tbits - 1))
+        } else {
+            u
+        };
         raw.extend_from_slice(&v.to_le_bytes()[..w]);
     }
     raw
@@ -136,7 +188,13 @@ fn every_type_at_its_extremes() {
     for ty in LogicalType::ALL {
         for n in SIZES {
             let raw = raw_values(ty, Shape::Extremes, n, 64, n as u64);
-            for requested in [None, Some(CodecId::Plain), Some(CodecId::For), Some(CodecId::Dfor), Some(CodecId::Rfor)] {
+            for requested in [
+                None,
+                Some(CodecId::Plain),
+                Some(CodecId::For),
+                Some(CodecId::Dfor),
+                Some(CodecId::Rfor),
+            ] {
                 check_column(ty, requested, &raw);
             }
         }
@@ -144,7 +202,7 @@ fn every_type_at_its_extremes() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
 
     #[test]
     fn column_round_trips(
@@ -163,7 +221,13 @@ proptest! {
 #[test]
 fn auto_picks_the_smallest() {
     for ty in LogicalType::ALL {
-        for (shape, n) in [(Shape::Uniform, 1000), (Shape::Sorted, 5000), (Shape::Runs(600), 3000), (Shape::Extremes, 100), (Shape::Uniform, 0)] {
+        for (shape, n) in [
+            (Shape::Uniform, 1000),
+            (Shape::Sorted, 5000),
+            (Shape::Runs(600), 3000),
+            (Shape::Extremes, 100),
+            (Shape::Uniform, 0),
+        ] {
             let raw = raw_values(ty, shape, n, 6, 7);
             let mut sizes = Vec::new();
             for c in column::AUTO_ORDER {
@@ -171,7 +235,10 @@ fn auto_picks_the_smallest() {
                 column::encode_chunk(ty, Some(c), &raw, &mut p).expect("encode");
                 sizes.push((p.len(), c));
             }
-            let best = sizes.iter().min_by_key(|(s, _)| *s).expect("four candidates");
+            let best = sizes
+                .iter()
+                .min_by_key(|(s, _)| *s)
+                .expect("four candidates");
             let mut p = Vec::new();
             let chosen = column::encode_chunk(ty, None, &raw, &mut p).expect("auto");
             assert_eq!((p.len(), chosen), *best, "{ty:?} {shape:?} {n}: {sizes:?}");
@@ -180,7 +247,9 @@ fn auto_picks_the_smallest() {
 }
 
 fn words(p: &[u8]) -> Vec<u32> {
-    p.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    p.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// Hand-computed payloads (also printed in the spec pages' examples): they pin the byte layout
@@ -199,9 +268,15 @@ fn golden_payloads() {
     };
     // FOR [5, 7, 6]: reference 5, packed [0, 2, 1] at width 2 = 0b01_10_00; a full miniblock
     // of width 2 is 2 words even when padding fills most of it.
-    assert_eq!(enc32(CodecId::For, &[5, 7, 6]), [128, 4, 3, 1, 0, 4, 5, 2, 0b01_10_00, 0]);
+    assert_eq!(
+        enc32(CodecId::For, &[5, 7, 6]),
+        [128, 4, 3, 1, 0, 4, 5, 2, 0b01_10_00, 0]
+    );
     // FOR lane 64 [3, 4]: reference in two words, low first; packed [0, 1] at width 1.
-    assert_eq!(enc64(CodecId::For, &[3, 4]), [128, 4, 2, 1, 0, 4, 3, 0, 1, 0b10]);
+    assert_eq!(
+        enc64(CodecId::For, &[3, 4]),
+        [128, 4, 2, 1, 0, 4, 3, 0, 1, 0b10]
+    );
     // DFOR [10, 12, 11]: first_value 10, deltas [0, 2, -1], reference -1, packed [1, 3, 0].
     assert_eq!(
         enc32(CodecId::Dfor, &[10, 12, 11]),
@@ -211,7 +286,19 @@ fn golden_payloads() {
     // r = 2, widths [2 | 1 << 8], values [0, 2] in 4 bits, lengths [1, 0] in 2 bits.
     assert_eq!(
         enc32(CodecId::Rfor, &[7, 7, 7, 9, 9]),
-        [512, 16, 5, 1, 0, 5, 7, 2 | 2 << 16, 2 | 1 << 8, 0b10_00, 0b0_1]
+        [
+            512,
+            16,
+            5,
+            1,
+            0,
+            5,
+            7,
+            2 | 2 << 16,
+            2 | 1 << 8,
+            0b10_00,
+            0b0_1
+        ]
     );
     // Empty chunks: header and block_starts = [0].
     for c in INT_CODECS {
@@ -221,5 +308,8 @@ fn golden_payloads() {
         assert_eq!(enc32(c, &[]), [bs, mb, 0, d, 0]);
     }
     // Padding: 130 equal values give a second FOR block of width-0 miniblocks only.
-    assert_eq!(enc32(CodecId::For, &[9; 130]), [128, 4, 130, 1, 0, 2, 4, 9, 0, 9, 0]);
+    assert_eq!(
+        enc32(CodecId::For, &[9; 130]),
+        [128, 4, 130, 1, 0, 2, 4, 9, 0, 9, 0]
+    );
 }

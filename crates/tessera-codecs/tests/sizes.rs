@@ -34,7 +34,10 @@ fn for_uniform_at_most_b_plus_0_8_bits() {
         let mask = u32::MAX >> (32 - b);
         let v: Vec<u32> = (0..n).map(|_| rng.random::<u32>() & mask).collect();
         let bpv = bits_per_value(CodecId::For, &v);
-        println!("FOR uniform [0, 2^{b}): {bpv:.4} bits/value (target <= {})", b as f64 + 0.8);
+        println!(
+            "FOR uniform [0, 2^{b}): {bpv:.4} bits/value (target <= {})",
+            b as f64 + 0.8
+        );
         assert!(bpv <= b as f64 + 0.8, "b = {b}: {bpv}");
     }
 }

@@ -1,9 +1,9 @@
 // for.cu: GPU-FOR (docs/format/for.md) decode and encode kernels.
 //
 // Decode: `for_decode_<out>` decodes every FOR chunk of a column in one launch. Block x of the
-// grid takes tiles x, x + gridDim.x, ... (one tile per thread block when the grid covers them
-// all); each tile is 4 blocks = 512 values loaded by LoadBitPack and written at the logical
-// width (`out` = u8, u16, u32 for lane 32; u64 for lane 64; signed types pass their sign bit in
+// grid takes groups x, x + gridDim.x, ... (one group per thread block when the grid covers them
+// all); a group is G tiles of 4 blocks = 512 values each, loaded at once by LoadBitPackGroup,
+// then unpacked tile by tile (LoadBitPackTile) and written at the logical width (`out` = u8, u16, u32 for lane 32; u64 for lane 64; signed types pass their sign bit in
 // `flip`). `status[c]` receives chunk c's first error (common.cuh).
 //
 // Encode (lane words in, chunk payloads out; chunk_values is a multiple of 512):
@@ -20,36 +20,38 @@
 #include "include/store.cuh"
 #include "include/bitpack.cuh"
 
-template <int LANE, int OUT_BYTES>
+template <int LANE, int OUT_BYTES, int G>
 __device__ __forceinline__ void for_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
-                                           u32 total_tiles, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
-    __shared__ ForTileStorage<LANE> s;
+                                           u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
+    __shared__ ForGroupStorage<LANE, G> s;
     typename Lane<LANE>::T items[TS_ITEMS];
-    for (u32 tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, tile);
+    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const u32 local = tile - c.first_tile;
-        const bool ok = LoadBitPack<LANE>(g, c, local, s, items, status + ci);
-        const u32 pos = local * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-        const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-        if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
+        const ForGroup q = LoadBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
+        for (u32 tile = 0; tile < q.tiles; ++tile) {
+            const bool ok = LoadBitPackTile<LANE, G>(s, q, tile, items, status + ci);
+            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
+        }
     }
 }
 
 #define TS_DECODE_ARGS                                                                                   \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_tiles,      \
+    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups,     \
         u8 *__restrict__ out, u64 flip, u64 *__restrict__ status
-extern "C" __global__ void __launch_bounds__(TS_THREADS) for_decode_u8(TS_DECODE_ARGS) {
-    for_decode<32, 1>(g, chunks, n_chunks, total_tiles, out, flip, status);
+extern "C" __global__ void TS_TILE_BOUNDS for_decode_u8(TS_DECODE_ARGS) {
+    for_decode<32, 1, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void __launch_bounds__(TS_THREADS) for_decode_u16(TS_DECODE_ARGS) {
-    for_decode<32, 2>(g, chunks, n_chunks, total_tiles, out, flip, status);
+extern "C" __global__ void TS_TILE_BOUNDS for_decode_u16(TS_DECODE_ARGS) {
+    for_decode<32, 2, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void __launch_bounds__(TS_THREADS) for_decode_u32(TS_DECODE_ARGS) {
-    for_decode<32, 4>(g, chunks, n_chunks, total_tiles, out, flip, status);
+extern "C" __global__ void TS_TILE_BOUNDS for_decode_u32(TS_DECODE_ARGS) {
+    for_decode<32, 4, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void __launch_bounds__(TS_THREADS) for_decode_u64(TS_DECODE_ARGS) {
-    for_decode<64, 8>(g, chunks, n_chunks, total_tiles, out, flip, status);
+extern "C" __global__ void TS_TILE_BOUNDS for_decode_u64(TS_DECODE_ARGS) {
+    for_decode<64, 8, TS_FOR_GROUP_L64>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 // query.cu: SELECT SUM(x) FROM t WHERE x BETWEEN lo AND hi, over a u32 column.
 //
 // `sum_between_{for,dfor,rfor}` run the query on the compressed column: each thread block
-// loads a tile with LoadBitPack / LoadDBitPack / LoadRBitPack straight into registers, filters
-// and adds, so the decoded column never touches global memory (paper section 7). One launch
+// loads a group of tiles with LoadBitPackGroup / LoadDBitPackGroup / LoadRBitPackGroup and takes
+// each tile into registers with the matching *Tile function, filters and adds, so the decoded column never touches global memory (paper section 7). One launch
 // covers every chunk of the column (the same chunk table as the decoders). Each thread keeps a
 // u64 partial sum; a block reduction and one atomicAdd per thread block finish it.
 // `sum_between_plain` is the same query over the uncompressed column (16-byte loads).
@@ -32,33 +32,62 @@ __device__ __forceinline__ u64 ts_filter_sum(const u32 (&items)[TS_ITEMS], u32 v
     return sum;
 }
 
-#define TS_QUERY_ARGS                                                                                     \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_tiles, u32 lo, \
+#define TS_QUERY_ARGS                                                                                      \
+    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups, u32 lo, \
         u32 hi, u64 *__restrict__ result, u64 *__restrict__ status
 
-#define TS_QUERY_BODY(STORAGE, LOADER)                                                   \
-    __shared__ STORAGE s;                                                                \
-    u32 items[TS_ITEMS];                                                                 \
-    u64 sum = 0;                                                                         \
-    for (u32 tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {                 \
-        const u32 ci = ts_find_chunk(chunks, n_chunks, tile);                            \
-        const ChunkDesc c = ts_load_chunk(chunks, ci);                                   \
-        const u32 local = tile - c.first_tile;                                           \
-        const bool ok = LOADER(g, c, local, s, items, status + ci);                      \
-        const u32 pos = local * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;                 \
-        const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u; \
-        if (ok) sum += ts_filter_sum(items, valid, lo, hi);                              \
-    }                                                                                    \
+extern "C" __global__ void TS_TILE_BOUNDS sum_between_for(TS_QUERY_ARGS) {
+    __shared__ ForGroupStorage<32, TS_FOR_GROUP_L32> s;
+    u32 items[TS_ITEMS];
+    u64 sum = 0;
+    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const ChunkDesc c = ts_load_chunk(chunks, ci);
+        const ForGroup q = LoadBitPackGroup<32, TS_FOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
+        for (u32 tile = 0; tile < q.tiles; ++tile) {
+            const bool ok = LoadBitPackTile<32, TS_FOR_GROUP_L32>(s, q, tile, items, status + ci);
+            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+        }
+    }
     ts_block_add(sum, result);
+}
 
-extern "C" __global__ void __launch_bounds__(TS_THREADS) sum_between_for(TS_QUERY_ARGS) {
-    TS_QUERY_BODY(ForTileStorage<32>, LoadBitPack<32>)
+extern "C" __global__ void TS_TILE_BOUNDS sum_between_dfor(TS_QUERY_ARGS) {
+    __shared__ ForGroupStorage<32, TS_FOR_GROUP_L32> s;
+    u32 items[TS_ITEMS];
+    u64 sum = 0;
+    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const ChunkDesc c = ts_load_chunk(chunks, ci);
+        const ForGroup q = LoadDBitPackGroup<32, TS_FOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
+        for (u32 tile = 0; tile < q.tiles; ++tile) {
+            const bool ok = LoadDBitPackTile<32, TS_FOR_GROUP_L32>(s, q, tile, items, status + ci);
+            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+        }
+    }
+    ts_block_add(sum, result);
 }
-extern "C" __global__ void __launch_bounds__(TS_THREADS) sum_between_dfor(TS_QUERY_ARGS) {
-    TS_QUERY_BODY(ForTileStorage<32>, LoadDBitPack<32>)
-}
-extern "C" __global__ void __launch_bounds__(TS_THREADS) sum_between_rfor(TS_QUERY_ARGS) {
-    TS_QUERY_BODY(RforTileStorage<32>, LoadRBitPack<32>)
+
+extern "C" __global__ void TS_TILE_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
+    __shared__ RforGroupStorage<32, TS_RFOR_GROUP_L32> s;
+    u32 items[TS_ITEMS];
+    u64 sum = 0;
+    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const ChunkDesc c = ts_load_chunk(chunks, ci);
+        const RforGroup q = LoadRBitPackGroup<32, TS_RFOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
+        for (u32 tile = 0; tile < q.blocks; ++tile) {
+            const bool ok = LoadRBitPackTile<32, TS_RFOR_GROUP_L32>(s, q, c, tile, items, status + ci);
+            const u32 pos = (q.k0 + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+        }
+    }
+    ts_block_add(sum, result);
 }
 
 extern "C" __global__ void __launch_bounds__(TS_THREADS) sum_between_plain(const u32* __restrict__ values, u64 n, u32 lo,
@@ -67,10 +96,16 @@ extern "C" __global__ void __launch_bounds__(TS_THREADS) sum_between_plain(const
     const u64 quads = n / 4;
     const uint4* v4 = reinterpret_cast<const uint4*>(values);
     const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < quads; i += stride) {
-        const uint4 q = __ldg(&v4[i]);
-        const u32 items[TS_ITEMS] = {q.x, q.y, q.z, q.w};
-        sum += ts_filter_sum(items, TS_ITEMS, lo, hi);
+    // Four independent 16-byte loads in flight per thread per step.
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < quads; i += 4 * stride) {
+        uint4 q[4];
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) q[k] = i + k * stride < quads ? __ldg(&v4[i + k * stride]) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (u32 k = 0; k < 4; ++k) {
+            const u32 items[TS_ITEMS] = {q[k].x, q[k].y, q[k].z, q[k].w};
+            sum += ts_filter_sum(items, i + k * stride < quads ? TS_ITEMS : 0u, lo, hi);
+        }
     }
     for (u64 i = quads * 4 + (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const u32 x = values[i];

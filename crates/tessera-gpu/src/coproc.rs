@@ -152,7 +152,7 @@ impl Gpu {
             )
         };
         let pin = cuda("allocating pinned host memory");
-        Ok(Slot {
+        let slot = Slot {
             stream,
             done,
             host_in: host_in.map_err(&pin)?,
@@ -164,7 +164,11 @@ impl Gpu {
             dev_out: self.alloc(cap.out)?,
             dev_status: self.alloc(cap.chunks)?,
             dev_tables: self.alloc(cap.chunks)?,
-        })
+        };
+        // The device buffers are allocated in the main stream's order; the slot's stream uses
+        // them next.
+        self.synchronize()?;
+        Ok(slot)
     }
 
     /// Decodes the chunks of one column, in order, into `out` (raw little-endian values at the
@@ -258,8 +262,8 @@ impl Gpu {
         for (codec, group) in &host.groups {
             let base = descs.len();
             descs.extend(group.iter().map(|c| c.desc));
-            let tiles: u32 = group.iter().map(|c| c.shape.tiles()).sum();
-            launches.push((*codec, base, group.len(), tiles));
+            let groups: u32 = group.iter().map(|c| c.shape.groups()).sum();
+            launches.push((*codec, base, group.len(), groups));
         }
         let (d_in, d_plain, d_out, d_status, d_tables) = (
             self.ptr(&slot.dev_in),
@@ -289,7 +293,7 @@ impl Gpu {
             }
         }
         let flip = sign_flip(ty);
-        for (codec, base, n, tiles) in launches {
+        for (codec, base, n, groups) in launches {
             let (module, name) = decode_kernel(codec, ty)?;
             let f = self.function(module, name)?;
             let table = d_tables + (base * std::mem::size_of::<ChunkDesc>()) as u64;
@@ -302,9 +306,9 @@ impl Gpu {
                 self.launch_on(
                     &stream,
                     &f,
-                    self.tile_grid(tiles),
+                    self.tile_grid(groups),
                     THREADS,
-                    &[&d_in, &table, &n_chunks, &tiles, &d_out, &flip, &status],
+                    &[&d_in, &table, &n_chunks, &groups, &d_out, &flip, &status],
                 )?;
             }
         }

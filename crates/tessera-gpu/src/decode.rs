@@ -36,6 +36,11 @@ impl ChunkShape {
     pub fn tiles(&self) -> u32 {
         self.total_count.div_ceil(TILE_VALUES as u32)
     }
+    /// Groups of the chunk's decode kernel (layout::group_tiles tiles each).
+    pub fn groups(&self) -> u32 {
+        self.tiles()
+            .div_ceil(layout::group_tiles(self.codec, self.lane))
+    }
 }
 
 /// (block_size, miniblock_count, tile_blocks) of int-common §3.
@@ -231,10 +236,11 @@ pub(crate) struct HostColumn {
 impl HostColumn {
     pub fn build(ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<HostColumn> {
         let mut col = HostColumn::default();
-        let mut per_codec: Vec<(CodecId, Vec<IntChunk>, u32)> =
+        // (codec, its chunks, tiles so far, groups so far)
+        let mut per_codec: Vec<(CodecId, Vec<IntChunk>, u32, u32)> =
             [CodecId::For, CodecId::Dfor, CodecId::Rfor]
                 .into_iter()
-                .map(|c| (c, Vec::new(), 0))
+                .map(|c| (c, Vec::new(), 0, 0))
                 .collect();
         let total_words: usize = chunks
             .iter()
@@ -247,11 +253,21 @@ impl HostColumn {
             col.values += c.value_count as u64;
             match chunk_shape(ty, c)? {
                 None => {
-                    col.plain_chunks.push(PlainChunk {
+                    let p = PlainChunk {
                         src_byte: col.plain.len() as u64,
                         out_byte: out_index * ty.width() as u64,
                         bytes: c.payload.len() as u64,
-                    });
+                    };
+                    // Neighbouring plain chunks are neighbours on both sides: one copy.
+                    match col.plain_chunks.last_mut() {
+                        Some(last)
+                            if last.src_byte + last.bytes == p.src_byte
+                                && last.out_byte + last.bytes == p.out_byte =>
+                        {
+                            last.bytes += p.bytes
+                        }
+                        _ => col.plain_chunks.push(p),
+                    }
                     col.plain.extend_from_slice(c.payload);
                 }
                 Some(shape) if shape.total_count == 0 => {}
@@ -271,13 +287,14 @@ impl HostColumn {
                         payload_words: shape.payload_words,
                         total_count: shape.total_count,
                         first_tile: group.2,
-                        reserved: 0,
+                        first_group: group.3,
                     };
                     group.2 = group.2.checked_add(shape.tiles()).ok_or_else(|| {
                         Error::InvalidArgument(
                             "column too large for one launch (2^32 tiles)".into(),
                         )
                     })?;
+                    group.3 += shape.groups();
                     col.words.extend(
                         c.payload
                             .chunks_exact(4)
@@ -294,7 +311,7 @@ impl HostColumn {
         col.groups = per_codec
             .into_iter()
             .filter(|g| !g.1.is_empty())
-            .map(|(c, v, _)| (c, v))
+            .map(|(c, v, _, _)| (c, v))
             .collect();
         Ok(col)
     }
@@ -321,7 +338,7 @@ pub(crate) struct DeviceGroup {
     pub codec: CodecId,
     pub table: CudaSlice<ChunkDesc>,
     pub chunks: Vec<IntChunk>,
-    pub total_tiles: u32,
+    pub total_groups: u32,
     /// Index of the group's first chunk in the status buffer.
     pub status_base: usize,
 }
@@ -363,12 +380,12 @@ impl Gpu {
         let mut slots = 0;
         for (codec, chunks) in &host.groups {
             let descs: Vec<ChunkDesc> = chunks.iter().map(|c| c.desc).collect();
-            let total_tiles = chunks.iter().map(|c| c.shape.tiles()).sum();
+            let total_groups = chunks.iter().map(|c| c.shape.groups()).sum();
             groups.push(DeviceGroup {
                 codec: *codec,
                 table: self.upload(&descs)?,
                 chunks: chunks.clone(),
-                total_tiles,
+                total_groups,
                 status_base: slots,
             });
             slots += chunks.len();
@@ -418,20 +435,20 @@ impl Gpu {
             let table = self.ptr(&g.table);
             let n_chunks = g.chunks.len() as u32;
             let status_g = status + 8 * g.status_base as u64;
-            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_tiles, out, flip,
+            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_groups, out, flip,
             // status)`: `words` holds every payload the table names (checked by chunk_shape),
             // `table` has n_chunks rows, `out` holds the whole decoded column (checked above) and
             // `status_g` has n_chunks slots; all live until the caller synchronizes.
             unsafe {
                 self.launch(
                     &f,
-                    self.tile_grid(g.total_tiles),
+                    self.tile_grid(g.total_groups),
                     layout::THREADS,
                     &[
                         &words,
                         &table,
                         &n_chunks,
-                        &g.total_tiles,
+                        &g.total_groups,
                         &out_ptr,
                         &flip,
                         &status_g,

@@ -31,6 +31,23 @@ pub const THREADS: u32 = 128;
 pub const ITEMS: usize = 4;
 /// Values per tile (every codec decodes 512-value tiles).
 pub const TILE_VALUES: usize = 512;
+/// Tiles a thread block loads at once (`TS_*_GROUP_*` in common.cuh), per codec and lane.
+pub const FOR_GROUP_L32: u32 = 4;
+pub const FOR_GROUP_L64: u32 = 2;
+pub const RFOR_GROUP_L32: u32 = 2;
+pub const RFOR_GROUP_L64: u32 = 1;
+
+/// Tiles per group of the decode and query kernels of `codec` in `lane` (FOR and DFOR share
+/// their storage, hence their group size).
+pub fn group_tiles(codec: tessera_format::CodecId, lane: tessera_format::Lane) -> u32 {
+    use tessera_format::{CodecId, Lane};
+    match (codec, lane) {
+        (CodecId::Rfor, Lane::L32) => RFOR_GROUP_L32,
+        (CodecId::Rfor, Lane::L64) => RFOR_GROUP_L64,
+        (_, Lane::L32) => FOR_GROUP_L32,
+        (_, Lane::L64) => FOR_GROUP_L64,
+    }
+}
 
 /// Status codes written by kernels (`TS_ST_*`).
 pub const ST_BLOCK_START: u32 = 1;
@@ -60,9 +77,10 @@ pub struct ChunkDesc {
     pub payload_words: u32,
     /// Values in the chunk.
     pub total_count: u32,
-    /// Global index of the chunk's first tile.
+    /// Index of the chunk's first tile among the tiles of its launch.
     pub first_tile: u32,
-    pub reserved: u32,
+    /// Index of the chunk's first group among the groups of its launch.
+    pub first_group: u32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, laid out exactly like the CUDA struct (checked by a test).
@@ -133,6 +151,10 @@ mod tests {
             ("THREADS", THREADS as u64),
             ("ITEMS", ITEMS as u64),
             ("TILE_VALUES", TILE_VALUES as u64),
+            ("FOR_GROUP_L32", FOR_GROUP_L32 as u64),
+            ("FOR_GROUP_L64", FOR_GROUP_L64 as u64),
+            ("RFOR_GROUP_L32", RFOR_GROUP_L32 as u64),
+            ("RFOR_GROUP_L64", RFOR_GROUP_L64 as u64),
             ("ST_BLOCK_START", ST_BLOCK_START as u64),
             ("ST_TRUNCATED", ST_TRUNCATED as u64),
             ("ST_BIT_WIDTH", ST_BIT_WIDTH as u64),

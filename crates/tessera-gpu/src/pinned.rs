@@ -68,12 +68,23 @@ impl Gpu {
         .map_err(cuda("copying to the device"))
     }
 
-    /// The column's device payload (its words, then its plain bytes) in a pinned host buffer,
-    /// as [`Self::enqueue_reupload`] sends it.
+    /// The column's device payload (its words, then its plain bytes) in a new pinned host
+    /// buffer, as [`Self::enqueue_reupload`] sends it.
     pub fn pin_column(&self, col: &DeviceColumn) -> Result<PinnedBuffer> {
+        let mut pinned = self.alloc_pinned(col.words_bytes() + col.plain_bytes())?;
+        self.pin_column_into(col, &mut pinned)?;
+        Ok(pinned)
+    }
+
+    /// [`Self::pin_column`] into an existing buffer (pinned allocations are slow: reuse one).
+    pub fn pin_column_into(&self, col: &DeviceColumn, pinned: &mut PinnedBuffer) -> Result<()> {
         let words = col.words_bytes();
         let plain = col.plain_bytes();
-        let mut pinned = self.alloc_pinned(words + plain)?;
+        if pinned.len() < words + plain {
+            return Err(Error::InvalidArgument(
+                "pinned buffer smaller than the column".into(),
+            ));
+        }
         {
             let host = pinned.as_mut_slice()?;
             // SAFETY: the device buffers hold at least `words` and `plain` bytes; the pinned
@@ -90,7 +101,7 @@ impl Gpu {
                 }
                 if plain > 0 {
                     r::memcpy_dtoh_async(
-                        &mut host[words..],
+                        &mut host[words..words + plain],
                         self.ptr(&col.plain),
                         self.stream.cu_stream(),
                     )
@@ -98,8 +109,7 @@ impl Gpu {
                 }
             }
         }
-        self.synchronize()?;
-        Ok(pinned)
+        self.synchronize()
     }
 
     /// Queues the copy of a pinned column payload (from [`Self::pin_column`]) into the

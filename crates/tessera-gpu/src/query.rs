@@ -61,9 +61,9 @@ impl Gpu {
             let status_g = status + 8 * g.status_base as u64;
             // A persistent grid: each thread block adds many tiles before its one atomic.
             let grid = self
-                .tile_grid(g.total_tiles)
+                .tile_grid(g.total_groups)
                 .min(self.info.sm_count.max(1) * 16 * 8);
-            // SAFETY: matches `sum_between_<codec>(g, chunks, n_chunks, total_tiles, lo, hi,
+            // SAFETY: matches `sum_between_<codec>(g, chunks, n_chunks, total_groups, lo, hi,
             // result, status)`; the table, payload words, result and status buffers are those of
             // the column, checked at upload, and live until the caller synchronizes.
             unsafe {
@@ -75,7 +75,7 @@ impl Gpu {
                         &words,
                         &table,
                         &n_chunks,
-                        &g.total_tiles,
+                        &g.total_groups,
                         &lo,
                         &hi,
                         &res,

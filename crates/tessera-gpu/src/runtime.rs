@@ -51,7 +51,7 @@ pub struct Gpu {
     pub(crate) info: DeviceInfo,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
-    /// Most thread blocks a tile kernel is launched with; 0 = one per tile.
+    /// Most thread blocks a tile kernel is launched with; 0 = one per group of tiles.
     grid_limit: AtomicU32,
     pub(crate) staging: Mutex<Option<crate::coproc::Staging>>,
 }
@@ -126,8 +126,8 @@ impl Gpu {
         &self.info
     }
 
-    /// Caps the thread blocks of every tile kernel (`None`: one thread block per tile; with a
-    /// cap, each thread block loops over tiles). For tuning and benchmarks.
+    /// Caps the thread blocks of every tile kernel (`None`: one thread block per group of tiles;
+    /// with a cap, each thread block loops over groups). For tuning and benchmarks.
     pub fn set_grid_limit(&self, limit: Option<u32>) {
         self.grid_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
     }
@@ -170,11 +170,11 @@ impl Gpu {
         Ok(f)
     }
 
-    /// Grid size for a tile kernel over `tiles` tiles.
-    pub(crate) fn tile_grid(&self, tiles: u32) -> u32 {
+    /// Grid size for a tile kernel over `groups` groups of tiles.
+    pub(crate) fn tile_grid(&self, groups: u32) -> u32 {
         match self.grid_limit.load(Ordering::Relaxed) {
-            0 => tiles.max(1),
-            cap => tiles.clamp(1, cap),
+            0 => groups.max(1),
+            cap => groups.clamp(1, cap),
         }
     }
 

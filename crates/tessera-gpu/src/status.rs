@@ -4,7 +4,7 @@
 //! (block_starts, block contents, decoded values), position (block, or value index inside the
 //! chunk), code and one detail word. [`chunk_error`] merges it with what the host checked itself
 //! (block_starts[nb] against the data length) in the CPU decoders' order
-//! (`tessera_codecs::int`): every block_starts entry first, then the end of the data area, then
+//! (`tessera_codecs::int`): the end of the data area first, then every block_starts entry, then
 //! blocks in order, then the narrowing of decoded values. With the chunk's payload at hand the
 //! error carries the CPU's exact offsets and bounds; without it (a column already on the
 //! device), fields the kernel could not report are filled from the chunk's shape or left 0, the
@@ -22,21 +22,15 @@ pub(crate) fn chunk_error(
     key: Option<StatusKey>,
     payload: Option<&[u8]>,
 ) -> Option<Error> {
-    if let Some(k) = key.filter(|k| k.class == layout::CLASS_BLOCK_STARTS) {
-        return Some(to_error(k, ty, shape, payload));
-    }
+    // block_starts[block_count] against the data area first (a cut-off payload reads as
+    // truncated, not as a bad offset), then every entry, then the blocks.
     let data_offset = data_offset(shape);
     if shape.last_start > shape.data_len {
-        let min = if shape.block_count == 0 {
-            0
-        } else {
-            block_start(payload, shape.block_count - 1).unwrap_or(0) as u64
-        };
-        return Some(Error::BlockStartOutOfRange {
-            block: shape.block_count as u64,
-            found: shape.last_start as u64,
-            min,
-            max: shape.data_len as u64,
+        return Some(Error::Truncated {
+            what: "data area (block_starts[block_count])",
+            offset: data_offset,
+            needed: 4 * shape.last_start as u64,
+            available: 4 * shape.data_len as u64,
         });
     }
     if shape.last_start < shape.data_len {

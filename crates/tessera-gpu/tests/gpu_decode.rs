@@ -200,3 +200,47 @@ fn the_coprocessor_path_streams_columns_larger_than_a_slice() {
         .collect();
     check_column(ty, &chunks, "streamed column");
 }
+
+/// Words between blocks are legal (a block reads only what its metadata asks for inside its
+/// range): small gaps keep the group's contiguous shared-memory copy, large ones force the
+/// one-slot-per-block layout.
+#[test]
+fn slack_between_blocks_decodes_like_the_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut rng = rng();
+    let word =
+        |p: &[u8], i: usize| u32::from_le_bytes(p[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    for round in 0..60 {
+        let ty = LogicalType::ALL[round % LogicalType::ALL.len()];
+        let codec = INT_CODECS[(round / 8) % 3];
+        let n = rng.random_range(1200..6000);
+        let shape = any_shape(&mut rng);
+        let mut p = encode(ty, codec, &values(&mut rng, ty, n, shape));
+        let block_values = if codec == CodecId::Rfor { 512 } else { 128 };
+        let nb = n.div_ceil(block_values);
+        let data = 4 + nb + 1;
+        let k = rng.random_range(0..nb - 1);
+        let slack = if round % 3 == 0 {
+            rng.random_range(2000..4000)
+        } else {
+            rng.random_range(1..40)
+        };
+        let mut at = data + word(&p, 4 + k + 1) as usize;
+        if codec == CodecId::Dfor && (k + 1) % 4 == 0 {
+            at -= ty.lane().ref_words(); // the next tile's first_value stays just before its block
+        }
+        let garbage: Vec<u8> = (0..4 * slack).map(|_| rng.random()).collect();
+        p.splice(4 * at..4 * at, garbage);
+        for j in k + 1..=nb {
+            let v = word(&p, 4 + j) + slack as u32;
+            p[4 * (4 + j)..4 * (4 + j) + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        check_column(
+            ty,
+            &[(codec, p, n as u32)],
+            &format!("{ty:?} {codec:?} n={n} slack {slack} after block {k}"),
+        );
+    }
+}

@@ -131,25 +131,35 @@ impl<'a> TileReader<'a> {
             ));
         }
         let data_len = (words.len() - data) as u64;
+        // block_starts[block_count] against the data area first, then every entry.
+        let end = words.get(4 + block_count) as u64;
+        if end > data_len {
+            return Err(Error::Truncated {
+                what: "data area (block_starts[block_count])",
+                offset: 4 * data as u64,
+                needed: 4 * end,
+                available: 4 * data_len,
+            });
+        }
+        if end < data_len {
+            return Err(Error::TrailingBytes {
+                what: "data area (block_starts[block_count])",
+                offset: 4 * (data as u64 + end),
+                count: 4 * (data_len - end),
+            });
+        }
         let mut prev = if block_count > 0 { lead } else { 0 };
         for k in 0..=block_count {
             let found = words.get(4 + k) as u64;
-            if found < prev || found > data_len {
+            if found < prev || found > end {
                 return Err(Error::BlockStartOutOfRange {
                     block: k as u64,
                     found,
                     min: prev,
-                    max: data_len,
+                    max: end,
                 });
             }
             prev = found;
-        }
-        if prev < data_len {
-            return Err(Error::TrailingBytes {
-                what: "data area (block_starts[block_count])",
-                offset: 4 * (data as u64 + prev),
-                count: 4 * (data_len - prev),
-            });
         }
         Ok(TileReader {
             codec: chunk.codec,

@@ -287,6 +287,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let mut pinned_raw = gpu.alloc_pinned(bytes)?;
     let mut d_raw = gpu.alloc::<u8>(bytes)?;
     let mut d_out = gpu.alloc::<u8>(bytes + 64)?;
+    let mut pinned_col = None;
     for s in set_specs(args.quick) {
         if !args.sets.is_empty() && !args.sets.iter().any(|f| s.name.contains(f.as_str())) {
             continue;
@@ -294,7 +295,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let t0 = Instant::now();
         let data = (s.make)(n);
         let raw = to_bytes(&data.values);
-        if let Some(dir) = &args.dump {
+        let dump_this = args.dump_sets.is_empty()
+            || args
+                .dump_sets
+                .iter()
+                .any(|f| data.name.contains(f.as_str()));
+        if let Some(dir) = args.dump.as_ref().filter(|_| dump_this) {
             let path = dir.join(format!("{}.u32", data.name));
             std::fs::write(&path, &raw).map_err(io(&path))?;
         }
@@ -306,6 +312,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             &mut pinned_raw,
             &mut d_raw,
             &mut d_out,
+            &mut pinned_col,
             copy_ceiling_gbps,
         )?;
         print_set(&r);
@@ -329,6 +336,7 @@ fn bench_set(
     pinned_raw: &mut tessera_gpu::PinnedBuffer,
     d_raw: &mut CudaSlice<u8>,
     d_out: &mut CudaSlice<u8>,
+    pinned_col: &mut Option<tessera_gpu::PinnedBuffer>,
     ceiling: f64,
 ) -> Result<SetResult> {
     let values = &data.values;
@@ -464,9 +472,18 @@ fn bench_set(
                 data.name, got[0], want_sum
             )));
         }
-        let pinned = gpu.pin_column(&col)?;
+        let need = (col.compressed_bytes() as usize).max(1);
+        if pinned_col.as_ref().is_none_or(|p| p.len() < need) {
+            *pinned_col = None;
+            *pinned_col = Some(gpu.alloc_pinned(need + need / 8)?);
+        }
+        let pinned = pinned_col
+            .as_mut()
+            .ok_or_else(|| Error::Gpu("no pinned buffer".into()))?;
+        gpu.pin_column_into(&col, pinned)?;
+        let pinned = &*pinned;
         let upload_decode_ms = time_ms(gpu, runs, || {
-            gpu.enqueue_reupload(&col, &pinned)?;
+            gpu.enqueue_reupload(&col, pinned)?;
             gpu.enqueue_decode(&col, d_out)
         })?;
         let compressed = col.compressed_bytes();

@@ -9,8 +9,8 @@
 //! Invariants the encoder keeps: `delta[0] = 0` at every tile start, the reference is the
 //! signed minimum over the block's real deltas, padding packs 0.
 
-use super::for_::{self, block_meta, put_block, reduce, unpack_block, Packed, BLOCK};
-use super::header::{self, put_words, Layout, Shape, Writer};
+use super::for_::{self, block_meta, put_block, BLOCK};
+use super::header::{self, Layout, Shape, Writer};
 use super::word::Word;
 use tessera_format::Result;
 
@@ -19,7 +19,12 @@ pub(crate) const TILE_BLOCKS: usize = 4;
 const TILE: usize = TILE_BLOCKS * BLOCK;
 
 fn shape<W: Word>() -> Shape {
-    Shape { block_size: 128, miniblock_count: 4, tile_blocks: TILE_BLOCKS as u32, lead_words: W::REF_WORDS }
+    Shape {
+        block_size: 128,
+        miniblock_count: 4,
+        tile_blocks: TILE_BLOCKS as u32,
+        lead_words: W::REF_WORDS,
+    }
 }
 
 /// Deltas of block `b` of `tile` into `d` (lane arithmetic; `delta[0] = 0` at the tile start),
@@ -28,33 +33,42 @@ fn shape<W: Word>() -> Shape {
 fn block_deltas<W: Word>(tile: &[W], b: usize, d: &mut [W; BLOCK]) -> (usize, W) {
     let start = b * BLOCK;
     let vals = &tile[start..tile.len().min(start + BLOCK)];
-    let mut prev = if b == 0 { vals[0] } else { tile[start - 1] };
-    // Signed minimum as an unsigned minimum of sign-flipped keys.
-    let mut min_key = W::MAX;
-    for (o, &v) in d.iter_mut().zip(vals) {
-        let delta = v.wsub(prev);
-        prev = v;
-        *o = delta;
-        min_key = min_key.min(delta.xor(W::SIGN));
+    let prev = if b == 0 { vals[0] } else { tile[start - 1] };
+    d[0] = vals[0].wsub(prev);
+    // Written over pairs of the input (no carried `prev`) so it vectorises.
+    match <&[W; BLOCK]>::try_from(vals) {
+        Ok(full) => {
+            for i in 1..BLOCK {
+                d[i] = full[i].wsub(full[i - 1]);
+            }
+        }
+        Err(_) => {
+            for (o, pair) in d[1..].iter_mut().zip(vals.windows(2)) {
+                *o = pair[1].wsub(pair[0]);
+            }
+        }
     }
-    (vals.len(), min_key.xor(W::SIGN))
+    let m = vals.len();
+    // Signed minimum as an unsigned minimum of sign-flipped keys.
+    let min_key = d[..m].iter().fold(W::MAX, |a, &x| a.min(x.xor(W::SIGN)));
+    (m, min_key.xor(W::SIGN))
 }
 
+#[inline(always)]
 pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
     let mut words = 0usize;
     let mut d = [W::ZERO; BLOCK];
-    let mut packed: Packed<W> = [[W::ZERO; 32]; 4];
     for tile in values.chunks(TILE) {
         words += W::REF_WORDS;
         for b in 0..tile.len().div_ceil(BLOCK) {
             let (m, reference) = block_deltas(tile, b, &mut d);
-            reduce(&d[..m], reference, &mut packed);
-            words += for_::block_words(&packed);
+            words += for_::block_words(&d[..m], reference);
         }
     }
     header::prefix_bytes(values.len(), &shape::<W>()) + 4 * words
 }
 
+#[inline(always)]
 pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     let n = values.len();
     let sh = shape::<W>();
@@ -64,16 +78,14 @@ pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     );
     let w = Writer::begin(out, &sh, n);
     let mut d = [W::ZERO; BLOCK];
-    let mut packed: Packed<W> = [[W::ZERO; 32]; 4];
-    let mut first_value = [0u32; 2];
+    let mut first_value = [0u8; 8];
     for (t, tile) in values.chunks(TILE).enumerate() {
-        tile[0].put_words(&mut first_value);
-        put_words(out, &first_value[..W::REF_WORDS]);
+        tile[0].write_bytes(&mut first_value);
+        out.extend_from_slice(&first_value[..4 * W::REF_WORDS]);
         for b in 0..tile.len().div_ceil(BLOCK) {
             w.mark(out, TILE_BLOCKS * t + b);
             let (m, reference) = block_deltas(tile, b, &mut d);
-            reduce(&d[..m], reference, &mut packed);
-            put_block(&packed, reference, out);
+            put_block(&d[..m], reference, out);
         }
     }
     w.mark(out, bc);
@@ -94,6 +106,7 @@ fn block_range<'a, W: Word>(lay: &Layout<'a>, k: usize) -> (&'a [u8], usize, Opt
     (&lay.data[s..end], lay.data_offset + s, first_value)
 }
 
+#[inline(always)]
 pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
     let lay = header::parse(payload, &shape::<W>(), out.len())?;
     let mut acc = W::ZERO;
@@ -103,11 +116,20 @@ pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
         if let Some(f) = first_value {
             acc = f;
         }
-        unpack_block(blk, head, bws, reference, dst);
-        // Inclusive prefix sum of the deltas, continuing from the previous block of the tile.
-        for v in dst.iter_mut() {
-            acc = acc.wadd(*v);
-            *v = acc;
+        // Unpack the deltas and run the inclusive prefix sum in one pass, continuing from the
+        // previous block of the tile.
+        let mut at = 4 * head;
+        for (chunk, bw) in dst.chunks_mut(32).zip(bws) {
+            let bytes = blk.get(at..).unwrap_or(&[]);
+            at += 4 * bw as usize;
+            match <&mut [W; 32]>::try_from(&mut *chunk) {
+                Ok(full) => acc = W::unpack_scan(bw, bytes, reference, acc, full),
+                Err(_) => {
+                    let mut t = [W::ZERO; 32];
+                    acc = W::unpack_scan(bw, bytes, reference, acc, &mut t);
+                    chunk.copy_from_slice(&t[..chunk.len()]);
+                }
+            }
         }
     }
     Ok(())

@@ -8,59 +8,75 @@
 //! values; padding positions pack 0; `bit_width = lane - leading_zeros(OR of packed values)`,
 //! which equals the spec's `lane - leading_zeros(max)` because OR and max share their top bit.
 
-use super::header::{self, put_words, Layout, Shape, Writer};
+use super::header::{self, Layout, Shape, Writer};
 use super::word::{read_u32, Word};
 use tessera_format::{Error, Result};
 
 pub(crate) const BLOCK: usize = 128;
-pub(crate) const SHAPE: Shape =
-    Shape { block_size: 128, miniblock_count: 4, tile_blocks: 1, lead_words: 0 };
+pub(crate) const SHAPE: Shape = Shape {
+    block_size: 128,
+    miniblock_count: 4,
+    tile_blocks: 1,
+    lead_words: 0,
+};
 
-/// A block's packed values (value minus reference), as 4 miniblocks; padding is 0.
-pub(crate) type Packed<W> = [[W; 32]; 4];
-
-/// `bit_width` of a miniblock: the width of the OR (= width of the max) of its packed values.
+/// `bit_width` of a miniblock of real values `mb` under `reference`: the width of the OR of
+/// the packed values `v - reference` (padding packs 0 and adds nothing to the OR).
 #[inline(always)]
-pub(crate) fn miniblock_width<W: Word>(mb: &[W]) -> u32 {
-    mb.iter().fold(W::ZERO, |a, &v| a.or(v)).width()
+pub(crate) fn miniblock_width<W: Word>(mb: &[W], reference: W) -> u32 {
+    mb.iter()
+        .fold(W::ZERO, |a, &v| a.or(v.wsub(reference)))
+        .width()
 }
 
-/// Words of one FOR-layout block holding `packed`.
-#[inline]
-pub(crate) fn block_words<W: Word>(packed: &Packed<W>) -> usize {
-    W::REF_WORDS + 1 + packed.iter().map(|mb| miniblock_width(mb) as usize).sum::<usize>()
-}
-
-/// Fills `packed` with `vals[i] - reference` (lane arithmetic), zero beyond `vals.len()`.
+/// Words of one FOR-layout block of the real values `vals` (at most 128) under `reference`.
 #[inline(always)]
-pub(crate) fn reduce<W: Word>(vals: &[W], reference: W, packed: &mut Packed<W>) {
-    for (j, mb) in packed.iter_mut().enumerate() {
-        let src = vals.get(32 * j..).unwrap_or(&[]);
-        for (i, d) in mb.iter_mut().enumerate() {
-            *d = match src.get(i) {
-                Some(&v) => v.wsub(reference),
-                None => W::ZERO,
-            };
-        }
-    }
+pub(crate) fn block_words<W: Word>(vals: &[W], reference: W) -> usize {
+    W::REF_WORDS
+        + 1
+        + vals
+            .chunks(32)
+            .map(|mb| miniblock_width(mb, reference) as usize)
+            .sum::<usize>()
 }
 
-/// Appends one FOR-layout block: reference, bit-width word, miniblocks.
-#[inline]
-pub(crate) fn put_block<W: Word>(packed: &Packed<W>, reference: W, out: &mut Vec<u8>) {
+/// Appends one FOR-layout block of the real values `vals` (at most 128; the rest of the block
+/// is padding, packed as 0): reference, bit-width word, miniblocks.
+#[inline(always)]
+pub(crate) fn put_block<W: Word>(vals: &[W], reference: W, out: &mut Vec<u8>) {
     let r = W::REF_WORDS;
-    let mut buf = [0u32; 2 + 1 + 4 * 64];
-    reference.put_words(&mut buf[..r]);
-    let mut pos = r + 1;
-    let mut bw_word = 0u32;
-    for (j, mb) in packed.iter().enumerate() {
-        let bw = miniblock_width(mb);
-        bw_word |= bw << (8 * j);
-        W::pack(bw, mb, &mut buf[pos..]);
-        pos += bw as usize;
+    let mut bws = [0u32; 4];
+    for (bw, mb) in bws.iter_mut().zip(vals.chunks(32)) {
+        *bw = miniblock_width(mb, reference);
     }
-    buf[r] = bw_word;
-    put_words(out, &buf[..pos]);
+    let words = r + 1 + bws.iter().sum::<u32>() as usize;
+    let start = out.len();
+    out.resize(start + 4 * words, 0);
+    let dst = &mut out[start..];
+    reference.write_bytes(dst);
+    let bw_word = bws[0] | bws[1] << 8 | bws[2] << 16 | bws[3] << 24;
+    dst[4 * r..4 * r + 4].copy_from_slice(&bw_word.to_le_bytes());
+    let mut at = 4 * (r + 1);
+    for (mb, bw) in vals.chunks(32).zip(bws) {
+        if bw == 0 {
+            continue;
+        }
+        let mut packed = [W::ZERO; 32];
+        match <&[W; 32]>::try_from(mb) {
+            Ok(full) => {
+                for i in 0..32 {
+                    packed[i] = full[i].wsub(reference);
+                }
+            }
+            Err(_) => {
+                for (d, &v) in packed.iter_mut().zip(mb) {
+                    *d = v.wsub(reference);
+                }
+            }
+        }
+        W::pack(bw, &packed, &mut dst[at..]);
+        at += 4 * bw as usize;
+    }
 }
 
 /// Minimum of a non-empty slice (the FOR reference).
@@ -69,28 +85,27 @@ fn min_of<W: Word>(vals: &[W]) -> W {
     vals.iter().fold(W::MAX, |a, &v| a.min(v))
 }
 
+#[inline(always)]
 pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
-    let mut words = 0usize;
-    let mut packed = [[W::ZERO; 32]; 4];
-    for vals in values.chunks(BLOCK) {
-        reduce(vals, min_of(vals), &mut packed);
-        words += block_words(&packed);
-    }
+    let words: usize = values
+        .chunks(BLOCK)
+        .map(|vals| block_words(vals, min_of(vals)))
+        .sum();
     header::prefix_bytes(values.len(), &SHAPE) + 4 * words
 }
 
+#[inline(always)]
 pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     let n = values.len();
     // Upper bound: every miniblock at full width. Reserving it once avoids regrowth.
     let bc = header::block_count(n, &SHAPE);
-    out.reserve(header::prefix_bytes(n, &SHAPE) + 4 * bc * (W::REF_WORDS + 1) + n * W::BITS as usize / 8);
+    out.reserve(
+        header::prefix_bytes(n, &SHAPE) + 4 * bc * (W::REF_WORDS + 1) + n * W::BITS as usize / 8,
+    );
     let w = Writer::begin(out, &SHAPE, n);
-    let mut packed = [[W::ZERO; 32]; 4];
     for (k, vals) in values.chunks(BLOCK).enumerate() {
         w.mark(out, k);
-        let reference = min_of(vals);
-        reduce(vals, reference, &mut packed);
-        put_block(&packed, reference, out);
+        put_block(vals, min_of(vals), out);
     }
     w.mark(out, bc);
 }
@@ -99,7 +114,7 @@ pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
 /// widths and the word offset of miniblock 0. `blk` is the block's range
 /// `[block_starts[k], block_starts[k+1])` (minus DFOR's next `first_value`), `off` its byte
 /// offset in the payload.
-#[inline]
+#[inline(always)]
 pub(crate) fn block_meta<W: Word>(
     blk: &[u8],
     k: usize,
@@ -135,8 +150,14 @@ pub(crate) fn block_meta<W: Word>(
 /// Unpacks a checked FOR-layout block into `dst` (its real values, at most 128), adding
 /// `reference`. Full miniblocks unpack straight into `dst`; a partial one goes through a
 /// scratch miniblock so nothing past `dst` is written.
-#[inline]
-pub(crate) fn unpack_block<W: Word>(blk: &[u8], head: usize, bws: [u32; 4], reference: W, dst: &mut [W]) {
+#[inline(always)]
+pub(crate) fn unpack_block<W: Word>(
+    blk: &[u8],
+    head: usize,
+    bws: [u32; 4],
+    reference: W,
+    dst: &mut [W],
+) {
     let mut at = 4 * head;
     for (chunk, bw) in dst.chunks_mut(32).zip(bws) {
         let bytes = blk.get(at..).unwrap_or(&[]);
@@ -159,6 +180,7 @@ pub(crate) fn block_slice<'a>(lay: &Layout<'a>, k: usize) -> (&'a [u8], usize) {
     (&lay.data[s..e], lay.data_offset + s)
 }
 
+#[inline(always)]
 pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
     let lay = header::parse(payload, &SHAPE, out.len())?;
     for (k, dst) in out.chunks_mut(BLOCK).enumerate() {
@@ -196,13 +218,14 @@ pub(crate) fn decode_block_reference<W: Word>(
     let reference = W::read(blk, 0);
     let bit_width_word = read_u32(blk, 4 * ref_words);
     let mut bit_width = [0u32; 4];
-    for j in 0..4 {
-        bit_width[j] = (bit_width_word >> (8 * j)) & 0xff;
-        if bit_width[j] > W::BITS {
+    for (j, bw) in bit_width.iter_mut().enumerate() {
+        // Byte j (least significant first) of the bit-width word.
+        *bw = (bit_width_word >> (8 * j)) & 0xff;
+        if *bw > W::BITS {
             return Err(Error::BitWidthTooLarge {
                 block: k as u64,
                 miniblock: j as u32,
-                found: bit_width[j],
+                found: *bw,
                 max: W::BITS,
             });
         }
@@ -215,7 +238,11 @@ pub(crate) fn decode_block_reference<W: Word>(
         let j = i / 32;
         // Miniblock j starts after the reference, the bit-width word and miniblocks 0..j.
         let start = ref_words + 1 + bit_width[..j].iter().sum::<u32>() as usize;
-        let packed = read_bits_reference(blk, 32 * start + (i % 32) * bit_width[j] as usize, bit_width[j]);
+        let packed = read_bits_reference(
+            blk,
+            32 * start + (i % 32) * bit_width[j] as usize,
+            bit_width[j],
+        );
         *o = reference.wadd(W::from_u64(packed));
     }
     Ok(())

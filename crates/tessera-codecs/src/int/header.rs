@@ -50,12 +50,20 @@ impl Writer {
     /// Appends the header and a zeroed `block_starts` for `n` values.
     pub(crate) fn begin(out: &mut Vec<u8>, shape: &Shape, n: usize) -> Writer {
         let bc = block_count(n, shape);
-        for w in [shape.block_size, shape.miniblock_count, n as u32, shape.tile_blocks] {
+        for w in [
+            shape.block_size,
+            shape.miniblock_count,
+            n as u32,
+            shape.tile_blocks,
+        ] {
             out.extend_from_slice(&w.to_le_bytes());
         }
         let starts_pos = out.len();
         out.resize(starts_pos + 4 * (bc + 1), 0);
-        Writer { starts_pos, data_pos: out.len() }
+        Writer {
+            starts_pos,
+            data_pos: out.len(),
+        }
     }
 
     /// Sets `block_starts[k]` to the current end of the data area.
@@ -64,16 +72,6 @@ impl Writer {
         let words = ((out.len() - self.data_pos) / 4) as u32;
         let at = self.starts_pos + 4 * k;
         out[at..at + 4].copy_from_slice(&words.to_le_bytes());
-    }
-}
-
-/// Appends `words` to `out` as little-endian bytes.
-#[inline]
-pub(crate) fn put_words(out: &mut Vec<u8>, words: &[u32]) {
-    let start = out.len();
-    out.resize(start + 4 * words.len(), 0);
-    for (d, w) in out[start..].chunks_exact_mut(4).zip(words) {
-        d.copy_from_slice(&w.to_le_bytes());
     }
 }
 
@@ -151,7 +149,12 @@ pub(crate) fn parse<'a>(payload: &'a [u8], shape: &Shape, count: usize) -> Resul
     let starts_len = 4 * (bc + 1);
     let data_offset = starts_off + starts_len;
     if len < data_offset {
-        return Err(Error::truncated("block_starts", starts_off, starts_len, len - starts_off));
+        return Err(Error::truncated(
+            "block_starts",
+            starts_off,
+            starts_len,
+            len - starts_off,
+        ));
     }
     let starts = &payload[starts_off..data_offset];
     let data = &payload[data_offset..];
@@ -180,9 +183,19 @@ pub(crate) fn parse<'a>(payload: &'a [u8], shape: &Shape, count: usize) -> Resul
     for k in 0..=bc {
         let found = read_u32(starts, 4 * k) as u64;
         if found < prev || found > end {
-            return Err(Error::BlockStartOutOfRange { block: k as u64, found, min: prev, max: end });
+            return Err(Error::BlockStartOutOfRange {
+                block: k as u64,
+                found,
+                min: prev,
+                max: end,
+            });
         }
         prev = found;
     }
-    Ok(Layout { block_count: bc, starts, data, data_offset })
+    Ok(Layout {
+        block_count: bc,
+        starts,
+        data,
+        data_offset,
+    })
 }

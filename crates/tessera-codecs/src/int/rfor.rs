@@ -9,52 +9,82 @@
 //! block; references are the minima; run-length widths are at most 10 (lengths fit 1..=512).
 
 use super::for_::{block_slice, miniblock_width, read_bits_reference};
-use super::header::{self, put_words, Shape, Writer};
+use super::header::{self, Shape, Writer};
 use super::word::{read_u32, Word};
 use tessera_format::{Error, Result};
 
 pub(crate) const BLOCK: usize = 512;
+/// Runs up to this long are expanded with one fixed-width store.
+const SHORT: usize = 8;
 /// Most runs in a block, and most any single run length.
 const MAX_RUNS: u32 = 512;
 /// Largest `bit_width` of a run-length miniblock.
 const MAX_LENGTH_WIDTH: u32 = 10;
-const SHAPE: Shape = Shape { block_size: 512, miniblock_count: 16, tile_blocks: 1, lead_words: 0 };
-/// Words of the block's data after the fixed part, at most: 16 value miniblocks of 64 words and
-/// 16 length miniblocks of 10.
-const MAX_BLOCK_WORDS: usize = 2 + 1 + 8 + 16 * 64 + 16 * 10;
+const SHAPE: Shape = Shape {
+    block_size: 512,
+    miniblock_count: 16,
+    tile_blocks: 1,
+    lead_words: 0,
+};
 
 /// The maximal runs of one block.
 struct Runs<W> {
     values: [W; BLOCK],
     lengths: [u32; BLOCK],
+    ends: [u32; BLOCK],
     r: usize,
 }
 
 impl<W: Word> Runs<W> {
     fn new() -> Self {
-        Runs { values: [W::ZERO; BLOCK], lengths: [0; BLOCK], r: 0 }
+        Runs {
+            values: [W::ZERO; BLOCK],
+            lengths: [0; BLOCK],
+            ends: [0; BLOCK],
+            r: 0,
+        }
     }
 
     /// Splits `vals` (1..=512 values) into maximal runs.
-    #[inline]
+    #[inline(always)]
     fn split(&mut self, vals: &[W]) {
-        let mut r = 0usize;
-        let mut cur = vals[0];
-        let mut len = 0u32;
-        for &v in vals {
-            if v != cur {
-                self.values[r] = cur;
-                self.lengths[r] = len;
-                r += 1;
-                cur = v;
-                len = 0;
-            }
-            len += 1;
+        let m = vals.len().min(BLOCK);
+        let vals = &vals[..m];
+        // Common case on data without runs: no two neighbours equal, every run has length 1.
+        if no_equal_neighbours(vals) {
+            self.values[..m].copy_from_slice(vals);
+            self.lengths[..m].fill(1);
+            self.r = m;
+            return;
         }
-        self.values[r] = cur;
-        self.lengths[r] = len;
-        self.r = r + 1;
+        // Branch-free: every position writes its value and end into slot `r`, and `r` moves on
+        // only where the next value differs, so each run's slot ends up holding its value and
+        // its end.
+        let mut r = 0usize;
+        for (i, pair) in vals.windows(2).enumerate() {
+            self.values[r] = pair[0];
+            self.ends[r] = i as u32 + 1;
+            r += usize::from(pair[0] != pair[1]);
+        }
+        self.values[r] = vals[m - 1];
+        self.ends[r] = m as u32;
+        r += 1;
+        self.r = r;
+        let mut prev = 0u32;
+        for (l, &e) in self.lengths[..r].iter_mut().zip(&self.ends[..r]) {
+            *l = e - prev;
+            prev = e;
+        }
     }
+}
+
+/// Whether no two neighbouring values of `vals` are equal (every run has length 1). Counting
+/// equal neighbours vectorises; the general run split does not.
+#[inline(always)]
+fn no_equal_neighbours<W: Word>(vals: &[W]) -> bool {
+    let next = vals.get(1..).unwrap_or(&[]);
+    let equal: u32 = vals.iter().zip(next).map(|(a, b)| u32::from(a == b)).sum();
+    equal == 0
 }
 
 /// Words a miniblock of `entries` entries takes at `bit_width` (full: `bit_width`).
@@ -63,79 +93,127 @@ fn miniblock_words(entries: usize, bit_width: u32) -> usize {
     (entries * bit_width as usize).div_ceil(32)
 }
 
-/// Packed entries (`x - reference`) of miniblock `j` of `src[..r]`, zero beyond `r`.
+/// Widths of the miniblocks of `src` (entries `32j .. min(32j + 32, r)`) under `reference`,
+/// and the words they take.
 #[inline(always)]
-fn reduce_mb<W: Word>(src: &[W], j: usize, reference: W) -> [W; 32] {
-    let mut mb = [W::ZERO; 32];
-    for (d, &v) in mb.iter_mut().zip(src.get(32 * j..).unwrap_or(&[])) {
-        *d = v.wsub(reference);
+fn array_widths<W: Word>(src: &[W], reference: W, widths: &mut [u32]) -> usize {
+    let mut words = 0;
+    for (w, mb) in widths.iter_mut().zip(src.chunks(32)) {
+        *w = miniblock_width(mb, reference);
+        words += miniblock_words(mb.len(), *w);
     }
-    mb
+    words
 }
 
-/// Appends one block for `runs` (or only counts its words when `out` is `None`).
-#[inline]
-fn put_block<W: Word>(runs: &Runs<W>, out: Option<&mut Vec<u8>>) -> usize {
+/// Packs the miniblocks of `src` at `widths` into `dst`; the last, partial one stores only its
+/// entries' words. Returns the bytes written.
+#[inline(always)]
+fn put_array<W: Word>(src: &[W], reference: W, widths: &[u32], dst: &mut [u8]) -> usize {
+    let mut at = 0;
+    for (mb, &bw) in src.chunks(32).zip(widths) {
+        if bw == 0 {
+            continue;
+        }
+        let mut packed = [W::ZERO; 32];
+        for (d, &v) in packed.iter_mut().zip(mb) {
+            *d = v.wsub(reference);
+        }
+        let bytes = 4 * miniblock_words(mb.len(), bw);
+        if mb.len() == 32 {
+            W::pack(bw, &packed, &mut dst[at..]);
+        } else {
+            let mut tmp = [0u8; 4 * 64];
+            W::pack(bw, &packed, &mut tmp);
+            dst[at..at + bytes].copy_from_slice(&tmp[..bytes]);
+        }
+        at += bytes;
+    }
+    at
+}
+
+/// A block's references and widths, and its size in words.
+struct Plan<W> {
+    vref: W,
+    lref: u32,
+    m: usize,
+    widths: [u32; 32],
+    head: usize,
+    words: usize,
+}
+
+#[inline(always)]
+fn plan<W: Word>(runs: &Runs<W>) -> Plan<W> {
     let r = runs.r;
     let m = r.div_ceil(32);
-    let last_entries = r - 32 * (m - 1);
     let values = &runs.values[..r];
     let lengths = &runs.lengths[..r];
     let vref = values.iter().fold(W::MAX, |a, &v| a.min(v));
     let lref = lengths.iter().fold(u32::MAX, |a, &v| a.min(v));
-    let rw = W::REF_WORDS;
-    let bw_words = (2 * m).div_ceil(4);
-    let head = rw + 1 + bw_words;
-    let mut buf = [0u32; MAX_BLOCK_WORDS];
-    let mut pos = head;
-    let mut bw_bytes = [0u8; 32];
-    let mut tmp = [0u32; 64];
-    for j in 0..m {
-        let entries = if j + 1 == m { last_entries } else { 32 };
-        let mb = reduce_mb(values, j, vref);
-        let bw = miniblock_width(&mb);
-        bw_bytes[j] = bw as u8;
-        let words = miniblock_words(entries, bw);
-        if out.is_some() {
-            W::pack(bw, &mb, &mut tmp);
-            buf[pos..pos + words].copy_from_slice(&tmp[..words]);
-        }
-        pos += words;
+    let head = W::REF_WORDS + 1 + (2 * m).div_ceil(4);
+    let mut widths = [0u32; 32];
+    let (vw, lw) = widths.split_at_mut(m);
+    let words = head + array_widths(values, vref, vw) + array_widths(lengths, lref, &mut lw[..m]);
+    Plan {
+        vref,
+        lref,
+        m,
+        widths,
+        head,
+        words,
     }
-    for j in 0..m {
-        let entries = if j + 1 == m { last_entries } else { 32 };
-        let mb = reduce_mb(lengths, j, lref);
-        let bw = miniblock_width(&mb);
-        bw_bytes[m + j] = bw as u8;
-        let words = miniblock_words(entries, bw);
-        if out.is_some() {
-            u32::pack(bw, &mb, &mut tmp);
-            buf[pos..pos + words].copy_from_slice(&tmp[..words]);
-        }
-        pos += words;
-    }
-    if let Some(out) = out {
-        vref.put_words(&mut buf[..rw]);
-        buf[rw] = r as u32 | lref << 16;
-        for (i, w) in buf[rw + 1..head].iter_mut().enumerate() {
-            let b = &bw_bytes[4 * i..4 * i + 4];
-            *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        put_words(out, &buf[..pos]);
-    }
-    pos
 }
 
+/// Appends one block for `runs`.
+#[inline(always)]
+fn put_block<W: Word>(runs: &Runs<W>, out: &mut Vec<u8>) {
+    let p = plan(runs);
+    let start = out.len();
+    out.resize(start + 4 * p.words, 0);
+    let dst = &mut out[start..];
+    let rw = W::REF_WORDS;
+    p.vref.write_bytes(dst);
+    let run_word = runs.r as u32 | p.lref << 16;
+    dst[4 * rw..4 * rw + 4].copy_from_slice(&run_word.to_le_bytes());
+    // Bit-width bytes: byte j of the bit-width words is byte j after the run word.
+    for (d, &w) in dst[4 * (rw + 1)..].iter_mut().zip(&p.widths[..2 * p.m]) {
+        *d = w as u8;
+    }
+    let mut at = 4 * p.head;
+    at += put_array(
+        &runs.values[..runs.r],
+        p.vref,
+        &p.widths[..p.m],
+        &mut dst[at..],
+    );
+    put_array(
+        &runs.lengths[..runs.r],
+        p.lref,
+        &p.widths[p.m..2 * p.m],
+        &mut dst[at..],
+    );
+}
+
+#[inline(always)]
 pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
     let mut runs = Runs::<W>::new();
     let mut words = 0usize;
     for vals in values.chunks(BLOCK) {
-        runs.split(vals);
-        words += put_block(&runs, None);
+        if no_equal_neighbours(vals) {
+            // Every run has length 1: the runs are the values themselves, the length
+            // reference is 1 and every length packs to width 0. Size it without splitting.
+            let m = vals.len().div_ceil(32);
+            let vref = vals.iter().fold(W::MAX, |a, &v| a.min(v));
+            let mut widths = [0u32; 16];
+            words += W::REF_WORDS + 1 + (2 * m).div_ceil(4) + array_widths(vals, vref, &mut widths);
+        } else {
+            runs.split(vals);
+            words += plan(&runs).words;
+        }
     }
     header::prefix_bytes(values.len(), &SHAPE) + 4 * words
 }
 
+#[inline(always)]
 pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     let n = values.len();
     let w = Writer::begin(out, &SHAPE, n);
@@ -143,7 +221,7 @@ pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     for (k, vals) in values.chunks(BLOCK).enumerate() {
         w.mark(out, k);
         runs.split(vals);
-        put_block(&runs, Some(out));
+        put_block(&runs, out);
     }
     w.mark(out, header::block_count(n, &SHAPE));
 }
@@ -162,6 +240,7 @@ struct Meta<W> {
 
 /// Reads and checks a block's references, run count and bit widths, and that all its
 /// miniblocks fit `blk`. Shared check order for both decoders, so they fail alike.
+#[inline(always)]
 fn block_meta<W: Word>(blk: &[u8], k: usize, off: usize) -> Result<Meta<W>> {
     let rw = W::REF_WORDS;
     if blk.len() < 4 * (rw + 1) {
@@ -196,37 +275,64 @@ fn block_meta<W: Word>(blk: &[u8], k: usize, off: usize) -> Result<Meta<W>> {
     let last_entries = r - 32 * (m - 1);
     let mut bit_width = [0u32; 32];
     let mut words = head;
-    for i in 0..2 * m {
-        let bw = blk[4 * (rw + 1) + i] as u32;
-        let max = if i < m { W::BITS } else { MAX_LENGTH_WIDTH };
-        if bw > max {
-            return Err(Error::BitWidthTooLarge { block: k as u64, miniblock: i as u32, found: bw, max });
+    // Byte i is value miniblock i (i < m) or run-length miniblock i - m; the last of each
+    // array holds `last_entries`.
+    for (i, bw) in bit_width[..2 * m].iter_mut().enumerate() {
+        *bw = blk[4 * (rw + 1) + i] as u32;
+        let (j, max) = if i < m {
+            (i, W::BITS)
+        } else {
+            (i - m, MAX_LENGTH_WIDTH)
+        };
+        if *bw > max {
+            return Err(Error::BitWidthTooLarge {
+                block: k as u64,
+                miniblock: i as u32,
+                found: *bw,
+                max,
+            });
         }
-        bit_width[i] = bw;
-        let entries = if i % m + 1 == m { last_entries } else { 32 };
-        words += miniblock_words(entries, bw);
+        let entries = if j + 1 == m { last_entries } else { 32 };
+        words += miniblock_words(entries, *bw);
     }
     if blk.len() < 4 * words {
         return Err(Error::truncated("rfor block", off, 4 * words, blk.len()));
     }
-    Ok(Meta { value_reference, length_reference, r, m, bit_width, head })
+    Ok(Meta {
+        value_reference,
+        length_reference,
+        r,
+        m,
+        bit_width,
+        head,
+    })
 }
 
-/// Checks the run lengths: each in 1..=512 and summing to the block's value count.
+/// Checks the run lengths: each in 1..=512 (the first bad one is reported) and summing to the
+/// block's value count.
+#[inline(always)]
 fn check_lengths(lengths: &[u32], count: usize, off: usize) -> Result<()> {
-    let mut sum = 0usize;
-    for &len in lengths {
-        if len == 0 || len > MAX_RUNS {
-            return Err(Error::InvalidHeader {
-                field: "rfor run length",
-                offset: off as u64,
-                expected: format!("1..={MAX_RUNS}"),
-                found: len as u64,
-            });
-        }
-        sum += len as usize;
+    // One branch-free pass (it vectorises); the error path searches again for the first culprit.
+    let (min, max, sum) = lengths
+        .iter()
+        .fold((u32::MAX, 0u32, 0u32), |(lo, hi, s), &l| {
+            (lo.min(l), hi.max(l), s.wrapping_add(l))
+        });
+    if min == 0 || max > MAX_RUNS {
+        let bad = lengths
+            .iter()
+            .copied()
+            .find(|&l| l == 0 || l > MAX_RUNS)
+            .unwrap_or(0);
+        return Err(Error::InvalidHeader {
+            field: "rfor run length",
+            offset: off as u64,
+            expected: format!("1..={MAX_RUNS}"),
+            found: bad as u64,
+        });
     }
-    if sum != count {
+    // At most 512 lengths of at most 512: the u32 sum cannot wrap.
+    if sum as usize != count {
         return Err(Error::CountMismatch {
             what: "rfor run lengths sum vs block value count",
             expected: count as u64,
@@ -238,7 +344,7 @@ fn check_lengths(lengths: &[u32], count: usize, off: usize) -> Result<()> {
 
 /// Unpacks `m` miniblocks (the last one partial) of one array starting at word `at` of `blk`
 /// into `dst` (`32m` slots; the entries past `r` are junk-free zeros plus reference).
-#[inline]
+#[inline(always)]
 fn unpack_array<W: Word>(
     blk: &[u8],
     mut at: usize,
@@ -249,7 +355,10 @@ fn unpack_array<W: Word>(
 ) -> usize {
     let m = widths.len();
     for (j, &bw) in widths.iter().enumerate() {
-        let slot: &mut [W; 32] = match dst.get_mut(32 * j..32 * j + 32).and_then(|s| s.try_into().ok()) {
+        let slot: &mut [W; 32] = match dst
+            .get_mut(32 * j..32 * j + 32)
+            .and_then(|s| s.try_into().ok())
+        {
             Some(s) => s,
             None => break,
         };
@@ -270,25 +379,53 @@ fn unpack_array<W: Word>(
     at
 }
 
+#[inline(always)]
 pub(crate) fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
     let lay = header::parse(payload, &SHAPE, out.len())?;
     let mut values = [W::ZERO; BLOCK];
     let mut lengths = [0u32; BLOCK];
+    let mut scratch = [W::ZERO; BLOCK + SHORT];
     for (k, dst) in out.chunks_mut(BLOCK).enumerate() {
         let (blk, off) = block_slice(&lay, k);
         let meta = block_meta::<W>(blk, k, off)?;
         let (r, m) = (meta.r, meta.m);
         let last_entries = r - 32 * (m - 1);
-        let after_values = unpack_array(blk, meta.head, &meta.bit_width[..m], last_entries, meta.value_reference, &mut values);
-        unpack_array(blk, after_values, &meta.bit_width[m..2 * m], last_entries, meta.length_reference, &mut lengths);
+        let after_values = unpack_array(
+            blk,
+            meta.head,
+            &meta.bit_width[..m],
+            last_entries,
+            meta.value_reference,
+            &mut values,
+        );
+        unpack_array(
+            blk,
+            after_values,
+            &meta.bit_width[m..2 * m],
+            last_entries,
+            meta.length_reference,
+            &mut lengths,
+        );
         check_lengths(&lengths[..r], dst.len(), off)?;
         // Lengths are checked to sum to dst.len(), so every run fits.
+        if r == dst.len() {
+            // Every run has length 1: the values are the output.
+            dst.copy_from_slice(&values[..r]);
+            continue;
+        }
+        // Runs of up to SHORT values are written as one SHORT-wide store into `scratch`
+        // (the next run overwrites the excess), longer ones with a fill.
         let mut pos = 0usize;
         for (&v, &len) in values[..r].iter().zip(&lengths[..r]) {
-            let end = pos + len as usize;
-            dst[pos..end].fill(v);
-            pos = end;
+            let len = len as usize;
+            if len <= SHORT {
+                scratch[pos..pos + SHORT].copy_from_slice(&[v; SHORT]);
+            } else {
+                scratch[pos..pos + len].fill(v);
+            }
+            pos += len;
         }
+        dst.copy_from_slice(&scratch[..dst.len()]);
     }
     Ok(())
 }
@@ -315,8 +452,9 @@ pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result
             let bw = meta.bit_width[array * m + j];
             read_bits_reference(blk, 32 * start + (i % 32) * bw as usize, bw)
         };
-        let lengths: Vec<u32> =
-            (0..r).map(|i| meta.length_reference.wrapping_add(entry(1, i) as u32)).collect();
+        let lengths: Vec<u32> = (0..r)
+            .map(|i| meta.length_reference.wrapping_add(entry(1, i) as u32))
+            .collect();
         let first = BLOCK * k;
         let last = n.min(first + BLOCK);
         check_lengths(&lengths, last - first, off)?;

@@ -26,15 +26,24 @@ pub trait Word: Copy + Send + Sync + Eq + Ord + Default + std::fmt::Debug + 'sta
     fn to_u64(self) -> u64;
     /// Truncating conversion (only used on values that fit).
     fn from_u64(v: u64) -> Self;
-    /// Writes the value as `REF_WORDS` words, low word first.
-    fn put_words(self, out: &mut [u32]);
     /// Reads `REF_WORDS` little-endian words at byte offset `at` (zero if out of range; callers
     /// check sizes first).
     fn read(bytes: &[u8], at: usize) -> Self;
-    /// Packs a miniblock at `bit_width` into `out[..bit_width]`.
-    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u32]);
+    /// Writes the value as `4 * REF_WORDS` little-endian bytes, low word first.
+    fn write_bytes(self, out: &mut [u8]);
+    /// Packs a miniblock at `bit_width` into `out[..4 * bit_width]`.
+    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u8]);
     /// Unpacks a miniblock at `bit_width` from `bytes`, adding `reference`.
     fn unpack_add(bit_width: u32, bytes: &[u8], reference: Self, out: &mut [Self; 32]);
+    /// Unpacks a miniblock of deltas, adding `reference`, and writes their inclusive prefix sum
+    /// starting from `acc`; returns the sum after the last one.
+    fn unpack_scan(
+        bit_width: u32,
+        bytes: &[u8],
+        reference: Self,
+        acc: Self,
+        out: &mut [Self; 32],
+    ) -> Self;
 }
 
 /// Reads the little-endian word at byte offset `at`, 0 when out of range (callers check sizes
@@ -83,20 +92,30 @@ impl Word for u32 {
         v as u32
     }
     #[inline(always)]
-    fn put_words(self, out: &mut [u32]) {
-        out[0] = self;
-    }
-    #[inline(always)]
     fn read(bytes: &[u8], at: usize) -> Self {
         read_u32(bytes, at)
     }
     #[inline(always)]
-    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u32]) {
+    fn write_bytes(self, out: &mut [u8]) {
+        out[..4].copy_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u8]) {
         bitpack::pack_u32(bit_width, inp, out)
     }
     #[inline(always)]
     fn unpack_add(bit_width: u32, bytes: &[u8], reference: Self, out: &mut [Self; 32]) {
         bitpack::unpack_u32(bit_width, bytes, reference, out)
+    }
+    #[inline(always)]
+    fn unpack_scan(
+        bit_width: u32,
+        bytes: &[u8],
+        reference: Self,
+        acc: Self,
+        out: &mut [Self; 32],
+    ) -> Self {
+        bitpack::unpack_scan_u32(bit_width, bytes, reference, acc, out)
     }
 }
 
@@ -136,20 +155,29 @@ impl Word for u64 {
         v
     }
     #[inline(always)]
-    fn put_words(self, out: &mut [u32]) {
-        out[0] = self as u32;
-        out[1] = (self >> 32) as u32;
-    }
-    #[inline(always)]
     fn read(bytes: &[u8], at: usize) -> Self {
         read_u32(bytes, at) as u64 | (read_u32(bytes, at + 4) as u64) << 32
     }
     #[inline(always)]
-    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u32]) {
+    fn write_bytes(self, out: &mut [u8]) {
+        out[..8].copy_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn pack(bit_width: u32, inp: &[Self; 32], out: &mut [u8]) {
         bitpack::pack_u64(bit_width, inp, out)
     }
     #[inline(always)]
     fn unpack_add(bit_width: u32, bytes: &[u8], reference: Self, out: &mut [Self; 32]) {
         bitpack::unpack_u64(bit_width, bytes, reference, out)
+    }
+    #[inline(always)]
+    fn unpack_scan(
+        bit_width: u32,
+        bytes: &[u8],
+        reference: Self,
+        acc: Self,
+        out: &mut [Self; 32],
+    ) -> Self {
+        bitpack::unpack_scan_u64(bit_width, bytes, reference, acc, out)
     }
 }

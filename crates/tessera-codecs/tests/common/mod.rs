@@ -93,7 +93,10 @@ pub fn gen(shape: Shape, n: usize, bits: u32, lane_bits: u32, seed: u64) -> Vec<
 }
 
 pub fn gen32(shape: Shape, n: usize, bits: u32, seed: u64) -> Vec<u32> {
-    gen(shape, n, bits, 32, seed).into_iter().map(|v| v as u32).collect()
+    gen(shape, n, bits, 32, seed)
+        .into_iter()
+        .map(|v| v as u32)
+        .collect()
 }
 
 pub fn gen64(shape: Shape, n: usize, bits: u32, seed: u64) -> Vec<u64> {

@@ -38,6 +38,19 @@ typedef unsigned long long u64;
 #define TS_ITEMS 4
 #define TS_TILE_VALUES 512
 
+// Launch bounds of the tile kernels: 128 threads, and registers capped so that 16 thread
+// blocks (2048 threads) fit an SM: the decoders are latency-bound, occupancy is what hides it.
+#define TS_TILE_BOUNDS __launch_bounds__(TS_THREADS, 16)
+
+// Tiles a thread block loads at once (a "group"): all of a group's words are requested before
+// the first is used, so each thread block keeps several kilobytes in flight and the two
+// dependent global round trips (block_starts, then data) are paid once per group, not per
+// tile. Chosen per codec and lane so that 16 thread blocks of shared memory fit an SM.
+#define TS_FOR_GROUP_L32 4
+#define TS_FOR_GROUP_L64 2
+#define TS_RFOR_GROUP_L32 2
+#define TS_RFOR_GROUP_L64 1
+
 // Status codes (the low 4 bits of a status key's code field). The host maps each onto an
 // `Error` variant (src/status.rs).
 #define TS_ST_BLOCK_START 1   // block_starts entry goes backwards or past the data area
@@ -67,7 +80,7 @@ struct ChunkDesc {
     u32 payload_words;  // payload length in words
     u32 total_count;    // values in the chunk (header word 2)
     u32 first_tile;     // global index of the chunk's first tile
-    u32 reserved;
+    u32 first_group;    // global index of the chunk's first group (groups never span chunks)
 };
 
 __device__ __forceinline__ void ts_report(u64* status, u32 cls, u32 position, u32 code, u32 detail) {
@@ -78,13 +91,14 @@ __device__ __forceinline__ void ts_report(u64* status, u32 cls, u32 position, u3
 __device__ __forceinline__ u32 ts_min(u32 a, u32 b) { return a < b ? a : b; }
 __device__ __forceinline__ u32 ts_max(u32 a, u32 b) { return a > b ? a : b; }
 
-// The chunk that holds global tile `tile`: the last row whose first_tile <= tile. The table is
-// tiny and every thread of a block asks for the same rows, so these loads hit L1 as broadcasts.
-__device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 tile) {
+// The chunk that holds global group `group`: the last row whose first_group <= group. The
+// table is tiny and every thread of a block asks for the same rows, so these loads hit L1 as
+// broadcasts.
+__device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
     u32 lo = 0, hi = n_chunks;
     while (hi - lo > 1) {
         u32 mid = (lo + hi) >> 1;
-        if (__ldg(&chunks[mid].first_tile) <= tile) lo = mid; else hi = mid;
+        if (__ldg(&chunks[mid].first_group) <= group) lo = mid; else hi = mid;
     }
     return lo;
 }
@@ -96,8 +110,26 @@ __device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__
     c.payload_words = __ldg(&chunks[i].payload_words);
     c.total_count = __ldg(&chunks[i].total_count);
     c.first_tile = __ldg(&chunks[i].first_tile);
-    c.reserved = 0;
+    c.first_group = __ldg(&chunks[i].first_group);
     return c;
+}
+
+// Asynchronous global -> shared copy of one word (cp.async, sm_80+): a thread issues all its
+// copies without waiting for any, then ts_cp_async_wait() before the barrier that publishes
+// them. Older architectures copy through a register.
+__device__ __forceinline__ void ts_cp_async4(u32* smem, const u32* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+    *smem = __ldg(gmem);
+#endif
+}
+
+__device__ __forceinline__ void ts_cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
 }
 
 // Where a chunk's block_starts and data area are in the words buffer.
