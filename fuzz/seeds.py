@@ -40,6 +40,16 @@ def main():
                 seed = bytes([TYPES[ty]]) + struct.pack("<H", count) + payload
                 open(f"fuzz/corpus/{TARGET[codec]}/{name}-{i}", "wb").write(seed)
                 n += 1
+    # Huffman seeds: [byte count u16 LE][payload], from the golden payloads and their .raw
+    # lengths (testdata/v1/huffman/README.md lists them).
+    hsrc = os.path.join(src, "huffman")
+    os.makedirs("fuzz/corpus/decode_huffman", exist_ok=True)
+    counts = {"text": len(open(os.path.join(hsrc, "text.raw"), "rb").read()),
+              "skewed": 9000, "single": 5000, "uniform": 777}
+    for name, count in counts.items():
+        payload = open(os.path.join(hsrc, f"{name}.huf"), "rb").read()
+        open(f"fuzz/corpus/decode_huffman/{name}", "wb").write(struct.pack("<H", count) + payload)
+        n += 1
     print(f"wrote {n} decoder seeds", file=sys.stderr)
 
 main()

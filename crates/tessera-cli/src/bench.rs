@@ -34,7 +34,7 @@ pub struct BenchArgs {
     /// peer script.
     #[arg(long)]
     pub dump: Option<PathBuf>,
-    /// Dump only sets whose name contains one of these (comma-separated) substrings.
+    /// Dump only these (comma-separated) sets.
     #[arg(long, value_delimiter = ',')]
     pub dump_sets: Vec<String>,
     /// Values per chunk (a multiple of 512, at most 2^24).

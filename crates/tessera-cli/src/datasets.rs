@@ -4,8 +4,8 @@
 //! Every generator is deterministic for a given `(n, seed)`, so `demo`, `bench` and the nvCOMP
 //! peer script see the same bytes. Values are u32 unless the set says otherwise.
 
-use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, Zipf};
 
 /// A named data set of u32 values.
@@ -29,7 +29,10 @@ pub fn uniform(n: usize, bits: u32) -> Dataset {
         let hi = 1u32 << bits;
         (0..n).map(|_| rng.random_range(0..hi)).collect()
     };
-    Dataset { name: format!("uniform-b{bits}"), values }
+    Dataset {
+        name: format!("uniform-b{bits}"),
+        values,
+    }
 }
 
 /// D1 (§9.3): `n` sorted values drawn from `distinct` distinct values (`distinct` a power of two,
@@ -39,12 +42,18 @@ pub fn sorted(n: usize, distinct: u64) -> Dataset {
     let values = (0..n as u64)
         .map(|i| ((i as u128 * distinct as u128) / n.max(1) as u128) as u32)
         .collect();
-    Dataset { name: format!("d1-sorted-2^{}", 63 - distinct.max(1).leading_zeros()), values }
+    Dataset {
+        name: format!("d1-sorted-2^{}", 63 - distinct.max(1).leading_zeros()),
+        values,
+    }
 }
 
 /// Sorted `0..n` (the DFOR target in the foundation issue).
 pub fn sequence(n: usize) -> Dataset {
-    Dataset { name: "sorted-0..n".into(), values: (0..n as u32).collect() }
+    Dataset {
+        name: "sorted-0..n".into(),
+        values: (0..n as u32).collect(),
+    }
 }
 
 /// D2 (§9.3): normal with standard deviation 20 and mean `2^mean_log2`, clamped into u32.
@@ -52,8 +61,13 @@ pub fn normal(n: usize, mean_log2: u32) -> Dataset {
     let mut rng = StdRng::seed_from_u64(SEED ^ (0x200 + mean_log2 as u64));
     let mean = (1u64 << mean_log2) as f64;
     let dist = Normal::new(mean, 20.0).expect("finite mean and positive deviation");
-    let values = (0..n).map(|_| dist.sample(&mut rng).round().clamp(0.0, u32::MAX as f64) as u32).collect();
-    Dataset { name: format!("d2-normal-2^{mean_log2}"), values }
+    let values = (0..n)
+        .map(|_| dist.sample(&mut rng).round().clamp(0.0, u32::MAX as f64) as u32)
+        .collect();
+    Dataset {
+        name: format!("d2-normal-2^{mean_log2}"),
+        values,
+    }
 }
 
 /// D3 (§9.3): Zipf over `1..=2^20` ranks with the given exponent (1 ..= 5).
@@ -61,7 +75,10 @@ pub fn zipf(n: usize, exponent: f64) -> Dataset {
     let mut rng = StdRng::seed_from_u64(SEED ^ (0x300 + exponent.to_bits()));
     let dist = Zipf::new((1u64 << 20) as f64, exponent).expect("valid Zipf parameters");
     let values = (0..n).map(|_| dist.sample(&mut rng) as u32).collect();
-    Dataset { name: format!("d3-zipf-{exponent}"), values }
+    Dataset {
+        name: format!("d3-zipf-{exponent}"),
+        values,
+    }
 }
 
 /// Runs of exactly `run` equal values, each run's value uniform below `2^value_bits` (the RFOR
@@ -75,7 +92,10 @@ pub fn runs(n: usize, run: usize, value_bits: u32) -> Dataset {
         let take = run.min(n - values.len());
         values.extend(std::iter::repeat_n(v, take));
     }
-    Dataset { name: format!("runs-{run}-b{value_bits}"), values }
+    Dataset {
+        name: format!("runs-{run}-b{value_bits}"),
+        values,
+    }
 }
 
 /// The demo's selection: one or two of each family, small enough for two cores in seconds.
@@ -97,7 +117,11 @@ pub fn demo_sets(n: usize) -> Vec<Dataset> {
 pub fn bench_sets(n: usize) -> Vec<Dataset> {
     let mut sets: Vec<Dataset> = (1..=32).map(|b| uniform(n, b)).collect();
     sets.extend((1..=14).map(|k| sorted(n, 1u64 << (2 * k))));
-    sets.extend([6, 10, 14, 18, 22, 26, 30].into_iter().map(|m| normal(n, m)));
+    sets.extend(
+        [6, 10, 14, 18, 22, 26, 30]
+            .into_iter()
+            .map(|m| normal(n, m)),
+    );
     sets.extend([1.0, 2.0, 3.0, 4.0, 5.0].into_iter().map(|e| zipf(n, e)));
     sets.push(runs(n, 32, 20));
     sets.push(sequence(n));
@@ -118,6 +142,9 @@ mod tests {
         let r = runs(100, 32, 20).values;
         assert_eq!(r.len(), 100);
         assert!(r[..32].iter().all(|&v| v == r[0]));
-        assert!(zipf(100, 2.0).values.iter().all(|&v| (1..=1 << 20).contains(&v)));
+        assert!(zipf(100, 2.0)
+            .values
+            .iter()
+            .all(|&v| (1..=1 << 20).contains(&v)));
     }
 }

@@ -13,7 +13,6 @@ mod bench;
 )]
 mod datasets;
 mod demo;
-mod output;
 mod pipeline;
 mod report;
 
@@ -390,7 +389,7 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
     };
     let mut decoder = pipeline::Decoder::open(a.device)?;
     let col = &c.columns()[ci];
-    let mut out = output::AtomicFile::create(&a.output)?;
+    let mut out = tessera_format::AtomicFile::create(&a.output)?;
     let pb = progress_bar(col.uncompressed_bytes(), "decompressing");
     pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
         .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;

@@ -100,6 +100,20 @@ pub enum Error {
         count: u64,
     },
 
+    /// A Huffman bit stream holds a bit pattern that is no code of its code table
+    /// (`docs/format/huffman.md` §6).
+    #[error("no Huffman code at bit {bit_offset} of block {block}")]
+    InvalidCode { block: u64, bit_offset: u64 },
+
+    /// Decoding a Huffman block's symbols ended at a different bit than its `block_info` says
+    /// (`docs/format/huffman.md` §6).
+    #[error("block {block} ends at bit {found}, its block_info says bit {expected}")]
+    BlockEndMismatch {
+        block: u64,
+        expected: u64,
+        found: u64,
+    },
+
     /// An id that this build does not know (codec, logical type, flag bits).
     #[error("unknown {what} {found}")]
     Unknown { what: &'static str, found: u64 },

@@ -5,11 +5,15 @@
 //! - [`LogicalType`] and [`CodecId`]: the ids stored in `.tsr` files (`docs/format/container.md` §3).
 //! - [`container`]: reading and writing `.tsr` files.
 //!
+//! - [`AtomicFile`]: write to a temporary name, rename when complete.
+//!
 //! No codec logic lives here: the container moves opaque chunk payloads and their checksums.
 
+mod atomic;
 pub mod container;
 mod error;
 mod types;
 
+pub use atomic::AtomicFile;
 pub use error::{Error, Result};
 pub use types::{CodecId, Lane, LogicalType, MAX_CHUNK_VALUES};

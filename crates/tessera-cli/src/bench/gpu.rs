@@ -12,6 +12,7 @@
 //! - GPU encode throughput (GB/s of input values);
 //! - host-to-GPU: copying the payload from pinned memory and decoding it, against copying the
 //!   uncompressed column from pinned memory.
+//!
 //! Timing: CUDA events around the queued work, a warm-up, the median of `--runs` (>= 5) runs.
 //! Correctness: every decoded column is poisoned first and compared with the input values; every
 //! query result with the CPU's; the GPU encoders' first chunk with the CPU encoder's bytes (the
@@ -295,11 +296,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let t0 = Instant::now();
         let data = (s.make)(n);
         let raw = to_bytes(&data.values);
-        let dump_this = args.dump_sets.is_empty()
-            || args
-                .dump_sets
-                .iter()
-                .any(|f| data.name.contains(f.as_str()));
+        let dump_this = args.dump_sets.is_empty() || args.dump_sets.iter().any(|f| data.name == *f);
         if let Some(dir) = args.dump.as_ref().filter(|_| dump_this) {
             let path = dir.join(format!("{}.u32", data.name));
             std::fs::write(&path, &raw).map_err(io(&path))?;

@@ -8,11 +8,9 @@
 //! removed if the writer is dropped or fails before the rename.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
+use crate::{AtomicFile, CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
 use super::directory::check_name;
 use super::{
@@ -34,50 +32,24 @@ use super::{
 /// ```
 #[derive(Debug)]
 pub struct ContainerWriter {
-    dest: PathBuf,
-    tmp: PathBuf,
-    /// `None` once finished (or after a failed finish); Drop then only cleans up.
-    file: Option<BufWriter<File>>,
+    /// The temporary file; removed if the writer is dropped before `finish`.
+    out: AtomicFile,
     /// Bytes written so far (the next write's file offset).
     pos: u64,
     columns: Vec<ColumnMeta>,
     names: HashSet<String>,
     open: Option<ColumnMeta>,
-    renamed: bool,
 }
-
-/// Buffer between the writer and the file: large enough that payload writes become few syscalls.
-const BUF_CAPACITY: usize = 1 << 20;
 
 impl ContainerWriter {
     /// Creates the temporary file next to `dest` and writes the header.
     pub fn create(dest: impl AsRef<Path>) -> Result<ContainerWriter> {
-        let dest = dest.as_ref().to_path_buf();
-        let file_name = dest.file_name().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} does not name a file", dest.display()))
-        })?;
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(file_name);
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.join(tmp_name),
-            _ => PathBuf::from(tmp_name),
-        };
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
         let mut w = ContainerWriter {
-            dest,
-            tmp,
-            file: Some(BufWriter::with_capacity(BUF_CAPACITY, file)),
+            out: AtomicFile::create(dest)?,
             pos: 0,
             columns: Vec::new(),
             names: HashSet::new(),
             open: None,
-            renamed: false,
         };
         w.write_all(&header_bytes())?;
         Ok(w)
@@ -85,12 +57,12 @@ impl ContainerWriter {
 
     /// The final path the file will have.
     pub fn dest(&self) -> &Path {
-        &self.dest
+        self.out.dest()
     }
 
     /// The temporary path written until [`ContainerWriter::finish`].
     pub fn temp_path(&self) -> &Path {
-        &self.tmp
+        self.out.temp_path()
     }
 
     /// Bytes written so far.
@@ -213,63 +185,13 @@ impl ContainerWriter {
         let sum = directory_checksum(&header_bytes(), &dir_bytes);
         self.write_all(&dir_bytes)?;
         self.write_all(&footer_bytes(directory_offset, dir_bytes.len() as u64, sum))?;
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| Error::InvalidArgument("writer already finished".into()))?;
-        let file = file.into_inner().map_err(|e| {
-            Error::io(
-                format!("cannot write {}", self.tmp.display()),
-                e.into_error(),
-            )
-        })?;
-        file.sync_all()
-            .map_err(|e| Error::io(format!("cannot sync {}", self.tmp.display()), e))?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.dest).map_err(|e| {
-            Error::io(
-                format!(
-                    "cannot rename {} to {}",
-                    self.tmp.display(),
-                    self.dest.display()
-                ),
-                e,
-            )
-        })?;
-        self.renamed = true;
-        // Make the rename itself durable. Best effort: not every platform can open a folder.
-        let parent = self
-            .dest
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if let Ok(dir) = File::open(parent) {
-            let _ = dir.sync_all();
-        }
+        self.out.finish()?;
         Ok(directory)
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        let file = self
-            .file
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("writer already finished".into()))?;
-        file.write_all(bytes)
-            .map_err(|e| Error::io(format!("cannot write {}", self.tmp.display()), e))?;
+        self.out.write_bytes(bytes)?;
         self.pos += bytes.len() as u64;
         Ok(())
-    }
-}
-
-impl Drop for ContainerWriter {
-    fn drop(&mut self) {
-        if !self.renamed {
-            // Close before removing (required on some platforms), without flushing the buffer:
-            // the file is being thrown away.
-            if let Some(w) = self.file.take() {
-                drop(w.into_parts());
-            }
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }
