@@ -1,0 +1,300 @@
+//! Canonical Huffman coding of bytes (`docs/format/huffman.md`, after Lyfar and Kulakov,
+//! *Parallel Huffman encoding on GPU and its use in MySQL*).
+//!
+//! A chunk payload is either **raw** (the bytes, when Huffman would not be smaller) or
+//! **huffman**: a table of 256 code lengths (at most [`MAX_CODE_LENGTH`] bits, canonical codes),
+//! one `block_info` word per block, and the bit stream cut into blocks of [`BLOCK_BITS`] bits.
+//! `block_info` carries the block's symbol count and the number of bits by which its last code
+//! spills into the next block, so every block decodes on its own and finds its output offset by
+//! an exclusive prefix sum of the symbol counts (the paper's block decoding).
+//!
+//! Modules: `code` (histogram, package-merge, canonical codes), `encode`, `decode` (the
+//! reference decoder, which reads like the spec, and the fast one with a multi-symbol table).
+//! Both decoders treat the payload as hostile: [`parse`] validates the header, the code lengths
+//! and every `block_info` word before any bit is decoded, nothing is allocated from a header
+//! field, and both fail with the same [`tessera_format::Error`] variant on the same input.
+
+mod code;
+mod decode;
+mod encode;
+
+pub use code::{canonical_codes, code_lengths, histogram, PARALLEL_MIN};
+pub use decode::{decode, decode_reference};
+pub use encode::{encode, encoded_size};
+
+use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
+
+/// Codec id reserved for Huffman in the container (`huffman.md` §1; not yet in `CodecId`).
+pub const CODEC_ID: u8 = 32;
+/// Logical type id reserved for `bytes` (`huffman.md` §1; not yet in `LogicalType`).
+pub const LOGICAL_TYPE_BYTES: u8 = 9;
+
+/// Alphabet size: symbols are bytes (§2).
+pub const SYMBOLS: usize = 256;
+/// Longest code (§3). The fast decoders (CPU and GPU) look codes up in a table of
+/// `2^MAX_CODE_LENGTH` entries of 4 bytes: 16 KiB, which fits a GPU thread block's shared
+/// memory several times over and a CPU core's L1 data cache.
+pub const MAX_CODE_LENGTH: u32 = 12;
+/// Bits per block of the stream (§5): 128 words, one GPU thread's unit of decoding.
+pub const BLOCK_BITS: u32 = 4096;
+/// Most symbols a block can hold: every code starting in it is at least 1 bit long (§4).
+pub const MAX_BLOCK_SYMBOLS: u32 = BLOCK_BITS;
+
+/// Header field `mode` (§2).
+pub const MODE_RAW: u32 = 0;
+/// Header field `mode` (§2).
+pub const MODE_HUFFMAN: u32 = 1;
+
+/// Bytes of the header (§2): `mode`, `total_count`, `block_bits`, `stream_bits`.
+pub const HEADER_BYTES: usize = 16;
+/// Bytes of the code-length table (§3).
+pub const CODE_LENGTHS_BYTES: usize = SYMBOLS;
+
+/// `block_info` bit fields (§4).
+pub(crate) const COUNT_MASK: u32 = 0xFFFF;
+pub(crate) const SPILL_SHIFT: u32 = 16;
+pub(crate) const SPILL_MASK: u32 = 0xFF;
+pub(crate) const RESERVED_SHIFT: u32 = 24;
+
+const _: () = assert!(BLOCK_BITS % 32 == 0);
+const _: () = assert!(MAX_BLOCK_SYMBOLS <= COUNT_MASK);
+const _: () = assert!(MAX_CODE_LENGTH - 1 <= SPILL_MASK);
+const _: () = assert!(SYMBOLS <= 1 << MAX_CODE_LENGTH);
+
+/// Worst-case payload size for `n` input bytes: the raw payload, because the encoder stores
+/// raw whenever Huffman is not strictly smaller (§2).
+pub fn max_encoded_len(n: usize) -> usize {
+    raw_len(n)
+}
+
+/// Bytes of a raw payload of `n` bytes.
+#[inline]
+pub(crate) fn raw_len(n: usize) -> usize {
+    HEADER_BYTES + 4 * n.div_ceil(4)
+}
+
+/// Bytes of a huffman payload whose stream is `stream_bits` long.
+#[inline]
+pub(crate) fn huffman_len(stream_bits: u64) -> u64 {
+    let blocks = stream_bits.div_ceil(BLOCK_BITS as u64);
+    (HEADER_BYTES + CODE_LENGTHS_BYTES) as u64 + 4 * blocks + 4 * stream_bits.div_ceil(32)
+}
+
+#[inline(always)]
+pub(crate) fn read_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// A validated payload (§7 steps 1-5).
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    /// A raw payload: exactly `total_count` bytes.
+    Raw(&'a [u8]),
+    Huffman(Stream<'a>),
+}
+
+/// A validated huffman payload. Every `block_info` word has passed its checks and the symbol
+/// counts add up to `total_count`.
+#[derive(Debug)]
+pub(crate) struct Stream<'a> {
+    pub lengths: &'a [u8; SYMBOLS],
+    /// `block_info`, `block_count` words.
+    pub block_info: &'a [u8],
+    /// The stream words, `ceil(stream_bits / 32)` of them.
+    pub bits: &'a [u8],
+    pub stream_bits: u64,
+    pub block_count: usize,
+}
+
+impl Stream<'_> {
+    /// `(symbol_count, spill)` of block `k`.
+    #[inline(always)]
+    pub(crate) fn info(&self, k: usize) -> (u32, u32) {
+        let w = read_u32(self.block_info, 4 * k);
+        (w & COUNT_MASK, w >> SPILL_SHIFT & SPILL_MASK)
+    }
+
+    /// Bit range `[start, end)` of the codes of block `k` (§6): from its left edge plus the
+    /// previous block's spill to its right edge plus its own spill (the last block: to
+    /// `stream_bits`).
+    #[inline(always)]
+    pub(crate) fn range(&self, k: usize) -> (u64, u64) {
+        let edge = k as u64 * BLOCK_BITS as u64;
+        let start = if k == 0 {
+            0
+        } else {
+            edge + self.info(k - 1).1 as u64
+        };
+        let end = if k + 1 == self.block_count {
+            self.stream_bits
+        } else {
+            edge + BLOCK_BITS as u64 + self.info(k).1 as u64
+        };
+        (start, end)
+    }
+}
+
+/// Validates `payload` (§7 steps 1-5) for `count` output bytes.
+pub(crate) fn parse(payload: &[u8], count: usize) -> Result<Parsed<'_>> {
+    let len = payload.len();
+    if len % 4 != 0 {
+        return Err(Error::Misaligned { len: len as u64 });
+    }
+    if len < HEADER_BYTES {
+        return Err(Error::truncated("huffman header", 0, HEADER_BYTES, len));
+    }
+    let mode = read_u32(payload, 0);
+    let total = read_u32(payload, 4);
+    let block_bits = read_u32(payload, 8);
+    let stream_bits = read_u32(payload, 12);
+    if mode != MODE_RAW && mode != MODE_HUFFMAN {
+        return Err(invalid("mode", 0, "0 (raw) or 1 (huffman)", mode));
+    }
+    if total > MAX_CHUNK_VALUES {
+        return Err(invalid(
+            "total_count",
+            4,
+            &format!("<= {MAX_CHUNK_VALUES}"),
+            total,
+        ));
+    }
+    if total as usize != count {
+        return Err(Error::CountMismatch {
+            what: "huffman total_count",
+            expected: count as u64,
+            found: total as u64,
+        });
+    }
+    let total = total as usize;
+    if mode == MODE_RAW {
+        if block_bits != 0 {
+            return Err(invalid("block_bits", 8, "0 (raw)", block_bits));
+        }
+        if stream_bits != 0 {
+            return Err(invalid("stream_bits", 12, "0 (raw)", stream_bits));
+        }
+        check_len(len, raw_len(total) as u64, "raw bytes")?;
+        return Ok(Parsed::Raw(&payload[HEADER_BYTES..HEADER_BYTES + total]));
+    }
+    if block_bits != BLOCK_BITS {
+        return Err(invalid(
+            "block_bits",
+            8,
+            &BLOCK_BITS.to_string(),
+            block_bits,
+        ));
+    }
+    let stream_bits = stream_bits as u64;
+    check_len(len, huffman_len(stream_bits), "huffman stream")?;
+    let block_count = stream_bits.div_ceil(BLOCK_BITS as u64) as usize;
+
+    // §3: code lengths, then completeness.
+    let lengths: &[u8; SYMBOLS] = payload[HEADER_BYTES..HEADER_BYTES + CODE_LENGTHS_BYTES]
+        .try_into()
+        .map_err(|_| Error::truncated("code lengths", HEADER_BYTES, CODE_LENGTHS_BYTES, len))?;
+    for (s, &l) in lengths.iter().enumerate() {
+        if l as u32 > MAX_CODE_LENGTH {
+            return Err(invalid(
+                "code length",
+                HEADER_BYTES + s,
+                &format!("0..={MAX_CODE_LENGTH}"),
+                l as u32,
+            ));
+        }
+    }
+    let used = lengths.iter().filter(|&&l| l > 0).count();
+    let kraft = code::kraft_sum(lengths);
+    let complete = 1u64 << MAX_CODE_LENGTH;
+    let single = used == 1 && kraft == complete / 2;
+    if kraft != complete && !single {
+        return Err(Error::InvalidHeader {
+            field: "code lengths (Kraft sum in units of 2^-12)",
+            offset: HEADER_BYTES as u64,
+            expected: format!("{complete}, or one symbol of length 1"),
+            found: kraft,
+        });
+    }
+
+    // §4: block_info words.
+    let info_at = HEADER_BYTES + CODE_LENGTHS_BYTES;
+    let block_info = &payload[info_at..info_at + 4 * block_count];
+    let mut symbols = 0u64;
+    for k in 0..block_count {
+        let w = read_u32(block_info, 4 * k);
+        let at = info_at + 4 * k;
+        if w >> RESERVED_SHIFT != 0 {
+            return Err(invalid(
+                "block_info reserved bits",
+                at,
+                "0",
+                w >> RESERVED_SHIFT,
+            ));
+        }
+        let spill = w >> SPILL_SHIFT & SPILL_MASK;
+        let last = k + 1 == block_count;
+        let max_spill = if last { 0 } else { MAX_CODE_LENGTH - 1 };
+        if spill > max_spill {
+            return Err(invalid(
+                "block_info spill",
+                at,
+                &format!("0..={max_spill}"),
+                spill,
+            ));
+        }
+        let n = w & COUNT_MASK;
+        if n > MAX_BLOCK_SYMBOLS {
+            return Err(invalid(
+                "block_info symbol_count",
+                at,
+                &format!("0..={MAX_BLOCK_SYMBOLS}"),
+                n,
+            ));
+        }
+        symbols += n as u64;
+    }
+    if symbols != total as u64 {
+        return Err(Error::CountMismatch {
+            what: "sum of block symbol counts",
+            expected: total as u64,
+            found: symbols,
+        });
+    }
+    let bits_at = info_at + 4 * block_count;
+    Ok(Parsed::Huffman(Stream {
+        lengths,
+        block_info,
+        bits: &payload[bits_at..],
+        stream_bits,
+        block_count,
+    }))
+}
+
+fn invalid(field: &'static str, offset: usize, expected: &str, found: u32) -> Error {
+    Error::InvalidHeader {
+        field,
+        offset: offset as u64,
+        expected: expected.to_string(),
+        found: found as u64,
+    }
+}
+
+/// The payload must be exactly `needed` bytes long.
+fn check_len(len: usize, needed: u64, what: &'static str) -> Result<()> {
+    let len = len as u64;
+    if len < needed {
+        Err(Error::Truncated {
+            what,
+            offset: HEADER_BYTES as u64,
+            needed,
+            available: len,
+        })
+    } else if len > needed {
+        Err(Error::TrailingBytes {
+            what,
+            offset: needed,
+            count: len - needed,
+        })
+    } else {
+        Ok(())
+    }
+}
