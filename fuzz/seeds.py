@@ -50,6 +50,15 @@ def main():
         payload = open(os.path.join(hsrc, f"{name}.huf"), "rb").read()
         open(f"fuzz/corpus/decode_huffman/{name}", "wb").write(struct.pack("<H", count) + payload)
         n += 1
+    # Bitmap seeds: the golden WAH / PLWAH payloads as they are (testdata/v1/bitmap/README.md).
+    bsrc = os.path.join(src, "bitmap")
+    for ext in ("wah", "plwah"):
+        os.makedirs(f"fuzz/corpus/decode_{ext}", exist_ok=True)
+        for name in sorted(os.listdir(bsrc)):
+            if name.endswith("." + ext):
+                data = open(os.path.join(bsrc, name), "rb").read()
+                open(f"fuzz/corpus/decode_{ext}/{name}", "wb").write(data)
+                n += 1
     print(f"wrote {n} decoder seeds", file=sys.stderr)
 
 main()

@@ -25,3 +25,118 @@ pub fn decode_both(codec: CodecId, data: &[u8]) {
         (a, b) => panic!("decoders disagree on validity: fast {a:?}, reference {b:?}"),
     }
 }
+
+/// Bitmaps longer than this are checked through their runs only (count, NOT, conversion), not
+/// expanded, so a single input stays fast; the decoders bound them by `MAX_BITS` themselves.
+pub const EXPAND_MAX_BITS: u64 = 1 << 22;
+
+/// Decodes `data` as a WAH or PLWAH payload (`docs/format/wah.md`). It must fail or decode; a
+/// payload that decodes must re-encode canonically to the same bitmap, and the run-based
+/// cardinality, NOT and conversions must agree with the plain bits.
+pub fn decode_bitmap(flavor: tessera_codecs::bitmap::Flavor, data: &[u8]) {
+    use tessera_codecs::bitmap::{self, plwah, Bitmap, Flavor};
+    let Ok(bm) = Bitmap::from_payload(flavor, data) else {
+        return;
+    };
+    let bit_len = bm.bit_len();
+    assert_eq!(
+        bitmap::payload_bit_len(flavor, data).expect("header of a valid payload"),
+        bit_len
+    );
+    let canonical = plwah::convert(&bm, flavor);
+    let other = plwah::convert(
+        &bm,
+        match flavor {
+            Flavor::Wah => Flavor::Plwah,
+            Flavor::Plwah => Flavor::Wah,
+        },
+    );
+    assert_eq!(
+        plwah::convert(&other, flavor),
+        canonical,
+        "conversion round trip"
+    );
+    let ones = bm.count_ones();
+    assert_eq!(canonical.count_ones(), ones);
+    assert_eq!(
+        bm.not().count_ones(),
+        bit_len - ones,
+        "NOT complements within bit_len"
+    );
+    if bit_len > EXPAND_MAX_BITS {
+        return;
+    }
+    let plain = bm.decompress_to_vec();
+    let again = Bitmap::compress(flavor, &plain, bit_len).expect("compress decoded bits");
+    assert_eq!(
+        again, canonical,
+        "compress(decompress(x)) is the canonical form of x"
+    );
+    let positions: Vec<u64> = bm.ones().collect();
+    assert_eq!(positions.len() as u64, ones);
+    for &p in &positions {
+        assert!(p < bit_len && plain[(p / 8) as usize] >> (p % 8) & 1 == 1);
+    }
+}
+
+/// Builds two bitmaps of the same length from `data` (byte 0: flavor and the fill split, bytes
+/// 1-2: `bit_len`, then the bits of `a` and of `b`), possibly non-canonical, and checks every
+/// compressed operation against the plain one.
+pub fn ops_match_plain(data: &[u8]) {
+    use tessera_codecs::bitmap::{ops::Op, Bitmap, Flavor};
+    if data.len() < 3 {
+        return;
+    }
+    let flavor = if data[0] & 1 == 0 {
+        Flavor::Wah
+    } else {
+        Flavor::Plwah
+    };
+    let max_counter = match data[0] >> 1 & 3 {
+        0 => flavor.max_counter(),
+        k => u64::from(k),
+    };
+    let bit_len = u64::from(u16::from_le_bytes([data[1], data[2]]));
+    let bytes = bit_len.div_ceil(8) as usize;
+    let rest = &data[3..];
+    let take = |from: usize| -> Vec<u8> {
+        let mut v: Vec<u8> = rest.iter().skip(from).take(bytes).copied().collect();
+        v.resize(bytes, 0);
+        if bit_len % 8 != 0 {
+            if let Some(last) = v.last_mut() {
+                *last &= (1u8 << (bit_len % 8)) - 1;
+            }
+        }
+        v
+    };
+    let (pa, pb) = (take(0), take(bytes));
+    let make = |p: &[u8]| {
+        Bitmap::compress_with_max_counter(flavor, p, bit_len, max_counter).expect("compress")
+    };
+    let (a, b) = (make(&pa), make(&pb));
+    for op in [Op::And, Op::Or, Op::Xor, Op::AndNot] {
+        let plain: Vec<u8> = pa
+            .iter()
+            .zip(&pb)
+            .map(|(&x, &y)| match op {
+                Op::And => x & y,
+                Op::Or => x | y,
+                Op::Xor => x ^ y,
+                Op::AndNot => x & !y,
+            })
+            .collect();
+        let want = Bitmap::compress(flavor, &plain, bit_len).expect("compress");
+        assert_eq!(a.op(op, &b).expect("same length"), want, "{op:?}");
+    }
+    let mut not: Vec<u8> = pa.iter().map(|x| !x).collect();
+    if bit_len % 8 != 0 {
+        if let Some(last) = not.last_mut() {
+            *last &= (1u8 << (bit_len % 8)) - 1;
+        }
+    }
+    assert_eq!(
+        a.not(),
+        Bitmap::compress(flavor, &not, bit_len).expect("compress"),
+        "not"
+    );
+}

@@ -5,10 +5,13 @@
 //!   like its spec and a fast decoder that must match it value for value.
 //! - [`column`](mod@column): chunks of a column of any logical integer type, as raw little-endian bytes in and
 //!   out: the lane mapping, plain storage and the automatic (smallest) codec choice.
+//! - [`bitmap`]: WAH and PLWAH compressed bitmaps (`docs/format/{wah,plwah}.md`): compression,
+//!   a reference decoder, PLWAH / WAH conversion and bitwise operations on the compressed words.
 //! - [`huffman`]: canonical Huffman coding of bytes with code lengths limited to 12 bits and a
 //!   block-decodable bit stream (`docs/format/huffman.md`): encoder, reference decoder and a fast
 //!   multi-symbol-table decoder that must match it byte for byte.
 
+pub mod bitmap;
 pub mod column;
 pub mod huffman;
 pub mod int;

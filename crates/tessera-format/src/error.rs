@@ -114,6 +114,15 @@ pub enum Error {
         found: u64,
     },
 
+    /// A WAH or PLWAH fill_word whose counter is 0 (`docs/format/wah.md` §3, `plwah.md` §3).
+    #[error("fill_word {word} at byte {offset} has counter 0")]
+    FillCounterZero { word: u64, offset: u64 },
+
+    /// A bitmap payload sets a bit at or past its stored bit length (the padding of the last
+    /// group must be 0: `docs/format/wah.md` §2).
+    #[error("bit {bit} is set, past the bitmap length {bit_len}")]
+    SetBitPastEnd { bit_len: u64, bit: u64 },
+
     /// An id that this build does not know (codec, logical type, flag bits).
     #[error("unknown {what} {found}")]
     Unknown { what: &'static str, found: u64 },
