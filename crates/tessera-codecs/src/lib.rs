@@ -10,8 +10,11 @@
 //! - [`huffman`]: canonical Huffman coding of bytes with code lengths limited to 12 bits and a
 //!   block-decodable bit stream (`docs/format/huffman.md`): encoder, reference decoder and a fast
 //!   multi-symbol-table decoder that must match it byte for byte.
+//! - [`lll`]: LLL dictionary and run-length coding of bytes in independent 32 KiB strips
+//!   (`docs/format/lll.md`): optimal-parse encoder, reference decoder and a parallel fast decoder.
 
 pub mod bitmap;
 pub mod column;
 pub mod huffman;
 pub mod int;
+pub mod lll;

@@ -1,0 +1,553 @@
+//! LLL (`docs/format/lll.md`): round trips at the segment and strip edges and on several data
+//! shapes, every code type emitted, fast == reference, must-fail payloads with their specific
+//! errors, random corruption that must not panic, compression ratios, golden payloads.
+
+use std::path::PathBuf;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tessera_codecs::lll::{self, CodeCounts, HEADER_BYTES, SEGMENT_BYTES, STRIP_BYTES};
+use tessera_format::Error;
+
+fn enc(data: &[u8]) -> (Vec<u8>, CodeCounts) {
+    let mut p = vec![0xEE; 3];
+    let counts = lll::encode(data, &mut p).expect("encode");
+    assert!(
+        p.len() <= lll::max_encoded_len(data.len()),
+        "bound exceeded at {}",
+        data.len()
+    );
+    (p, counts)
+}
+
+/// Decodes with both decoders, checks they agree, returns the bytes.
+fn dec(p: &[u8], n: usize) -> Vec<u8> {
+    let mut fast = vec![0xA5; n];
+    let mut reference = vec![0x5A; n];
+    lll::decode(p, &mut fast).expect("fast decode");
+    lll::decode_reference(p, &mut reference).expect("reference decode");
+    assert_eq!(fast, reference, "fast and reference decoders disagree");
+    fast
+}
+
+fn round_trip(data: &[u8]) -> (usize, CodeCounts) {
+    let (p, counts) = enc(data);
+    assert!(
+        dec(&p, data.len()) == data,
+        "round trip of {} bytes",
+        data.len()
+    );
+    (p.len(), counts)
+}
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random()).collect()
+}
+
+/// A 256 x 256 grayscale image: a diagonal gradient with a little noise and a bright square.
+fn gradient_image() -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut img = Vec::with_capacity(256 * 256);
+    for y in 0..256usize {
+        for x in 0..256usize {
+            let v = if (96..160).contains(&x) && (96..160).contains(&y) {
+                250
+            } else {
+                ((x + y) / 2) as u8 & 0xFC | (rng.random::<u8>() % 4 == 0) as u8
+            };
+            img.push(v);
+        }
+    }
+    img
+}
+
+/// English-like text from a small vocabulary, seeded.
+fn text(n: usize, seed: u64) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "the",
+        "strip",
+        "segment",
+        "word",
+        "dictionary",
+        "decoder",
+        "of",
+        "and",
+        "a",
+        "bytes",
+        "offset",
+        "length",
+        "copies",
+        "previous",
+        "character",
+        "run",
+        "GPU",
+        "is",
+        "to",
+        "in",
+    ];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n + 16);
+    while out.len() < n {
+        out.extend_from_slice(WORDS[rng.random_range(0..WORDS.len())].as_bytes());
+        out.push(if rng.random_range(0..12) == 0 {
+            b'\n'
+        } else {
+            b' '
+        });
+    }
+    out.truncate(n);
+    out
+}
+
+/// Exercises every code type: runs in the non-dictionary subsegment (RL), literals (SC), text
+/// repeated from the previous segment (SI, LI) and runs of a byte fresh to each segment (SRL, LRL).
+fn every_code_input() -> Vec<u8> {
+    let mut d = Vec::new();
+    d.extend(std::iter::repeat_n(b'r', 40));
+    d.extend(random_bytes(472, 1));
+    let t = text(4000, 2);
+    let mut k = 0u8;
+    while d.len() < 3 * STRIP_BYTES / 2 {
+        d.extend_from_slice(&t[..(t.len() - d.len() % 97)]);
+        d.push(200 + k % 50);
+        d.extend(std::iter::repeat_n(200 + k % 50, 5 + (k as usize % 3) * 60));
+        k = k.wrapping_add(1);
+    }
+    d
+}
+
+#[test]
+fn round_trip_at_segment_and_strip_edges() {
+    let data = text(2 * STRIP_BYTES + 10, 3);
+    for n in [
+        0,
+        1,
+        2,
+        511,
+        512,
+        513,
+        1024,
+        2048,
+        SEGMENT_BYTES - 1,
+        SEGMENT_BYTES,
+        SEGMENT_BYTES + 1,
+        STRIP_BYTES - 1,
+        STRIP_BYTES,
+        STRIP_BYTES + 1,
+        2 * STRIP_BYTES + 10,
+    ] {
+        round_trip(&data[..n]);
+        round_trip(&random_bytes(n, n as u64));
+    }
+}
+
+#[test]
+fn empty_is_a_bare_header() {
+    let (p, _) = enc(&[]);
+    assert_eq!(p.len(), HEADER_BYTES);
+    assert_eq!(dec(&p, 0), Vec::<u8>::new());
+}
+
+#[test]
+fn all_one_byte_compresses_to_runs() {
+    let data = vec![b'x'; 3 * STRIP_BYTES + 5];
+    let (len, counts) = round_trip(&data);
+    assert!(
+        len * 50 < data.len(),
+        "{len} bytes for {} equal bytes",
+        data.len()
+    );
+    assert!(counts.rl > 0 && counts.lrl > 0, "{counts:?}");
+}
+
+#[test]
+fn random_bytes_grow_at_most_an_eighth() {
+    let data = random_bytes(100_000, 11);
+    let (len, counts) = round_trip(&data);
+    assert!(len <= lll::max_encoded_len(data.len()));
+    assert!(len < data.len() + data.len() / 8 + 200, "{len}");
+    eprintln!(
+        "lll random: {} -> {len} ({:.3}) {counts:?}",
+        data.len(),
+        len as f64 / data.len() as f64
+    );
+}
+
+#[test]
+fn structured_inputs_compress() {
+    for (name, data) in [
+        ("gradient", gradient_image()),
+        ("text", text(200_000, 5)),
+        ("every_code", every_code_input()),
+    ] {
+        let (len, counts) = round_trip(&data);
+        eprintln!(
+            "lll {name}: {} -> {len} bytes, ratio {:.2}, {counts:?}",
+            data.len(),
+            data.len() as f64 / len as f64
+        );
+        assert!(len < data.len(), "{name} did not compress");
+    }
+}
+
+#[test]
+fn every_code_type_is_emitted() {
+    let (_, c) = round_trip(&every_code_input());
+    assert!(
+        c.sc > 0 && c.rl > 0 && c.si > 0 && c.li > 0 && c.srl > 0 && c.lrl > 0,
+        "{c:?}"
+    );
+}
+
+// ---- must-fail payloads ------------------------------------------------------------------
+
+/// Both decoders must fail with the same variant; returns the reference's error.
+fn fail(p: &[u8], n: usize) -> Error {
+    let mut a = vec![0u8; n];
+    let mut b = vec![0u8; n];
+    let fast = lll::decode(p, &mut a).expect_err("fast decoder accepted a bad payload");
+    let reference = lll::decode_reference(p, &mut b).expect_err("reference accepted a bad payload");
+    assert_eq!(
+        std::mem::discriminant(&fast),
+        std::mem::discriminant(&reference),
+        "fast {fast:?} vs reference {reference:?}"
+    );
+    reference
+}
+
+/// A word of a hand-built strip: identifier bit and bytes.
+type W = (bool, Vec<u8>);
+
+fn sc(b: u8) -> W {
+    (false, vec![b])
+}
+fn two(t: u16, l: u16) -> W {
+    (true, (t | l << 12).to_le_bytes().to_vec())
+}
+
+/// A one-strip payload of `n` bytes from hand-picked words per segment (§2, §4).
+fn build(n: usize, segments: &[Vec<W>]) -> Vec<u8> {
+    let mut p = Vec::new();
+    for w in [
+        SEGMENT_BYTES as u32,
+        8,
+        n as u32,
+        1,
+        (HEADER_BYTES + 4) as u32,
+    ] {
+        p.extend_from_slice(&w.to_le_bytes());
+    }
+    let words: Vec<&W> = segments.iter().flatten().collect();
+    for s in segments {
+        p.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    }
+    let mut ids = vec![0u8; words.len().div_ceil(8)];
+    for (i, w) in words.iter().enumerate() {
+        ids[i / 8] |= (w.0 as u8) << (i % 8);
+    }
+    p.extend_from_slice(&ids);
+    for w in &words {
+        p.extend_from_slice(&w.1);
+    }
+    p
+}
+
+/// Subsegment 0 of a 514-byte strip: 512 x 'a' as two RL words.
+fn seg0() -> Vec<W> {
+    vec![(true, vec![b'a', 255]), (true, vec![b'a', 253])]
+}
+
+#[test]
+fn hand_built_payload_decodes() {
+    // SI of 2 bytes from offset 3 of subsegment 1's dictionary (the first 512 bytes).
+    let p = build(514, &[seg0(), vec![two(3, 0)]]);
+    assert_eq!(dec(&p, 514), vec![b'a'; 514]);
+    // SC then SRL: 'q' and two more copies of it.
+    let p = build(515, &[seg0(), vec![sc(b'q'), two(4095, 0)]]);
+    let mut want = vec![b'a'; 512];
+    want.extend_from_slice(b"qqq");
+    assert_eq!(dec(&p, 515), want);
+}
+
+#[test]
+fn header_errors() {
+    let (good, _) = enc(&text(5000, 9));
+    let n = 5000;
+    assert!(matches!(fail(&good[..10], n), Error::Truncated { .. }));
+    let mut p = good.clone();
+    p[1] = 0;
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "segment_bytes",
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p[4] = 9;
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "segments_per_strip",
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p[8..12].copy_from_slice(&(u32::MAX).to_le_bytes());
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "total_count",
+            ..
+        }
+    ));
+    assert!(matches!(fail(&good, n + 1), Error::CountMismatch { .. }));
+    let mut p = good.clone();
+    p[12] = 2;
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "strip_count",
+            ..
+        }
+    ));
+    assert!(matches!(fail(&good[..18], n), Error::Truncated { .. }));
+    let mut p = good.clone();
+    p[16] = 21;
+    assert!(matches!(
+        fail(&p, n),
+        Error::BlockStartOutOfRange { block: 0, .. }
+    ));
+    let (mut e, _) = enc(&[]);
+    e.push(0);
+    assert!(matches!(fail(&e, 0), Error::TrailingBytes { .. }));
+    // A second strip's start before the first's.
+    let (mut two_strips, _) = enc(&text(STRIP_BYTES + 5, 9));
+    two_strips[20..24].copy_from_slice(&3u32.to_le_bytes());
+    assert!(matches!(
+        fail(&two_strips, STRIP_BYTES + 5),
+        Error::BlockStartOutOfRange { block: 1, .. }
+    ));
+    // Not reading the output buffer size from the header: a huge total_count is refused.
+    let mut p = good.clone();
+    p[8..12].copy_from_slice(&(1u32 << 24).to_le_bytes());
+    assert!(matches!(fail(&p, n), Error::CountMismatch { .. }));
+}
+
+#[test]
+fn strip_errors() {
+    let (good, _) = enc(&text(5000, 9));
+    let n = 5000;
+    let len = good.len();
+    assert!(matches!(
+        fail(&good[..len - 1], n),
+        Error::Truncated {
+            what: "LLL word array",
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p.push(0);
+    assert!(matches!(fail(&p, n), Error::TrailingBytes { .. }));
+    // Word counts of a 5000-byte strip (5 segments) start at byte 20.
+    let mut p = good.clone();
+    p[20..22].copy_from_slice(&0u16.to_le_bytes());
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "segment word_count",
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p[20..22].copy_from_slice(&513u16.to_le_bytes());
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "segment word_count",
+            ..
+        }
+    ));
+    assert!(matches!(
+        fail(&good[..24], n),
+        Error::Truncated {
+            what: "LLL strip word counts",
+            ..
+        }
+    ));
+    assert!(matches!(
+        fail(&good[..31], n),
+        Error::Truncated {
+            what: "LLL word identifiers",
+            ..
+        }
+    ));
+    // Identifier padding: 3 words, bit 3 set.
+    let mut p = build(514, &[seg0(), vec![two(3, 0)]]);
+    p[24] |= 1 << 3;
+    assert!(matches!(
+        fail(&p, 514),
+        Error::InvalidHeader {
+            field: "word identifier padding bits",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn word_errors() {
+    let f = |segs: &[Vec<W>], n: usize| fail(&build(n, segs), n);
+    // RL longer than the subsegment.
+    let mut s0 = seg0();
+    s0.push((true, vec![b'a', 0]));
+    assert!(matches!(
+        f(&[s0], 512),
+        Error::InvalidHeader {
+            field: "RL length",
+            ..
+        }
+    ));
+    // SC past the segment end.
+    assert!(matches!(
+        f(&[seg0(), vec![two(0, 0), sc(3)]], 514),
+        Error::InvalidHeader {
+            field: "code length",
+            ..
+        }
+    ));
+    // SI past the dictionary (512 bytes before subsegment 1).
+    assert!(matches!(
+        f(&[seg0(), vec![two(511, 0)]], 514),
+        Error::InvalidHeader {
+            field: "SI/LI offset t + length",
+            ..
+        }
+    ));
+    // SI longer than the bytes left.
+    assert!(matches!(
+        f(&[seg0(), vec![two(0, 1)]], 514),
+        Error::InvalidHeader {
+            field: "code length",
+            ..
+        }
+    ));
+    // A run first in a segment: the previous character is unset.
+    assert!(matches!(
+        f(&[seg0(), vec![two(4095, 0)]], 514),
+        Error::InvalidHeader {
+            field: "SRL/LRL previous character",
+            ..
+        }
+    ));
+    // Two runs in a row.
+    assert!(matches!(
+        f(&[seg0(), vec![sc(1), two(4095, 0), two(4095, 0)]], 517),
+        Error::InvalidHeader {
+            field: "SRL/LRL previous character",
+            ..
+        }
+    ));
+    // LI with no c word, and with a c word flagged as 2-byte.
+    assert!(matches!(
+        f(&[seg0(), vec![two(0, 15)]], 530),
+        Error::InvalidHeader {
+            field: "long code's c word",
+            ..
+        }
+    ));
+    assert!(matches!(
+        f(&[seg0(), vec![two(0, 15), two(0, 0)]], 530),
+        Error::InvalidHeader {
+            field: "long code's c word identifier",
+            ..
+        }
+    ));
+    // Words that end before the segment does.
+    assert!(matches!(
+        f(&[seg0(), vec![sc(1)]], 514),
+        Error::CountMismatch { .. }
+    ));
+}
+
+#[test]
+fn random_corruption_never_panics_and_decoders_agree() {
+    let mut rng = StdRng::seed_from_u64(99);
+    let inputs = [
+        text(9000, 1),
+        every_code_input()[..40_000].to_vec(),
+        vec![7u8; 5000],
+    ];
+    for data in &inputs {
+        let (good, _) = enc(data);
+        for _ in 0..300 {
+            let mut p = good.clone();
+            for _ in 0..rng.random_range(1..4) {
+                let i = rng.random_range(0..p.len());
+                p[i] = rng.random();
+            }
+            if rng.random_range(0..8) == 0 {
+                p.truncate(rng.random_range(0..p.len()));
+            }
+            let mut a = vec![0u8; data.len()];
+            let mut b = vec![0u8; data.len()];
+            match (lll::decode(&p, &mut a), lll::decode_reference(&p, &mut b)) {
+                (Ok(()), Ok(())) => assert_eq!(a, b),
+                (Err(x), Err(y)) => {
+                    assert_eq!(
+                        std::mem::discriminant(&x),
+                        std::mem::discriminant(&y),
+                        "{x:?} vs {y:?}"
+                    )
+                }
+                (x, y) => panic!("decoders disagree: {x:?} vs {y:?}"),
+            }
+        }
+    }
+}
+
+// ---- golden payloads -----------------------------------------------------------------------
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/v1/lll")
+}
+
+#[test]
+fn golden_payloads_decode_and_reencode() {
+    let regen = std::env::var_os("TESSERA_REGEN_GOLDEN").is_some();
+    for (name, data) in [
+        ("text", text(40_000, 21)),
+        ("gradient", gradient_image()),
+        ("every_code", every_code_input()),
+        ("edges", random_bytes(STRIP_BYTES + 1, 4)),
+    ] {
+        let path = golden_dir().join(format!("{name}.lll"));
+        let (fresh, _) = enc(&data);
+        if regen {
+            std::fs::create_dir_all(golden_dir()).expect("mkdir");
+            std::fs::write(&path, &fresh).expect("write golden");
+        }
+        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            dec(&stored, data.len()) == data,
+            "{name}: golden payload decodes wrongly"
+        );
+        assert!(
+            stored == fresh,
+            "{name}: encoder no longer reproduces the golden payload"
+        );
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// Small alphabets make runs and repeats, so every code type turns up across cases.
+    #[test]
+    fn round_trip_small_alphabets(
+        data in proptest::collection::vec(0u8..4, 0..40_000),
+        shift in 0u8..=252,
+    ) {
+        let data: Vec<u8> = data.into_iter().map(|b| b + shift).collect();
+        round_trip(&data);
+    }
+}
