@@ -23,9 +23,14 @@ import statistics
 import sys
 import time
 
-import cupy as cp
-import numpy as np
-from nvidia import nvcomp
+cp = np = nvcomp = None  # imported in main() unless --from-json: the report needs no GPU
+
+
+def gpu_imports():
+    global cp, np, nvcomp
+    import cupy as cp  # noqa: F811
+    import numpy as np  # noqa: F811
+    from nvidia import nvcomp  # noqa: F811
 
 
 def configs():
@@ -115,7 +120,8 @@ def best(rows, algo, key):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="folder of <set>.u32 files from tessera bench gpu --dump")
+    ap.add_argument("--data", help="folder of <set>.u32 files from tessera bench gpu --dump")
+    ap.add_argument("--from-json", help="comma-separated nvcomp.json files of earlier runs: only write the comparison")
     ap.add_argument("--out", required=True, help="folder for nvcomp.json and nvcomp.md")
     ap.add_argument("--tessera", help="tessera bench gpu JSON from the same machine, for the comparison")
     ap.add_argument("--runs", type=int, default=7)
@@ -126,16 +132,23 @@ def main():
     def log(s):
         print(s, flush=True)
 
-    log(f"nvcomp {getattr(nvcomp, '__version__', '?')} (CUDA {getattr(nvcomp, '__cuda_version__', '?')}), "
-        f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    files = sorted(glob.glob(os.path.join(args.data, "*.u32")))
-    keep = [s for s in args.sets.split(",") if s]
-    files = [f for f in files if not keep or any(k in os.path.basename(f) for k in keep)]
     results = []
-    for f in files:
-        results.append(bench_file(f, args.runs, log))
-        with open(os.path.join(args.out, "nvcomp.json"), "w") as fh:
-            json.dump({"nvcomp": getattr(nvcomp, "__version__", "?"), "runs": args.runs, "sets": results}, fh, indent=1)
+    if args.from_json:
+        for path in args.from_json.split(","):
+            results.extend(json.load(open(path))["sets"])
+        results.sort(key=lambda r: r["set"])
+        json.dump({"sets": results}, open(os.path.join(args.out, "nvcomp.json"), "w"), indent=1)
+    else:
+        gpu_imports()
+        log(f"nvcomp {getattr(nvcomp, '__version__', '?')} (CUDA {getattr(nvcomp, '__cuda_version__', '?')}), "
+            f"device {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+        files = sorted(glob.glob(os.path.join(args.data, "*.u32")))
+        keep = [s for s in args.sets.split(",") if s]
+        files = [f for f in files if not keep or any(k in os.path.basename(f) for k in keep)]
+        for f in files:
+            results.append(bench_file(f, args.runs, log))
+            with open(os.path.join(args.out, "nvcomp.json"), "w") as fh:
+                json.dump({"nvcomp": getattr(nvcomp, "__version__", "?"), "runs": args.runs, "sets": results}, fh, indent=1)
 
     tess = {}
     if args.tessera and os.path.exists(args.tessera):

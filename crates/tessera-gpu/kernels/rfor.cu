@@ -1,7 +1,8 @@
 // rfor.cu: GPU-RFOR (docs/format/rfor.md) decode and encode kernels.
 //
-// Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column, one 512-value RFOR
-// block per tile, G blocks loaded at once (LoadRBitPackGroup); LoadRBitPackTile unpacks values and run lengths into shared memory, scans the run
+// Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column: a thread block loads
+// G blocks of 512 values at once (LoadRBitPackGroup) and each warp decodes one of them alone
+// (LoadRBitPackWarp), so the only barriers are the group load's. LoadRBitPackWarp unpacks values and run lengths into shared memory, scans the run
 // lengths into run ends and expands the runs, so the column is read once and written once.
 //
 // Encode, one warp per block:
@@ -23,15 +24,21 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
                                             u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
     __shared__ RforGroupStorage<LANE, G> s;
     typename Lane<LANE>::T items[TS_ITEMS];
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
         const u32 ci = ts_find_chunk(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const RforGroup q = LoadRBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
-        for (u32 tile = 0; tile < q.blocks; ++tile) {
-            const bool ok = LoadRBitPackTile<LANE, G>(s, q, c, tile, items, status + ci);
-            const u32 pos = (q.k0 + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-            if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
+        // One warp per block: no thread-block barrier until the next group.
+        for (u32 b = warp; b < q.blocks; b += TS_THREADS / 32) {
+            const u32 r = LoadRBitPackWarp<LANE, G>(s, q, c, b, status + ci);
+            if (r == 0) continue;
+            for (u32 k = 0; k < 4; ++k) {
+                LoadRBitPackStripe<LANE, G>(s, b, r, k, items);
+                const u32 pos = (q.k0 + b) * TS_RFOR_BLOCK_VALUES + 128 * k + TS_ITEMS * lane;
+                const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+                if (valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
+            }
         }
     }
 }
@@ -39,16 +46,16 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
 #define TS_DECODE_ARGS                                                                                   \
     const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups,     \
         u8 *__restrict__ out, u64 flip, u64 *__restrict__ status
-extern "C" __global__ void TS_TILE_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
+extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
     rfor_decode<32, 1, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void TS_TILE_BOUNDS rfor_decode_u16(TS_DECODE_ARGS) {
+extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u16(TS_DECODE_ARGS) {
     rfor_decode<32, 2, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void TS_TILE_BOUNDS rfor_decode_u32(TS_DECODE_ARGS) {
+extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u32(TS_DECODE_ARGS) {
     rfor_decode<32, 4, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
-extern "C" __global__ void TS_TILE_BOUNDS rfor_decode_u64(TS_DECODE_ARGS) {
+extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u64(TS_DECODE_ARGS) {
     rfor_decode<64, 8, TS_RFOR_GROUP_L64>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 

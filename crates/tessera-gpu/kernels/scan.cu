@@ -18,19 +18,19 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_reduce_u32(const
     const u32 base = blockIdx.x * SCAN_TILE + threadIdx.x * TS_ITEMS;
 #pragma unroll
     for (u32 k = 0; k < TS_ITEMS; ++k) items[k] = base + k < n ? in[base + k] : 0u;
-    const u32 total = block_inclusive_sum(items, s);
+    const u32 total = block_inclusive_sum(items, s, 0);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_partials_u32(u32* __restrict__ partials, u32 m) {
     __shared__ BlockScanStorage<u32> s;
-    u32 carry = 0;
-    for (u32 tile = 0; tile < m; tile += SCAN_TILE) {
+    u32 carry = 0, parity = 0;
+    for (u32 tile = 0; tile < m; tile += SCAN_TILE, ++parity) {
         u32 items[TS_ITEMS], orig[TS_ITEMS];
         const u32 base = tile + threadIdx.x * TS_ITEMS;
 #pragma unroll
         for (u32 k = 0; k < TS_ITEMS; ++k) orig[k] = items[k] = base + k < m ? partials[base + k] : 0u;
-        const u32 total = block_inclusive_sum(items, s);
+        const u32 total = block_inclusive_sum(items, s, parity);
 #pragma unroll
         for (u32 k = 0; k < TS_ITEMS; ++k)
             if (base + k < m) partials[base + k] = carry + items[k] - orig[k];
@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_apply_u32(const 
     const u32 base = blockIdx.x * SCAN_TILE + threadIdx.x * TS_ITEMS;
 #pragma unroll
     for (u32 k = 0; k < TS_ITEMS; ++k) orig[k] = items[k] = base + k < n ? in[base + k] : 0u;
-    block_inclusive_sum(items, s);
+    block_inclusive_sum(items, s, 0);
     const u32 carry = partials[blockIdx.x];
 #pragma unroll
     for (u32 k = 0; k < TS_ITEMS; ++k) {

@@ -2,14 +2,17 @@
 //! encoders (`tessera_codecs::int::encode`).
 //!
 //! A column of lane words is cut into chunks of `chunk_values` values (a multiple of 512, so
-//! every chunk starts on a block and on a DFOR tile) and encoded in four launches:
-//!   1. `<codec>_encode_sizes_<lane>`: one warp per block plans the block (reference, bit
-//!      widths; RFOR: runs) and writes its size in words;
-//!   2.-3. `scan.cu`: a device-wide exclusive scan of the sizes gives each block's word offset
-//!      in the column, `offsets[blocks]` being the total;
-//!   4. `<codec>_encode_pack_<lane>`: one warp per block plans again and writes its words, its
-//!      block_starts entry and, for a chunk's first and last blocks, the header and the final
-//!      block_starts entry.
+//! every chunk starts on a block and on a DFOR tile) and encoded in five launches:
+//!
+//! 1. `<codec>_encode_sizes_<lane>`: one warp per block plans the block (reference, bit widths;
+//!    RFOR: runs) and writes its size in words;
+//! 2. `scan_reduce_u32`, `scan_partials_u32`, `scan_apply_u32` (`scan.cu`): a device-wide
+//!    exclusive scan of the sizes gives each block's word offset in the column,
+//!    `offsets[blocks]` being the total;
+//! 3. `<codec>_encode_pack_<lane>`: one warp per block plans again and writes its words, its
+//!    block_starts entry and, for a chunk's first and last blocks, the header and the final
+//!    block_starts entry.
+//!
 //! Chunk c's payload starts at word 5c + first_block(c) + offsets[first_block(c)] of the output
 //! (4 header words and nb + 1 block_starts words per earlier chunk), so the chunks come out
 //! back to back with no second pass.

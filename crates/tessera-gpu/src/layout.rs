@@ -34,8 +34,8 @@ pub const TILE_VALUES: usize = 512;
 /// Tiles a thread block loads at once (`TS_*_GROUP_*` in common.cuh), per codec and lane.
 pub const FOR_GROUP_L32: u32 = 4;
 pub const FOR_GROUP_L64: u32 = 2;
-pub const RFOR_GROUP_L32: u32 = 2;
-pub const RFOR_GROUP_L64: u32 = 1;
+pub const RFOR_GROUP_L32: u32 = 4;
+pub const RFOR_GROUP_L64: u32 = 4;
 
 /// Tiles per group of the decode and query kernels of `codec` in `lane` (FOR and DFOR share
 /// their storage, hence their group size).
@@ -98,7 +98,7 @@ pub struct StatusKey {
 impl StatusKey {
     /// `None` for [`STATUS_OK`].
     pub fn decode(key: u64) -> Option<StatusKey> {
-        (key != STATUS_OK).then(|| StatusKey {
+        (key != STATUS_OK).then_some(StatusKey {
             class: (key >> 60) as u32,
             position: ((key >> 36) & 0xFF_FFFF) as u32,
             code: ((key >> 32) & 0xF) as u32,

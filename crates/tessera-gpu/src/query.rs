@@ -106,6 +106,62 @@ impl Gpu {
         }
     }
 
+    /// The same query through the paper's one-tile loaders (`LoadBitPack`, `LoadDBitPack`,
+    /// `LoadRBitPack`: one tile per thread block per step). Slower than [`Self::sum_between`];
+    /// it keeps the single-tile device API compiled and tested.
+    pub fn sum_between_tilewise(&self, col: &DeviceColumn, lo: u32, hi: u32) -> Result<u64> {
+        if col.ty != LogicalType::U32 {
+            return Err(Error::InvalidArgument(format!(
+                "sum_between needs a u32 column, not {}",
+                col.ty.name()
+            )));
+        }
+        let result = self.alloc::<u64>(1)?;
+        let res = self.ptr(&result);
+        self.fill_bytes_raw(res, 0, 8)?;
+        let status = self.ptr(&col.status);
+        self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        let words = self.ptr(&col.words);
+        for g in &col.groups {
+            let name = match g.codec {
+                CodecId::For => "sum_between_tilewise_for",
+                CodecId::Dfor => "sum_between_tilewise_dfor",
+                CodecId::Rfor => "sum_between_tilewise_rfor",
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "no fused query for {}",
+                        other.name()
+                    )))
+                }
+            };
+            let f = self.function(Module::Query, name)?;
+            let table = self.ptr(&g.table);
+            let n_chunks = g.chunks.len() as u32;
+            let tiles: u32 = g.chunks.iter().map(|c| c.shape.tiles()).sum();
+            let status_g = status + 8 * g.status_base as u64;
+            let grid = tiles.clamp(1, self.info.sm_count.max(1) * 64);
+            // SAFETY: matches `sum_between_tilewise_<codec>(g, chunks, n_chunks, total_tiles, lo,
+            // hi, result, status)`; the buffers are the column's (checked at upload) and live
+            // until the download below synchronizes.
+            unsafe {
+                self.launch(
+                    &f,
+                    grid,
+                    THREADS,
+                    &[&words, &table, &n_chunks, &tiles, &lo, &hi, &res, &status_g],
+                )?;
+            }
+        }
+        if !col.plain_chunks.is_empty() {
+            let n = col.plain_chunks.iter().map(|p| p.bytes).sum::<u64>() / 4;
+            self.launch_sum_plain(self.ptr(&col.plain), n, lo, hi, res)?;
+        }
+        self.finish_decode(col, None)?;
+        let mut sum = [0u64];
+        self.download(&result, &mut sum)?;
+        Ok(sum[0])
+    }
+
     /// The fused query over a compressed u32 column: SUM(x) for lo <= x <= hi.
     pub fn sum_between(&self, col: &DeviceColumn, lo: u32, hi: u32) -> Result<u64> {
         let mut result = self.alloc::<u64>(1)?;

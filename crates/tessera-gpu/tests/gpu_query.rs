@@ -72,6 +72,11 @@ fn fused_sum_between_equals_the_cpu() {
                 "GPU fused query, round {round}"
             );
             assert_eq!(
+                gpu.sum_between_tilewise(&col, lo, hi).expect("valid"),
+                want,
+                "GPU query through the one-tile loaders, round {round}"
+            );
+            assert_eq!(
                 gpu.sum_between_values(&d_values, all.len(), lo, hi)
                     .expect("valid"),
                 want,

@@ -148,6 +148,9 @@ pub struct Report {
     pub copy_ceiling_gbps: f64,
     /// Host-to-device copy from pinned memory, GB/s.
     pub h2d_gbps: f64,
+    /// Where merged sets came from (earlier runs and their ceilings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub sets: Vec<SetResult>,
 }
 
@@ -274,11 +277,25 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         copy_ceiling_gbps,
         h2d_gbps,
+        notes: Vec::new(),
         sets: Vec::new(),
     };
     if let Some(path) = &args.merge {
         let old: Report = serde_json::from_slice(&std::fs::read(path).map_err(io(path))?)
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
+        let names: Vec<&str> = old.sets.iter().map(|s| s.name.as_str()).collect();
+        report.notes = old.notes.clone();
+        report.notes.push(format!(
+            "{} set(s) ({} .. {}) from an earlier run on {} ({}, driver {}): copy ceiling {:.0} GB/s, pinned H2D {:.1} GB/s; their % columns use that ceiling",
+            names.len(),
+            names.first().unwrap_or(&"-"),
+            names.last().unwrap_or(&"-"),
+            old.device,
+            old.date,
+            old.driver,
+            old.copy_ceiling_gbps,
+            old.h2d_gbps
+        ));
         report.sets = old.sets;
     }
     if let Some(dir) = &args.dump {
@@ -296,7 +313,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let t0 = Instant::now();
         let data = (s.make)(n);
         let raw = to_bytes(&data.values);
-        let dump_this = args.dump_sets.is_empty() || args.dump_sets.iter().any(|f| data.name == *f);
+        let dump_this = args.dump_sets.is_empty() || args.dump_sets.contains(&data.name);
         if let Some(dir) = args.dump.as_ref().filter(|_| dump_this) {
             let path = dir.join(format!("{}.u32", data.name));
             std::fs::write(&path, &raw).map_err(io(&path))?;
@@ -637,6 +654,9 @@ fn markdown(r: &Report) -> String {
         copy = r.copy_ceiling_gbps,
         h2d = r.h2d_gbps
     );
+    for note in &r.notes {
+        s.push_str(&format!("Note: {note}.\n\n"));
+    }
     s.push_str("## Bits per value and decode throughput (GB/s of output, % of copy ceiling)\n\n");
     s.push_str("| set | auto (chunks) | auto b/v | FOR b/v | DFOR b/v | RFOR b/v | FOR | DFOR | RFOR | auto | verified |\n");
     s.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");

@@ -41,6 +41,9 @@ typedef unsigned long long u64;
 // Launch bounds of the tile kernels: 128 threads, and registers capped so that 16 thread
 // blocks (2048 threads) fit an SM: the decoders are latency-bound, occupancy is what hides it.
 #define TS_TILE_BOUNDS __launch_bounds__(TS_THREADS, 16)
+// RFOR's storage (about 16 KB for lane 32) allows 13 thread blocks per SM at most: registers
+// for 12 avoid spills.
+#define TS_RFOR_BOUNDS __launch_bounds__(TS_THREADS, 12)
 
 // Tiles a thread block loads at once (a "group"): all of a group's words are requested before
 // the first is used, so each thread block keeps several kilobytes in flight and the two
@@ -48,8 +51,9 @@ typedef unsigned long long u64;
 // tile. Chosen per codec and lane so that 16 thread blocks of shared memory fit an SM.
 #define TS_FOR_GROUP_L32 4
 #define TS_FOR_GROUP_L64 2
-#define TS_RFOR_GROUP_L32 2
-#define TS_RFOR_GROUP_L64 1
+// RFOR: one block per warp.
+#define TS_RFOR_GROUP_L32 4
+#define TS_RFOR_GROUP_L64 4
 
 // Status codes (the low 4 bits of a status key's code field). The host maps each onto an
 // `Error` variant (src/status.rs).
@@ -99,6 +103,16 @@ __device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunk
     while (hi - lo > 1) {
         u32 mid = (lo + hi) >> 1;
         if (__ldg(&chunks[mid].first_group) <= group) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// The same search by tile, for kernels that take one tile at a time (the paper's loaders).
+__device__ __forceinline__ u32 ts_find_chunk_by_tile(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 tile) {
+    u32 lo = 0, hi = n_chunks;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (__ldg(&chunks[mid].first_tile) <= tile) lo = mid; else hi = mid;
     }
     return lo;
 }

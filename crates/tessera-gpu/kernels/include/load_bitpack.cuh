@@ -232,7 +232,8 @@ __device__ __forceinline__ bool LoadDBitPackTile(ForGroupStorage<LANE, G>& s, co
     }
     // A corrupt block spoils the scan of its whole tile; its error is already reported and the
     // tile's output is not trusted (the decode fails).
-    block_inclusive_sum(items, s.scan);
+    // Consecutive tiles alternate the scan's buffer; groups are separated by barriers.
+    block_inclusive_sum(items, s.scan, tile);
 #pragma unroll
     for (int k = 0; k < TS_ITEMS; ++k) items[k] += first_value;
     return ok;

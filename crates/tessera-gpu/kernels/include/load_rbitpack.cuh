@@ -1,19 +1,24 @@
-// load_rbitpack.cuh: LoadRBitPack, the GPU-RFOR tile loader (rfor.md, paper section 6). A tile
-// is one RFOR block of up to 512 values; thread t gets values 4t .. 4t+3 as lane words.
+// load_rbitpack.cuh: LoadRBitPack, the GPU-RFOR loader (rfor.md, paper section 6). A tile is
+// one RFOR block of up to 512 values.
 //
-// As for FOR, blocks are loaded a group of G at a time (LoadRBitPackGroup: block_starts
-// checked, the group's words copied to shared memory with cp.async, contiguously or one slot
-// per block), and one warp per block parses the run word (1 <= r <= 512, 1 <= length_reference
-// <= 512) and the 2m miniblock bit widths (values <= lane, run lengths <= 10), scans the
-// miniblock sizes into word offsets and checks that they fit the block's range. Then, per block
-// (LoadRBitPackTile, two barriers in its scan and one after it):
-//   1. each thread unpacks up to 4 (value, run length) pairs, values into shared memory;
-//   2. the run lengths are checked, and their block-wide inclusive scan gives every run's end,
-//      whose total must equal the block's value count;
-//   3. each thread finds the run of its first output position by binary search over the run
-//      ends, then walks forward for the next three.
+// Blocks are loaded a group of G at a time (LoadRBitPackGroup: block_starts checked, the
+// group's words copied to shared memory with cp.async, contiguously or one slot per block).
+// Then each block is decoded by ONE WARP, with no thread-block barrier (LoadRBitPackWarp, then
+// LoadRBitPackStripe for each quarter of the output):
+//   1. the warp parses the run word (1 <= r <= 512, 1 <= length_reference <= 512) and the 2m
+//      miniblock bit widths (values <= lane, run lengths <= 10), scans the miniblock sizes into
+//      word offsets and checks that they fit the block's range (rfor_block_meta);
+//   2. the warp unpacks the run lengths 32 at a time (lane l: entry 32q + l), checks each
+//      (1..=512), and a warp-wide scan per 32 gives every run's end (rfor_run_ends), whose total
+//      must be the block's value count;
+//   3. lane l takes output positions 128k + 4l .. 128k + 4l + 3 (k = 0..3, so every store of
+//      the warp is 512 contiguous bytes): a binary search over the run ends finds the first
+//      position's run, a short walk the next three, and each run's value is unpacked straight
+//      from the packed words.
+// LoadRBitPack keeps the paper's shape (one block per thread block, thread t holding values
+// 4t .. 4t+3): warp 0 does steps 1-2, one barrier, every thread does step 3.
 // Every read stays inside the block's checked range or the two spare words after it. Failures
-// are reported with ts_report and make the tile function return false for every thread.
+// are reported with ts_report; the functions then return false.
 #ifndef TESSERA_LOAD_RBITPACK_CUH
 #define TESSERA_LOAD_RBITPACK_CUH
 
@@ -34,16 +39,14 @@ template <int LANE, int G> struct RforGroupStorage {
     static const u32 WORDS = G * SLOT;
     u32 words[WORDS];
     u32 bs[G + 1];
-    // Per block of the group, from LoadRBitPackGroup: word offset (in words[]) and bit width
-    // of its 2m miniblocks, its run count (0: the block failed a check).
+    // Per block of the group (written and read by the warp that decodes it): word offset (in
+    // words[]) and bit width of its 2m miniblocks, its first word, its run count (0: the block
+    // failed a check), and its run ends.
     u32 mb_word[G][MAX_MINIBLOCKS];
     u32 mb_bw[G][MAX_MINIBLOCKS];
+    u32 first_word[G];
     u32 runs[G];
-    // Double-buffered by tile parity, so one tile's expansion may still read them while the
-    // next tile's values are written.
-    T values[2][MAX_RUNS];
-    u16 run_end[2][MAX_RUNS];
-    BlockScanStorage<u32> scan;
+    u16 run_end[G][MAX_RUNS];
 };
 
 struct RforGroup {
@@ -101,6 +104,7 @@ __device__ __forceinline__ void rfor_block_meta(RforGroupStorage<LANE, G>& s, co
                     const u32 first = RW + 1 + bw_words;
                     s.mb_word[b][l] = base + first + incl - words;
                     s.mb_bw[b][l] = bw;
+                    if (l == 0) s.first_word[b] = base;
                     if (wide) {
                         const u32 bad = __ffs(wide) - 1;
                         const u32 bad_bw = __shfl_sync(0xFFFFFFFFu, bw, bad);
@@ -117,6 +121,7 @@ __device__ __forceinline__ void rfor_block_meta(RforGroupStorage<LANE, G>& s, co
         }
     }
     if (l == 0) s.runs[b] = runs;
+    __syncwarp();
 }
 
 // Loads group `group` (blocks G*group .. G*group + G - 1) of RFOR chunk `c` into `s`.
@@ -160,101 +165,122 @@ __device__ __forceinline__ RforGroup LoadRBitPackGroup(const u32* __restrict__ g
     }
     ts_cp_async_wait();
     __syncthreads();
-
-    // Metadata: warp w checks block w of the group (several blocks per warp when G > 4).
-    for (u32 b = t >> 5; b < G; b += TS_THREADS / 32) rfor_block_meta<LANE, G>(s, q, b, status);
-    __syncthreads();
     return q;
 }
 
-// RFOR block `tile` (0 .. q.blocks-1) of a loaded group: items[k] = lane value 4t + k.
+// Step 2 for block `b` of a loaded group, by one warp: run ends into s.run_end[b]. Returns the
+// run count, or 0 when the block is corrupt (reported).
 template <int LANE, int G>
-__device__ __forceinline__ bool LoadRBitPackTile(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c,
-                                                 u32 tile, typename Lane<LANE>::T (&items)[TS_ITEMS], u64* status) {
-    typedef typename Lane<LANE>::T T;
-    typedef RforGroupStorage<LANE, G> S;
-    const u32 RW = S::RW;
-    const u32 t = threadIdx.x;
-    const u32 k = q.k0 + tile;
+__device__ __forceinline__ u32 rfor_run_ends(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c, u32 b,
+                                             u64* status) {
+    const u32 RW = RforGroupStorage<LANE, G>::RW;
+    const u32 l = threadIdx.x & 31;
+    const u32 k = q.k0 + b;
+    const u32 r = s.runs[b];
+    if (r == 0) return 0;  // uniform across the warp
     const u32 count = ts_min(TS_RFOR_BLOCK_VALUES, c.total_count - k * TS_RFOR_BLOCK_VALUES);
-    const u32 r = s.runs[tile];  // 0: the block failed a check (reported)
-    const u32 buf = tile & 1;
-    T* values = s.values[buf];
-    u16* run_end = s.run_end[buf];
-
-    // 1. values and run lengths of entries 4t .. 4t+3 (all in miniblock t / 8). An invalid run
-    // length is reported and poisoned so that the lengths cannot sum to the block's count.
-    u32 lengths[TS_ITEMS];
-    const u32 j0 = t * TS_ITEMS;
-    if (j0 < r) {
-        const u32 m = (r + 31) / 32;
-        const u32 mq = t >> 3;
-        const u32 vbw = s.mb_bw[tile][mq], lbw = s.mb_bw[tile][m + mq];
-        const u32 vbit = s.mb_word[tile][mq] * 32 + (j0 & 31) * vbw;
-        const u32 lbit = s.mb_word[tile][m + mq] * 32 + (j0 & 31) * lbw;
-        const u32 blk = s.mb_word[tile][0] - (RW + 1 + (2 * m + 3) / 4);  // the block's first word
-        const T vref = ts_read_lane<LANE>(s.words + blk);
-        const u32 lref = s.words[blk + RW] >> 16;
-        bool reported = false;
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i) {
-            if (j0 + i < r) {
-                values[j0 + i] = (T)(vref + ts_extract<LANE>(s.words, vbit + i * vbw, vbw));
-                u32 len_i = lref + ts_extract32(s.words, lbit + i * lbw, lbw);
-                if (len_i < 1 || len_i > TS_RFOR_MAX_LENGTH) {
-                    // Entry index in the detail, so the first bad entry wins the atomicMin.
-                    if (!reported)
-                        ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, ((j0 + i) << 17) | (len_i & 0x1FFFFu));
-                    reported = true;
-                    len_i = 1u << 16;
-                }
-                lengths[i] = len_i;
-            } else {
-                lengths[i] = 0;
+    const u32 m = (r + 31) / 32;
+    const u32 lref = s.words[s.first_word[b] + RW] >> 16;
+    // Row q = entries 32q .. 32q+31 = run-length miniblock q, lane l taking entry 32q + l: one
+    // warp scan per row, so a block of few runs (RFOR's case) costs one short scan.
+    u32 carry = 0;
+    bool bad = false;
+    for (u32 q = 0; q < m; ++q) {
+        const u32 j = 32 * q + l;
+        const u32 lbw = s.mb_bw[b][m + q];
+        u32 len = 0;
+        if (j < r) {
+            len = lref + ts_extract32(s.words, s.mb_word[b][m + q] * 32 + l * lbw, lbw);
+            if (len < 1 || len > TS_RFOR_MAX_LENGTH) {
+                // Entry index in the detail, so the first bad entry wins the atomicMin.
+                ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, (j << 17) | (len & 0x1FFFFu));
+                bad = true;
+                len = 0;
             }
         }
-    } else {
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i) lengths[i] = 0;
+        const u32 incl = warp_inclusive_sum(len);
+        if (j < r) s.run_end[b][j] = (u16)ts_min(carry + incl, 0xFFFFu);
+        carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
     }
-
-    // 2. run ends. Their total must be the block's value count (a run-length error sorts
-    // before the sum error in the status key, as the CPU checks lengths first).
-    const u32 total = block_inclusive_sum(lengths, s.scan);
-#pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) run_end[j0 + i] = (u16)ts_min(lengths[i], 0xFFFFu);
-    const bool ok = r > 0 && total == count;
-    if (r > 0 && total != count && t == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, total);
-    __syncthreads();
-
-    // 3. expand: position p lies in the first run whose end exceeds p.
-    if (ok) {
-        const u32 p = j0;
-        u32 lo = 0, hi = r - 1;
-        while (lo < hi) {
-            const u32 mid = (lo + hi) >> 1;
-            if (run_end[mid] > p) hi = mid; else lo = mid + 1;
-        }
-        u32 run = lo;
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i) {
-            while (run + 1 < r && run_end[run] <= p + i) ++run;
-            items[i] = values[run];
-        }
-    } else {
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = 0;
+    // The lengths must sum to the block's value count; a run-length error, if any, sorts first
+    // in the status key (the CPU checks lengths before their sum).
+    bad = __any_sync(0xFFFFFFFFu, bad);
+    if (bad || carry != count) {
+        if (!bad && l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, carry);
+        return 0;
     }
-    return ok;
+    __syncwarp();
+    return r;
 }
 
-// The paper's single-tile form: RFOR block `tile` of chunk `c`, loaded and expanded.
+// Step 3: values at positions p .. p+3 of block `b` (r runs, run ends ready).
+template <int LANE, int G>
+__device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, u32 b, u32 r, u32 p,
+                                            typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+    typedef typename Lane<LANE>::T T;
+    const u32 RW = RforGroupStorage<LANE, G>::RW;
+    const u16* run_end = s.run_end[b];
+    u32 lo = 0, hi = r - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi) >> 1;
+        if (run_end[mid] > p) hi = mid; else lo = mid + 1;
+    }
+    const T vref = ts_read_lane<LANE>(s.words + s.first_word[b]);
+    u32 run = lo, have = ~0u;
+    T v = 0;
+#pragma unroll
+    for (u32 i = 0; i < TS_ITEMS; ++i) {
+        while (run + 1 < r && run_end[run] <= p + i) ++run;
+        if (run != have) {
+            const u32 mq = run >> 5;
+            const u32 vbw = s.mb_bw[b][mq];
+            v = (T)(vref + ts_extract<LANE>(s.words, s.mb_word[b][mq] * 32 + (run & 31) * vbw, vbw));
+            have = run;
+        }
+        items[i] = v;
+    }
+    (void)RW;
+}
+
+// Decodes block `b` (< q.blocks) of a loaded group with one warp, up to its run ends: returns
+// the run count r, or 0 when the block is corrupt (reported). Every lane of the warp must call
+// it; no other warp takes part. Then LoadRBitPackStripe gives the values.
+template <int LANE, int G>
+__device__ __forceinline__ u32 LoadRBitPackWarp(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c,
+                                                u32 b, u64* status) {
+    rfor_block_meta<LANE, G>(s, q, b, status);
+    return rfor_run_ends<LANE, G>(s, q, c, b, status);
+}
+
+// Stripe k (0..3) of block `b` after LoadRBitPackWarp returned r > 0: lane l gets the values at
+// positions 128k + 4l .. 128k + 4l + 3 (a warp's stripe is 512 contiguous output bytes).
+template <int LANE, int G>
+__device__ __forceinline__ void LoadRBitPackStripe(const RforGroupStorage<LANE, G>& s, u32 b, u32 r, u32 k,
+                                                   typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+    rfor_expand<LANE, G>(s, b, r, 128 * k + TS_ITEMS * (threadIdx.x & 31), items);
+}
+
+// The paper's shape: RFOR block `tile` of chunk `c` decoded by the whole thread block, thread
+// t getting values 4t .. 4t+3.
 template <int LANE>
 __device__ __forceinline__ bool LoadRBitPack(const u32* __restrict__ g, const ChunkDesc& c, u32 tile,
                                              RforGroupStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
                                              u64* status) {
     const RforGroup q = LoadRBitPackGroup<LANE, 1>(g, c, tile, s, status);
-    return LoadRBitPackTile<LANE, 1>(s, q, c, 0, items, status);
+    if (threadIdx.x < 32) {
+        rfor_block_meta<LANE, 1>(s, q, 0, status);
+        const u32 r = rfor_run_ends<LANE, 1>(s, q, c, 0, status);
+        if (threadIdx.x == 0) s.runs[0] = r;
+    }
+    __syncthreads();
+    const u32 r = s.runs[0];
+    if (r == 0) {
+#pragma unroll
+        for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = 0;
+        return false;
+    }
+    rfor_expand<LANE, 1>(s, 0, r, TS_ITEMS * threadIdx.x, items);
+    return true;
 }
 
 #endif
