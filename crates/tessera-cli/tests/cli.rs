@@ -15,8 +15,16 @@ use tessera_format::{CodecId, LogicalType};
 const TYPES: [&str; 8] = ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"];
 const CODECS: [&str; 5] = ["auto", "plain", "for", "dfor", "rfor"];
 
+/// The binary under test: `TESSERA_BIN` when set (test executables bundled for another machine
+/// cannot use the build machine's path), else the one cargo built for this test.
+fn bin() -> PathBuf {
+    std::env::var_os("TESSERA_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
+}
+
 fn tessera(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
+    Command::new(bin())
         .args(args.iter().map(|a| a.as_ref()))
         .env("RUST_BACKTRACE", "1") // a panic would print a backtrace: the tests check there is none
         .output()
@@ -457,10 +465,7 @@ fn help_and_version_exit_zero() {
         vec!["compress", "--help"],
         vec!["help", "decompress"],
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(&args)
-            .output()
-            .unwrap();
+        let o = Command::new(bin()).args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{args:?}");
         assert!(!o.stdout.is_empty(), "{args:?}");
     }
