@@ -20,7 +20,10 @@ pub fn gpu() -> Option<&'static Gpu> {
             if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
                 panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
             }
-            eprintln!("skipped: {e}");
+            // Written past libtest's output capture (which only sees the print macros) so the
+            // reason shows in every run, CI's included.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "skipped: {e}");
             None
         }
     }
