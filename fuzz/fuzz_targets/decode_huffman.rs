@@ -1,35 +1,14 @@
-//! Fuzzes the Huffman decoders (reference and fast) on hostile payloads: the first two bytes
-//! give the expected byte count, the rest is the payload. Both decoders must agree exactly, or
-//! both fail with the same error variant; neither may panic.
+//! Fuzzes the Huffman decoders (reference and fast) on hostile payloads, through
+//! `tessera_fuzz::decode_bytes_both`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use tessera_codecs::huffman;
+use tessera_fuzz::ByteCodec;
 
-fuzz_target!(|data: &[u8]| {
-    if data.len() < 2 {
-        return;
-    }
-    let count = u16::from_le_bytes([data[0], data[1]]) as usize;
-    let payload = &data[2..];
-    let mut fast = vec![0xA5u8; count];
-    let mut reference = vec![0x5Au8; count];
-    let a = huffman::decode(payload, &mut fast);
-    let b = huffman::decode_reference(payload, &mut reference);
-    match (a, b) {
-        (Ok(()), Ok(())) => assert_eq!(fast, reference, "fast and reference decoders disagree"),
-        (Err(a), Err(b)) => assert_eq!(
-            std::mem::discriminant(&a),
-            std::mem::discriminant(&b),
-            "fast {a:?} vs reference {b:?}"
-        ),
-        (a, b) => panic!("decoders disagree on validity: fast {a:?}, reference {b:?}"),
-    }
-    // Valid payloads re-encode to something that decodes to the same bytes.
-    if let Ok(()) = huffman::decode(payload, &mut fast) {
-        let mut again = Vec::new();
-        huffman::encode(&fast, &mut again).expect("encode");
-        let mut back = vec![0u8; count];
-        huffman::decode(&again, &mut back).expect("decode of a fresh encoding");
-        assert_eq!(back, fast);
-    }
-});
+const CODEC: ByteCodec = ByteCodec {
+    decode: huffman::decode,
+    decode_reference: huffman::decode_reference,
+    encode: |data, out| huffman::encode(data, out).map(|_| ()),
+};
+
+fuzz_target!(|data: &[u8]| tessera_fuzz::decode_bytes_both(&CODEC, data));

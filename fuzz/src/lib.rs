@@ -140,3 +140,41 @@ pub fn ops_match_plain(data: &[u8]) {
         "not"
     );
 }
+
+/// The byte codecs' entry points (`huffman`, `lll`): fast decoder, reference decoder, encoder.
+pub struct ByteCodec {
+    pub decode: fn(&[u8], &mut [u8]) -> tessera_format::Result<()>,
+    pub decode_reference: fn(&[u8], &mut [u8]) -> tessera_format::Result<()>,
+    pub encode: fn(&[u8], &mut Vec<u8>) -> tessera_format::Result<()>,
+}
+
+/// Decodes hostile bytes with both decoders of a byte codec: the first two bytes give the
+/// expected byte count, the rest is the payload. Both must agree exactly, or both fail with the
+/// same error variant; neither may panic. A valid payload's bytes must survive a re-encode.
+pub fn decode_bytes_both(codec: &ByteCodec, data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let count = u16::from_le_bytes([data[0], data[1]]) as usize;
+    let payload = &data[2..];
+    let mut fast = vec![0xA5u8; count];
+    let mut reference = vec![0x5Au8; count];
+    let a = (codec.decode)(payload, &mut fast);
+    let b = (codec.decode_reference)(payload, &mut reference);
+    match (a, b) {
+        (Ok(()), Ok(())) => assert_eq!(fast, reference, "fast and reference decoders disagree"),
+        (Err(a), Err(b)) => assert_eq!(
+            std::mem::discriminant(&a),
+            std::mem::discriminant(&b),
+            "fast {a:?} vs reference {b:?}"
+        ),
+        (a, b) => panic!("decoders disagree on validity: fast {a:?}, reference {b:?}"),
+    }
+    if (codec.decode)(payload, &mut fast).is_ok() {
+        let mut again = Vec::new();
+        (codec.encode)(&fast, &mut again).expect("encode");
+        let mut back = vec![0u8; count];
+        (codec.decode)(&again, &mut back).expect("decode of a fresh encoding");
+        assert_eq!(back, fast);
+    }
+}
