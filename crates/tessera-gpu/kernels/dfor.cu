@@ -11,42 +11,20 @@
 // The first block of each tile is preceded by the tile's first_value (ref_words words), so its
 // size includes them and its block_starts entry points just past them.
 #include "include/common.cuh"
-#include "include/load_bitpack.cuh"
-#include "include/store.cuh"
+#include "include/decode_for_column.cuh"
 #include "include/bitpack.cuh"
 
-template <int LANE, int OUT_BYTES, int G>
-__device__ __forceinline__ void dfor_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
-                                            u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
-    __shared__ ForGroupStorage<LANE, G> s;
-    typename Lane<LANE>::T items[TS_ITEMS];
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
-        const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ForGroup q = LoadDBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
-        for (u32 tile = 0; tile < q.tiles; ++tile) {
-            const bool ok = LoadDBitPackTile<LANE, G>(s, q, tile, items, status + ci);
-            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-            if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
-        }
-    }
-}
-
-#define TS_DECODE_ARGS                                                                                   \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups,     \
-        u8 *__restrict__ out, u64 flip, u64 *__restrict__ status
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u8(TS_DECODE_ARGS) {
-    dfor_decode<32, 1, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 1, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u16(TS_DECODE_ARGS) {
-    dfor_decode<32, 2, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 2, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u32(TS_DECODE_ARGS) {
-    dfor_decode<32, 4, TS_FOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 4, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u64(TS_DECODE_ARGS) {
-    dfor_decode<64, 8, TS_FOR_GROUP_L64>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<64, 8, TS_FOR_GROUP_L64, true>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

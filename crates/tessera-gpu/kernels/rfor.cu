@@ -43,9 +43,6 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
     }
 }
 
-#define TS_DECODE_ARGS                                                                                   \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups,     \
-        u8 *__restrict__ out, u64 flip, u64 *__restrict__ status
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
     rfor_decode<32, 1, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
 }

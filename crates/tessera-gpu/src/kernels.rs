@@ -82,6 +82,10 @@ const HEADERS: &[(&str, &str)] = &[
     ),
     ("store.cuh", include_str!("../kernels/include/store.cuh")),
     (
+        "decode_for_column.cuh",
+        include_str!("../kernels/include/decode_for_column.cuh"),
+    ),
+    (
         "bitpack.cuh",
         include_str!("../kernels/include/bitpack.cuh"),
     ),
