@@ -5,7 +5,10 @@
 //! `<date>-<device>-gpu.json`, a Markdown table and SVG plots; nvCOMP's figures on the same
 //! values come from `bench/peers/nvcomp_bench.py` over the files `--dump` writes.
 
+mod bitmap;
 mod gpu;
+mod huffman;
+mod lll;
 mod svg;
 
 use std::path::PathBuf;
@@ -15,7 +18,7 @@ use tessera_format::{Error, Result};
 /// Arguments of `tessera bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Which suite to run (`gpu`).
+    /// Which suite to run: `gpu` (integer codecs), `bitmap`, `huffman` or `lll`.
     pub suite: String,
     /// Values per data set.
     #[arg(long, default_value_t = 250_000_000)]
@@ -50,14 +53,24 @@ pub struct BenchArgs {
     /// those of the same name.
     #[arg(long)]
     pub merge: Option<PathBuf>,
+    /// Input files for the byte suites (`huffman`, `lll`): real text, XML or images. Each is
+    /// measured on its own and repeated up to `--bytes`.
+    #[arg(long, value_delimiter = ',')]
+    pub input: Vec<PathBuf>,
+    /// Bytes per data set for the byte suites (inputs are repeated up to this size).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub bytes: usize,
 }
 
 /// Runs the chosen suite.
 pub fn run(args: &BenchArgs) -> Result<()> {
     match args.suite.as_str() {
         "gpu" => gpu::run(args),
+        "bitmap" => bitmap::run(args),
+        "huffman" => huffman::run(args),
+        "lll" => lll::run(args),
         other => Err(Error::InvalidArgument(format!(
-            "unknown bench suite '{other}' (suites: gpu)"
+            "unknown bench suite '{other}' (suites: gpu, bitmap, huffman, lll)"
         ))),
     }
 }

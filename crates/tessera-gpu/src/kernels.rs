@@ -28,16 +28,26 @@ pub enum Module {
     Scan,
     /// Fused decode-and-query kernels (`kernels/query.cu`).
     Query,
+    /// Canonical Huffman histogram, encode and block-parallel decode (`kernels/huffman.cu`).
+    Huffman,
+    /// LLL strip-parallel decode (`kernels/lll.cu`).
+    Lll,
+    /// WAH / PLWAH compression, decompression and compressed bitwise operations
+    /// (`kernels/bitmap.cu`).
+    Bitmap,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 5] = [
+    pub const ALL: [Module; 8] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
         Module::Scan,
         Module::Query,
+        Module::Huffman,
+        Module::Lll,
+        Module::Bitmap,
     ];
 
     /// File name under `kernels/`.
@@ -48,6 +58,9 @@ impl Module {
             Module::Rfor => "rfor.cu",
             Module::Scan => "scan.cu",
             Module::Query => "query.cu",
+            Module::Huffman => "huffman.cu",
+            Module::Lll => "lll.cu",
+            Module::Bitmap => "bitmap.cu",
         }
     }
 
@@ -58,6 +71,9 @@ impl Module {
             Module::Rfor => include_str!("../kernels/rfor.cu"),
             Module::Scan => include_str!("../kernels/scan.cu"),
             Module::Query => include_str!("../kernels/query.cu"),
+            Module::Huffman => include_str!("../kernels/huffman.cu"),
+            Module::Lll => include_str!("../kernels/lll.cu"),
+            Module::Bitmap => include_str!("../kernels/bitmap.cu"),
         }
     }
 }
@@ -89,6 +105,14 @@ const HEADERS: &[(&str, &str)] = &[
         "bitpack.cuh",
         include_str!("../kernels/include/bitpack.cuh"),
     ),
+    (
+        "device_scan.cuh",
+        include_str!("../kernels/include/device_scan.cuh"),
+    ),
+    ("merge.cuh", include_str!("../kernels/include/merge.cuh")),
+    ("wah.cuh", include_str!("../kernels/include/wah.cuh")),
+    ("huffman.cuh", include_str!("../kernels/include/huffman.cuh")),
+    ("lll.cuh", include_str!("../kernels/include/lll.cuh")),
 ];
 
 /// The text of an embedded header, by file name.

@@ -15,11 +15,14 @@
 //! Corrupt payloads give the same `Error` variants as the CPU decoders, never a crash: the host
 //! checks headers, kernels check everything else and report a status per chunk.
 
+pub mod bitmap;
 mod coproc;
 mod decode;
 mod encode;
+pub mod huffman;
 pub mod kernels;
 pub mod layout;
+pub mod lll;
 mod pinned;
 mod query;
 mod runtime;

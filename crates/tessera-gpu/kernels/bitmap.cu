@@ -1,0 +1,2 @@
+// bitmap.cu: placeholder, filled in by the bitmap work.
+#include "include/common.cuh"

@@ -1,0 +1,1 @@
+//! GPU bitmap: placeholder, filled in by the bitmap work.

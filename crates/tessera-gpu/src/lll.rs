@@ -1,0 +1,1 @@
+//! GPU lll: placeholder, filled in by the lll work.
