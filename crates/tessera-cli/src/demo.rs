@@ -78,6 +78,7 @@ pub fn run(a: &DemoArgs) -> CliResult<()> {
         codec: None,
         chunk_values: a.chunk_values,
         batch_chunks: pipeline::cpu_batch_chunks(),
+        bit_len: None,
     };
     let mut writer = ContainerWriter::create(&path)?;
     let mut encode_secs = Vec::with_capacity(sets.len());

@@ -13,8 +13,10 @@ mod bench;
 )]
 mod datasets;
 mod demo;
+mod gpu_bytes;
 mod pipeline;
 mod report;
+mod text;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -87,6 +89,12 @@ enum TypeArg {
     I16,
     I32,
     I64,
+    /// Any bytes (codecs plain, huffman, lll).
+    Bytes,
+    /// A bitmap, packed least significant bit first (codecs plain, wah, plwah; see --bits).
+    Bits,
+    /// Strings, one per line (codecs plain, huffman, lll for the text; offsets are DFOR).
+    Utf8,
 }
 
 impl TypeArg {
@@ -100,6 +108,9 @@ impl TypeArg {
             TypeArg::I16 => LogicalType::I16,
             TypeArg::I32 => LogicalType::I32,
             TypeArg::I64 => LogicalType::I64,
+            TypeArg::Bytes => LogicalType::Bytes,
+            TypeArg::Bits => LogicalType::Bits,
+            TypeArg::Utf8 => LogicalType::Utf8,
         }
     }
 }
@@ -107,7 +118,8 @@ impl TypeArg {
 /// Codecs accepted by `--codec`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CodecArg {
-    /// The smallest of plain, for, dfor, rfor, chosen per chunk.
+    /// The smallest payload, chosen per chunk among the type's codecs (integers: for, dfor,
+    /// rfor, plain; bytes and utf8: lll, huffman, plain; bits: wah, plwah, plain).
     Auto,
     /// GPU-FOR: frame of reference and bit-packing.
     For,
@@ -117,6 +129,14 @@ enum CodecArg {
     Rfor,
     /// The raw values.
     Plain,
+    /// WAH bitmap (bits).
+    Wah,
+    /// PLWAH bitmap (bits).
+    Plwah,
+    /// Canonical Huffman (bytes, utf8).
+    Huffman,
+    /// LLL: run-length and LZSS over 4 KiB segments (bytes, utf8).
+    Lll,
 }
 
 impl CodecArg {
@@ -127,6 +147,10 @@ impl CodecArg {
             CodecArg::Dfor => Some(CodecId::Dfor),
             CodecArg::Rfor => Some(CodecId::Rfor),
             CodecArg::Plain => Some(CodecId::Plain),
+            CodecArg::Wah => Some(CodecId::Wah),
+            CodecArg::Plwah => Some(CodecId::Plwah),
+            CodecArg::Huffman => Some(CodecId::Huffman),
+            CodecArg::Lll => Some(CodecId::Lll),
         }
     }
 }
@@ -156,7 +180,11 @@ struct CompressArgs {
     /// Column name (default: the input file's stem).
     #[arg(long)]
     name: Option<String>,
-    /// Raw little-endian values.
+    /// With --type bits: the bitmap's length in bits (default: 8 × the input's bytes). The input
+    /// must be exactly ceil(N / 8) bytes, its padding bits zero.
+    #[arg(long, value_name = "N")]
+    bits: Option<u64>,
+    /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line).
     input: PathBuf,
     /// The .tsr file to write.
     output: PathBuf,
@@ -172,7 +200,7 @@ struct DecompressArgs {
     column: Option<String>,
     /// The .tsr file.
     input: PathBuf,
-    /// Raw little-endian values out.
+    /// Raw little-endian values out (bits: packed bits; utf8: one string a line).
     output: PathBuf,
 }
 
@@ -309,6 +337,36 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             a.input.display()
         )));
     }
+    if a.bits.is_some() && ty != LogicalType::Bits {
+        return Err(CliError("--bits applies to --type bits only".into()));
+    }
+    if let Some(c) = a.codec.codec().filter(|c| !c.supports(ty)) {
+        return Err(CliError(format!(
+            "codec {} does not apply to --type {}",
+            c.name(),
+            ty.name()
+        )));
+    }
+    let bit_len = match (ty, a.bits) {
+        (LogicalType::Bits, Some(n)) => Some(n),
+        (LogicalType::Bits, None) if meta.is_file() => Some(meta.len() * 8),
+        (LogicalType::Bits, None) => {
+            return Err(CliError(
+                "--type bits from a pipe needs --bits N (the bitmap's length)".into(),
+            ))
+        }
+        _ => None,
+    };
+    if let Some(n) = bit_len {
+        if meta.is_file() && meta.len() != n.div_ceil(8) {
+            return Err(CliError(format!(
+                "{} is {} bytes, but a bitmap of {n} bits takes {}",
+                a.input.display(),
+                meta.len(),
+                n.div_ceil(8)
+            )));
+        }
+    }
     // Check the length up front for regular files (the stream check covers pipes).
     if meta.is_file() && meta.len() % ty.width() as u64 != 0 {
         return Err(CliError(format!(
@@ -331,13 +389,18 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
         codec: a.codec.codec(),
         chunk_values: a.chunk_values,
         batch_chunks: pipeline::cpu_batch_chunks(),
+        bit_len,
     };
     let t = Instant::now();
     let mut writer = ContainerWriter::create(&a.output)?;
     let pb = progress_bar(meta.len(), "compressing");
     let input = std::io::BufReader::with_capacity(1 << 20, file);
-    let stats = pipeline::encode_column(&mut writer, &name, &opts, input, &pb)
-        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    let stats = if ty == LogicalType::Utf8 {
+        text::encode_lines(&mut writer, &name, &opts, input, &pb)
+    } else {
+        pipeline::encode_column(&mut writer, &name, &opts, input, &pb)
+    }
+    .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
     let dir = writer.finish()?;
     pb.finish_and_clear();
     let col = dir
@@ -390,9 +453,13 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
     let mut decoder = pipeline::Decoder::open(a.device)?;
     let col = &c.columns()[ci];
     let mut out = tessera_format::AtomicFile::create(&a.output)?;
-    let pb = progress_bar(col.uncompressed_bytes(), "decompressing");
-    pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
-        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    let pb = progress_bar(report::raw_bytes(&c, ci), "decompressing");
+    let written = if col.logical_type == LogicalType::Utf8 {
+        text::decode_lines_to(&c, ci, &mut decoder, &mut out, &pb)
+    } else {
+        pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
+    };
+    written.map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
     out.finish()?;
     pb.finish_and_clear();
     eprintln!("{}", decoder.report());
@@ -406,7 +473,8 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
         let columns: Vec<serde_json::Value> = c
             .columns()
             .iter()
-            .map(|col| {
+            .enumerate()
+            .map(|(ci, col)| {
                 let mix: serde_json::Map<String, serde_json::Value> =
                     col.codec_mix().iter().map(|(k, v)| (k.name().to_owned(), (*v).into())).collect();
                 serde_json::json!({
@@ -415,7 +483,7 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
                     "codec": col.requested_codec_name(),
                     "chunk_codecs": mix,
                     "values": col.value_count,
-                    "uncompressed_bytes": col.uncompressed_bytes(),
+                    "uncompressed_bytes": report::raw_bytes(&c, ci),
                     "compressed_bytes": col.compressed_bytes(),
                     "bits_per_value": report::bits_per_value(col.compressed_bytes(), col.value_count),
                     "chunks": col.chunks.len(),
@@ -444,13 +512,14 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
     let rows: Vec<Vec<String>> = c
         .columns()
         .iter()
-        .map(|col| {
+        .enumerate()
+        .map(|(ci, col)| {
             vec![
                 col.name.clone(),
                 col.logical_type.name().to_owned(),
                 report::codec_summary(col),
                 col.value_count.to_string(),
-                col.uncompressed_bytes().to_string(),
+                report::raw_bytes(&c, ci).to_string(),
                 col.compressed_bytes().to_string(),
                 format!(
                     "{:.3}",

@@ -32,6 +32,8 @@ pub struct EncodeOptions {
     pub chunk_values: usize,
     /// Chunks read and encoded together.
     pub batch_chunks: usize,
+    /// For bits: the bitmap's length in bits (the input holds `⌈bit_len / 8⌉` bytes).
+    pub bit_len: Option<u64>,
 }
 
 /// What encoding a column did.
@@ -42,6 +44,8 @@ pub struct EncodeStats {
     pub compressed_bytes: u64,
     /// Time spent encoding and writing (not reading the input).
     pub encode_time: Duration,
+    /// Chunks written (utf8 columns count them as they go).
+    pub chunks: u64,
 }
 
 /// Most raw bytes one batch holds (unless a single chunk is larger): with 2^24-value chunks of
@@ -63,7 +67,8 @@ pub fn encode_column(
     progress: &ProgressBar,
 ) -> CliResult<EncodeStats> {
     let width = opts.ty.width();
-    let chunk_bytes = opts.chunk_values * width;
+    // Raw bytes of a whole chunk; chunk_values is a multiple of 512, so whole bytes for bits.
+    let chunk_bytes = raw_chunk_bytes(opts.ty, opts.chunk_values);
     let batch_bytes = chunk_bytes
         * opts
             .batch_chunks
@@ -85,36 +90,67 @@ pub fn encode_column(
             )));
         }
         let first_chunk = (stats.values / opts.chunk_values as u64) as usize;
+        // Values in the chunk of `raw` bytes that starts `before` values into the column.
+        let count = |raw: &[u8], before: u64| -> CliResult<u64> {
+            match opts.bit_len {
+                Some(total) if opts.ty == LogicalType::Bits => {
+                    let n = (raw.len() as u64 * 8).min(total.saturating_sub(before));
+                    if n.div_ceil(8) != raw.len() as u64 {
+                        return Err(CliError(format!(
+                            "input is longer than the {total}-bit bitmap's {} bytes",
+                            total.div_ceil(8)
+                        )));
+                    }
+                    Ok(n)
+                }
+                _ => Ok((raw.len() / width) as u64),
+            }
+        };
         let t = Instant::now();
-        let encoded: Vec<(CodecId, Vec<u8>)> = buf[..filled]
+        let encoded: Vec<(CodecId, u64, Vec<u8>)> = buf[..filled]
             .par_chunks(chunk_bytes)
             .enumerate()
             .map(|(i, raw)| {
+                let before = stats.values + (i * opts.chunk_values) as u64;
+                let n = count(raw, before)?;
                 let mut out = Vec::new();
                 let codec =
-                    column::encode_chunk(opts.ty, opts.codec, raw, &mut out).map_err(|e| {
+                    column::encode_values(opts.ty, opts.codec, raw, n, &mut out).map_err(|e| {
                         CliError(format!(
                             "encoding column '{name}' chunk {}: {e}",
                             first_chunk + i
                         ))
                     })?;
-                Ok((codec, out))
+                Ok((codec, n, out))
             })
             .collect::<CliResult<_>>()?;
-        for ((codec, payload), raw) in encoded.iter().zip(buf[..filled].chunks(chunk_bytes)) {
-            writer.write_chunk(*codec, (raw.len() / width) as u32, payload)?;
+        for (codec, n, payload) in &encoded {
+            writer.write_chunk(*codec, *n as u32, payload)?;
             stats.compressed_bytes += payload.len() as u64;
+            stats.values += n;
         }
         stats.encode_time += t.elapsed();
         stats.raw_bytes += filled as u64;
-        stats.values += (filled / width) as u64;
         progress.inc(filled as u64);
         if filled < buf.len() {
             break; // read_full stops short only at the end of the input
         }
     }
+    if let Some(total) = opts.bit_len.filter(|_| opts.ty == LogicalType::Bits) {
+        if stats.values != total {
+            return Err(CliError(format!(
+                "input ended after {} bits of the {total}-bit bitmap",
+                stats.values
+            )));
+        }
+    }
     writer.end_column()?;
     Ok(stats)
+}
+
+/// Raw bytes of a chunk of `values` values of a fixed-size type.
+pub fn raw_chunk_bytes(ty: LogicalType, values: usize) -> usize {
+    ty.raw_len(values as u64).unwrap_or(values as u64) as usize
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -209,11 +245,10 @@ impl Decoder {
     /// Chunks per decode batch for a column: CPU threads × 2 on the CPU; up to 256 MiB of
     /// output per launch on the GPU, so transfers are large but memory stays bounded.
     pub fn batch_chunks(&self, col: &ColumnMeta) -> usize {
+        let chunk_bytes = raw_chunk_bytes(col.logical_type, col.chunk_size().unwrap_or(1) as usize);
         if self.gpu.is_some() {
-            let chunk_bytes = col.chunk_size().unwrap_or(1) as usize * col.logical_type.width();
             ((256usize << 20) / chunk_bytes.max(1)).max(1)
         } else {
-            let chunk_bytes = col.chunk_size().unwrap_or(1) as usize * col.logical_type.width();
             cpu_batch_chunks().clamp(1, (MAX_BATCH_BYTES / chunk_bytes.max(1)).max(1))
         }
     }
@@ -232,7 +267,7 @@ impl Decoder {
         let chunks = &col.chunks[range.clone()];
         let expected: u64 = chunks
             .iter()
-            .map(|ch| ch.value_count as u64 * ty.width() as u64)
+            .map(|ch| raw_chunk_bytes(ty, ch.value_count as usize) as u64)
             .sum();
         if expected != out.len() as u64 {
             return Err(CliError(format!(
@@ -245,7 +280,7 @@ impl Decoder {
             .into_par_iter()
             .map(|k| c.chunk_payload(ci, k))
             .collect::<Result<_>>()?;
-        if let Some(gpu) = &self.gpu {
+        if let Some(gpu) = self.gpu.as_ref().filter(|_| ty.is_integer()) {
             let refs: Vec<ChunkRef<'_>> = chunks
                 .iter()
                 .zip(&payloads)
@@ -274,19 +309,31 @@ impl Decoder {
                 }
             }
         }
-        let chunk_bytes = col.chunk_size().unwrap_or(1) as usize * ty.width();
+        if let Some(gpu) = self.gpu.as_ref().filter(|_| !ty.is_integer()) {
+            match crate::gpu_bytes::decode_chunks(gpu, ty, chunks, &payloads, out) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err((i, Error::Gpu(m))) if self.may_fall_back => {
+                    let _ = i;
+                    self.gpu = None;
+                    self.note = Some(format!("GPU failed, fell back: {m}"));
+                }
+                Err((i, e)) => return Err(with_column(e, col, range.start + i)),
+            }
+        }
+        let chunk_bytes = raw_chunk_bytes(ty, col.chunk_size().unwrap_or(1) as usize);
         out.par_chunks_mut(chunk_bytes)
             .zip(chunks.par_iter().zip(payloads.par_iter()))
             .enumerate()
             .try_for_each(|(i, (dst, (ch, payload)))| {
-                column::decode_chunk(ty, ch.codec, payload, dst)
+                column::decode_values(ty, ch.codec, payload, ch.value_count as u64, dst)
                     .map_err(|e| with_column(e, col, range.start + i))
             })
     }
 }
 
 /// A decoder's error with the column and chunk it concerned (the codecs do not know them).
-fn with_column(e: Error, col: &ColumnMeta, chunk: usize) -> CliError {
+pub fn with_column(e: Error, col: &ColumnMeta, chunk: usize) -> CliError {
     match e {
         // These already say where, or concern no particular chunk.
         Error::ChecksumMismatch { .. } | Error::Io { .. } | Error::Gpu(_) => e.into(),
@@ -307,7 +354,7 @@ pub fn decode_column_to(
     progress: &ProgressBar,
 ) -> CliResult<Duration> {
     let col = &c.columns()[ci];
-    let width = col.logical_type.width();
+    let ty = col.logical_type;
     let batch = decoder.batch_chunks(col);
     let mut buf = Vec::new();
     let mut spent = Duration::ZERO;
@@ -316,7 +363,7 @@ pub fn decode_column_to(
         let end = (start + batch).min(col.chunks.len());
         let bytes: usize = col.chunks[start..end]
             .iter()
-            .map(|ch| ch.value_count as usize * width)
+            .map(|ch| raw_chunk_bytes(ty, ch.value_count as usize))
             .sum();
         buf.resize(bytes, 0);
         let t = Instant::now();

@@ -1,7 +1,26 @@
 //! Text output shared by `inspect` and `demo`: aligned tables, and how a column's codecs are
 //! summarised (`auto(dfor×3, rfor×1)`).
 
-use tessera_format::container::ColumnMeta;
+use tessera_format::container::{ColumnMeta, Container};
+use tessera_format::LogicalType;
+
+/// Bytes of column `ci` in the raw form `decompress` writes: the values, the packed bits, or for
+/// utf8 the line form (each chunk's `data_size`, read from its header without decoding, plus a
+/// line feed per string but an unterminated last). Unreadable headers count as 0: `inspect`
+/// reports sizes, decoding reports damage.
+pub fn raw_bytes(c: &Container, ci: usize) -> u64 {
+    let col = &c.columns()[ci];
+    if col.logical_type != LogicalType::Utf8 {
+        return col.uncompressed_bytes();
+    }
+    let text: u64 = (0..col.chunks.len())
+        .filter_map(|k| c.chunk_payload_unverified(ci, k).ok())
+        .filter_map(|p| p.get(4..8))
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
+        .sum();
+    let unterminated = crate::text::unterminated(col) && col.value_count > 0;
+    text + col.value_count - u64::from(unterminated)
+}
 
 /// The requested codec, followed by the per-chunk mix when it is not simply that codec:
 /// `dfor`, `auto(dfor×3, rfor×1)`, `auto` (no chunks).

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_codecs::column;
+use tessera_codecs::{column, text};
 use tessera_format::container::{Container, ContainerWriter};
 use tessera_format::{CodecId, Error, LogicalType};
 
@@ -50,9 +50,70 @@ fn push(out: &mut Vec<u8>, ty: LogicalType, v: i128) {
     out.extend_from_slice(&(v as u64).to_le_bytes()[..ty.width()]);
 }
 
+/// Words the 1.1 text goldens are made of.
+const WORDS: [&str; 12] = [
+    "tile",
+    "segment",
+    "strip",
+    "miniblock",
+    "bit_width",
+    "fill_word",
+    "the",
+    "of",
+    "a",
+    "GPU",
+    "décodé",
+    "列",
+];
+
 /// `n` raw values of `ty` shaped for `pattern` (a codec name, or "auto" for a mix per chunk).
+/// For bytes: text-like bytes; for bits: `n` bits, packed, density about 1/16 with runs; for
+/// utf8: `n` lines of 0-6 words (the line form, every line terminated).
 fn values(pattern: &str, ty: LogicalType, n: usize) -> Vec<u8> {
     let mut rng = Rng(0x7e55_e7a0_0000_0001 ^ ((ty.id() as u64) << 8) ^ pattern.len() as u64);
+    match ty {
+        LogicalType::Bytes => {
+            let mut out = Vec::new();
+            while out.len() < n {
+                out.extend_from_slice(WORDS[rng.below(WORDS.len() as u64) as usize].as_bytes());
+                out.push(if rng.below(8) == 0 { b'\n' } else { b' ' });
+            }
+            out.truncate(n);
+            return out;
+        }
+        LogicalType::Bits => {
+            let mut out = vec![0u8; n.div_ceil(8)];
+            let mut i = 0;
+            while i < n {
+                if rng.below(16) == 0 {
+                    let long = rng.below(4) == 0;
+                    let run = 1 + rng.below(if long { 300 } else { 3 }) as usize;
+                    for j in i..(i + run).min(n) {
+                        out[j / 8] |= 1 << (j % 8);
+                    }
+                    i += run;
+                } else {
+                    i += 1 + rng.below(40) as usize;
+                }
+            }
+            return out;
+        }
+        LogicalType::Utf8 => {
+            let mut out = Vec::new();
+            for _ in 0..n {
+                let words = rng.below(7);
+                for w in 0..words {
+                    if w > 0 {
+                        out.push(b' ');
+                    }
+                    out.extend_from_slice(WORDS[rng.below(WORDS.len() as u64) as usize].as_bytes());
+                }
+                out.push(b'\n');
+            }
+            return out;
+        }
+        _ => {}
+    }
     let bits = (ty.width() * 8).min(12) as u32;
     let span = 1i128 << (bits - 1);
     // Signed types get negative values; 64-bit types get high bits set.
@@ -108,12 +169,37 @@ fn build(
 ) {
     let mut w = ContainerWriter::create(path).unwrap();
     w.begin_column("values", ty, requested).unwrap();
-    for (k, chunk) in raw.chunks(CHUNK * ty.width()).enumerate() {
-        let mut payload = Vec::new();
-        let codec = column::encode_chunk(ty, requested, chunk, &mut payload).unwrap();
-        let mut count = (chunk.len() / ty.width()) as u32;
+    let mut put = |k: usize, codec: CodecId, mut payload: Vec<u8>, mut count: u32| {
         patch(k, &mut payload, &mut count);
         w.write_chunk(codec, count, &payload).unwrap();
+    };
+    match ty {
+        LogicalType::Utf8 => {
+            let lines: Vec<&[u8]> = raw.split(|&b| b == b'\n').collect();
+            let lines = &lines[..lines.len() - 1]; // every line is terminated
+            for (k, chunk) in lines.chunks(CHUNK).enumerate() {
+                let strings = text::Strings::from_values(chunk.iter().copied()).unwrap();
+                let mut payload = Vec::new();
+                let codec = text::encode_utf8_chunk(&strings, requested, &mut payload).unwrap();
+                put(k, codec, payload, chunk.len() as u32);
+            }
+        }
+        LogicalType::Bits => {
+            let total = VALUES as u64;
+            for (k, chunk) in raw.chunks(CHUNK / 8).enumerate() {
+                let n = (total - (k * CHUNK) as u64).min(CHUNK as u64);
+                let mut payload = Vec::new();
+                let codec = column::encode_values(ty, requested, chunk, n, &mut payload).unwrap();
+                put(k, codec, payload, n as u32);
+            }
+        }
+        _ => {
+            for (k, chunk) in raw.chunks(CHUNK * ty.width()).enumerate() {
+                let mut payload = Vec::new();
+                let codec = column::encode_chunk(ty, requested, chunk, &mut payload).unwrap();
+                put(k, codec, payload, (chunk.len() / ty.width()) as u32);
+            }
+        }
     }
     w.finish().unwrap();
 }
@@ -137,7 +223,7 @@ fn block_word(p: &[u8], k: usize) -> usize {
 /// The golden files: name, type, requested codec.
 fn golden_set() -> Vec<(String, LogicalType, Option<CodecId>)> {
     let mut set = Vec::new();
-    for codec in CodecId::ALL {
+    for codec in CodecId::INTEGERS {
         for ty in [
             LogicalType::U8,
             LogicalType::I16,
@@ -148,6 +234,26 @@ fn golden_set() -> Vec<(String, LogicalType, Option<CodecId>)> {
         }
     }
     set.push(("auto-u32".into(), LogicalType::U32, None));
+    // Format 1.1 types.
+    for (ty, codecs) in [
+        (
+            LogicalType::Bytes,
+            [Some(CodecId::Huffman), Some(CodecId::Lll), None],
+        ),
+        (
+            LogicalType::Bits,
+            [Some(CodecId::Wah), Some(CodecId::Plwah), None],
+        ),
+        (
+            LogicalType::Utf8,
+            [Some(CodecId::Huffman), Some(CodecId::Lll), None],
+        ),
+    ] {
+        for c in codecs {
+            let name = format!("{}-{}", c.map_or("auto", CodecId::name), ty.name());
+            set.push((name, ty, c));
+        }
+    }
     set
 }
 
@@ -231,6 +337,93 @@ fn must_fail_set() -> Vec<MustFail> {
         )
     };
     vec![
+        // Format 1.1 types.
+        payload(
+            "utf8-data-size-too-big",
+            Utf8,
+            CodecId::Huffman,
+            Box::new(|k, p, _| {
+                if k == 0 {
+                    set_word(p, 1, 0x7fff_ffff);
+                }
+            }),
+            Stage::Chunk(0),
+            "InvalidHeader",
+        ),
+        payload(
+            "utf8-offsets-past-end",
+            Utf8,
+            CodecId::Lll,
+            Box::new(|k, p, _| {
+                if k == 1 {
+                    set_word(p, 0, 0x00ff_ffff);
+                }
+            }),
+            Stage::Chunk(1),
+            "Truncated",
+        ),
+        payload(
+            "utf8-last-end-mismatch",
+            Utf8,
+            CodecId::Huffman,
+            Box::new(|k, p, _| {
+                if k == 2 {
+                    let d = word(p, 1);
+                    set_word(p, 1, d - 1);
+                }
+            }),
+            Stage::Chunk(2),
+            "CountMismatch",
+        ),
+        payload(
+            "bits-wah-count-mismatch",
+            Bits,
+            CodecId::Wah,
+            Box::new(|k, _, count| {
+                if k == 2 {
+                    *count -= 1;
+                }
+            }),
+            Stage::Chunk(2),
+            "CountMismatch",
+        ),
+        payload(
+            "bits-plain-padding-set",
+            Bits,
+            CodecId::Plain,
+            Box::new(|k, p, _| {
+                if k == 2 {
+                    let last = p.len() - 1;
+                    p[last] |= 0x80;
+                }
+            }),
+            Stage::Chunk(2),
+            "InvalidHeader",
+        ),
+        payload(
+            "bytes-lll-cut",
+            Bytes,
+            CodecId::Lll,
+            Box::new(|k, p, _| {
+                if k == 1 {
+                    p.truncate(p.len() - 3);
+                }
+            }),
+            Stage::Chunk(1),
+            "Truncated",
+        ),
+        payload(
+            "bytes-huffman-count-mismatch",
+            Bytes,
+            CodecId::Huffman,
+            Box::new(|k, _, count| {
+                if k == 2 {
+                    *count -= 1;
+                }
+            }),
+            Stage::Chunk(2),
+            "CountMismatch",
+        ),
         counts_past_data,
         base("truncated", |f| f.truncate(40), Stage::Open, "Truncated"),
         base(
@@ -403,11 +596,32 @@ fn decode_file(path: &Path) -> Result<Vec<u8>, (Stage, Error)> {
     for (ci, col) in c.columns().iter().enumerate() {
         for (k, ch) in col.chunks.iter().enumerate() {
             let payload = c.chunk_payload(ci, k).map_err(|e| (Stage::Chunk(k), e))?;
-            let mut fast = vec![0u8; ch.value_count as usize * col.logical_type.width()];
-            let mut reference = fast.clone();
-            let r_fast = column::decode_chunk(col.logical_type, ch.codec, payload, &mut fast);
-            let r_ref =
-                column::decode_chunk_reference(col.logical_type, ch.codec, payload, &mut reference);
+            let ty = col.logical_type;
+            let n = ch.value_count as u64;
+            let (r_fast, r_ref, fast, reference) = if ty == LogicalType::Utf8 {
+                // The line form, every line terminated (the goldens' columns have no params).
+                let lines = |s: text::Strings| {
+                    let mut out = Vec::new();
+                    for v in s.iter() {
+                        out.extend_from_slice(v);
+                        out.push(b'\n');
+                    }
+                    out
+                };
+                let f = text::decode_utf8_chunk(ch.codec, payload, ch.value_count);
+                let r = text::decode_utf8_chunk_reference(ch.codec, payload, ch.value_count);
+                let (fv, rv) = (
+                    f.as_ref().ok().cloned().map(lines).unwrap_or_default(),
+                    r.as_ref().ok().cloned().map(lines).unwrap_or_default(),
+                );
+                (f.map(|_| ()), r.map(|_| ()), fv, rv)
+            } else {
+                let mut fast = vec![0u8; ty.raw_len(n).unwrap() as usize];
+                let mut reference = fast.clone();
+                let f = column::decode_values(ty, ch.codec, payload, n, &mut fast);
+                let r = column::decode_values_reference(ty, ch.codec, payload, n, &mut reference);
+                (f, r, fast, reference)
+            };
             match (r_fast, r_ref) {
                 (Ok(()), Ok(())) => {
                     assert_eq!(
@@ -442,12 +656,14 @@ fn decode_file(path: &Path) -> Result<Vec<u8>, (Stage, Error)> {
 #[test]
 fn golden_files_decode_to_their_raw_values() {
     let d = dir();
-    for (name, _, codec) in golden_set() {
+    for (name, ty, codec) in golden_set() {
         let path = d.join(format!("{name}.tsr"));
         let want = std::fs::read(d.join(format!("{name}.raw"))).unwrap();
         let got = decode_file(&path).unwrap_or_else(|(s, e)| panic!("{name}: {s:?}: {e}"));
         assert!(got == want, "{name}: decoded values differ from {name}.raw");
         let c = Container::open(&path).unwrap();
+        // Integer files stay 1.0 files; the 1.1 types make a 1.1 file.
+        assert_eq!(c.version(), (1, u16::from(!ty.is_integer())), "{name}");
         let col = &c.columns()[0];
         assert_eq!(
             (col.value_count as usize, col.chunks.len()),

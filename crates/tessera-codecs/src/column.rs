@@ -1,4 +1,14 @@
-//! Chunks of a logical integer column as raw little-endian bytes.
+//! Chunks of a column as raw bytes: integers (little-endian values), bytes, and bits (packed
+//! least significant bit first). Utf8 chunks are in [`crate::text`].
+//!
+//! - [`encode_values`] / [`decode_values`] serve every fixed-size type; [`encode_chunk`] /
+//!   [`decode_chunk`] are their forms for types whose value count follows from the raw length
+//!   (integers and bytes).
+//! - Bytes: plain, huffman or lll; auto keeps the smallest, ties to **lll, huffman, plain**.
+//! - Bits: plain (`⌈n / 8⌉` bytes, padding bits zero), wah or plwah; auto keeps the smallest,
+//!   ties to **wah, plwah, plain**. A WAH/PLWAH payload's stored bit length must equal the chunk's
+//!   value count (`Error::CountMismatch`).
+//! - A codec that does not serve the type is `Error::InvalidHeader` (a corrupt directory).
 //!
 //! - Lane mapping (`int-common.md` §2): u8/u16/u32 zero-extend into lane 32; i8/i16/i32 flip
 //!   the type's sign bit, then zero-extend; u64 is lane 64 as is; i64 flips bit 63. The mapping
@@ -11,7 +21,9 @@
 //! - Decoding narrows lane values back to the logical type; an 8- or 16-bit lane value that does
 //!   not fit is corruption (`Error::ValueOutOfRange`).
 
+use crate::bitmap::{self, Flavor};
 use crate::int::{self, LaneWord};
+use crate::{huffman, lll};
 use tessera_format::{CodecId, Error, Lane, LogicalType, Result, MAX_CHUNK_VALUES};
 
 /// Candidate order of the automatic choice; an earlier codec wins a tie.
@@ -144,14 +156,238 @@ fn encode_lanes<W: LaneWord>(
     Ok(codec)
 }
 
-/// Encodes one chunk: `raw` holds `raw.len() / ty.width()` values. `requested = None` means auto:
-/// the smallest of plain, for, dfor, rfor. Appends the payload to `out`; returns the codec used.
+/// Candidate order of the automatic choice for bytes chunks.
+pub const AUTO_ORDER_BYTES: [CodecId; 3] = [CodecId::Lll, CodecId::Huffman, CodecId::Plain];
+/// Candidate order of the automatic choice for bits chunks.
+pub const AUTO_ORDER_BITS: [CodecId; 3] = [CodecId::Wah, CodecId::Plwah, CodecId::Plain];
+
+fn unsupported(codec: CodecId, ty: LogicalType) -> Error {
+    Error::InvalidHeader {
+        field: "chunk codec",
+        offset: 0,
+        expected: format!("a codec of {} columns", ty.name()),
+        found: codec.id() as u64,
+    }
+}
+
+fn check_request(ty: LogicalType, requested: Option<CodecId>) -> Result<()> {
+    match requested {
+        Some(c) if !c.supports(ty) => Err(Error::InvalidArgument(format!(
+            "codec {} does not apply to {} columns",
+            c.name(),
+            ty.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Encodes `raw` with one codec of `order` (or the smallest of them, ties to the earlier, when
+/// `requested` is `None`), through `enc`, which appends a payload for a non-plain codec.
+fn encode_smallest(
+    order: &[CodecId],
+    requested: Option<CodecId>,
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    enc: impl Fn(CodecId, &mut Vec<u8>) -> Result<()>,
+) -> Result<CodecId> {
+    let one = |c: CodecId, out: &mut Vec<u8>| match c {
+        CodecId::Plain => {
+            out.extend_from_slice(raw);
+            Ok(())
+        }
+        c => enc(c, out),
+    };
+    if let Some(c) = requested {
+        one(c, out)?;
+        return Ok(c);
+    }
+    let mut best: Option<(CodecId, Vec<u8>)> = None;
+    for &c in order {
+        let mut buf = Vec::new();
+        one(c, &mut buf)?;
+        if best.as_ref().is_none_or(|(_, b)| buf.len() < b.len()) {
+            best = Some((c, buf));
+        }
+    }
+    let (codec, bytes) = best.ok_or_else(|| Error::InvalidArgument("no codec to try".into()))?;
+    out.extend_from_slice(&bytes);
+    Ok(codec)
+}
+
+/// Encodes one chunk of `value_count` values of any fixed-size type (not utf8: see
+/// [`crate::text`]) whose raw form is `raw` (`ty.raw_len(value_count)` bytes; for bits, padding
+/// bits past `value_count` must be zero). `requested = None` means auto. Appends the payload to
+/// `out`; returns the codec used.
+pub fn encode_values(
+    ty: LogicalType,
+    requested: Option<CodecId>,
+    raw: &[u8],
+    value_count: u64,
+    out: &mut Vec<u8>,
+) -> Result<CodecId> {
+    check_request(ty, requested)?;
+    if value_count > MAX_CHUNK_VALUES as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "chunk of {value_count} values exceeds the limit of {MAX_CHUNK_VALUES}"
+        )));
+    }
+    let Some(raw_len) = ty.raw_len(value_count) else {
+        return Err(Error::InvalidArgument(
+            "utf8 chunks are encoded with tessera_codecs::text".into(),
+        ));
+    };
+    if raw.len() as u64 != raw_len {
+        return Err(Error::InvalidArgument(format!(
+            "{} raw bytes for {value_count} {} values (expected {raw_len})",
+            raw.len(),
+            ty.name()
+        )));
+    }
+    match ty {
+        LogicalType::Bytes => {
+            encode_smallest(&AUTO_ORDER_BYTES, requested, raw, out, |c, o| match c {
+                CodecId::Huffman => huffman::encode(raw, o),
+                _ => lll::encode(raw, o).map(|_| ()),
+            })
+        }
+        LogicalType::Bits => {
+            if value_count % 8 != 0 && raw[raw.len() - 1] >> (value_count % 8) != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "bits past the bitmap's {value_count} bits are set in its last byte"
+                )));
+            }
+            encode_smallest(&AUTO_ORDER_BITS, requested, raw, out, |c, o| {
+                let flavor = if c == CodecId::Wah {
+                    Flavor::Wah
+                } else {
+                    Flavor::Plwah
+                };
+                bitmap::Bitmap::compress(flavor, raw, value_count)?.write_payload(o);
+                Ok(())
+            })
+        }
+        _ => encode_chunk(ty, requested, raw, out),
+    }
+}
+
+/// Decodes one chunk of `value_count` values of any fixed-size type into `out`
+/// (`ty.raw_len(value_count)` bytes) with the fast decoders.
+pub fn decode_values(
+    ty: LogicalType,
+    codec: CodecId,
+    payload: &[u8],
+    value_count: u64,
+    out: &mut [u8],
+) -> Result<()> {
+    decode_values_impl(ty, codec, payload, value_count, out, false)
+}
+
+/// Same as [`decode_values`] with the reference decoders.
+pub fn decode_values_reference(
+    ty: LogicalType,
+    codec: CodecId,
+    payload: &[u8],
+    value_count: u64,
+    out: &mut [u8],
+) -> Result<()> {
+    decode_values_impl(ty, codec, payload, value_count, out, true)
+}
+
+fn decode_values_impl(
+    ty: LogicalType,
+    codec: CodecId,
+    payload: &[u8],
+    value_count: u64,
+    out: &mut [u8],
+    reference: bool,
+) -> Result<()> {
+    if !codec.supports(ty) {
+        return Err(unsupported(codec, ty));
+    }
+    if ty.raw_len(value_count) != Some(out.len() as u64) {
+        return Err(Error::InvalidArgument(format!(
+            "output of {} bytes for {value_count} {} values",
+            out.len(),
+            ty.name()
+        )));
+    }
+    match (ty, codec) {
+        (LogicalType::Bytes | LogicalType::Bits, CodecId::Plain) => {
+            plain(payload, out)?;
+            let tail = value_count % 8;
+            if ty == LogicalType::Bits && tail != 0 && out[out.len() - 1] >> tail != 0 {
+                return Err(Error::InvalidHeader {
+                    field: "plain bits padding",
+                    offset: (out.len() - 1) as u64,
+                    expected: "zero bits past the bitmap's end".into(),
+                    found: out[out.len() - 1] as u64,
+                });
+            }
+            Ok(())
+        }
+        (_, CodecId::Huffman) if reference => huffman::decode_reference(payload, out),
+        (_, CodecId::Huffman) => huffman::decode(payload, out),
+        (_, CodecId::Lll) if reference => lll::decode_reference(payload, out),
+        (_, CodecId::Lll) => lll::decode(payload, out),
+        (_, CodecId::Wah | CodecId::Plwah) => {
+            let flavor = if codec == CodecId::Wah {
+                Flavor::Wah
+            } else {
+                Flavor::Plwah
+            };
+            let bits = bitmap::payload_bit_len(flavor, payload)?;
+            if bits != value_count {
+                return Err(Error::CountMismatch {
+                    what: "bitmap bit length",
+                    expected: value_count,
+                    found: bits,
+                });
+            }
+            bitmap::Bitmap::from_payload(flavor, payload)?.decompress(out)
+        }
+        _ => decode_impl(ty, codec, payload, out, reference),
+    }
+}
+
+fn plain(payload: &[u8], out: &mut [u8]) -> Result<()> {
+    if payload.len() < out.len() {
+        return Err(Error::truncated(
+            "plain payload",
+            0,
+            out.len(),
+            payload.len(),
+        ));
+    }
+    if payload.len() > out.len() {
+        return Err(Error::TrailingBytes {
+            what: "plain payload",
+            offset: out.len() as u64,
+            count: (payload.len() - out.len()) as u64,
+        });
+    }
+    out.copy_from_slice(payload);
+    Ok(())
+}
+
+/// Encodes one chunk of an integer or bytes column: `raw` holds `raw.len() / ty.width()` values.
+/// `requested = None` means auto: for integers the smallest of plain, for, dfor, rfor. Appends
+/// the payload to `out`; returns the codec used.
 pub fn encode_chunk(
     ty: LogicalType,
     requested: Option<CodecId>,
     raw: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<CodecId> {
+    if !ty.is_integer() {
+        if ty == LogicalType::Bytes {
+            return encode_values(ty, requested, raw, raw.len() as u64, out);
+        }
+        return Err(Error::InvalidArgument(format!(
+            "{} chunks are encoded with encode_values or tessera_codecs::text",
+            ty.name()
+        )));
+    }
+    check_request(ty, requested)?;
     value_count(ty, raw.len(), "raw chunk")?;
     if requested == Some(CodecId::Plain) {
         out.extend_from_slice(raw);
@@ -170,25 +406,21 @@ fn decode_impl(
     out: &mut [u8],
     reference: bool,
 ) -> Result<()> {
+    if !ty.is_integer() {
+        if ty == LogicalType::Bytes {
+            return decode_values_impl(ty, codec, payload, out.len() as u64, out, reference);
+        }
+        return Err(Error::InvalidArgument(format!(
+            "{} chunks are decoded with decode_values or tessera_codecs::text",
+            ty.name()
+        )));
+    }
+    if !codec.supports(ty) {
+        return Err(unsupported(codec, ty));
+    }
     let n = value_count(ty, out.len(), "output buffer")?;
     if codec == CodecId::Plain {
-        if payload.len() < out.len() {
-            return Err(Error::truncated(
-                "plain payload",
-                0,
-                out.len(),
-                payload.len(),
-            ));
-        }
-        if payload.len() > out.len() {
-            return Err(Error::TrailingBytes {
-                what: "plain payload",
-                offset: out.len() as u64,
-                count: (payload.len() - out.len()) as u64,
-            });
-        }
-        out.copy_from_slice(payload);
-        return Ok(());
+        return plain(payload, out);
     }
     fn run<W: LaneWord>(
         codec: CodecId,
@@ -217,7 +449,8 @@ fn decode_impl(
     }
 }
 
-/// Decodes one chunk into `out` (`value_count * ty.width()` bytes) with the fast decoder.
+/// Decodes one chunk of an integer or bytes column into `out` (`value_count * ty.width()`
+/// bytes) with the fast decoder.
 pub fn decode_chunk(ty: LogicalType, codec: CodecId, payload: &[u8], out: &mut [u8]) -> Result<()> {
     decode_impl(ty, codec, payload, out, false)
 }

@@ -18,3 +18,4 @@ pub mod column;
 pub mod huffman;
 pub mod int;
 pub mod lll;
+pub mod text;

@@ -7,7 +7,7 @@
 //! both write through it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
@@ -65,6 +65,22 @@ impl AtomicFile {
     pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         self.write_all(bytes)
             .map_err(|e| Error::io(format!("cannot write {}", self.tmp.display()), e))
+    }
+
+    /// Overwrites `bytes` at `offset` (inside what was written already), then goes on appending
+    /// at the end. The container writer uses it to patch the header's minor version.
+    pub fn write_at(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let tmp = self.tmp.clone();
+        let io = |e| Error::io(format!("cannot write {}", tmp.display()), e);
+        let w = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("output already finished".into()))?;
+        let end = w.stream_position().map_err(io)?;
+        w.seek(SeekFrom::Start(offset)).map_err(io)?;
+        w.write_all(bytes).map_err(io)?;
+        w.seek(SeekFrom::Start(end)).map_err(io)?;
+        Ok(())
     }
 
     /// Flushes, syncs and renames over the destination, then syncs the folder (best effort: not

@@ -28,8 +28,10 @@ pub const MAGIC: [u8; 8] = *b"\x89TSR\r\n\x1a\n";
 pub const END_MAGIC: [u8; 8] = *b"TSREND\r\n";
 /// The major version this build reads and writes.
 pub const VERSION_MAJOR: u16 = 1;
-/// The minor version this build writes (it reads any minor of [`VERSION_MAJOR`]).
-pub const VERSION_MINOR: u16 = 0;
+/// The highest minor version this build writes (it reads any minor of [`VERSION_MAJOR`]). A file
+/// declares the lowest minor that defines everything it uses: 0 for integer columns only, 1 with
+/// a bytes, bits or utf8 column ([`Directory::min_minor`]).
+pub const VERSION_MINOR: u16 = 1;
 /// Flag bits 0..=15 must be understood by a reader; version 1.0 defines none of them.
 pub const MUST_UNDERSTAND_FLAGS: u32 = 0x0000_ffff;
 /// Bytes in the file header.
@@ -46,12 +48,12 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-/// The 16 header bytes this build writes (version 1.0, no flags).
-pub fn header_bytes() -> [u8; HEADER_LEN] {
+/// The 16 header bytes of a version 1.`minor` file with no flags.
+pub fn header_bytes(minor: u16) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&MAGIC);
     h[8..10].copy_from_slice(&VERSION_MAJOR.to_le_bytes());
-    h[10..12].copy_from_slice(&VERSION_MINOR.to_le_bytes());
+    h[10..12].copy_from_slice(&minor.to_le_bytes());
     // flags (12..16) stay zero.
     h
 }

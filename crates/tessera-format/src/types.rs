@@ -1,5 +1,11 @@
-//! Type and codec ids stored in `.tsr` files (`docs/format/container.md` §3), and the lane each
-//! logical integer type is encoded through (`docs/format/int-common.md` §2).
+//! Type and codec ids stored in `.tsr` files (`docs/format/container.md` §3), the lane each
+//! logical integer type is encoded through (`docs/format/int-common.md` §2), and which codec
+//! serves which type.
+//!
+//! Format 1.0 defined the integer types (ids 1-8) and codecs (0-3); 1.1 adds the byte, bit and
+//! text types (9-11) with their codecs (WAH 16, PLWAH 17, Huffman 32, LLL 48). A writer declares
+//! minor 1 exactly when a column uses one of them ([`LogicalType::min_minor`],
+//! [`CodecId::min_minor`]), so files of integer columns stay byte-identical 1.0 files.
 
 use crate::Error;
 
@@ -45,11 +51,34 @@ pub enum LogicalType {
     I16,
     I32,
     I64,
+    /// Any bytes; a value is one byte (codecs: plain, huffman, lll).
+    Bytes,
+    /// A bitmap; a value is one bit, packed least significant bit first in raw form (codecs:
+    /// plain, wah, plwah).
+    Bits,
+    /// Strings; a value is one string, stored per chunk as DFOR end offsets plus the
+    /// concatenated bytes (`docs/format/utf8.md`; codecs: plain, huffman, lll).
+    Utf8,
 }
 
 impl LogicalType {
+    /// Every type, in id order.
+    pub const ALL: [LogicalType; 11] = [
+        LogicalType::U8,
+        LogicalType::U16,
+        LogicalType::U32,
+        LogicalType::U64,
+        LogicalType::I8,
+        LogicalType::I16,
+        LogicalType::I32,
+        LogicalType::I64,
+        LogicalType::Bytes,
+        LogicalType::Bits,
+        LogicalType::Utf8,
+    ];
+
     /// Every integer type, in id order.
-    pub const ALL: [LogicalType; 8] = [
+    pub const INTEGERS: [LogicalType; 8] = [
         LogicalType::U8,
         LogicalType::U16,
         LogicalType::U32,
@@ -71,6 +100,34 @@ impl LogicalType {
             LogicalType::I16 => 6,
             LogicalType::I32 => 7,
             LogicalType::I64 => 8,
+            LogicalType::Bytes => 9,
+            LogicalType::Bits => 10,
+            LogicalType::Utf8 => 11,
+        }
+    }
+
+    /// Whether this is one of the integer types (the FOR family's domain).
+    pub const fn is_integer(self) -> bool {
+        self.id() <= 8
+    }
+
+    /// The lowest format minor version that defines this type.
+    pub const fn min_minor(self) -> u16 {
+        if self.is_integer() {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// Bytes of the raw form of `value_count` values, where it is fixed (`None` for utf8, whose
+    /// strings vary in length): `value_count × width` for integers and bytes, `⌈value_count /
+    /// 8⌉` for bits.
+    pub const fn raw_len(self, value_count: u64) -> Option<u64> {
+        match self {
+            LogicalType::Bits => Some(value_count.div_ceil(8)),
+            LogicalType::Utf8 => None,
+            _ => Some(value_count * self.width() as u64),
         }
     }
 
@@ -96,6 +153,9 @@ impl LogicalType {
             LogicalType::I16 => "i16",
             LogicalType::I32 => "i32",
             LogicalType::I64 => "i64",
+            LogicalType::Bytes => "bytes",
+            LogicalType::Bits => "bits",
+            LogicalType::Utf8 => "utf8",
         }
     }
 
@@ -104,10 +164,13 @@ impl LogicalType {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// Bytes per value in raw (uncompressed, little-endian) form.
+    /// Bytes per value in raw (uncompressed, little-endian) form; 1 for bytes, and for bits
+    /// and utf8, whose values are not whole bytes, the 1 of their byte stream (see
+    /// [`LogicalType::raw_len`]).
     pub const fn width(self) -> usize {
         match self {
             LogicalType::U8 | LogicalType::I8 => 1,
+            LogicalType::Bytes | LogicalType::Bits | LogicalType::Utf8 => 1,
             LogicalType::U16 | LogicalType::I16 => 2,
             LogicalType::U32 | LogicalType::I32 => 4,
             LogicalType::U64 | LogicalType::I64 => 8,
@@ -143,11 +206,30 @@ pub enum CodecId {
     Dfor,
     /// GPU-RFOR (`docs/format/rfor.md`).
     Rfor,
+    /// WAH bitmap (`docs/format/wah.md`).
+    Wah,
+    /// PLWAH bitmap (`docs/format/plwah.md`).
+    Plwah,
+    /// Canonical Huffman (`docs/format/huffman.md`).
+    Huffman,
+    /// LLL byte codec (`docs/format/lll.md`).
+    Lll,
 }
 
 impl CodecId {
     /// Every concrete codec, in id order.
-    pub const ALL: [CodecId; 4] = [CodecId::Plain, CodecId::For, CodecId::Dfor, CodecId::Rfor];
+    pub const ALL: [CodecId; 8] = [
+        CodecId::Plain,
+        CodecId::For,
+        CodecId::Dfor,
+        CodecId::Rfor,
+        CodecId::Wah,
+        CodecId::Plwah,
+        CodecId::Huffman,
+        CodecId::Lll,
+    ];
+    /// The codecs of integer columns, in id order.
+    pub const INTEGERS: [CodecId; 4] = [CodecId::Plain, CodecId::For, CodecId::Dfor, CodecId::Rfor];
     /// The `requested_codec` id meaning "auto: chosen per chunk".
     pub const AUTO_ID: u8 = 255;
 
@@ -158,6 +240,31 @@ impl CodecId {
             CodecId::For => 1,
             CodecId::Dfor => 2,
             CodecId::Rfor => 3,
+            CodecId::Wah => 16,
+            CodecId::Plwah => 17,
+            CodecId::Huffman => 32,
+            CodecId::Lll => 48,
+        }
+    }
+
+    /// The lowest format minor version that defines this codec.
+    pub const fn min_minor(self) -> u16 {
+        if self.id() <= 3 {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// Whether chunks of `ty` may use this codec.
+    pub const fn supports(self, ty: LogicalType) -> bool {
+        match self {
+            CodecId::Plain => true,
+            CodecId::For | CodecId::Dfor | CodecId::Rfor => ty.is_integer(),
+            CodecId::Wah | CodecId::Plwah => matches!(ty, LogicalType::Bits),
+            CodecId::Huffman | CodecId::Lll => {
+                matches!(ty, LogicalType::Bytes | LogicalType::Utf8)
+            }
         }
     }
 
@@ -179,6 +286,10 @@ impl CodecId {
             CodecId::For => "for",
             CodecId::Dfor => "dfor",
             CodecId::Rfor => "rfor",
+            CodecId::Wah => "wah",
+            CodecId::Plwah => "plwah",
+            CodecId::Huffman => "huffman",
+            CodecId::Lll => "lll",
         }
     }
 
@@ -203,6 +314,28 @@ mod tests {
             assert_eq!(CodecId::from_name(c.name()), Some(c));
         }
         assert!(LogicalType::from_id(0).is_err());
+        assert!(LogicalType::from_id(12).is_err());
         assert!(CodecId::from_id(CodecId::AUTO_ID).is_err());
+        assert!(CodecId::from_id(4).is_err());
+    }
+
+    #[test]
+    fn codecs_serve_their_types_and_new_ids_need_minor_1() {
+        for t in LogicalType::ALL {
+            assert!(CodecId::Plain.supports(t));
+            assert_eq!(CodecId::For.supports(t), t.is_integer());
+            assert_eq!(CodecId::Wah.supports(t), t == LogicalType::Bits);
+            assert_eq!(
+                CodecId::Lll.supports(t),
+                matches!(t, LogicalType::Bytes | LogicalType::Utf8)
+            );
+            assert_eq!(t.min_minor(), u16::from(!t.is_integer()));
+        }
+        for c in CodecId::ALL {
+            assert_eq!(c.min_minor(), u16::from(!CodecId::INTEGERS.contains(&c)));
+        }
+        assert_eq!(LogicalType::Bits.raw_len(9), Some(2));
+        assert_eq!(LogicalType::U32.raw_len(3), Some(12));
+        assert_eq!(LogicalType::Utf8.raw_len(3), None);
     }
 }

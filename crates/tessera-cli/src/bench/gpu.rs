@@ -503,7 +503,7 @@ fn bench_set(
         let compressed = col.compressed_bytes();
         let mut mix = Vec::new();
         if enc_index.is_none() {
-            for c in CodecId::ALL {
+            for c in CodecId::INTEGERS {
                 let k = refs.iter().filter(|r| r.codec == c).count();
                 if k > 0 {
                     mix.push((c.name().to_string(), k));

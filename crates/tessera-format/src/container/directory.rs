@@ -67,10 +67,14 @@ impl ColumnMeta {
         self.chunks.first().map(|c| c.value_count)
     }
 
-    /// Bytes the column takes as raw little-endian values.
+    /// Bytes the column takes in raw form (little-endian values; packed bits for bits). 0 for
+    /// utf8, whose text size is known only from its chunk payloads (`utf8.md` §1).
     pub fn uncompressed_bytes(&self) -> u64 {
-        self.value_count
-            .saturating_mul(self.logical_type.width() as u64)
+        match self.logical_type {
+            LogicalType::Bits => self.value_count.div_ceil(8),
+            LogicalType::Utf8 => 0,
+            t => self.value_count.saturating_mul(t.width() as u64),
+        }
     }
 
     /// Sum of the chunks' payload sizes (alignment padding excluded).
@@ -101,6 +105,23 @@ pub struct Directory {
 }
 
 impl Directory {
+    /// The lowest format minor version that defines every type, codec and param used.
+    pub fn min_minor(&self) -> u16 {
+        self.columns
+            .iter()
+            .map(|c| {
+                let chunks = c.chunks.iter().map(|k| k.codec.min_minor());
+                let requested = c.requested_codec.map_or(0, |r| r.min_minor());
+                let params = u16::from(!c.params.is_empty());
+                chunks
+                    .chain([c.logical_type.min_minor(), requested, params])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Appends the directory's bytes (container.md §3) to `out`. Fails with
     /// [`Error::InvalidArgument`] on what the format cannot hold (too many columns, long or
     /// duplicate names, params in version 1.0, more than `u32::MAX` chunks). It does not check
@@ -122,10 +143,18 @@ impl Directory {
                     col.name
                 )));
             }
-            if !col.params.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "codec params are not defined in format 1.0".into(),
-                ));
+            if !col.params.is_empty() && col.logical_type != LogicalType::Utf8 {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}': params are defined for utf8 columns only",
+                    col.name
+                )));
+            }
+            if col.params.len() > u16::MAX as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}': params longer than {} bytes",
+                    col.name,
+                    u16::MAX
+                )));
             }
             let chunk_count = u32::try_from(col.chunks.len()).map_err(|_| {
                 Error::InvalidArgument(format!(
@@ -138,7 +167,8 @@ impl Directory {
             out.extend_from_slice(col.name.as_bytes());
             out.push(col.logical_type.id());
             out.push(col.requested_codec.map_or(CodecId::AUTO_ID, CodecId::id));
-            out.extend_from_slice(&0u16.to_le_bytes());
+            out.extend_from_slice(&(col.params.len() as u16).to_le_bytes());
+            out.extend_from_slice(&col.params);
             out.extend_from_slice(&col.value_count.to_le_bytes());
             out.extend_from_slice(&chunk_count.to_le_bytes());
             for ch in &col.chunks {
@@ -272,7 +302,19 @@ fn parse_column(
             found: params_len as u64,
         });
     }
+    let params_at = cur.file_offset();
     let params = cur.take(params_len, "column params")?.to_vec();
+    // utf8.md §3: empty, or one `text_flags` byte with only bit 0 defined.
+    if logical_type == LogicalType::Utf8
+        && (params.len() > 1 || params.first().is_some_and(|f| f & !1 != 0))
+    {
+        return Err(Error::InvalidHeader {
+            field: "utf8 column params (text_flags)",
+            offset: params_at,
+            expected: "empty, or one byte with only bit 0 set".into(),
+            found: params.first().copied().unwrap_or(0) as u64,
+        });
+    }
     let value_count = cur.u64("column value_count")?;
     let chunk_count_at = cur.file_offset();
     let chunk_count = cur.u32("column chunk_count")? as usize;

@@ -51,7 +51,7 @@ impl ContainerWriter {
             names: HashSet::new(),
             open: None,
         };
-        w.write_all(&header_bytes())?;
+        w.write_all(&header_bytes(0))?;
         Ok(w)
     }
 
@@ -85,6 +85,13 @@ impl ContainerWriter {
             )));
         }
         check_name(name)?;
+        if let Some(c) = requested.filter(|c| !c.supports(ty)) {
+            return Err(Error::InvalidArgument(format!(
+                "codec {} does not apply to {} columns",
+                c.name(),
+                ty.name()
+            )));
+        }
         if self.names.contains(name) {
             return Err(Error::InvalidArgument(format!(
                 "duplicate column name '{name}'"
@@ -114,6 +121,13 @@ impl ContainerWriter {
             .open
             .as_ref()
             .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        if !codec.supports(col.logical_type) {
+            return Err(Error::InvalidArgument(format!(
+                "codec {} does not apply to {} columns",
+                codec.name(),
+                col.logical_type.name()
+            )));
+        }
         if value_count == 0 || value_count > MAX_CHUNK_VALUES {
             return Err(Error::InvalidArgument(format!(
                 "chunk of {value_count} values (allowed 1..={MAX_CHUNK_VALUES})"
@@ -160,6 +174,16 @@ impl ContainerWriter {
         Ok(())
     }
 
+    /// Sets the open column's params (container.md §3.1: defined for utf8 columns only).
+    pub fn set_params(&mut self, params: &[u8]) -> Result<()> {
+        let col = self
+            .open
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        col.params = params.to_vec();
+        Ok(())
+    }
+
     /// Ends the open column.
     pub fn end_column(&mut self) -> Result<()> {
         let col = self
@@ -182,7 +206,14 @@ impl ContainerWriter {
         };
         let dir_bytes = directory.to_bytes()?;
         let directory_offset = self.pos;
-        let sum = directory_checksum(&header_bytes(), &dir_bytes);
+        // The header went out as 1.0 before any column was known; a file that uses 1.1 types
+        // or codecs says so.
+        let minor = directory.min_minor();
+        let header = header_bytes(minor);
+        if minor != 0 {
+            self.out.write_at(0, &header)?;
+        }
+        let sum = directory_checksum(&header, &dir_bytes);
         self.write_all(&dir_bytes)?;
         self.write_all(&footer_bytes(directory_offset, dir_bytes.len() as u64, sum))?;
         self.out.finish()?;
