@@ -7,6 +7,7 @@
 //! without a backtrace, and temporary files are still removed as the stack unwinds.
 
 mod bench;
+mod bitmaps;
 #[allow(
     dead_code,
     reason = "the generators are shared with bench; demo uses only some of them"
@@ -76,6 +77,11 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a benchmark suite (GPU machine).
     Bench(bench::BenchArgs),
+    /// AND / OR / XOR / AND-NOT of two compressed bitmaps, without decompressing them.
+    Bitmap(bitmaps::BitmapArgs),
+    /// Bitmap indexes over integer columns: build, and query with IN and range predicates.
+    #[command(subcommand)]
+    Index(bitmaps::IndexCommand),
 }
 
 /// Logical types accepted by `--type`.
@@ -240,7 +246,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing subcommand (compress, decompress, inspect, demo or bench; see 'tessera --help')"
+                "error: missing subcommand (compress, decompress, inspect, demo, bench, bitmap or index; see 'tessera --help')"
             );
             ExitCode::FAILURE
         }
@@ -305,6 +311,8 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Inspect(a) => inspect(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Bench(a) => bench::run(&a).map_err(CliError::from),
+        Command::Bitmap(a) => bitmaps::bitmap_op(&a),
+        Command::Index(c) => bitmaps::index(&c),
     }
 }
 
@@ -422,7 +430,7 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
 }
 
 /// Opens a container, naming the file in errors.
-fn open_container(path: &Path) -> CliResult<Container> {
+pub(crate) fn open_container(path: &Path) -> CliResult<Container> {
     Container::open(path).map_err(|e| match e {
         // I/O errors already name the file.
         tessera_format::Error::Io { .. } => e.into(),

@@ -225,6 +225,11 @@ impl Decoder {
         }
     }
 
+    /// The GPU, when decoding goes there.
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
     /// `"gpu"` or `"cpu"`: where the next chunks will be decoded.
     pub fn device_name(&self) -> &'static str {
         if self.gpu.is_some() {

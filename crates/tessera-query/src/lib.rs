@@ -1,5 +1,8 @@
 //! tessera-query: tile-based query operators over compressed columns.
 //!
+//! [`index`] builds bitmap indexes (WAH) over integer columns and answers `IN (...)` and range
+//! predicates ANDed across columns directly on the compressed bitmaps.
+//!
 //! [`sum_between`] answers `SELECT SUM(x) FROM t WHERE x BETWEEN lo AND hi` on a u32 column
 //! stored as GPU-FOR / GPU-DFOR / GPU-RFOR (or plain) chunks the way the paper's fused GPU
 //! kernels do (section 7): one 512-value tile at a time is decoded into a buffer on the stack,
@@ -11,6 +14,7 @@
 //! first tile, then each block's metadata before it is unpacked. Corrupt input returns the
 //! `Error` variant the codecs' decoders return.
 
+pub mod index;
 pub mod tile;
 
 use tessera_format::{CodecId, Error, Result};
