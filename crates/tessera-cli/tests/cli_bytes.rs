@@ -1,0 +1,361 @@
+//! End-to-end tests of the format 1.1 parts of the `tessera` binary: bytes, bits and utf8
+//! columns round trip byte for byte through `compress` / `decompress` with every codec (on the
+//! default device, so the GPU decoders when the bundled tests run on the GPU machine);
+//! `bitmap and|or|xor|andnot` equals the plain bitwise result; `index build|query` equals a
+//! scan; bad input fails with one `error:` line.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> PathBuf {
+    std::env::var_os("TESSERA_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
+}
+
+fn tessera(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    Command::new(bin())
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "status {:?}: {err}", o.status);
+    assert!(!err.contains("panicked"), "{err}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn fails(o: Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    assert!(
+        err.starts_with("error: ") && !err.contains("panicked"),
+        "{what}: {err}"
+    );
+    err
+}
+
+/// xorshift, so the data differ run to run only by the seed printed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn rng() -> Rng {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("seed {seed}");
+    Rng(seed)
+}
+
+fn round_trip(dir: &Path, ty: &str, codec: &str, input: &[u8], extra: &[&str]) {
+    let src = dir.join(format!("in-{ty}-{codec}"));
+    let tsr = dir.join(format!("{ty}-{codec}.tsr"));
+    let back = dir.join(format!("back-{ty}-{codec}"));
+    std::fs::write(&src, input).unwrap();
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+        vec![&"compress", &"--type", &ty, &"--codec", &codec];
+    for e in extra {
+        args.push(e);
+    }
+    args.push(&src);
+    args.push(&tsr);
+    ok(tessera(&args));
+    ok(tessera(&[&"decompress", &tsr, &back]));
+    assert!(
+        std::fs::read(&back).unwrap() == input,
+        "{ty} {codec}: output differs from input ({} bytes)",
+        input.len()
+    );
+}
+
+#[test]
+fn bytes_columns_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let text: Vec<u8> = (0..300_000)
+        .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
+        .collect();
+    let random: Vec<u8> = (0..70_000).map(|_| r.next() as u8).collect();
+    for codec in ["auto", "plain", "huffman", "lll"] {
+        for (i, data) in [
+            &text[..],
+            &random[..],
+            &[][..],
+            &[7u8][..],
+            &vec![0u8; 40_000][..],
+        ]
+        .iter()
+        .enumerate()
+        {
+            let d = dir.path().join(format!("{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            // Small chunks so files hold several, the last one short.
+            round_trip(&d, "bytes", codec, data, &["--chunk-values", "65536"]);
+        }
+    }
+}
+
+#[test]
+fn bits_columns_round_trip_with_exact_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    for bits in [0u64, 1, 31, 62, 1000, 99_999, 300_001] {
+        let mut packed = vec![0u8; bits.div_ceil(8) as usize];
+        for i in 0..bits {
+            if r.next() % 23 == 0 || (i / 5000) % 3 == 1 {
+                packed[(i / 8) as usize] |= 1 << (i % 8);
+            }
+        }
+        for codec in ["auto", "plain", "wah", "plwah"] {
+            let d = dir.path().join(format!("{bits}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let n = bits.to_string();
+            round_trip(
+                &d,
+                "bits",
+                codec,
+                &packed,
+                &["--bits", &n, "--chunk-values", "131072"],
+            );
+        }
+    }
+    // A set padding bit would be lost: refused.
+    let src = dir.path().join("pad");
+    std::fs::write(&src, [0xffu8]).unwrap();
+    fails(
+        tessera(&[
+            &"compress",
+            &"--type",
+            &"bits",
+            &"--bits",
+            &"5",
+            &src,
+            &dir.path().join("x.tsr"),
+        ]),
+        "padding bit set",
+    );
+    fails(
+        tessera(&[
+            &"compress",
+            &"--type",
+            &"bits",
+            &"--bits",
+            &"100",
+            &src,
+            &dir.path().join("x.tsr"),
+        ]),
+        "length mismatch",
+    );
+    fails(
+        tessera(&[
+            &"compress",
+            &"--type",
+            &"bits",
+            &"--codec",
+            &"lll",
+            &src,
+            &dir.path().join("x.tsr"),
+        ]),
+        "codec of another type",
+    );
+    assert!(!dir.path().join("x.tsr").exists());
+}
+
+#[test]
+fn utf8_columns_restore_the_input_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let mut lines = String::new();
+    for i in 0..50_000 {
+        let words = r.next() % 6;
+        for w in 0..words {
+            if w > 0 {
+                lines.push(' ');
+            }
+            lines.push_str(["tile", "segment", "strip", "éte", "列", ""][(r.next() % 6) as usize]);
+        }
+        lines.push_str(if i % 7 == 0 { "\r\n" } else { "\n" });
+    }
+    let cases: Vec<Vec<u8>> = vec![
+        lines.clone().into_bytes(),
+        lines.trim_end().as_bytes().to_vec(), // no final line feed
+        Vec::new(),
+        b"\n".to_vec(),
+        b"\n\n\nx".to_vec(),
+        b"one".to_vec(),
+    ];
+    for codec in ["auto", "plain", "huffman", "lll"] {
+        for (i, c) in cases.iter().enumerate() {
+            let d = dir.path().join(format!("{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            round_trip(&d, "utf8", codec, c, &["--chunk-values", "4096"]);
+        }
+    }
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, b"fine\n\xff\xfe\n").unwrap();
+    let err = fails(
+        tessera(&[
+            &"compress",
+            &"--type",
+            &"utf8",
+            &bad,
+            &dir.path().join("b.tsr"),
+        ]),
+        "not UTF-8",
+    );
+    assert!(err.contains("line 2"), "{err}");
+}
+
+fn packed(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, &b) in bits.iter().enumerate() {
+        out[i / 8] |= (b as u8) << (i % 8);
+    }
+    out
+}
+
+#[test]
+fn bitmap_ops_equal_plain_bitwise_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let n = 400_000usize;
+    let a: Vec<bool> = (0..n)
+        .map(|i| (i / 3000) % 2 == 0 || r.next() % 50 == 0)
+        .collect();
+    let b: Vec<bool> = (0..n)
+        .map(|i| (i / 7000) % 3 == 0 || r.next() % 9 == 0)
+        .collect();
+    let (pa, pb) = (dir.path().join("a.bin"), dir.path().join("b.bin"));
+    std::fs::write(&pa, packed(&a)).unwrap();
+    std::fs::write(&pb, packed(&b)).unwrap();
+    let (ta, tb) = (dir.path().join("a.tsr"), dir.path().join("b.tsr"));
+    ok(tessera(&[
+        &"compress",
+        &"--type",
+        &"bits",
+        &"--codec",
+        &"wah",
+        &"--chunk-values",
+        &"131072",
+        &pa,
+        &ta,
+    ]));
+    ok(tessera(&[
+        &"compress",
+        &"--type",
+        &"bits",
+        &"--codec",
+        &"plwah",
+        &"--chunk-values",
+        &"131072",
+        &pb,
+        &tb,
+    ]));
+    for (op, f) in [
+        ("and", (|x, y| x && y) as fn(bool, bool) -> bool),
+        ("or", |x, y| x || y),
+        ("xor", |x, y| x ^ y),
+        ("andnot", |x, y| x && !y),
+    ] {
+        let out = dir.path().join(format!("{op}.tsr"));
+        let raw = dir.path().join(format!("{op}.bin"));
+        ok(tessera(&[&"bitmap", &op, &ta, &tb, &out]));
+        ok(tessera(&[&"decompress", &out, &raw]));
+        let want: Vec<bool> = a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect();
+        assert!(std::fs::read(&raw).unwrap() == packed(&want), "{op}");
+    }
+    // Different lengths: refused.
+    let short = dir.path().join("s.bin");
+    std::fs::write(&short, packed(&a[..1000])).unwrap();
+    let ts = dir.path().join("s.tsr");
+    ok(tessera(&[&"compress", &"--type", &"bits", &short, &ts]));
+    fails(
+        tessera(&[&"bitmap", &"and", &ta, &ts, &dir.path().join("z.tsr")]),
+        "lengths differ",
+    );
+}
+
+#[test]
+fn index_queries_equal_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let n = 120_000;
+    let a: Vec<i16> = (0..n).map(|_| (r.next() % 61) as i16 - 30).collect();
+    let b: Vec<u32> = (0..n).map(|_| (r.next() % 1_000_000) as u32).collect();
+    let (pa, pb) = (dir.path().join("a.i16"), dir.path().join("b.u32"));
+    std::fs::write(
+        &pa,
+        a.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    std::fs::write(
+        &pb,
+        b.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let (ta, tb, ix) = (
+        dir.path().join("a.tsr"),
+        dir.path().join("b.tsr"),
+        dir.path().join("ix.tsr"),
+    );
+    ok(tessera(&[&"compress", &"--type", &"i16", &pa, &ta]));
+    ok(tessera(&[&"compress", &"--type", &"u32", &pb, &tb]));
+    ok(tessera(&[
+        &"index",
+        &"build",
+        &"--column",
+        &ta,
+        &"--column",
+        &tb,
+        &ix,
+    ]));
+    let out = ok(tessera(&[
+        &"index",
+        &"query",
+        &ix,
+        &"--in",
+        &"a=-3,0,7,99",
+        &"--range",
+        &"b=1000..400000",
+        &"--ids",
+    ]));
+    let want: Vec<usize> = (0..n)
+        .filter(|&i| [-3, 0, 7].contains(&a[i]) && (1000..=400_000).contains(&b[i]))
+        .collect();
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap().split(' ').next().unwrap(),
+        want.len().to_string()
+    );
+    let got: Vec<usize> = lines.map(|l| l.parse().unwrap()).collect();
+    assert_eq!(got, want);
+    fails(
+        tessera(&[&"index", &"query", &ix, &"--in", &"3"]),
+        "several columns, no name",
+    );
+    fails(
+        tessera(&[&"index", &"query", &ix, &"--range", &"a=1..x"]),
+        "bad range",
+    );
+    fails(
+        tessera(&[&"index", &"query", &ta, &"--in", &"3"]),
+        "not an index",
+    );
+}
