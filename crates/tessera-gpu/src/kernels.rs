@@ -111,7 +111,10 @@ const HEADERS: &[(&str, &str)] = &[
     ),
     ("merge.cuh", include_str!("../kernels/include/merge.cuh")),
     ("wah.cuh", include_str!("../kernels/include/wah.cuh")),
-    ("huffman.cuh", include_str!("../kernels/include/huffman.cuh")),
+    (
+        "huffman.cuh",
+        include_str!("../kernels/include/huffman.cuh"),
+    ),
     ("lll.cuh", include_str!("../kernels/include/lll.cuh")),
 ];
 
