@@ -9,7 +9,7 @@ python3 seeds.py
 cargo fuzz build -s none
 run() { cargo fuzz run -s none "$1" -- -max_total_time="$secs" -print_final_stats=1 > "logs/$1.log" 2>&1 || echo "$1 FAILED" ; }
 mkdir -p logs
-targets=(decode_for decode_dfor decode_rfor decode_huffman round_trip container_open decode_wah
+targets=(decode_for decode_dfor decode_rfor decode_huffman decode_lll decode_utf8 round_trip container_open decode_wah
          decode_plwah bitmap_ops)
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   run "${targets[i]}" &
