@@ -184,14 +184,18 @@ pub fn bitmap_op(a: &BitmapArgs) -> CliResult<()> {
     };
     let decoder = Decoder::open(a.device)?;
     let t = Instant::now();
-    let results: Vec<Bitmap> = (0..col_a.chunks.len())
-        .into_par_iter()
-        .map(|k| {
-            let x = chunk_bitmap(&ca, ia, k, flavor)?;
-            let y = chunk_bitmap(&cb, ib, k, flavor)?;
-            crate::gpu_bytes::bitmap_op(decoder.gpu(), a.op.op(), &x, &y)
-        })
-        .collect::<tessera_format::Result<_>>()
+    let one = |k: usize| {
+        let x = chunk_bitmap(&ca, ia, k, flavor)?;
+        let y = chunk_bitmap(&cb, ib, k, flavor)?;
+        crate::gpu_bytes::bitmap_op(decoder.gpu(), a.op.op(), &x, &y)
+    };
+    // The GPU works chunk after chunk on its one stream; the CPU takes chunks in parallel.
+    let results: tessera_format::Result<Vec<Bitmap>> = if decoder.gpu().is_some() {
+        (0..col_a.chunks.len()).map(one).collect()
+    } else {
+        (0..col_a.chunks.len()).into_par_iter().map(one).collect()
+    };
+    let results = results
         .map_err(|e| {
             CliError(format!(
                 "{} {:?} {}: {e}",

@@ -225,6 +225,13 @@ impl Decoder {
         }
     }
 
+    /// Records why some work ran on the CPU although a GPU is open (for the device report).
+    pub fn note_cpu(&mut self, why: &str) {
+        if self.gpu.is_some() {
+            self.note = Some(why.to_owned());
+        }
+    }
+
     /// The GPU, when decoding goes there.
     pub fn gpu(&self) -> Option<&Gpu> {
         self.gpu.as_ref()
