@@ -1,1 +1,940 @@
-//! GPU bitmap: placeholder, filled in by the bitmap work.
+//! WAH / PLWAH compressed bitmaps on the GPU (`kernels/bitmap.cu`, `docs/format/wah.md` "GPU
+//! notes"), word for word what `tessera_codecs::bitmap` writes on the CPU.
+//!
+//! - [`compress`]: the paper's Algorithms 1, 2 and 4 as one canonical writer over the groups of
+//!   the packed bits (reduce-then-scan over elements; see `kernels/include/wah.cuh`).
+//! - [`decompress`]: Algorithm 5 (slot-ends scan, then each thread expands 32 groups).
+//! - [`to_wah`] / [`convert`]: Algorithm 6, through the same writer, so fills longer than the
+//!   PLWAH counter merge into one WAH fill_word as on the CPU.
+//! - [`binary`]: AND / OR / XOR / AND-NOT on the compressed words: merge path over the two
+//!   slot-ends sequences, each merged item one element of the result, then the writer (better
+//!   than Algorithm 7, which materializes merged, pair and counter arrays and scans them three
+//!   more times).
+//! - [`count_ones`], and `*_device` variants that keep everything on the GPU (the bench).
+//!
+//! Hostile input: a payload's header is checked on the CPU ([`payload_bit_len`]); the words go
+//! to the GPU, where `bm_slots_reduce_*` flags the first fill_word with counter 0 and sums the
+//! group counts in u64; the host compares the sum with `ceil(bit_len / 31)` and checks the last
+//! group's padding (one word). On any failure the CPU decoder is run on the payload and its
+//! exact `Error` returned. Only validated streams become a [`DeviceBitmap`], and only those reach
+//! the decoders and writers (which still bound every read by the lengths they are given).
+//!
+//! Why merged items are the result's elements: let `ea`, `eb` be the inclusive sums of the slot
+//! counts (sorted; a value repeats only for PLWAH's empty position slots). Merging them (a first
+//! on ties) gives the union of run boundaries; item k with value e_k and predecessor e_{k-1}
+//! spans groups [e_{k-1}, e_k). If that span is not empty, the next unmerged slot of a (index
+//! ia) is the one covering it: every merged slot of a ends at or before e_{k-1} < e_k, and
+//! `ea[ia] >= e_k` (it is e_k itself when item k comes from a; else b's item e_k won the comparison
+//! strictly). The same holds for b. So item k is the element (op(va, vb), e_k - e_{k-1}).
+
+use cudarc::driver::CudaSlice;
+use tessera_codecs::bitmap::{self, group_count, last_group_mask, ops::Op, Bitmap, Flavor};
+use tessera_format::{Error, Result};
+
+use crate::kernels::Module;
+use crate::runtime::{cuda, Gpu, KernelArg};
+
+/// Groups of 31 bits (`wah.md` §2); `BM_GROUP_BITS`.
+pub const GROUP_BITS: u64 = 31;
+/// `BM_WRITER_THREADS` x `BM_WRITER_ITEMS`: elements per writer tile.
+pub const WRITER_THREADS: u32 = 128;
+pub const WRITER_ITEMS: u64 = 16;
+pub const WRITER_TILE: u64 = WRITER_THREADS as u64 * WRITER_ITEMS;
+/// `BM_DECODE_THREADS` x `BM_DECODE_GROUPS`: groups per decompression tile.
+pub const DECODE_THREADS: u32 = 128;
+pub const DECODE_GROUPS: u64 = 32;
+pub const DECODE_TILE: u64 = DECODE_THREADS as u64 * DECODE_GROUPS;
+/// `DS_THREADS` x `DS_ITEMS`: items per tile of the sum scans; `DS_PARTIAL_THREADS`.
+pub const DS_THREADS: u32 = 256;
+pub const DS_ITEMS: u64 = 8;
+pub const DS_TILE: u64 = DS_THREADS as u64 * DS_ITEMS;
+pub const DS_PARTIAL_THREADS: u32 = 1024;
+/// `DS_MERGE_ITEMS`: merged items per thread of the merge test kernel.
+pub const DS_MERGE_ITEMS: u64 = 8;
+/// Word layout constants of `wah.cuh` (checked against `tessera_codecs` and the header).
+pub const FILL_FLAG: u32 = 0x8000_0000;
+pub const FILL_BIT: u32 = 0x4000_0000;
+pub const WAH_COUNTER_MASK: u32 = 0x3FFF_FFFF;
+pub const PLWAH_COUNTER_MASK: u32 = 0x01FF_FFFF;
+pub const PLWAH_POSITION_SHIFT: u32 = 25;
+
+const STATUS_OK: u64 = u64::MAX;
+
+/// A plain bitmap on the device: `bit_len` bits packed into u32 words (bit i = bit i % 32 of
+/// word i / 32), `ceil(bit_len / 32)` words used.
+#[derive(Debug)]
+pub struct DevicePlain {
+    pub words: CudaSlice<u32>,
+    pub bit_len: u64,
+}
+
+impl DevicePlain {
+    /// Words used: `ceil(bit_len / 32)`.
+    pub fn word_count(&self) -> usize {
+        self.bit_len.div_ceil(32) as usize
+    }
+}
+
+/// A valid compressed bitmap on the device (validated on upload, or written by a GPU writer).
+#[derive(Debug)]
+pub struct DeviceBitmap {
+    pub flavor: Flavor,
+    pub bit_len: u64,
+    /// The words; `len` of them are used.
+    pub words: CudaSlice<u32>,
+    pub len: usize,
+}
+
+impl DeviceBitmap {
+    fn slots(&self) -> u64 {
+        match self.flavor {
+            Flavor::Wah => self.len as u64,
+            Flavor::Plwah => 2 * self.len as u64,
+        }
+    }
+    /// Payload bytes on the CPU (`wah.md` §3).
+    pub fn payload_bytes(&self) -> u64 {
+        bitmap::HEADER_BYTES as u64 + 4 * self.len as u64
+    }
+}
+
+fn flavor_name(f: Flavor) -> &'static str {
+    match f {
+        Flavor::Wah => "wah",
+        Flavor::Plwah => "plwah",
+    }
+}
+
+fn op_code(op: Op) -> u32 {
+    match op {
+        Op::And => 0,
+        Op::Or => 1,
+        Op::Xor => 2,
+        Op::AndNot => 3,
+    }
+}
+
+fn op_kernels(op: Op, f: Flavor) -> (&'static str, &'static str) {
+    match (op, f) {
+        (Op::And, Flavor::Wah) => ("bm_op_reduce_and_wah", "bm_op_apply_and_wah"),
+        (Op::Or, Flavor::Wah) => ("bm_op_reduce_or_wah", "bm_op_apply_or_wah"),
+        (Op::Xor, Flavor::Wah) => ("bm_op_reduce_xor_wah", "bm_op_apply_xor_wah"),
+        (Op::AndNot, Flavor::Wah) => ("bm_op_reduce_andnot_wah", "bm_op_apply_andnot_wah"),
+        (Op::And, Flavor::Plwah) => ("bm_op_reduce_and_plwah", "bm_op_apply_and_plwah"),
+        (Op::Or, Flavor::Plwah) => ("bm_op_reduce_or_plwah", "bm_op_apply_or_plwah"),
+        (Op::Xor, Flavor::Plwah) => ("bm_op_reduce_xor_plwah", "bm_op_apply_xor_plwah"),
+        (Op::AndNot, Flavor::Plwah) => ("bm_op_reduce_andnot_plwah", "bm_op_apply_andnot_plwah"),
+    }
+}
+
+fn grid(n: u64, per_block: u64) -> Result<u32> {
+    u32::try_from(n.div_ceil(per_block).max(1))
+        .map_err(|_| Error::InvalidArgument("bitmap too large for one GPU launch".into()))
+}
+
+/// Copies `n` u32 words starting at word `at` of `src` to the host (synchronizes).
+fn read_words(gpu: &Gpu, src: &CudaSlice<u32>, at: usize, n: usize) -> Result<Vec<u32>> {
+    let mut out = vec![0u32; n];
+    if n == 0 {
+        return Ok(out);
+    }
+    let view = src.slice(at..at + n);
+    gpu.stream
+        .memcpy_dtoh(&view, &mut out)
+        .map_err(cuda("copying from the device"))?;
+    gpu.synchronize()?;
+    Ok(out)
+}
+
+fn read_u64(gpu: &Gpu, src: &CudaSlice<u64>, at: usize) -> Result<u64> {
+    let mut out = [0u64];
+    let view = src.slice(at..at + 1);
+    gpu.stream
+        .memcpy_dtoh(&view, &mut out)
+        .map_err(cuda("copying from the device"))?;
+    gpu.synchronize()?;
+    Ok(out[0])
+}
+
+/// Device-wide sum scan of `n` items of `T` (`u32` or `u64`) at `input` into `output`; returns
+/// the partials buffer, whose entry `tiles` is the total. Queued, not waited for.
+fn sum_scan(
+    gpu: &Gpu,
+    ty: &str,
+    input: u64,
+    n: u64,
+    output: u64,
+    inclusive: bool,
+) -> Result<(CudaSlice<u64>, usize)> {
+    let tiles = n.div_ceil(DS_TILE).max(1);
+    // u64 storage serves both types (a u32 partials array is the first half).
+    let partials = gpu.alloc::<u64>(tiles as usize + 1)?;
+    let p = gpu.ptr(&partials);
+    let (reduce, partial, apply) = match ty {
+        "u32" => ("ds_reduce_u32", "ds_partials_u32", "ds_apply_u32"),
+        _ => ("ds_reduce_u64", "ds_partials_u64", "ds_apply_u64"),
+    };
+    let f_r = gpu.function(Module::Bitmap, reduce)?;
+    let f_p = gpu.function(Module::Bitmap, partial)?;
+    let f_a = gpu.function(Module::Bitmap, apply)?;
+    let g = grid(n, DS_TILE)?;
+    let count = tiles as u32;
+    let inc = u32::from(inclusive);
+    // SAFETY: matches ds_reduce_T(in, n, partials), ds_partials_T(partials, count),
+    // ds_apply_T(in, n, partials, out, inclusive) (device_scan.cuh); `input` and `output` hold n
+    // items (callers' contract), `partials` tiles + 1 entries of at most 8 bytes.
+    unsafe {
+        if n > 0 {
+            gpu.launch(&f_r, g, DS_THREADS, &[&input, &n, &p])?;
+        } else {
+            gpu.fill_bytes_raw(p, 0, 8)?;
+        }
+        gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&p, &count])?;
+        if n > 0 {
+            gpu.launch(&f_a, g, DS_THREADS, &[&input, &n, &p, &output, &inc])?;
+        }
+    }
+    Ok((partials, tiles as usize))
+}
+
+/// Exclusive (or inclusive) sum scan of u32 values on the GPU, modulo 2^32 (the primitive's
+/// test hook; `device_scan.cuh`).
+#[doc(hidden)]
+pub fn scan_u32(gpu: &Gpu, values: &[u32], inclusive: bool) -> Result<Vec<u32>> {
+    let d_in = gpu.upload(values)?;
+    let d_out = gpu.alloc::<u32>(values.len())?;
+    let (_p, _) = sum_scan(
+        gpu,
+        "u32",
+        gpu.ptr(&d_in),
+        values.len() as u64,
+        gpu.ptr(&d_out),
+        inclusive,
+    )?;
+    read_words(gpu, &d_out, 0, values.len())
+}
+
+/// [`scan_u32`] for u64 values (modulo 2^64).
+#[doc(hidden)]
+pub fn scan_u64(gpu: &Gpu, values: &[u64], inclusive: bool) -> Result<Vec<u64>> {
+    let d_in = gpu.upload(values)?;
+    let d_out = gpu.alloc::<u64>(values.len())?;
+    let (_p, _) = sum_scan(
+        gpu,
+        "u64",
+        gpu.ptr(&d_in),
+        values.len() as u64,
+        gpu.ptr(&d_out),
+        inclusive,
+    )?;
+    let mut out = vec![0u64; values.len()];
+    gpu.download(&d_out, &mut out)?;
+    Ok(out)
+}
+
+/// Merge path over two sorted u32 sequences (the primitive's test hook; `merge.cuh`): the
+/// merged items and, per item, whether it came from `b`.
+#[doc(hidden)]
+pub fn merge_u32(gpu: &Gpu, a: &[u32], b: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
+    let n = a.len() + b.len();
+    let (d_a, d_b) = (gpu.upload(a)?, gpu.upload(b)?);
+    let (d_out, d_from) = (gpu.alloc::<u32>(n)?, gpu.alloc::<u32>(n)?);
+    if n > 0 {
+        let f = gpu.function(Module::Bitmap, "ds_merge_u32")?;
+        let (pa, pb, po, pf) = (
+            gpu.ptr(&d_a),
+            gpu.ptr(&d_b),
+            gpu.ptr(&d_out),
+            gpu.ptr(&d_from),
+        );
+        let (na, nb) = (a.len() as u32, b.len() as u32);
+        // SAFETY: matches ds_merge_u32(a, na, b, nb, out, from_b); out and from_b hold na + nb.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n as u64, 128 * DS_MERGE_ITEMS)?,
+                128,
+                &[&pa, &na, &pb, &nb, &po, &pf],
+            )?;
+        }
+    }
+    Ok((
+        read_words(gpu, &d_out, 0, n)?,
+        read_words(gpu, &d_from, 0, n)?,
+    ))
+}
+
+/// The plain bitmap on the device, after the CPU's input checks (`Bitmap::compress`).
+pub fn upload_plain(gpu: &Gpu, bits: &[u8], bit_len: u64) -> Result<DevicePlain> {
+    if bit_len > bitmap::MAX_BITS || bits.len() as u64 != bit_len.div_ceil(8) {
+        // The CPU's exact error (it checks before doing anything).
+        return Err(Bitmap::compress(Flavor::Wah, bits, bit_len)
+            .err()
+            .unwrap_or_else(|| Error::InvalidArgument("bad bitmap input".into())));
+    }
+    let words = pack_words(bits, bit_len);
+    Ok(DevicePlain {
+        words: gpu.upload(&words)?,
+        bit_len,
+    })
+}
+
+/// Packed bytes to u32 words (little-endian), `ceil(bit_len / 32)` of them.
+pub fn pack_words(bits: &[u8], bit_len: u64) -> Vec<u32> {
+    let n = bit_len.div_ceil(32) as usize;
+    let mut words = vec![0u32; n];
+    for (w, c) in words.iter_mut().zip(bits.chunks(4)) {
+        let mut b = [0u8; 4];
+        b[..c.len()].copy_from_slice(c);
+        *w = u32::from_le_bytes(b);
+    }
+    words
+}
+
+/// The plain bitmap back on the host: `ceil(bit_len / 8)` bytes.
+pub fn download_plain(gpu: &Gpu, plain: &DevicePlain) -> Result<Vec<u8>> {
+    let words = read_words(gpu, &plain.words, 0, plain.word_count())?;
+    let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    out.truncate(plain.bit_len.div_ceil(8) as usize);
+    Ok(out)
+}
+
+/// The arguments every writer launch gets after its source's.
+struct WriterRun<'a> {
+    flavor: Flavor,
+    bit_len: u64,
+    elements: u64,
+    reduce: &'static str,
+    apply: &'static str,
+    src: Vec<&'a dyn KernelArg>,
+    max_counter: u32,
+}
+
+/// Runs the canonical writer (module docs of `wah.cuh`): reduce, partials, apply; then, only if
+/// some run needs full fill_words, the overflow path. Waits for the word count.
+fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
+    if w.elements == 0 {
+        return Ok(DeviceBitmap {
+            flavor: w.flavor,
+            bit_len: w.bit_len,
+            words: gpu.alloc::<u32>(1)?,
+            len: 0,
+        });
+    }
+    let tiles = w.elements.div_ceil(WRITER_TILE);
+    let g = grid(w.elements, WRITER_TILE)?;
+    let partials = gpu.alloc::<u32>(3 * (tiles as usize + 1))?;
+    let out = gpu.alloc::<u32>(w.elements as usize)?;
+    let flags = gpu.alloc::<u32>(1)?;
+    let (p, o, fl) = (gpu.ptr(&partials), gpu.ptr(&out), gpu.ptr(&flags));
+    gpu.fill_bytes_raw(fl, 0, 4)?;
+    let f_r = gpu.function(Module::Bitmap, w.reduce)?;
+    let f_p = gpu.function(Module::Bitmap, "bm_agg_partials")?;
+    let f_a = gpu.function(Module::Bitmap, w.apply)?;
+    let count = tiles as u32;
+    let mode0 = 0u32;
+    let mut r_args = w.src.clone();
+    r_args.push(&p);
+    let mut a_args = w.src.clone();
+    a_args.extend_from_slice(&[&p as &dyn KernelArg, &w.max_counter, &mode0, &o, &o, &fl]);
+    // SAFETY: `w.src` are the source's leading parameters of both kernels (set by the callers
+    // below, which own the buffers they point to); then partials (tiles + 1 BmAggs), and for the
+    // apply max_counter, mode, out (elements words: mode 0 writes one word per block, at most
+    // one block per element), ex_out (unused in mode 0) and flags (one word).
+    unsafe {
+        gpu.launch(&f_r, g, WRITER_THREADS, &r_args)?;
+        gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&p, &count])?;
+        gpu.launch(&f_a, g, WRITER_THREADS, &a_args)?;
+    }
+    let total = read_words(gpu, &partials, 3 * tiles as usize, 3)?;
+    let flag = read_words(gpu, &flags, 0, 1)?[0];
+    let blocks = total[1] as usize;
+    if flag == 0 {
+        return Ok(DeviceBitmap {
+            flavor: w.flavor,
+            bit_len: w.bit_len,
+            words: out,
+            len: blocks,
+        });
+    }
+    // Overflow: (word, ex) per block, a scan of ex, then the scatter.
+    let last = gpu.alloc::<u32>(blocks)?;
+    let ex = gpu.alloc::<u32>(blocks)?;
+    let ex_prefix = gpu.alloc::<u32>(blocks)?;
+    let (pl, pe, pep) = (gpu.ptr(&last), gpu.ptr(&ex), gpu.ptr(&ex_prefix));
+    let mode1 = 1u32;
+    let mut a_args = w.src.clone();
+    a_args.extend_from_slice(&[&p as &dyn KernelArg, &w.max_counter, &mode1, &pl, &pe, &fl]);
+    // SAFETY: as above; in mode 1 the apply writes words[b] and ex[b] for every block b <
+    // blocks, both arrays holding `blocks` words.
+    unsafe { gpu.launch(&f_a, g, WRITER_THREADS, &a_args)? };
+    let (ex_partials, ex_tiles) = sum_scan(gpu, "u32", pe, blocks as u64, pep, false)?;
+    // The u32 partials live in the u64 buffer: u32 entry `ex_tiles` is the low (even) or high
+    // (odd) half of u64 entry ex_tiles / 2.
+    let whole = read_u64(gpu, &ex_partials, ex_tiles / 2)?;
+    let ex_total = if ex_tiles % 2 == 0 {
+        whole as u32
+    } else {
+        (whole >> 32) as u32
+    } as usize;
+    let words = gpu.alloc::<u32>(blocks + ex_total)?;
+    let pw = gpu.ptr(&words);
+    let f_s = gpu.function(Module::Bitmap, "bm_scatter_fills")?;
+    let nb = blocks as u32;
+    // SAFETY: matches bm_scatter_fills(words, ex, ex_prefix, blocks, max_counter, out); block i
+    // writes words i + ex_prefix[i] ..= i + ex_prefix[i] + ex[i] < blocks + ex_total.
+    unsafe {
+        gpu.launch(
+            &f_s,
+            grid(blocks as u64, 256)?.min(65_535),
+            256,
+            &[&pl, &pe, &pep, &nb, &w.max_counter, &pw],
+        )?;
+    }
+    gpu.synchronize()?;
+    Ok(DeviceBitmap {
+        flavor: w.flavor,
+        bit_len: w.bit_len,
+        words,
+        len: blocks + ex_total,
+    })
+}
+
+/// Compresses a plain bitmap on the device, canonically (`wah.md` §4).
+pub fn compress_device(gpu: &Gpu, flavor: Flavor, plain: &DevicePlain) -> Result<DeviceBitmap> {
+    compress_device_with_max_counter(gpu, flavor, plain, flavor.max_counter())
+}
+
+/// [`compress_device`] with fill runs split at `max_counter` groups: the GPU twin of
+/// `Bitmap::compress_with_max_counter`, which makes the overflow path (the paper's
+/// Algorithm 4) reachable with small bitmaps.
+#[doc(hidden)]
+pub fn compress_device_with_max_counter(
+    gpu: &Gpu,
+    flavor: Flavor,
+    plain: &DevicePlain,
+    max_counter: u64,
+) -> Result<DeviceBitmap> {
+    if max_counter == 0 || max_counter > flavor.max_counter() {
+        return Err(Error::InvalidArgument(format!(
+            "max_counter {max_counter} outside 1..={}",
+            flavor.max_counter()
+        )));
+    }
+    if plain.bit_len > bitmap::MAX_BITS || plain.words.len() < plain.word_count() {
+        return Err(Error::InvalidArgument(
+            "plain bitmap larger than its buffer or MAX_BITS".into(),
+        ));
+    }
+    let groups = group_count(plain.bit_len);
+    let bits = gpu.ptr(&plain.words);
+    let n_words = plain.word_count() as u64;
+    let mask = last_group_mask(plain.bit_len);
+    let (reduce, apply) = match flavor {
+        Flavor::Wah => ("bm_compress_reduce_wah", "bm_compress_apply_wah"),
+        Flavor::Plwah => ("bm_compress_reduce_plwah", "bm_compress_apply_plwah"),
+    };
+    run_writer(
+        gpu,
+        WriterRun {
+            flavor,
+            bit_len: plain.bit_len,
+            elements: groups,
+            reduce,
+            apply,
+            src: vec![&bits, &n_words, &groups, &mask],
+            max_counter: max_counter as u32,
+        },
+    )
+}
+
+/// Compresses `bit_len` packed bits (`Bitmap::compress`'s contract) on the GPU.
+pub fn compress(gpu: &Gpu, flavor: Flavor, bits: &[u8], bit_len: u64) -> Result<Bitmap> {
+    let plain = upload_plain(gpu, bits, bit_len)?;
+    download(gpu, &compress_device(gpu, flavor, &plain)?)
+}
+
+/// [`compress`] with an artificial maximum counter (`Bitmap::compress_with_max_counter`).
+#[doc(hidden)]
+pub fn compress_with_max_counter(
+    gpu: &Gpu,
+    flavor: Flavor,
+    bits: &[u8],
+    bit_len: u64,
+    max_counter: u64,
+) -> Result<Bitmap> {
+    if max_counter == 0 || max_counter > flavor.max_counter() {
+        return Bitmap::compress_with_max_counter(flavor, bits, bit_len, max_counter);
+    }
+    let plain = upload_plain(gpu, bits, bit_len)?;
+    download(
+        gpu,
+        &compress_device_with_max_counter(gpu, flavor, &plain, max_counter)?,
+    )
+}
+
+/// The paper's Algorithm 1 alone: one word per group (31 bits and a 0), the extended bitmap.
+pub fn extend_device(gpu: &Gpu, plain: &DevicePlain) -> Result<CudaSlice<u32>> {
+    let groups = group_count(plain.bit_len);
+    let out = gpu.alloc::<u32>(groups as usize)?;
+    if groups > 0 {
+        let f = gpu.function(Module::Bitmap, "bm_extend")?;
+        let (bits, po) = (gpu.ptr(&plain.words), gpu.ptr(&out));
+        let n_words = plain.word_count() as u64;
+        let mask = last_group_mask(plain.bit_len);
+        // SAFETY: matches bm_extend(bits, n_words, groups, last_mask, out); reads < n_words words
+        // of `plain`, writes `groups` words of `out`.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(groups, 256)?.min(1 << 16),
+                256,
+                &[&bits, &n_words, &groups, &mask, &po],
+            )?;
+        }
+    }
+    Ok(out)
+}
+
+/// A valid CPU bitmap on the device (no validation needed).
+pub fn upload(gpu: &Gpu, b: &Bitmap) -> Result<DeviceBitmap> {
+    Ok(DeviceBitmap {
+        flavor: b.flavor(),
+        bit_len: b.bit_len(),
+        words: gpu.upload(b.words())?,
+        len: b.words().len(),
+    })
+}
+
+/// The words back on the host as a [`Bitmap`] (checked by `Bitmap::from_payload`: a GPU writer
+/// that broke the format would show up as `Error::Gpu`).
+pub fn download(gpu: &Gpu, d: &DeviceBitmap) -> Result<Bitmap> {
+    let words = read_words(gpu, &d.words, 0, d.len)?;
+    let mut payload = Vec::with_capacity(16 + 4 * words.len());
+    payload.extend_from_slice(&d.bit_len.to_le_bytes());
+    payload.extend_from_slice(&(words.len() as u32).to_le_bytes());
+    payload.extend_from_slice(&0u32.to_le_bytes());
+    for w in &words {
+        payload.extend_from_slice(&w.to_le_bytes());
+    }
+    Bitmap::from_payload(d.flavor, &payload).map_err(|e| {
+        Error::Gpu(format!(
+            "GPU wrote an invalid {} stream: {e}",
+            flavor_name(d.flavor)
+        ))
+    })
+}
+
+/// Slot ends of a stream on the device, its u64 group total and the first zero counter.
+struct Ends {
+    ends: CudaSlice<u32>,
+    partials: CudaSlice<u64>,
+    tiles: usize,
+    status: CudaSlice<u64>,
+}
+
+fn slot_ends(gpu: &Gpu, d: &DeviceBitmap) -> Result<Ends> {
+    let m = d.len as u64;
+    let n = d.slots();
+    let tiles = n.div_ceil(DS_TILE).max(1);
+    let ends = gpu.alloc::<u32>(n as usize)?;
+    let partials = gpu.alloc::<u64>(tiles as usize + 1)?;
+    let status = gpu.alloc::<u64>(1)?;
+    let (pw, pe, pp, ps) = (
+        gpu.ptr(&d.words),
+        gpu.ptr(&ends),
+        gpu.ptr(&partials),
+        gpu.ptr(&status),
+    );
+    gpu.fill_bytes_raw(ps, 0xFF, 8)?;
+    let (reduce, apply) = match d.flavor {
+        Flavor::Wah => ("bm_slots_reduce_wah", "bm_slots_apply_wah"),
+        Flavor::Plwah => ("bm_slots_reduce_plwah", "bm_slots_apply_plwah"),
+    };
+    let f_r = gpu.function(Module::Bitmap, reduce)?;
+    let f_p = gpu.function(Module::Bitmap, "ds_partials_u64")?;
+    let f_a = gpu.function(Module::Bitmap, apply)?;
+    let g = grid(n, DS_TILE)?;
+    let count = tiles as u32;
+    // SAFETY: matches bm_slots_reduce_<f>(words, m, partials, status), ds_partials_u64(partials,
+    // count), bm_slots_apply_<f>(words, m, partials, ends): `words` holds m words, `ends` the
+    // n = m or 2m slots, `partials` tiles + 1 u64s, `status` one u64.
+    unsafe {
+        if n > 0 {
+            gpu.launch(&f_r, g, DS_THREADS, &[&pw, &m, &pp, &ps])?;
+        } else {
+            gpu.fill_bytes_raw(pp, 0, 8)?;
+        }
+        gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&pp, &count])?;
+        if n > 0 {
+            gpu.launch(&f_a, g, DS_THREADS, &[&pw, &m, &pp, &pe])?;
+        }
+    }
+    Ok(Ends {
+        ends,
+        partials,
+        tiles: tiles as usize,
+        status,
+    })
+}
+
+/// The group the last word of a stream ends with (`wah.md` §5 step 6 looks at it).
+fn last_group(flavor: Flavor, w: u32) -> u32 {
+    match flavor.decode_word(w) {
+        bitmap::Word::Literal(g) => g,
+        bitmap::Word::Fill {
+            fill_bit, position, ..
+        } => {
+            let fg = if fill_bit { bitmap::GROUP_ONES } else { 0 };
+            if position != 0 {
+                fg ^ (1 << (position - 1))
+            } else {
+                fg
+            }
+        }
+    }
+}
+
+/// The CPU reference's error for a payload the GPU found bad.
+fn cpu_error(flavor: Flavor, payload: &[u8]) -> Error {
+    match Bitmap::from_payload(flavor, payload) {
+        Err(e) => e,
+        Ok(_) => Error::Gpu("GPU validation rejected a payload the CPU accepts".into()),
+    }
+}
+
+/// Validates a payload (`wah.md` §5: header on the CPU, the words on the GPU) and leaves the
+/// bitmap on the device. A bad payload gives the CPU decoder's exact error.
+pub fn upload_payload(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<DeviceBitmap> {
+    let bit_len = bitmap::payload_bit_len(flavor, payload)?;
+    let words: Vec<u32> = payload[bitmap::HEADER_BYTES..]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let groups = group_count(bit_len);
+    if words.is_empty() {
+        return if groups == 0 {
+            upload(gpu, &Bitmap::from_payload(flavor, payload)?)
+        } else {
+            Err(cpu_error(flavor, payload))
+        };
+    }
+    let d = DeviceBitmap {
+        flavor,
+        bit_len,
+        words: gpu.upload(&words)?,
+        len: words.len(),
+    };
+    let e = slot_ends(gpu, &d)?;
+    let status = read_u64(gpu, &e.status, 0)?;
+    let total = read_u64(gpu, &e.partials, e.tiles)?;
+    let last = last_group(flavor, words[words.len() - 1]);
+    let padding_ok = groups == 0 || last & !last_group_mask(bit_len) == 0;
+    if status != STATUS_OK || total != groups || !padding_ok {
+        return Err(cpu_error(flavor, payload));
+    }
+    Ok(d)
+}
+
+/// Decompresses into `out` (at least `ceil(bit_len / 32)` words). Queued, not waited for.
+pub fn decompress_device_into(gpu: &Gpu, d: &DeviceBitmap, out: &mut CudaSlice<u32>) -> Result<()> {
+    let groups = group_count(d.bit_len);
+    let out_words = d.bit_len.div_ceil(32);
+    if (out.len() as u64) < out_words {
+        return Err(Error::InvalidArgument(
+            "decompression output buffer too small".into(),
+        ));
+    }
+    if groups == 0 {
+        return Ok(());
+    }
+    let e = slot_ends(gpu, d)?;
+    let n_slots = u32::try_from(d.slots())
+        .map_err(|_| Error::InvalidArgument("too many words for one GPU bitmap".into()))?;
+    let name = match d.flavor {
+        Flavor::Wah => "bm_decompress_wah",
+        Flavor::Plwah => "bm_decompress_plwah",
+    };
+    let f = gpu.function(Module::Bitmap, name)?;
+    let (pw, pe, po) = (gpu.ptr(&d.words), gpu.ptr(&e.ends), gpu.ptr(out));
+    // SAFETY: matches bm_decompress_<f>(words, n_slots, ends, groups, out, out_words): `words`
+    // holds len words (n_slots slots), `ends` n_slots entries, `out` >= out_words words. `e`
+    // is dropped right after the launch: cudarc frees device memory stream-ordered
+    // (cuMemFreeAsync on this stream, or after a synchronize), so only after the kernel ran.
+    unsafe {
+        gpu.launch(
+            &f,
+            grid(groups, DECODE_TILE)?,
+            DECODE_THREADS,
+            &[&pw, &n_slots, &pe, &groups, &po, &out_words],
+        )?;
+    }
+    drop(e);
+    Ok(())
+}
+
+/// Decompresses on the device into a new plain bitmap.
+pub fn decompress_device(gpu: &Gpu, d: &DeviceBitmap) -> Result<DevicePlain> {
+    let mut words = gpu.alloc::<u32>(d.bit_len.div_ceil(32) as usize)?;
+    decompress_device_into(gpu, d, &mut words)?;
+    Ok(DevicePlain {
+        words,
+        bit_len: d.bit_len,
+    })
+}
+
+/// Validates a payload and decompresses it on the GPU: `ceil(bit_len / 8)` bytes, or the CPU
+/// decoder's error.
+pub fn decompress(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Vec<u8>> {
+    let d = upload_payload(gpu, flavor, payload)?;
+    download_plain(gpu, &decompress_device(gpu, &d)?)
+}
+
+/// Decompresses a (valid) CPU bitmap on the GPU.
+pub fn decompress_bitmap(gpu: &Gpu, b: &Bitmap) -> Result<Vec<u8>> {
+    download_plain(gpu, &decompress_device(gpu, &upload(gpu, b)?)?)
+}
+
+/// Re-encodes in `to`, canonically (`plwah::convert`; PLWAH to WAH is Algorithm 6).
+pub fn convert_device(gpu: &Gpu, d: &DeviceBitmap, to: Flavor) -> Result<DeviceBitmap> {
+    let (reduce, apply) = match (d.flavor, to) {
+        (Flavor::Plwah, Flavor::Wah) => (
+            "bm_convert_reduce_plwah_to_wah",
+            "bm_convert_apply_plwah_to_wah",
+        ),
+        (Flavor::Wah, Flavor::Plwah) => (
+            "bm_convert_reduce_wah_to_plwah",
+            "bm_convert_apply_wah_to_plwah",
+        ),
+        _ => {
+            // Same flavor: the canonical re-encoding is the op-free writer over the slots of a
+            // stream, which the conversions are; go through the other flavor's reader.
+            let tmp = convert_device(gpu, d, other(to))?;
+            return convert_device(gpu, &tmp, to);
+        }
+    };
+    let pw = gpu.ptr(&d.words);
+    let n = d.slots();
+    run_writer(
+        gpu,
+        WriterRun {
+            flavor: to,
+            bit_len: d.bit_len,
+            elements: n,
+            reduce,
+            apply,
+            src: vec![&pw, &n],
+            max_counter: to.max_counter() as u32,
+        },
+    )
+}
+
+fn other(f: Flavor) -> Flavor {
+    match f {
+        Flavor::Wah => Flavor::Plwah,
+        Flavor::Plwah => Flavor::Wah,
+    }
+}
+
+/// [`convert_device`] for a CPU bitmap.
+pub fn convert(gpu: &Gpu, b: &Bitmap, to: Flavor) -> Result<Bitmap> {
+    download(gpu, &convert_device(gpu, &upload(gpu, b)?, to)?)
+}
+
+/// PLWAH payload in, WAH payload out (`plwah::to_wah`), validating the input.
+pub fn to_wah(gpu: &Gpu, plwah_payload: &[u8]) -> Result<Vec<u8>> {
+    let d = upload_payload(gpu, Flavor::Plwah, plwah_payload)?;
+    Ok(download(gpu, &convert_device(gpu, &d, Flavor::Wah)?)?.to_payload())
+}
+
+/// `op(a, b)` on the compressed words, on the device (module docs).
+pub fn binary_device(
+    gpu: &Gpu,
+    op: Op,
+    a: &DeviceBitmap,
+    b: &DeviceBitmap,
+) -> Result<DeviceBitmap> {
+    if a.flavor != b.flavor || a.bit_len != b.bit_len {
+        return Err(Error::InvalidArgument(format!(
+            "bitmap operands differ: {:?} of {} bits and {:?} of {} bits",
+            a.flavor, a.bit_len, b.flavor, b.bit_len
+        )));
+    }
+    if group_count(a.bit_len) == 0 {
+        return run_writer(
+            gpu,
+            WriterRun {
+                flavor: a.flavor,
+                bit_len: a.bit_len,
+                elements: 0,
+                reduce: "",
+                apply: "",
+                src: vec![],
+                max_counter: 1,
+            },
+        );
+    }
+    let (ea, eb) = (slot_ends(gpu, a)?, slot_ends(gpu, b)?);
+    let (na, nb) = (
+        u32::try_from(a.slots()).map_err(|_| Error::InvalidArgument("bitmap too large".into()))?,
+        u32::try_from(b.slots()).map_err(|_| Error::InvalidArgument("bitmap too large".into()))?,
+    );
+    let (pwa, pea, pwb, peb) = (
+        gpu.ptr(&a.words),
+        gpu.ptr(&ea.ends),
+        gpu.ptr(&b.words),
+        gpu.ptr(&eb.ends),
+    );
+    let (reduce, apply) = op_kernels(op, a.flavor);
+    run_writer(
+        gpu,
+        WriterRun {
+            flavor: a.flavor,
+            bit_len: a.bit_len,
+            elements: u64::from(na) + u64::from(nb),
+            reduce,
+            apply,
+            src: vec![&pwa, &pea, &na, &pwb, &peb, &nb],
+            max_counter: a.flavor.max_counter() as u32,
+        },
+    )
+}
+
+/// `op(a, b)` of two CPU bitmaps on the GPU: `ops::binary`'s result, word for word.
+pub fn binary(gpu: &Gpu, op: Op, a: &Bitmap, b: &Bitmap) -> Result<Bitmap> {
+    if a.flavor() != b.flavor() || a.bit_len() != b.bit_len() {
+        return bitmap::ops::binary(op, a, b);
+    }
+    let (da, db) = (upload(gpu, a)?, upload(gpu, b)?);
+    download(gpu, &binary_device(gpu, op, &da, &db)?)
+}
+
+/// The number of set bits, on the device (waits for it).
+pub fn count_ones_device(gpu: &Gpu, d: &DeviceBitmap) -> Result<u64> {
+    let n = d.slots();
+    if n == 0 {
+        return Ok(0);
+    }
+    let tiles = n.div_ceil(DS_TILE);
+    let partials = gpu.alloc::<u64>(tiles as usize + 1)?;
+    let (pw, pp) = (gpu.ptr(&d.words), gpu.ptr(&partials));
+    let m = d.len as u64;
+    let name = match d.flavor {
+        Flavor::Wah => "bm_count_ones_wah",
+        Flavor::Plwah => "bm_count_ones_plwah",
+    };
+    let f = gpu.function(Module::Bitmap, name)?;
+    let f_p = gpu.function(Module::Bitmap, "ds_partials_u64")?;
+    let count = tiles as u32;
+    // SAFETY: matches bm_count_ones_<f>(words, m, partials) and ds_partials_u64(partials, count).
+    unsafe {
+        gpu.launch(&f, grid(n, DS_TILE)?, DS_THREADS, &[&pw, &m, &pp])?;
+        gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&pp, &count])?;
+    }
+    read_u64(gpu, &partials, tiles as usize)
+}
+
+/// [`count_ones_device`] for a CPU bitmap.
+pub fn count_ones(gpu: &Gpu, b: &Bitmap) -> Result<u64> {
+    count_ones_device(gpu, &upload(gpu, b)?)
+}
+
+/// `op(a, b)` word by word on plain device bitmaps of one length (the decompress-operate
+/// baseline). Queued, not waited for.
+pub fn plain_op_device(
+    gpu: &Gpu,
+    op: Op,
+    a: &DevicePlain,
+    b: &DevicePlain,
+    out: &mut DevicePlain,
+) -> Result<()> {
+    let n = a.word_count();
+    if a.bit_len != b.bit_len
+        || out.bit_len != a.bit_len
+        || b.words.len() < n
+        || out.words.len() < n
+    {
+        return Err(Error::InvalidArgument(
+            "plain bitmaps of different lengths".into(),
+        ));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.function(Module::Bitmap, "bm_plain_op")?;
+    let (pa, pb, po) = (gpu.ptr(&a.words), gpu.ptr(&b.words), gpu.ptr(&out.words));
+    let n64 = n as u64;
+    let code = op_code(op);
+    let blocks = (gpu.info().sm_count.max(1) * 8).min(grid(n64, 1024)?);
+    // SAFETY: matches bm_plain_op(a, b, out, n, op); all three hold >= n words (checked) and are
+    // 16-byte aligned (device allocations).
+    unsafe { gpu.launch(&f, blocks, 256, &[&pa, &pb, &po, &n64, &code]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defines() -> std::collections::HashMap<String, String> {
+        let mut m = std::collections::HashMap::new();
+        for h in ["wah.cuh", "device_scan.cuh", "merge.cuh"] {
+            for line in crate::kernels::header(h).expect("embedded").lines() {
+                let mut it = line.split_whitespace();
+                if it.next() == Some("#define") {
+                    if let (Some(k), Some(v)) = (it.next(), it.next()) {
+                        m.insert(k.to_string(), v.to_string());
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    fn num(m: &std::collections::HashMap<String, String>, k: &str) -> u64 {
+        let v = m.get(k).unwrap_or_else(|| panic!("{k} not defined"));
+        let v = v.trim_end_matches('u');
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).expect("hex"),
+            None => v.parse().expect("decimal"),
+        }
+    }
+
+    #[test]
+    fn host_constants_match_the_kernel_headers_and_the_cpu_codec() {
+        let m = defines();
+        assert_eq!(num(&m, "BM_GROUP_BITS"), GROUP_BITS);
+        assert_eq!(num(&m, "BM_GROUP_ONES"), u64::from(bitmap::GROUP_ONES));
+        assert_eq!(num(&m, "BM_FILL_FLAG"), u64::from(FILL_FLAG));
+        assert_eq!(num(&m, "BM_FILL_BIT"), u64::from(FILL_BIT));
+        assert_eq!(num(&m, "BM_WAH_COUNTER_MASK"), u64::from(WAH_COUNTER_MASK));
+        assert_eq!(
+            num(&m, "BM_PLWAH_COUNTER_MASK"),
+            u64::from(PLWAH_COUNTER_MASK)
+        );
+        assert_eq!(
+            num(&m, "BM_PLWAH_POSITION_SHIFT"),
+            u64::from(PLWAH_POSITION_SHIFT)
+        );
+        assert_eq!(num(&m, "BM_WRITER_THREADS"), u64::from(WRITER_THREADS));
+        assert_eq!(num(&m, "BM_WRITER_ITEMS"), WRITER_ITEMS);
+        assert_eq!(num(&m, "BM_DECODE_THREADS"), u64::from(DECODE_THREADS));
+        assert_eq!(num(&m, "BM_DECODE_GROUPS"), DECODE_GROUPS);
+        assert_eq!(num(&m, "DS_THREADS"), u64::from(DS_THREADS));
+        assert_eq!(num(&m, "DS_ITEMS"), DS_ITEMS);
+        assert_eq!(num(&m, "DS_PARTIAL_THREADS"), u64::from(DS_PARTIAL_THREADS));
+        assert_eq!(FILL_FLAG, bitmap::wah::FILL_FLAG);
+        assert_eq!(FILL_BIT, bitmap::plwah::FILL_BIT);
+        assert_eq!(WAH_COUNTER_MASK, bitmap::wah::COUNTER_MASK);
+        assert_eq!(PLWAH_COUNTER_MASK, bitmap::plwah::COUNTER_MASK);
+        assert_eq!(PLWAH_POSITION_SHIFT, bitmap::plwah::POSITION_SHIFT);
+        // A writer tile of groups starts on a word: 32 groups are 31 words.
+        assert_eq!(WRITER_TILE % 32, 0);
+        assert_eq!(DECODE_GROUPS, 32);
+    }
+
+    #[test]
+    fn pack_words_is_little_endian_and_zero_padded() {
+        assert_eq!(pack_words(&[1, 2, 3, 4, 5], 33), vec![0x0403_0201, 5]);
+        assert_eq!(pack_words(&[], 0), Vec::<u32>::new());
+    }
+}
