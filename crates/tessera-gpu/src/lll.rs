@@ -1,1 +1,924 @@
-//! GPU lll: placeholder, filled in by the lll work.
+//! LLL decoding on the GPU (`docs/format/lll.md`; kernels in `kernels/lll.cu`), after Funasaka,
+//! Nakano and Ito, *Light Loss-Less Data Compression, with GPU Implementation*.
+//!
+//! The host checks what a kernel must be able to trust, exactly as the CPU decoders do (§7
+//! steps 1-3: header, caller's length, strip directory), and turns every chunk's directory into
+//! rows of one strip table ([`StripDesc`]: where a strip's bytes are, where its output goes), so
+//! one launch decodes every strip of every chunk, one thread block per strip. The kernel checks
+//! the rest (step 4 and the words of step 5) and stops a bad strip before writing any byte of
+//! the failing step; it leaves a status per strip and the lowest bad strip in one word. The host
+//! then re-runs the CPU decoder on that strip's chunk, so every failure is the CPU's exact
+//! [`Error`] (the CPU decoder defines the errors; the GPU only has to notice one).
+//!
+//! Invariants: the input buffer holds the chunks' payloads back to back plus
+//! [`INPUT_PADDING`] readable bytes (the kernel reads identifier blocks as aligned words); every
+//! strip row comes from a directory that passed step 3, so its byte range lies inside its
+//! chunk's payload and its output range inside the output buffer, which [`enqueue_decode`]
+//! checks is long enough. Nothing is allocated from a header field: table sizes come from
+//! strip counts checked against the payload length, output lengths from the caller.
+
+use cudarc::driver::{CudaSlice, DeviceRepr};
+use tessera_codecs::lll as cpu;
+use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
+
+use crate::kernels::Module;
+use crate::runtime::{cuda, Gpu};
+use crate::PinnedBuffer;
+
+/// Readable bytes the kernel needs past the last payload byte (`LLL_INPUT_PADDING`).
+pub const INPUT_PADDING: usize = 16;
+/// Strip status codes (`LLL_ST_*` in lll.cuh), for diagnostics: errors come from the CPU.
+pub const STATUS_NAMES: [&str; 8] = [
+    "ok",
+    "strip shape",
+    "word counts truncated",
+    "word_count",
+    "identifiers truncated",
+    "identifier padding",
+    "word array length",
+    "code",
+];
+
+/// One strip for the kernel (`struct LllStrip` in lll.cuh).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StripDesc {
+    /// First byte of the strip in the input buffer.
+    pub in_start: u64,
+    /// First output byte of the strip.
+    pub out_start: u64,
+    /// Strip bytes.
+    pub in_len: u32,
+    /// Output bytes, 1..=32768.
+    pub out_len: u32,
+}
+
+// SAFETY: plain-old-data, `#[repr(C)]`, laid out like the CUDA struct (24 bytes, checked by a test).
+unsafe impl DeviceRepr for StripDesc {}
+
+/// Threads per thread block of the decode kernel (one thread block per strip).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// 128 threads, 512 words per step (the paper's block size).
+    #[default]
+    Threads128,
+    /// 256 threads, 1024 words per step.
+    Threads256,
+}
+
+impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 2] = [Variant::Threads128, Variant::Threads256];
+
+    fn kernel(self) -> (&'static str, u32) {
+        match self {
+            Variant::Threads128 => ("lll_decode_128", 128),
+            Variant::Threads256 => ("lll_decode_256", 256),
+        }
+    }
+
+    /// A short name (`128`, `256`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Threads128 => "128",
+            Variant::Threads256 => "256",
+        }
+    }
+}
+
+/// Where one chunk sits in a [`DeviceLll`].
+#[derive(Debug, Clone, Copy)]
+struct ChunkSpan {
+    in_start: usize,
+    in_len: usize,
+    out_len: usize,
+    first_strip: u32,
+}
+
+/// LLL chunks on the device, ready to decode: payloads back to back, the strip table, status.
+pub struct DeviceLll {
+    bytes: CudaSlice<u8>,
+    strips: CudaSlice<StripDesc>,
+    status: CudaSlice<u32>,
+    first_bad: CudaSlice<u32>,
+    chunks: Vec<ChunkSpan>,
+    strip_count: u32,
+    in_len: usize,
+    out_len: usize,
+}
+
+impl std::fmt::Debug for DeviceLll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceLll")
+            .field("chunks", &self.chunks.len())
+            .field("strips", &self.strip_count)
+            .field("in_len", &self.in_len)
+            .field("out_len", &self.out_len)
+            .finish_non_exhaustive()
+    }
+}
+
+fn word(p: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
+}
+
+/// §7 steps 1-3 on the host: each strip's payload byte range, or `None` when the CPU decoder
+/// would fail on these bytes (it then says how). As strict as the CPU's `parse_directory`.
+fn strip_ranges(payload: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
+    if payload.len() < cpu::HEADER_BYTES
+        || word(payload, 0) as usize != cpu::SEGMENT_BYTES
+        || word(payload, 4) as usize != cpu::SEGMENTS_PER_STRIP
+    {
+        return None;
+    }
+    let total = word(payload, 8);
+    if total > MAX_CHUNK_VALUES || total as usize != n {
+        return None;
+    }
+    let strips = word(payload, 12) as usize;
+    if strips != n.div_ceil(cpu::STRIP_BYTES) {
+        return None;
+    }
+    let data_start = cpu::HEADER_BYTES + 4 * strips;
+    if payload.len() < data_start || (strips == 0 && payload.len() > cpu::HEADER_BYTES) {
+        return None;
+    }
+    let mut ranges = Vec::with_capacity(strips);
+    let mut min = data_start;
+    for k in 0..strips {
+        let start = word(payload, cpu::HEADER_BYTES + 4 * k) as usize;
+        let max = if k == 0 { data_start } else { payload.len() };
+        if start < min || start > max {
+            return None;
+        }
+        if k > 0 {
+            let prev: &mut (usize, usize) = &mut ranges[k - 1];
+            prev.1 = start;
+        }
+        ranges.push((start, payload.len()));
+        min = start;
+    }
+    Some(ranges)
+}
+
+/// The CPU decoder's verdict on bytes the GPU side rejected: its error, or (a bug) a note that it
+/// accepted them.
+fn cpu_error(payload: &[u8], out: &mut [u8], what: &str) -> Error {
+    match cpu::decode(payload, out) {
+        Err(e) => e,
+        Ok(()) => Error::Gpu(format!(
+            "LLL: {what}, but the CPU decoder accepts the chunk (GPU/CPU disagreement)"
+        )),
+    }
+}
+
+/// The host's view of a batch of chunks: the strip table and the chunk spans.
+fn plan(chunks: &[(&[u8], usize)]) -> Result<(Vec<StripDesc>, Vec<ChunkSpan>, usize, usize)> {
+    let mut strips = Vec::new();
+    let mut spans = Vec::with_capacity(chunks.len());
+    let (mut in_at, mut out_at) = (0usize, 0usize);
+    for (c, &(payload, n)) in chunks.iter().enumerate() {
+        if n > MAX_CHUNK_VALUES as usize {
+            return Err(Error::InvalidArgument(format!(
+                "LLL chunk {c}: {n} output bytes exceed {MAX_CHUNK_VALUES}"
+            )));
+        }
+        let Some(ranges) = strip_ranges(payload, n) else {
+            return Err(cpu_error(payload, &mut vec![0u8; n], "host checks failed"));
+        };
+        let first_strip = u32::try_from(strips.len())
+            .map_err(|_| Error::InvalidArgument("more than 2^32 LLL strips".into()))?;
+        for (k, &(s, e)) in ranges.iter().enumerate() {
+            let o = k * cpu::STRIP_BYTES;
+            strips.push(StripDesc {
+                in_start: (in_at + s) as u64,
+                out_start: (out_at + o) as u64,
+                in_len: (e - s) as u32,
+                out_len: (n - o).min(cpu::STRIP_BYTES) as u32,
+            });
+        }
+        spans.push(ChunkSpan {
+            in_start: in_at,
+            in_len: payload.len(),
+            out_len: n,
+            first_strip,
+        });
+        in_at += payload.len();
+        out_at += n;
+    }
+    u32::try_from(strips.len())
+        .map_err(|_| Error::InvalidArgument("more than 2^32 LLL strips".into()))?;
+    Ok((strips, spans, in_at, out_at))
+}
+
+impl DeviceLll {
+    /// Checks each chunk's header and strip directory on the host (an error is the CPU
+    /// decoder's for that chunk) and uploads the payloads and the strip table. `chunks` pairs
+    /// each payload with its decoded length (at most 2^24 bytes); outputs follow each other.
+    pub fn upload(gpu: &Gpu, chunks: &[(&[u8], usize)]) -> Result<DeviceLll> {
+        let (strips, spans, in_len, out_len) = plan(chunks)?;
+        let mut bytes = Vec::with_capacity(in_len + INPUT_PADDING);
+        for (p, _) in chunks {
+            bytes.extend_from_slice(p);
+        }
+        bytes.resize(in_len + INPUT_PADDING, 0);
+        DeviceLll::from_parts(gpu, gpu.upload(&bytes)?, strips, spans, in_len, out_len)
+    }
+
+    fn from_parts(
+        gpu: &Gpu,
+        bytes: CudaSlice<u8>,
+        strips: Vec<StripDesc>,
+        chunks: Vec<ChunkSpan>,
+        in_len: usize,
+        out_len: usize,
+    ) -> Result<DeviceLll> {
+        let strip_count = strips.len() as u32;
+        Ok(DeviceLll {
+            bytes,
+            strips: gpu.upload(&strips)?,
+            status: gpu.alloc::<u32>(strips.len())?,
+            first_bad: gpu.alloc::<u32>(1)?,
+            chunks,
+            strip_count,
+            in_len,
+            out_len,
+        })
+    }
+
+    /// Payload bytes on the device (without the padding).
+    pub fn compressed_bytes(&self) -> usize {
+        self.in_len
+    }
+    /// Decoded bytes of all chunks.
+    pub fn out_len(&self) -> usize {
+        self.out_len
+    }
+    /// Strips of all chunks (thread blocks of a launch).
+    pub fn strip_count(&self) -> u32 {
+        self.strip_count
+    }
+    /// Chunks held.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Copies the payload bytes into new pinned host memory (for timed re-uploads).
+    pub fn pin(&self, gpu: &Gpu) -> Result<PinnedBuffer> {
+        let mut pinned = gpu.alloc_pinned(self.in_len + INPUT_PADDING)?;
+        gpu.download(&self.bytes, pinned.as_mut_slice()?)?;
+        Ok(pinned)
+    }
+
+    /// Queues a copy of the payload bytes from `pinned` (as [`Self::pin`] made it) to the device,
+    /// on the main stream: the upload half of loading compressed data.
+    pub fn enqueue_reupload(&mut self, gpu: &Gpu, pinned: &PinnedBuffer) -> Result<()> {
+        gpu.enqueue_upload(pinned, self.in_len + INPUT_PADDING, &mut self.bytes)
+    }
+}
+
+/// Queues the decode of every strip of `input` into `out` (at least `input.out_len()` bytes)
+/// on the main stream; [`finish_decode`] then reports errors. For timing.
+pub fn enqueue_decode(
+    gpu: &Gpu,
+    input: &DeviceLll,
+    out: &mut CudaSlice<u8>,
+    variant: Variant,
+) -> Result<()> {
+    if out.len() < input.out_len {
+        return Err(Error::InvalidArgument(format!(
+            "LLL output buffer of {} bytes, {} needed",
+            out.len(),
+            input.out_len
+        )));
+    }
+    let first_bad = gpu.ptr(&input.first_bad);
+    // SAFETY: `first_bad` addresses one live u32; ordered on the main stream before the launch.
+    unsafe { cudarc::driver::result::memset_d8_async(first_bad, 0xFF, 4, gpu.stream.cu_stream()) }
+        .map_err(cuda("clearing the LLL status"))?;
+    if input.strip_count == 0 {
+        return Ok(());
+    }
+    let (name, threads) = variant.kernel();
+    let f = gpu.function(Module::Lll, name)?;
+    let grid = input.strip_count.min(i32::MAX as u32);
+    let (d_in, d_strips) = (gpu.ptr(&input.bytes), gpu.ptr(&input.strips));
+    let (d_out, d_status) = (gpu.ptr(out), gpu.ptr(&input.status));
+    // SAFETY: the arguments match `lll_decode_*(const u8*, const LllStrip*, u32, u8*, u32*,
+    // u32*)`; the input holds every strip's bytes plus INPUT_PADDING (built by `upload` from
+    // directories checked like the CPU's), `out` holds out_len >= every strip's output end
+    // (checked above), `status` one word per strip; all outlive the launch (callers synchronize
+    // before dropping them: `finish_decode`, `Gpu::timed`).
+    unsafe {
+        gpu.launch(
+            &f,
+            grid,
+            threads,
+            &[
+                &d_in,
+                &d_strips,
+                &input.strip_count,
+                &d_out,
+                &d_status,
+                &first_bad,
+            ],
+        )
+    }
+}
+
+/// Waits for the decode and turns a flagged strip into the CPU decoder's error for its chunk.
+pub fn finish_decode(gpu: &Gpu, input: &DeviceLll) -> Result<()> {
+    let bad = first_bad(gpu, input)?;
+    let Some((strip, code)) = bad else {
+        return Ok(());
+    };
+    let c = chunk_of(input, strip);
+    let span = input.chunks[c];
+    let mut payload = vec![0u8; span.in_len];
+    if span.in_len > 0 {
+        let view = input
+            .bytes
+            .slice(span.in_start..span.in_start + span.in_len);
+        gpu.stream
+            .memcpy_dtoh(&view, &mut payload)
+            .map_err(cuda("copying an LLL chunk back"))?;
+        gpu.synchronize()?;
+    }
+    Err(cpu_error(
+        &payload,
+        &mut vec![0u8; span.out_len],
+        &flag_note(strip, code),
+    ))
+}
+
+fn flag_note(strip: u32, code: u32) -> String {
+    format!(
+        "the GPU flagged strip {strip} ({})",
+        STATUS_NAMES.get(code as usize).unwrap_or(&"unknown status")
+    )
+}
+
+/// The lowest flagged strip and its status code, if any.
+fn first_bad(gpu: &Gpu, input: &DeviceLll) -> Result<Option<(u32, u32)>> {
+    let mut bad = [0u32];
+    gpu.download(&input.first_bad, &mut bad)?;
+    if bad[0] == u32::MAX || input.strip_count == 0 {
+        return Ok(None);
+    }
+    if bad[0] >= input.strip_count {
+        return Err(Error::Gpu(format!(
+            "LLL kernel reported strip {} of {}",
+            bad[0], input.strip_count
+        )));
+    }
+    let mut code = [0u32];
+    let view = input.status.slice(bad[0] as usize..bad[0] as usize + 1);
+    gpu.stream
+        .memcpy_dtoh(&view, &mut code)
+        .map_err(cuda("reading an LLL strip status"))?;
+    gpu.synchronize()?;
+    Ok(Some((bad[0], code[0])))
+}
+
+/// The chunk that holds `strip`.
+fn chunk_of(input: &DeviceLll, strip: u32) -> usize {
+    input
+        .chunks
+        .partition_point(|c| c.first_strip <= strip)
+        .saturating_sub(1)
+}
+
+/// Decodes every chunk of `input` into `out` (device memory, at least `input.out_len()` bytes):
+/// the device-resident path, no host transfer but the status word.
+pub fn decode_device(gpu: &Gpu, input: &DeviceLll, out: &mut CudaSlice<u8>) -> Result<()> {
+    enqueue_decode(gpu, input, out, Variant::default())?;
+    finish_decode(gpu, input)
+}
+
+/// Decodes one LLL chunk on the GPU: `payload` must decode to exactly `out.len()` bytes. The
+/// result (and any error) equals `tessera_codecs::lll::decode`'s.
+pub fn decode(gpu: &Gpu, payload: &[u8], out: &mut [u8]) -> Result<()> {
+    if strip_ranges(payload, out.len()).is_none() {
+        return Err(cpu_error(payload, out, "host checks failed"));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    let input = DeviceLll::upload(gpu, &[(payload, out.len())])?;
+    let mut d_out = gpu.alloc::<u8>(out.len())?;
+    enqueue_decode(gpu, &input, &mut d_out, Variant::default())?;
+    if let Some((strip, code)) = first_bad(gpu, &input)? {
+        return Err(cpu_error(payload, out, &flag_note(strip, code)));
+    }
+    gpu.download(&d_out, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defines() -> std::collections::HashMap<String, String> {
+        crate::kernels::header("lll.cuh")
+            .expect("lll.cuh is embedded")
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                (it.next() == Some("#define")).then_some(())?;
+                let name = it.next()?.strip_prefix("LLL_")?.to_string();
+                Some((name, it.next().unwrap_or("").to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn host_constants_match_lll_cuh() {
+        let d = defines();
+        let num = |k: &str| -> usize {
+            d.get(k)
+                .unwrap_or_else(|| panic!("LLL_{k} missing"))
+                .trim_end_matches('u')
+                .parse()
+                .unwrap_or_else(|_| panic!("LLL_{k} not a number"))
+        };
+        assert_eq!(num("SEGMENT_BYTES"), cpu::SEGMENT_BYTES);
+        assert_eq!(num("SEGMENTS_PER_STRIP"), cpu::SEGMENTS_PER_STRIP);
+        assert_eq!(num("STRIP_BYTES"), cpu::STRIP_BYTES);
+        assert_eq!(num("MAX_STRIP_SEGMENTS"), cpu::MAX_STRIP_SEGMENTS);
+        assert_eq!(num("HEADER_BYTES"), cpu::HEADER_BYTES);
+        assert_eq!(num("RUN_T"), cpu::RUN_T as usize);
+        assert_eq!(num("LONG_L"), cpu::LONG_L as usize);
+        assert_eq!(num("SHORT_MIN"), cpu::SHORT_MIN);
+        assert_eq!(num("LONG_MIN"), cpu::LONG_MIN);
+        assert_eq!(num("RL_MIN"), cpu::RL_MIN);
+        assert_eq!(num("INPUT_PADDING"), INPUT_PADDING);
+        assert_eq!(num("RING_BYTES"), 2 * cpu::SEGMENT_BYTES);
+        assert_eq!(num("MAX_ID_WORDS"), cpu::STRIP_BYTES / 32);
+        assert_eq!(num("ST_CODE") + 1, STATUS_NAMES.len());
+        assert_eq!(std::mem::size_of::<StripDesc>(), 24);
+    }
+
+    #[test]
+    fn host_directory_checks_agree_with_the_cpu_decoder() {
+        // Every single-byte corruption of the header and directory of a small chunk: the host
+        // accepts exactly the directories the CPU decoder gets past (it may still fail later,
+        // in a strip, which the kernel reports).
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i * 7 / 13) as u8).collect();
+        let mut payload = Vec::new();
+        cpu::encode(&data, &mut payload).expect("encodes");
+        let dir_end = cpu::HEADER_BYTES + 4 * data.len().div_ceil(cpu::STRIP_BYTES);
+        let mut out = vec![0u8; data.len()];
+        for at in 0..dir_end {
+            for flip in [1u8, 0x80, 0xFF] {
+                let mut p = payload.clone();
+                p[at] ^= flip;
+                let host_ok = strip_ranges(&p, data.len()).is_some();
+                let verdict = cpu::decode(&p, &mut out);
+                let dir_error = matches!(
+                    verdict,
+                    Err(Error::InvalidHeader { offset, .. }) if (offset as usize) < cpu::HEADER_BYTES
+                ) || matches!(
+                    verdict,
+                    Err(Error::BlockStartOutOfRange { .. }
+                        | Error::CountMismatch {
+                            what: "LLL total_count against the output length",
+                            ..
+                        })
+                );
+                assert_eq!(host_ok, !dir_error, "byte {at} ^ {flip:#x}: {verdict:?}");
+            }
+        }
+        for cut in 0..dir_end {
+            assert!(strip_ranges(&payload[..cut], data.len()).is_none());
+        }
+        assert!(strip_ranges(&payload, data.len()).is_some());
+        assert!(strip_ranges(&payload, data.len() + 1).is_none());
+    }
+}
+
+/// A thread-by-thread model of `kernels/lll.cu` (same phases, same shared-memory layout, same
+/// index arithmetic, threads of a phase run one after another), checked against the CPU decoder
+/// where no GPU is at hand: it catches mistakes in the algorithm (word offsets, the replay of
+/// earlier words, ring indices, step shares), not CUDA ones, which `tests/gpu_lll.rs` catches.
+#[cfg(test)]
+mod model {
+    use super::*;
+
+    const WPT: u32 = 4;
+    const FILL: u32 = 0x8000_0000;
+    const MASK: u32 = 8191;
+
+    fn segment_count(l: u32) -> u32 {
+        let mut s = if l > 2048 {
+            4
+        } else if l > 1024 {
+            3
+        } else if l > 512 {
+            2
+        } else {
+            1
+        };
+        if l > 4096 {
+            s += (l - 1) / 4096;
+        }
+        s
+    }
+
+    fn segment(j: u32, l: u32) -> (u32, u32, u32) {
+        if j < 4 {
+            let s = if j == 0 { 0 } else { 256 << j };
+            (s, (if j == 0 { 512 } else { 2 * s }).min(l), 0)
+        } else {
+            let s = (j - 3) * 4096;
+            (s, (s + 4096).min(l), s - 4096)
+        }
+    }
+
+    fn id(ids: &[u32], i: u32) -> u32 {
+        (ids[(i >> 5) as usize] >> (i & 31)) & 1
+    }
+
+    fn ids_n(ids: &[u32], i: u32, n: u32) -> u32 {
+        let (w, sh) = ((i >> 5) as usize, i & 31);
+        let mut v = ids[w] >> sh;
+        if sh + n > 32 {
+            v |= ids[w + 1] << (32 - sh);
+        }
+        v & ((1u32 << n) - 1)
+    }
+
+    fn exclusive(x: &[u32]) -> (Vec<u32>, u32) {
+        let mut acc = 0u32;
+        let pre = x
+            .iter()
+            .map(|&v| {
+                let p = acc;
+                acc = acc.wrapping_add(v);
+                p
+            })
+            .collect();
+        (pre, acc)
+    }
+
+    /// `lll_decode_strip` with `threads` threads; `input` is the padded input buffer.
+    pub fn decode_strip(input: &[u8], st: StripDesc, out: &mut [u8], threads: u32) -> u32 {
+        let w_step = threads * WPT;
+        let l = st.out_len;
+        if l == 0 || l > 32768 {
+            return 1;
+        }
+        let p = &input[st.in_start as usize..];
+        let n_in = st.in_len;
+        let s_count = segment_count(l);
+        if n_in < 2 * s_count {
+            return 2;
+        }
+        let mut seg_w = [0u32; 12];
+        let mut m = 0u32;
+        let mut bad = false;
+        for j in 0..s_count {
+            let (s, e, _) = segment(j, l);
+            let c = p[2 * j as usize] as u32 | (p[2 * j as usize + 1] as u32) << 8;
+            if c == 0 || c > e - s {
+                bad = true;
+            }
+            seg_w[j as usize] = m;
+            m += c;
+        }
+        seg_w[s_count as usize] = m;
+        if bad {
+            return 3;
+        }
+        let ids_at = 2 * s_count;
+        let ids_len = m.div_ceil(8);
+        if n_in - ids_at < ids_len {
+            return 4;
+        }
+        if m & 7 != 0 && p[(ids_at + ids_len - 1) as usize] >> (m & 7) != 0 {
+            return 5;
+        }
+        let mut ids = vec![0u32; 1024];
+        let at = st.in_start + ids_at as u64;
+        let aligned = (at & !3) as usize;
+        let shift = (at & 3) * 8;
+        let rd = |w: usize| word(input, aligned + 4 * w);
+        let mut ones = 0u32;
+        for w in 0..ids_len.div_ceil(4) {
+            let both = (rd(w as usize) as u64) | (rd(w as usize + 1) as u64) << 32;
+            let mut v = (both >> shift) as u32;
+            let valid = ids_len - 4 * w;
+            if valid < 4 {
+                v &= (1u32 << (8 * valid)) - 1;
+            }
+            ids[w as usize] = v;
+            ones += v.count_ones();
+        }
+        let arr_at = ids_at + ids_len;
+        if n_in - arr_at != m + ones {
+            return 6;
+        }
+        let a = &p[arr_at as usize..];
+        let a_last = m + ones - 1;
+        let rd_a = |x: u32| a[x.min(a_last) as usize] as u32;
+        let mut ring = vec![0u8; 8192];
+        let mut ends = vec![0u16; w_step as usize];
+        let mut desc = vec![0u32; w_step as usize];
+        let mut arr_base = 0u32;
+        for j in 0..s_count {
+            let (s, e, ds) = segment(j, l);
+            let (w0, w1) = (seg_w[j as usize], seg_w[j as usize + 1]);
+            let dict = j > 0;
+            let dict_len = s - ds;
+            let mut pos = s;
+            let mut step0 = w0;
+            while step0 < w1 {
+                let nvs: Vec<u32> = (0..threads)
+                    .map(|t| {
+                        let i0 = step0 + t * WPT;
+                        if i0 < w1 {
+                            WPT.min(w1 - i0)
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let bitss: Vec<u32> = (0..threads)
+                    .map(|t| {
+                        let nv = nvs[t as usize];
+                        if nv > 0 {
+                            ids_n(&ids, step0 + t * WPT, nv)
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let sizes: Vec<u32> = (0..threads as usize)
+                    .map(|t| nvs[t] + bitss[t].count_ones())
+                    .collect();
+                let (offs, step_bytes) = exclusive(&sizes);
+                let mut lens = vec![[0u32; WPT as usize]; threads as usize];
+                let mut dscs = vec![[0u32; WPT as usize]; threads as usize];
+                let mut any_bad = false;
+                for t in 0..threads {
+                    let (nv, bits) = (nvs[t as usize], bitss[t as usize]);
+                    let i0 = step0 + t * WPT;
+                    let x0 = arr_base + offs[t as usize];
+                    let back1 = dict && nv > 0 && i0 > w0;
+                    let back2 = dict && nv > 0 && i0 >= w0 + 2;
+                    let mut x = x0;
+                    if back1 {
+                        x -= 1 + id(&ids, i0 - 1);
+                    }
+                    if back2 {
+                        x -= 1 + id(&ids, i0 - 2);
+                    }
+                    let (mut pend, mut pset, mut pch) = (false, false, 0u32);
+                    for k in -2i32..WPT as i32 {
+                        let exists = match k {
+                            -2 => back2,
+                            -1 => back1,
+                            _ => (k as u32) < nv,
+                        };
+                        if !exists {
+                            continue;
+                        }
+                        let i = (i0 as i64 + k as i64) as u32;
+                        let two = if k >= 0 { (bits >> k) & 1 } else { id(&ids, i) };
+                        let b0 = rd_a(x);
+                        let (n, d);
+                        let mut err = false;
+                        if !dict {
+                            n = if two == 1 { rd_a(x + 1) + 2 } else { 1 };
+                            d = FILL | b0;
+                        } else if two == 0 {
+                            if pend {
+                                n = 0;
+                                d = 0;
+                                pend = false;
+                            } else {
+                                n = 1;
+                                d = FILL | b0;
+                                pset = true;
+                                pch = b0;
+                            }
+                        } else {
+                            let b1 = rd_a(x + 1);
+                            let (tt, ll) = (b0 | (b1 & 15) << 8, b1 >> 4);
+                            err = pend;
+                            pend = false;
+                            if ll == 15 {
+                                let has_c = i + 1 < w1 && id(&ids, i + 1) == 0;
+                                err |= !has_c;
+                                n = if has_c { rd_a(x + 2) } else { 0 } + 18;
+                                pend = true;
+                            } else {
+                                n = ll + 2;
+                            }
+                            if tt == 4095 {
+                                err |= !pset;
+                                d = FILL | pch;
+                                pset = false;
+                            } else {
+                                err |= tt + n > dict_len;
+                                d = ds + tt;
+                                pset = true;
+                                pch = ring[((ds + tt + n - 1) & MASK) as usize] as u32;
+                            }
+                        }
+                        x += 1 + two;
+                        if k >= 0 {
+                            lens[t as usize][k as usize] = n;
+                            dscs[t as usize][k as usize] = d;
+                            any_bad |= err;
+                        }
+                    }
+                }
+                let totals: Vec<u32> = (0..threads as usize)
+                    .map(|t| lens[t][..nvs[t] as usize].iter().sum())
+                    .collect();
+                let (pres, step_out) = exclusive(&totals);
+                let left = e - pos;
+                if step_out > left || (step0 + w_step >= w1 && step_out != left) {
+                    any_bad = true;
+                }
+                for t in 0..threads as usize {
+                    let mut at = pos.wrapping_add(pres[t]);
+                    for k in 0..nvs[t] as usize {
+                        let mut d = dscs[t][k];
+                        if d & FILL == 0 {
+                            d = d.wrapping_sub(at) & MASK;
+                        }
+                        at = at.wrapping_add(lens[t][k]);
+                        ends[t * WPT as usize + k] = at as u16;
+                        desc[t * WPT as usize + k] = d;
+                    }
+                }
+                if any_bad {
+                    return 7;
+                }
+                // Stage 2.
+                let (lo, hi, nw) = (pos, pos + step_out, w_step.min(w1 - step0));
+                let per = ((hi - lo).div_ceil(4 * threads) | 1) * 4;
+                let base = lo & !3;
+                for t in 0..threads {
+                    let a0 = lo.max(base + t * per);
+                    let b0 = hi.min(base + (t + 1) * per);
+                    if a0 >= b0 {
+                        continue;
+                    }
+                    let (mut k, mut top) = (0u32, nw - 1);
+                    while k < top {
+                        let mid = (k + top) >> 1;
+                        if ends[mid as usize] as u32 > a0 {
+                            top = mid;
+                        } else {
+                            k = mid + 1;
+                        }
+                    }
+                    let (mut end, mut d) = (ends[k as usize] as u32, desc[k as usize]);
+                    for xx in a0..b0 {
+                        while end <= xx {
+                            k += 1;
+                            end = ends[k as usize] as u32;
+                            d = desc[k as usize];
+                        }
+                        ring[(xx & MASK) as usize] = if d & FILL != 0 {
+                            d as u8
+                        } else {
+                            ring[((d + xx) & MASK) as usize]
+                        };
+                    }
+                }
+                pos += step_out;
+                arr_base += step_bytes;
+                step0 += w_step;
+            }
+            if j >= 3 || j == s_count - 1 {
+                let ws = if j < 4 { 0 } else { s };
+                let r = (ws & MASK) as usize;
+                out[ws as usize..e as usize].copy_from_slice(&ring[r..r + (e - ws) as usize]);
+            }
+        }
+        0
+    }
+
+    /// The model over a whole chunk: `Ok(())` iff every strip's status is 0.
+    fn decode(payload: &[u8], out: &mut [u8], threads: u32) -> std::result::Result<(), u32> {
+        let (strips, _, in_len, _) = plan(&[(payload, out.len())]).map_err(|_| 100u32)?;
+        let mut input = payload.to_vec();
+        input.resize(in_len + INPUT_PADDING, 0);
+        for st in strips {
+            let o = st.out_start as usize;
+            let code = decode_strip(&input, st, &mut out[o..o + st.out_len as usize], threads);
+            if code != 0 {
+                return Err(code);
+            }
+        }
+        Ok(())
+    }
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn below(&mut self, n: u32) -> u32 {
+            self.next() % n
+        }
+    }
+
+    fn data_sets(r: &mut Lcg, n: usize) -> Vec<Vec<u8>> {
+        let random: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+        let mut runs = Vec::new();
+        while runs.len() < n {
+            let c = r.next() as u8;
+            let len =
+                [1, 2 + r.below(15), 18 + r.below(256), 274 + r.below(700)][r.below(4) as usize];
+            runs.extend(std::iter::repeat_n(c, len as usize));
+        }
+        runs.truncate(n);
+        let words = [
+            "the ",
+            "strip ",
+            "segment ",
+            "of ",
+            "dictionary ",
+            "<a href=\"",
+            "\">",
+            "\n",
+        ];
+        let mut text = Vec::new();
+        while text.len() < n {
+            if r.below(20) == 0 {
+                text.extend(std::iter::repeat_n(b' ', 2 + r.below(300) as usize));
+            } else {
+                text.extend_from_slice(words[r.below(words.len() as u32) as usize].as_bytes());
+            }
+        }
+        text.truncate(n);
+        let image: Vec<u8> = (0..n)
+            .map(|i| {
+                let (x, y) = ((i % 777) as f64, (i / 777) as f64);
+                if (i / 777) % 50 < 2 {
+                    255
+                } else {
+                    (128.0 + 60.0 * (x / 40.0).sin() + 40.0 * (y / 30.0).cos()) as u8
+                        ^ (r.below(4) as u8)
+                }
+            })
+            .collect();
+        vec![vec![0; n], random, runs, text, image]
+    }
+
+    #[test]
+    fn the_kernel_model_equals_the_cpu_decoder() {
+        let mut r = Lcg(0x5EED);
+        for n in [
+            0usize, 1, 2, 511, 512, 513, 2049, 4095, 4096, 4097, 9000, 32768, 32769, 70001,
+        ] {
+            for data in data_sets(&mut r, n) {
+                let mut payload = Vec::new();
+                cpu::encode(&data, &mut payload).expect("encodes");
+                for threads in [128, 256] {
+                    let mut out = vec![0xA5u8; n];
+                    assert_eq!(decode(&payload, &mut out, threads), Ok(()), "{n} bytes");
+                    assert!(out == data, "{n} bytes, {threads} threads");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernel_model_rejects_what_the_cpu_decoder_rejects() {
+        let mut r = Lcg(0xBAD);
+        let n = 2 * 32768 + 5000;
+        for data in data_sets(&mut r, n) {
+            let mut payload = Vec::new();
+            cpu::encode(&data, &mut payload).expect("encodes");
+            let dir_end = 16 + 4 * n.div_ceil(32768);
+            let mut rejected = 0;
+            for trial in 0..400 {
+                let mut p = payload.clone();
+                let at = dir_end + r.below((p.len() - dir_end) as u32) as usize;
+                p[at] ^= 1 << r.below(8);
+                if trial % 7 == 0 {
+                    p[at] ^= 0x80;
+                }
+                let mut want = vec![0u8; n];
+                let cpu_ok = cpu::decode(&p, &mut want).is_ok();
+                let mut got = vec![0u8; n];
+                let model = decode(&p, &mut got, 128);
+                assert_eq!(model.is_ok(), cpu_ok, "byte {at}: model {model:?}");
+                rejected += usize::from(!cpu_ok);
+                if cpu_ok {
+                    assert!(got == want, "byte {at}: outputs differ");
+                }
+            }
+            eprintln!("{rejected} of 400 corruptions rejected");
+            assert!(rejected > 0);
+        }
+    }
+}

@@ -1,5 +1,129 @@
-// lll.cuh: placeholder.
+// lll.cuh: the LLL byte codec's constants and building blocks (docs/format/lll.md), after
+// Funasaka, Nakano and Ito, *Light Loss-Less Data Compression, with GPU Implementation*.
+//
+// Layout constants: `src/lll.rs` checks every `LLL_` format constant below against
+// `tessera_codecs::lll` (a test parses this file).
+//
+// Shared-memory invariants of the strip decoder (lll.cu):
+// - The **ring**: strip byte x lives at ring[x & 8191]. The first segment (subsegments 0..3,
+//   strip bytes [0, 4096)) fills the lower half; segment k >= 1 fills half k & 1, so the
+//   dictionary of segment k (segment k - 1) is always the other half, and a subsegment's
+//   dictionary (the strip prefix) is the part of the lower half before it. A half is written
+//   out to global memory before it is overwritten two segments later.
+// - `ids` holds the strip's identifier bits as little-endian words (bit i = word i of the
+//   strip is a 2-byte word), zero past the last identifier byte.
+// - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `ends[k]` is the strip position where
+//   the code of the step's word k ends (c words of long codes: length 0), `desc[k]` says how
+//   its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL: copies of one character) or, for SI /
+//   LI, d such that output byte x comes from ring[(d + x) & 8191].
 #ifndef TESSERA_LLL_CUH
 #define TESSERA_LLL_CUH
+
 #include "common.cuh"
+
+// lll.md §2, §3, §5.
+#define LLL_SEGMENT_BYTES 4096
+#define LLL_SEGMENTS_PER_STRIP 8
+#define LLL_STRIP_BYTES 32768
+#define LLL_MAX_STRIP_SEGMENTS 11
+#define LLL_HEADER_BYTES 16
+#define LLL_RUN_T 4095
+#define LLL_LONG_L 15
+#define LLL_SHORT_MIN 2
+#define LLL_LONG_MIN 18
+#define LLL_RL_MIN 2
+
+// Decoder shape.
+#define LLL_RING_BYTES 8192
+#define LLL_RING_MASK 8191
+// ceil(32768 identifier bits / 32): a strip has at most one word per byte.
+#define LLL_MAX_ID_WORDS 1024
+#define LLL_WORDS_PER_THREAD 4
+#define LLL_FILL 0x80000000u
+// Bytes the host leaves readable past the last payload byte (identifier words are read as
+// aligned 32-bit words, up to 8 bytes past an identifier block).
+#define LLL_INPUT_PADDING 16
+
+// Strip status codes (0 = decoded). The host maps any nonzero code onto the CPU decoder's exact
+// error by re-running it on the chunk; the codes name the first failed check for diagnostics.
+#define LLL_ST_OK 0
+#define LLL_ST_SHAPE 1            // strip output length 0 or > 32768 (a host bug, never data)
+#define LLL_ST_COUNTS_TRUNCATED 2 // fewer than 2 S bytes for the word counts
+#define LLL_ST_WORD_COUNT 3       // a word_count outside 1..=len_j
+#define LLL_ST_IDS_TRUNCATED 4    // fewer bytes than the identifier block needs
+#define LLL_ST_PADDING 5          // identifier padding bits not 0
+#define LLL_ST_ARRAY_LENGTH 6     // word array not exactly m + popcount bytes
+#define LLL_ST_CODE 7             // a word fails lll.md §6, or a segment's codes miss its length
+
+// One strip to decode: its bytes in the input buffer and its place in the output.
+struct LllStrip {
+    u64 in_start;   // first byte of the strip (its word counts) in the input buffer
+    u64 out_start;  // first output byte of the strip
+    u32 in_len;     // strip bytes (directory difference, checked by the host)
+    u32 out_len;    // 1..=32768
+};
+
+// Coded segments of a strip of L bytes (lll.md §3): 1..4 subsegments, then one per 4096 bytes.
+__device__ __forceinline__ u32 lll_segment_count(u32 L) {
+    u32 s = L > 2048 ? 4 : L > 1024 ? 3 : L > 512 ? 2 : 1;
+    if (L > LLL_SEGMENT_BYTES) s += (L - 1) / LLL_SEGMENT_BYTES;
+    return s;
+}
+
+// Segment j of a strip of L bytes: output [s, e), dictionary [ds, s) (empty for j = 0).
+__device__ __forceinline__ void lll_segment(u32 j, u32 L, u32& s, u32& e, u32& ds) {
+    if (j < 4) {
+        s = j == 0 ? 0u : 256u << j;  // 0, 512, 1024, 2048
+        e = ts_min(j == 0 ? 512u : 2 * s, L);
+        ds = 0;
+    } else {
+        s = (j - 3) * LLL_SEGMENT_BYTES;
+        e = ts_min(s + LLL_SEGMENT_BYTES, L);
+        ds = s - LLL_SEGMENT_BYTES;
+    }
+}
+
+// ---- warp and block layers -----------------------------------------------------------------
+
+__device__ __forceinline__ u32 lll_warp_inclusive_sum(u32 x) {
+    const u32 lane = threadIdx.x & 31;
+#pragma unroll
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
+
+// Exclusive prefix sum of x over the thread block, and the block total. Every thread calls it;
+// it synchronizes once. `warp_total` (THREADS / 32 words) must not be in use by another scan
+// whose readers may still be running: each call site owns its storage.
+template <int THREADS>
+__device__ __forceinline__ u32 lll_block_exclusive_sum(u32 x, u32* warp_total, u32& total) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 incl = lll_warp_inclusive_sum(x);
+    if (lane == 31) warp_total[warp] = incl;
+    __syncthreads();
+    u32 prefix = incl - x, sum = 0;
+#pragma unroll
+    for (u32 w = 0; w < THREADS / 32; ++w) {
+        const u32 v = warp_total[w];
+        if (w < warp) prefix += v;
+        sum += v;
+    }
+    total = sum;
+    return prefix;
+}
+
+// Identifier bit of strip word i (1 = a 2-byte word).
+__device__ __forceinline__ u32 lll_id(const u32* ids, u32 i) { return (ids[i >> 5] >> (i & 31)) & 1u; }
+
+// n <= 8 identifier bits of words i .. i + n - 1, word i in bit 0.
+__device__ __forceinline__ u32 lll_ids(const u32* ids, u32 i, u32 n) {
+    const u32 w = i >> 5, sh = i & 31;
+    u32 v = ids[w] >> sh;
+    if (sh + n > 32) v |= ids[w + 1] << (32 - sh);
+    return v & ((1u << n) - 1u);
+}
+
 #endif
