@@ -195,15 +195,14 @@ pub fn bitmap_op(a: &BitmapArgs) -> CliResult<()> {
     } else {
         (0..col_a.chunks.len()).into_par_iter().map(one).collect()
     };
-    let results = results
-        .map_err(|e| {
-            CliError(format!(
-                "{} {:?} {}: {e}",
-                a.a.display(),
-                a.op,
-                a.b.display()
-            ))
-        })?;
+    let results = results.map_err(|e| {
+        CliError(format!(
+            "{} {:?} {}: {e}",
+            a.a.display(),
+            a.op,
+            a.b.display()
+        ))
+    })?;
     let elapsed = t.elapsed();
     let mut w = ContainerWriter::create(&a.output)?;
     let codec = if flavor == Flavor::Wah {
