@@ -51,8 +51,10 @@ template <int THREADS>
 __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u32 hi, u32 nw) {
     u8* ring = reinterpret_cast<u8*>(sh.ring4);
     // Shares of an odd number of 4-byte ring words, so neighbouring threads hit different banks.
-    const u32 per = ((((hi - lo) + 4 * THREADS - 1) / (4 * THREADS)) | 1u) * 4;
+    // The shares start at lo rounded down to a ring word, so they must cover hi - base bytes
+    // (up to 3 more than hi - lo): THREADS * per >= hi - base.
     const u32 base = lo & ~3u;
+    const u32 per = ((((hi - base) + 4 * THREADS - 1) / (4 * THREADS)) | 1u) * 4;
     const u32 a = ts_max(lo, base + threadIdx.x * per);
     const u32 b = ts_min(hi, base + (threadIdx.x + 1) * per);
     if (a >= b) return;

@@ -254,6 +254,96 @@ fn gpu_equals_cpu_on_every_code_type() {
     check_decode(gpu, "mixed", &mixed);
 }
 
+/// One strip of `L = 8192` bytes coded by hand (`lll.md` §4, §5): the first 4096 bytes as SC
+/// words, then segment 1 as `words` (`Ok(ch)` an SC, `Err((t, l))` an SI), so a test controls
+/// where each step of the kernel starts and how many bytes it writes.
+fn hand_strip(head: &[u8], words: &[Result<u8, (u16, u16)>]) -> Vec<u8> {
+    assert_eq!(head.len(), 4096);
+    let counts = [512u16, 512, 1024, 2048, words.len() as u16];
+    let mut ids = Vec::new();
+    let mut array = head.to_vec();
+    ids.resize(4096, false);
+    for w in words {
+        match *w {
+            Ok(ch) => {
+                ids.push(false);
+                array.push(ch);
+            }
+            Err((t, l)) => {
+                ids.push(true);
+                array.extend_from_slice(&(t | l << 12).to_le_bytes());
+            }
+        }
+    }
+    let mut p = Vec::new();
+    for w in [4096u32, 8, 8192, 1, 20] {
+        p.extend_from_slice(&w.to_le_bytes());
+    }
+    for c in counts {
+        p.extend_from_slice(&c.to_le_bytes());
+    }
+    for byte in ids.chunks(8) {
+        p.push(byte.iter().enumerate().map(|(i, &b)| (b as u8) << i).sum());
+    }
+    p.extend_from_slice(&array);
+    p
+}
+
+#[test]
+fn gpu_equals_cpu_when_a_step_starts_off_a_ring_word() {
+    // A step's output [lo, hi) is shared among the threads in 4-byte ring words from lo & !3;
+    // these strips make a middle step start at lo % 4 = 2 (128 threads: 512 words per step) or
+    // lo % 4 = 1 (256 threads: 1024 words) and write just under a multiple of 4 * threads
+    // bytes, so a share size computed from hi - lo instead of hi - (lo & !3) misses the last
+    // byte (the bug the 100 kB image data first showed).
+    let mut r = rng();
+    let head = random_bytes(&mut r, 4096);
+    let mut words = Vec::new();
+    let sc = |r: &mut StdRng| Ok(r.random::<u8>());
+    // Step 1 (128 threads): 511 SC + one 3-byte SI = 514 bytes.
+    words.extend((0..511).map(|_| sc(&mut r)));
+    words.push(Err((r.random_range(0..4000), 1)));
+    // Step 2: 68 16-byte SIs, one 4-byte SI and 443 SC words = 512 words, 1535 bytes.
+    let mut step2: Vec<Result<u8, (u16, u16)>> = (0..443).map(|_| sc(&mut r)).collect();
+    step2.extend((0..68).map(|_| Err((r.random_range(0..4000), 14))));
+    step2.push(Err((r.random_range(0..4000), 2)));
+    // Mix the order; the byte count of the step stays 1535.
+    for i in (1..step2.len()).rev() {
+        step2.swap(i, r.random_range(0..=i));
+    }
+    words.extend(step2);
+    // The rest of the segment: 4096 - 514 - 1535 = 2047 SC words.
+    words.extend((0..2047).map(|_| sc(&mut r)));
+    let payload = hand_strip(&head, &words);
+    let mut want = vec![0u8; 8192];
+    cpu::decode_reference(&payload, &mut want).expect("the hand-made strip is valid");
+    assert_eq!(&want[..4096], &head[..]);
+    let Some(gpu) = gpu() else { return };
+    // Every variant, alone and as the second chunk after a 1-byte one (unaligned output).
+    let tiny = encode(&[7u8]).0;
+    let input = DeviceLll::upload(gpu, &[(&tiny, 1), (&payload, 8192)]).expect("upload");
+    let mut d_out = gpu.alloc::<u8>(8193).expect("alloc");
+    for v in Variant::ALL {
+        gpu.fill_bytes(&mut d_out, POISON).expect("poison");
+        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
+        let mut back = vec![0u8; 8193];
+        gpu.download(&d_out, &mut back).expect("download");
+        assert_eq!(back[0], 7, "variant {}", v.name());
+        if let Some(i) = (0..8192).find(|&i| back[1 + i] != want[i]) {
+            panic!(
+                "variant {}: first difference at byte {i}: GPU {:#04x}, CPU {:#04x}",
+                v.name(),
+                back[1 + i],
+                want[i]
+            );
+        }
+    }
+    let mut got = vec![POISON; 8192];
+    lll::decode(gpu, &payload, &mut got).expect("GPU decode");
+    assert!(got == want, "lll::decode differs from the CPU");
+}
+
 #[test]
 fn gpu_equals_cpu_on_a_full_chunk() {
     let Some(gpu) = gpu() else { return };

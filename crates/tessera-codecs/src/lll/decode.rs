@@ -212,6 +212,27 @@ impl Cursor<'_, '_> {
     fn id(&self) -> bool {
         (self.s.ids[self.i / 8] >> (self.i % 8)) & 1 == 1
     }
+    /// The number of consecutive 0 identifiers from word `i` on, at most `end - i` (`end > i`,
+    /// word `i` has identifier 0, so at least 1).
+    fn zero_ids(&self, end: usize) -> usize {
+        let mut i = self.i;
+        while i < end {
+            let b = i / 8;
+            let mut w = [0u8; 8];
+            let have = (self.s.ids.len() - b).min(8);
+            w[..have].copy_from_slice(&self.s.ids[b..b + have]);
+            // Bits past the identifier block read as 1 so a run stops at the block's end
+            // (`end` is at most m, inside the block, anyway).
+            let v = u64::from_le_bytes(w) | (!0u64).checked_shl(8 * have as u32).unwrap_or(0);
+            let bits = 64 - i % 8;
+            let z = ((v >> (i % 8)).trailing_zeros() as usize).min(bits);
+            i += z;
+            if z < bits {
+                break;
+            }
+        }
+        i.min(end) - self.i
+    }
     /// Byte offset of the current word in the payload.
     fn at(&self) -> u64 {
         (self.s.array_at + self.j) as u64
@@ -253,6 +274,18 @@ fn decode_strip(payload: &[u8], range: (usize, usize), out: &mut [u8], how: Copi
             let at = c.at();
             let left = seg.end - pos;
             if !c.id() {
+                if how == Copier::Slices && left > 1 {
+                    // A run of SC words: their bytes follow each other in the word array and
+                    // in the output, so they move as one slice. Words past `left` are left to
+                    // the one-word path below, which reports the error.
+                    let k = c.zero_ids(words_end.min(c.i + left));
+                    out[pos..pos + k].copy_from_slice(&strip.array[c.j..c.j + k]);
+                    pos += k;
+                    prev = Some(out[pos - 1]);
+                    c.i += k;
+                    c.j += k;
+                    continue;
+                }
                 // SC: one byte (§5).
                 if left == 0 {
                     return Err(bad(
