@@ -18,6 +18,7 @@
 //! Timing: GPU work between CUDA events, CPU work by wall clock; a warm-up then the median of
 //! `--runs` runs (CPU: at most 3 runs per figure, the CPU codecs being 100x slower).
 
+use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -83,37 +84,6 @@ pub struct Report {
     pub copy_ceiling_gbps: Option<f64>,
     pub notes: Vec<String>,
     pub densities: Vec<DensityResult>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Wall-clock median (ms) of `runs` runs after a warm-up.
-fn wall_ms<R>(runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
-    work()?;
-    let mut t = Vec::new();
-    for _ in 0..runs {
-        let s = Instant::now();
-        std::hint::black_box(work()?);
-        t.push(s.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
-}
-
-/// CUDA-event median (ms).
-fn gpu_ms<R>(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
-    gpu.timed(&mut work)?;
-    let mut t = Vec::new();
-    for _ in 0..runs {
-        t.push(gpu.timed(&mut work)?.1 as f64);
-    }
-    Ok(median(t))
-}
-
-fn gbps(bytes: u64, ms: f64) -> f64 {
-    bytes as f64 / (ms * 1e-3) / 1e9
 }
 
 /// Uniform random bits, each set with probability 2^-k (the AND of k random words).
@@ -509,10 +479,6 @@ fn chart(r: &Report) -> String {
     )
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), e)
-}
-
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let stem = format!("{}-{}-bitmap", r.date, slug(&r.device));
@@ -525,39 +491,6 @@ fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
     let p = path("-throughput.svg");
     std::fs::write(&p, chart(r)).map_err(io(&p))?;
     Ok(())
-}
-
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
-/// Days since 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! payloads the decoders read are the GPU encoders', byte-identical to the CPU's by the tests).
 //! Numbers are printed and saved, never asserted.
 
+use super::common::{gbps, io, median, slug, today};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -154,11 +155,6 @@ pub struct Report {
     pub sets: Vec<SetResult>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// Median GPU time (ms) of `work` over `runs` timed runs after one warm-up.
 fn time_ms(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
     gpu.timed(&mut work)?;
@@ -167,47 +163,6 @@ fn time_ms(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<()>) -> Resu
         t.push(gpu.timed(&mut work)?.1 as f64);
     }
     Ok(median(t))
-}
-
-fn gbps(bytes: u64, ms: f64) -> f64 {
-    bytes as f64 / (ms * 1e-3) / 1e9
-}
-
-/// Days since 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), e)
 }
 
 fn to_bytes(values: &[u32]) -> Vec<u8> {
@@ -821,13 +776,6 @@ fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_and_slugs() {
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(19_723), (2024, 1, 1));
-        assert_eq!(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
-    }
 
     #[test]
     fn the_lazy_set_list_names_match_bench_sets() {

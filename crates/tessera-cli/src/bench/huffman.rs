@@ -16,6 +16,7 @@
 //! (ANS and GDeflate entropy-only on the same bytes). Numbers are printed and saved, never
 //! asserted.
 
+use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -94,74 +95,6 @@ pub struct Report {
     pub cpu_threads: usize,
     pub notes: Vec<String>,
     pub sets: Vec<SetResult>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-fn gbps(bytes: u64, ms: f64) -> f64 {
-    bytes as f64 / (ms * 1e-3) / 1e9
-}
-
-/// Median GPU time (ms) of `work` over `runs` timed runs after one warm-up.
-fn gpu_ms(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    gpu.timed(&mut work)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        t.push(gpu.timed(&mut work)?.1 as f64);
-    }
-    Ok(median(t))
-}
-
-/// Median wall time (ms) of `work` over `runs` runs after one warm-up.
-fn cpu_ms(runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    work()?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t0 = Instant::now();
-        work()?;
-        t.push(t0.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
-}
-
-/// Days since 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), e)
 }
 
 /// `seed` repeated up to `n` bytes.
@@ -345,9 +278,9 @@ fn bench_set(
     let n = data.len();
     // CPU, all cores.
     let payloads = cpu_encode_all(data)?;
-    let cpu_encode_ms = cpu_ms(args.runs, || cpu_encode_all(data).map(|_| ()))?;
+    let cpu_encode_ms = wall_ms(args.runs, || cpu_encode_all(data).map(|_| ()))?;
     let mut out = vec![0u8; n];
-    let cpu_decode_ms = cpu_ms(args.runs, || cpu_decode_all(&payloads, &mut out))?;
+    let cpu_decode_ms = wall_ms(args.runs, || cpu_decode_all(&payloads, &mut out))?;
     let cpu_verified = out == data;
     let compressed: u64 = payloads.iter().map(|p| p.len() as u64).sum();
     let huffman_chunks = payloads

@@ -25,6 +25,7 @@
 //! and the GPU columns say "no GPU". `--dump DIR` writes each set's file bytes as
 //! DIR/<set>.bin for `bench/peers/nvcomp_bytes.py`.
 
+use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -108,69 +109,6 @@ pub struct Report {
     pub copy_ceiling_gbps: Option<f64>,
     pub h2d_gbps: Option<f64>,
     pub sets: Vec<SetResult>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-fn gbps(bytes: usize, ms: f64) -> f64 {
-    bytes as f64 / (ms * 1e-3) / 1e9
-}
-
-/// Median GPU time (ms, CUDA events) of `work` over `runs` runs after a warm-up.
-fn gpu_ms(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    gpu.timed(&mut work)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        t.push(gpu.timed(&mut work)?.1 as f64);
-    }
-    Ok(median(t))
-}
-
-/// Median wall time (ms) of `work` over `runs` runs after a warm-up.
-fn wall_ms(runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    work()?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t0 = Instant::now();
-        work()?;
-        t.push(t0.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
-}
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path.display().to_string(), e)
-}
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    // Howard Hinnant's civil_from_days.
-    let z = (secs / 86_400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    format!("{:04}-{m:02}-{d:02}", yoe + era * 400 + i64::from(m <= 2))
-}
-
-fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
 }
 
 /// 8-bit grayscale, 2048 x 2048: smooth gradients plus noise, flat areas (the fallback set).

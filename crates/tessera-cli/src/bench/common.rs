@@ -1,0 +1,98 @@
+//! Measurement helpers shared by every bench suite: medians of timed runs (CUDA events on the
+//! GPU, wall clock on the CPU, one untimed warm-up first), throughput, and the names of result
+//! files (`<date>-<device slug>-<suite>.*`).
+
+use std::path::Path;
+use std::time::Instant;
+
+use tessera_format::{Error, Result};
+use tessera_gpu::Gpu;
+
+/// The median (upper median for an even count); NaN for no samples.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Decimal GB/s of `bytes` moved in `ms` milliseconds.
+pub fn gbps<B: TryInto<u64>>(bytes: B, ms: f64) -> f64 {
+    bytes.try_into().unwrap_or(u64::MAX) as f64 / (ms * 1e-3) / 1e9
+}
+
+/// Median GPU time (ms, CUDA events) of `work` over `runs` runs after a warm-up.
+pub fn gpu_ms<R>(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
+    gpu.timed(&mut work)?;
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        t.push(gpu.timed(&mut work)?.1 as f64);
+    }
+    Ok(median(t))
+}
+
+/// Median wall time (ms) of `work` over `runs` runs after a warm-up.
+pub fn wall_ms<R>(runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
+    work()?;
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        std::hint::black_box(work()?);
+        t.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(t))
+}
+
+/// Days since 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days).
+pub fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Today's UTC date, `YYYY-MM-DD`.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A file-name slug: lowercase alphanumerics, runs of anything else as one `-`.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Maps an I/O error on `path` to `Error::Io` naming it.
+pub fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path.display().to_string(), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_slugs_medians() {
+        assert_eq!(civil(0), (1970, 1, 1));
+        assert_eq!(civil(19_723), (2024, 1, 1));
+        assert_eq!(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert!(median(Vec::new()).is_nan());
+        assert_eq!(gbps(2_000_000_000u64, 1000.0), 2.0);
+        assert_eq!(gbps(2_000_000_000usize, 1000.0), 2.0);
+    }
+}
