@@ -6,6 +6,7 @@
 //! values come from `bench/peers/nvcomp_bench.py` over the files `--dump` writes.
 
 mod bitmap;
+mod common;
 mod gpu;
 mod huffman;
 mod lll;
