@@ -18,8 +18,8 @@
 //! Timing: GPU work between CUDA events, CPU work by wall clock; a warm-up then the median of
 //! `--runs` runs (CPU: at most 3 runs per figure, the CPU codecs being 100x slower).
 
-use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
-use std::path::{Path, PathBuf};
+use super::common::{gbps, gpu_ms, median, today, wall_ms, write_results};
+use std::path::Path;
 use std::time::Instant;
 
 use rand::rngs::StdRng;
@@ -480,17 +480,8 @@ fn chart(r: &Report) -> String {
 }
 
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let stem = format!("{}-{}-bitmap", r.date, slug(&r.device));
-    let path = |ext: &str| -> PathBuf { dir.join(format!("{stem}{ext}")) };
-    let json = serde_json::to_vec_pretty(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let p = path(".json");
-    std::fs::write(&p, json).map_err(io(&p))?;
-    let p = path(".md");
-    std::fs::write(&p, markdown(r)).map_err(io(&p))?;
-    let p = path("-throughput.svg");
-    std::fs::write(&p, chart(r)).map_err(io(&p))?;
-    Ok(())
+    let extra = [(".md", markdown(r)), ("-throughput.svg", chart(r))];
+    write_results(dir, &r.date, &r.device, "bitmap", r, &extra)
 }
 
 #[cfg(test)]

@@ -76,6 +76,29 @@ pub fn slug(s: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
+/// Writes a suite's results into `dir` as `<date>-<device slug>-<suite>.json` (the report),
+/// plus one file per `(suffix, text)` of `extra` (`.md`, `-throughput.svg`, ...).
+pub fn write_results(
+    dir: &Path,
+    date: &str,
+    device: &str,
+    suite: &str,
+    report: &impl serde::Serialize,
+    extra: &[(&str, String)],
+) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let stem = format!("{date}-{}-{suite}", slug(device));
+    let json =
+        serde_json::to_vec_pretty(report).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let p = dir.join(format!("{stem}.json"));
+    std::fs::write(&p, json).map_err(io(&p))?;
+    for (suffix, text) in extra {
+        let p = dir.join(format!("{stem}{suffix}"));
+        std::fs::write(&p, text).map_err(io(&p))?;
+    }
+    Ok(())
+}
+
 /// Maps an I/O error on `path` to `Error::Io` naming it.
 pub fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(path.display().to_string(), e)

@@ -19,8 +19,8 @@
 //! payloads the decoders read are the GPU encoders', byte-identical to the CPU's by the tests).
 //! Numbers are printed and saved, never asserted.
 
-use super::common::{gbps, io, median, slug, today};
-use std::path::{Path, PathBuf};
+use super::common::{gbps, io, median, today, write_results};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -757,20 +757,13 @@ fn charts(r: &Report) -> (String, String) {
 }
 
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let stem = format!("{}-{}-gpu", r.date, slug(&r.device));
-    let path = |ext: &str| -> PathBuf { dir.join(format!("{stem}{ext}")) };
-    let json = serde_json::to_vec_pretty(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let p = path(".json");
-    std::fs::write(&p, json).map_err(io(&p))?;
-    let p = path(".md");
-    std::fs::write(&p, markdown(r)).map_err(io(&p))?;
     let (tput, bits) = charts(r);
-    let p = path("-throughput.svg");
-    std::fs::write(&p, tput).map_err(io(&p))?;
-    let p = path("-bits.svg");
-    std::fs::write(&p, bits).map_err(io(&p))?;
-    Ok(())
+    let extra = [
+        (".md", markdown(r)),
+        ("-throughput.svg", tput),
+        ("-bits.svg", bits),
+    ];
+    write_results(dir, &r.date, &r.device, "gpu", r, &extra)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! (ANS and GDeflate entropy-only on the same bytes). Numbers are printed and saved, never
 //! asserted.
 
-use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
+use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms, write_results};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -561,14 +561,14 @@ fn markdown(r: &Report) -> String {
 }
 
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let stem = format!("{}-{}-huffman", r.date, slug(&r.device));
-    let json = serde_json::to_vec_pretty(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let p = dir.join(format!("{stem}.json"));
-    std::fs::write(&p, json).map_err(io(&p))?;
-    let p = dir.join(format!("{stem}.md"));
-    std::fs::write(&p, markdown(r)).map_err(io(&p))?;
-    Ok(())
+    write_results(
+        dir,
+        &r.date,
+        &r.device,
+        "huffman",
+        r,
+        &[(".md", markdown(r))],
+    )
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! and the GPU columns say "no GPU". `--dump DIR` writes each set's file bytes as
 //! DIR/<set>.bin for `bench/peers/nvcomp_bytes.py`.
 
-use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms};
+use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms, write_results};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -717,17 +717,8 @@ fn chart(r: &Report) -> String {
 }
 
 fn write_outputs(dir: &Path, r: &Report) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let stem = format!("{}-{}-lll", r.date, slug(&r.device));
-    let path = |ext: &str| -> PathBuf { dir.join(format!("{stem}{ext}")) };
-    let json = serde_json::to_vec_pretty(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    let p = path(".json");
-    std::fs::write(&p, json).map_err(io(&p))?;
-    let p = path(".md");
-    std::fs::write(&p, markdown(r)).map_err(io(&p))?;
-    let p = path("-throughput.svg");
-    std::fs::write(&p, chart(r)).map_err(io(&p))?;
-    Ok(())
+    let extra = [(".md", markdown(r)), ("-throughput.svg", chart(r))];
+    write_results(dir, &r.date, &r.device, "lll", r, &extra)
 }
 
 #[cfg(test)]
