@@ -1,5 +1,5 @@
-//! Fuzzes the Huffman decoders (reference and fast) on hostile payloads, through
-//! `tessera_fuzz::decode_bytes_both`.
+//! Fuzzes the Huffman decoders (reference and fast; raw, mode 1 and mode 2 payloads) on hostile
+//! payloads, through `tessera_fuzz::decode_bytes_both`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use tessera_codecs::huffman;

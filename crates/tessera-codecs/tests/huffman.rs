@@ -1,6 +1,8 @@
 //! Huffman (`docs/format/huffman.md`): round trips over many shapes and sizes, code lengths at
-//! the limit, fast == reference, must-fail payloads with their specific errors, random
-//! corruption, the size against the unrestricted Huffman optimum on text, and golden payloads.
+//! the limit, fast == reference, must-fail payloads with their specific errors (mode 2 and the
+//! mode 1 layout of format version 1), random corruption, package-merge against an independent
+//! node-expanding implementation, the size against the unrestricted Huffman optimum on text, and
+//! golden payloads (mode 2 written and decoded, mode 1 decode-only).
 
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
@@ -10,6 +12,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_codecs::huffman::{
     self, canonical_codes, code_lengths, histogram, BLOCK_BITS, HEADER_BYTES, MAX_CODE_LENGTH,
+    MAX_CODE_LENGTH_V1,
 };
 use tessera_format::Error;
 
@@ -54,6 +57,30 @@ fn set_word(p: &mut [u8], i: usize, w: u32) {
 
 fn is_huffman(p: &[u8]) -> bool {
     word(p, 0) == huffman::MODE_HUFFMAN
+}
+
+fn blocks(p: &[u8]) -> usize {
+    (word(p, 3) as usize).div_ceil(BLOCK_BITS as usize)
+}
+
+/// Mode 2 `block_info` entry `k` (a u16).
+fn entry(p: &[u8], k: usize) -> u32 {
+    u16::from_le_bytes([p[INFO_AT + 2 * k], p[INFO_AT + 2 * k + 1]]) as u32
+}
+
+fn set_entry(p: &mut [u8], k: usize, e: u32) {
+    p[INFO_AT + 2 * k..INFO_AT + 2 * k + 2].copy_from_slice(&(e as u16).to_le_bytes());
+}
+
+/// Byte offset of a mode 2 payload's stream.
+fn stream_at(p: &[u8]) -> usize {
+    INFO_AT + 4 * blocks(p).div_ceil(2)
+}
+
+fn enc_v1(data: &[u8]) -> Vec<u8> {
+    let mut p = Vec::new();
+    huffman::encode_v1(data, &mut p).expect("encode v1");
+    p
 }
 
 /// Geometric-ish skewed bytes: symbol `k` with probability about `2^-(k+1)`, 40 symbols.
@@ -149,8 +176,12 @@ fn round_trips_every_shape() {
     }
     let p = round_trip(&vec![0u8; 50_000]);
     assert!(is_huffman(&p));
-    // One symbol: one bit per byte.
-    assert_eq!(p.len(), 16 + 256 + 4 * 13 + 4 * 50_000usize.div_ceil(32));
+    // One symbol: one bit per byte; 13 blocks: 12 full ones (entry 4095 = count - 1, spill 0)
+    // and a last one of 848 codes; 13 u16 entries and a padding entry.
+    assert_eq!(p.len(), 16 + 256 + 2 * 14 + 4 * 50_000usize.div_ceil(32));
+    assert_eq!(entry(&p, 0), 4095);
+    assert_eq!(entry(&p, 12), 50_000 - 12 * 4096);
+    assert_eq!(entry(&p, 13), 0);
     let t = text();
     assert!(is_huffman(&round_trip(&t)));
 }
@@ -158,28 +189,64 @@ fn round_trips_every_shape() {
 #[test]
 fn round_trips_around_block_edges() {
     // Two equiprobable symbols code in 1 bit each: n bytes = n stream bits.
-    for blocks in 1..4u32 {
-        let edge = (blocks * BLOCK_BITS) as usize;
+    for nb in 1..4u32 {
+        let edge = (nb * BLOCK_BITS) as usize;
         for n in edge - 2..=edge + 2 {
             let data: Vec<u8> = (0..n).map(|i| (i % 2) as u8 * 9).collect();
             let p = round_trip(&data);
             assert_eq!(word(&p, 3) as usize, n, "stream_bits");
+            // A full last block holds 4096 symbols: its entry is the count itself.
+            let last = entry(&p, blocks(&p) - 1);
+            assert_eq!(last as usize, n - (blocks(&p) - 1) * 4096, "n={n}");
         }
     }
     // Skewed codes straddle block edges: many lengths around several edges, and the spills
-    // really occur.
+    // really occur; so does a last block in which no code starts (the previous block's last
+    // code runs to the end of the stream: entry 0), once per edge that a code straddles.
     let base = skewed(40_000, 7);
-    let mut spills = 0;
-    for n in (0..40).chain(4000..4100).chain((9000..40_000).step_by(997)) {
+    let (mut spills, mut empty_last) = (0, 0);
+    for n in (0..40).chain(4000..6000).chain((9000..40_000).step_by(997)) {
         let p = round_trip(&base[..n]);
         if is_huffman(&p) {
-            let blocks = (word(&p, 3) as usize).div_ceil(BLOCK_BITS as usize);
-            spills += (0..blocks)
-                .filter(|&k| word(&p, INFO_AT / 4 + k) >> 16 != 0)
-                .count();
+            let nb = blocks(&p);
+            spills += (0..nb - 1).filter(|&k| entry(&p, k) >> 12 != 0).count();
+            if entry(&p, nb - 1) == 0 {
+                empty_last += 1;
+                assert!(
+                    entry(&p, nb - 2) >> 12 > 0,
+                    "n={n}: empty last block without a spill"
+                );
+            }
         }
     }
     assert!(spills > 10, "only {spills} blocks had a spilling code");
+    assert!(empty_last > 0, "no payload had an empty last block");
+}
+
+#[test]
+fn mode_1_payloads_still_decode() {
+    // The format version 1 layout, written by the compatibility encoder, over many shapes
+    // and sizes: both decoders agree and give the bytes back.
+    let base = skewed(40_000, 9);
+    let mut huffman_v1 = 0;
+    for n in (0..40)
+        .chain(4000..4100)
+        .chain((9000..40_000).step_by(1999))
+    {
+        let p = enc_v1(&base[..n]);
+        huffman_v1 += (word(&p, 0) == huffman::MODE_HUFFMAN_V1) as usize;
+        assert_eq!(dec(&p, n), &base[..n], "mode 1, n={n}");
+    }
+    assert!(huffman_v1 > 50);
+    for data in [
+        vec![b'x'; 9000],
+        text(),
+        (0..9000).map(|i| (i % 2) as u8).collect(),
+    ] {
+        let p = enc_v1(&data);
+        assert_eq!(word(&p, 0), huffman::MODE_HUFFMAN_V1);
+        assert_eq!(dec(&p, data.len()), data);
+    }
 }
 
 #[test]
@@ -212,6 +279,8 @@ fn fibonacci_frequencies_force_the_code_length_limit() {
     assert_eq!(*limited.iter().max().expect("max") as u32, MAX_CODE_LENGTH);
     assert_eq!(kraft(&limited, MAX_CODE_LENGTH), 1 << MAX_CODE_LENGTH);
     assert!(cost(&hist, &limited) > cost(&hist, &free));
+    let v1 = code_lengths(&hist, MAX_CODE_LENGTH_V1).expect("limited to 12");
+    assert!(cost(&hist, &v1) > cost(&hist, &limited));
 
     // The encoder uses exactly those lengths and the payload decodes.
     let mut data = Vec::new();
@@ -226,6 +295,11 @@ fn fibonacci_frequencies_force_the_code_length_limit() {
     let p = round_trip(&data);
     assert!(is_huffman(&p));
     assert_eq!(&p[HEADER_BYTES..INFO_AT], &limited[..]);
+    // 13-bit codes occur in the stream: the fast decoder's single-table path ran.
+    assert!(limited.iter().filter(|&&l| l == 13).count() >= 2);
+    let p1 = enc_v1(&data);
+    assert_eq!(&p1[HEADER_BYTES..INFO_AT], &v1[..]);
+    assert_eq!(dec(&p1, data.len()), data);
 }
 
 #[test]
@@ -248,31 +322,78 @@ fn canonical_codes_are_prefix_free_and_ordered() {
     }
 }
 
-#[test]
-fn text_is_within_one_percent_of_the_optimum_plus_table() {
-    let t = text();
-    let p = enc(&t);
-    let optimum = optimal_bits(&histogram(&t)).div_ceil(8) + 256;
+/// Payload bytes against the unrestricted optimum plus the table, with the parts of the gap.
+fn size_breakdown(name: &str, data: &[u8]) -> f64 {
+    let p = enc(data);
+    assert!(is_huffman(&p));
+    let h = histogram(data);
+    let free_bits = optimal_bits(&h);
+    let optimum = free_bits.div_ceil(8) + 256;
+    let limited_bits = word(&p, 3) as u64;
+    let info = 4 * blocks(&p).div_ceil(2) as u64;
+    let pct = |x: f64| 100.0 * x / optimum as f64;
     let ratio = p.len() as f64 / optimum as f64;
     println!(
-        "text: {} bytes -> {} payload bytes; unrestricted Huffman + 256-byte table = {} ({:+.3}%)",
-        t.len(),
+        "{name}: {} bytes -> {} payload bytes; unrestricted Huffman + 256-byte table = {optimum} \
+         ({:+.3}%): block_info {:+.3}%, 13-bit limit {:+.3}%, header and padding {:+.3}%",
+        data.len(),
         p.len(),
-        optimum,
-        (ratio - 1.0) * 100.0
+        (ratio - 1.0) * 100.0,
+        pct(info as f64),
+        pct((limited_bits - free_bits) as f64 / 8.0),
+        pct(16.0 + 4.0 * limited_bits.div_ceil(32) as f64 - limited_bits as f64 / 8.0),
     );
-    assert!(ratio <= 1.01, "payload {} vs optimum {optimum}", p.len());
+    ratio
+}
+
+#[test]
+fn text_is_within_one_percent_of_the_optimum_plus_table() {
+    let ratio = size_breakdown("text.raw", &text());
+    assert!(ratio <= 1.01, "{ratio}");
+}
+
+/// A file of the bench's data (`scripts/bench-data.sh` gathers it; it is not in the repository,
+/// so a fresh clone lacks it): `None`, with the reason printed, when it is not there.
+fn bench_data(name: &str) -> Option<Vec<u8>> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench/data")
+        .join(name);
+    match std::fs::read(&path) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipping bench/data/{name}: {e} (scripts/bench-data.sh gathers it)");
+            None
+        }
+    }
+}
+
+#[test]
+fn bench_text_and_xml_are_within_one_percent_of_the_optimum_plus_table() {
+    // The bench's real text and XML (8 MiB and 7.2 MiB: one chunk each).
+    for name in ["text.txt", "xml.xml"] {
+        let Some(data) = bench_data(name) else {
+            continue;
+        };
+        let ratio = size_breakdown(name, &data);
+        assert!(ratio <= 1.01, "{name}: {ratio}");
+    }
 }
 
 #[test]
 fn must_fail_payloads_give_their_specific_errors() {
-    let data = skewed(20_000, 11);
-    let good = enc(&data);
+    // Odd block count, so that the padding entry exists.
+    let (data, good) = (20_000..)
+        .step_by(701)
+        .map(|n| {
+            let d = skewed(n, 11);
+            let p = enc(&d);
+            (d, p)
+        })
+        .find(|(_, p)| blocks(p) % 2 == 1 && blocks(p) >= 3)
+        .expect("an odd block count");
     let n = data.len();
     assert!(is_huffman(&good));
-    let blocks = (word(&good, 3) as usize).div_ceil(BLOCK_BITS as usize);
-    assert!(blocks >= 3);
-    let info = INFO_AT / 4;
+    let nb = blocks(&good);
 
     assert!(matches!(
         fail(&good[..good.len() - 1], n),
@@ -286,7 +407,17 @@ fn must_fail_payloads_give_their_specific_errors() {
         set_word(&mut p, i, w);
         p
     };
-    assert_eq!(invalid_field(fail(&with(0, 2), n)), "mode");
+    let with_entry = |k: usize, e: u32| {
+        let mut p = good.clone();
+        set_entry(&mut p, k, e);
+        p
+    };
+    assert_eq!(invalid_field(fail(&with(0, 3), n)), "mode");
+    // The mode 1 layout is shorter or longer than this payload: a length error.
+    assert!(matches!(
+        fail(&with(0, huffman::MODE_HUFFMAN_V1), n),
+        Error::Truncated { .. } | Error::TrailingBytes { .. }
+    ));
     assert_eq!(
         invalid_field(fail(&with(1, (1 << 24) + 1), n)),
         "total_count"
@@ -301,52 +432,56 @@ fn must_fail_payloads_give_their_specific_errors() {
     assert!(matches!(fail(&longer, n), Error::TrailingBytes { .. }));
 
     let mut p = good.clone();
-    p[HEADER_BYTES + b'a' as usize] = 13;
+    p[HEADER_BYTES + b'a' as usize] = 14;
     assert_eq!(invalid_field(fail(&p, n)), "code length");
     let mut p = good.clone();
     p[HEADER_BYTES + b'a' as usize] += 1; // no longer complete
     assert!(invalid_field(fail(&p, n)).starts_with("code lengths"));
 
-    let w0 = word(&good, info);
+    let e0 = entry(&good, 0);
+    let count0 = (e0 & 0xFFF) + 1;
     assert_eq!(
-        invalid_field(fail(&with(info, w0 | 1 << 24), n)),
-        "block_info reserved bits"
-    );
-    assert_eq!(
-        invalid_field(fail(&with(info, w0 & 0xFFFF | 12 << 16), n)),
+        invalid_field(fail(&with_entry(0, e0 & 0xFFF | 13 << 12), n)),
         "block_info spill"
     );
-    let last = info + blocks - 1;
+    let last = nb - 1;
     assert_eq!(
-        invalid_field(fail(&with(last, word(&good, last) | 1 << 16), n)),
-        "block_info spill"
-    );
-    assert_eq!(
-        invalid_field(fail(&with(info, w0 & !0xFFFF | 4097), n)),
+        invalid_field(fail(&with_entry(last, 4097), n)),
         "block_info symbol_count"
     );
+    assert_eq!(
+        invalid_field(fail(&with_entry(nb, 1), n)),
+        "block_info padding"
+    );
+    assert!(count0 > 1);
     assert!(matches!(
-        fail(&with(info, w0 - 1), n),
+        fail(&with_entry(0, e0 - 1), n),
+        Error::CountMismatch { .. }
+    ));
+    assert!(matches!(
+        fail(&with_entry(last, entry(&good, last) + 1), n),
         Error::CountMismatch { .. }
     ));
     // Move one symbol from block 0 to block 1: the counts still add up, block 0 ends early.
-    let mut p = with(info, w0 - 1);
-    set_word(&mut p, info + 1, word(&good, info + 1) + 1);
+    let mut p = with_entry(0, e0 - 1);
+    let e1 = entry(&good, 1);
+    set_entry(&mut p, 1, e1 + 1);
     assert!(matches!(
         fail(&p, n),
         Error::BlockEndMismatch { block: 0, .. }
     ));
     // A different (valid) spill: block 0 ends where its codes end, not where block_info says.
-    let spill = w0 >> 16;
+    let spill = e0 >> 12;
     let other = if spill == 0 { 1 } else { spill - 1 };
     assert!(matches!(
-        fail(&with(info, w0 & 0xFFFF | other << 16), n),
+        fail(&with_entry(0, e0 & 0xFFF | other << 12), n),
         Error::BlockEndMismatch { block: 0, .. }
     ));
 
     // One symbol of length 1 has the code `0`: a 1 bit starts no code.
     let single = enc(&vec![b'z'; 10_000]);
-    let bits_at = INFO_AT + 4 * 3;
+    assert_eq!(blocks(&single), 3);
+    let bits_at = stream_at(&single);
     let mut p = single.clone();
     p[bits_at + 600] |= 0x10;
     match fail(&p, 10_000) {
@@ -375,6 +510,94 @@ fn must_fail_payloads_give_their_specific_errors() {
 }
 
 #[test]
+fn must_fail_mode_1_payloads_give_their_specific_errors() {
+    // Every check of the format version 1 layout, on a payload of its compatibility encoder.
+    let data = skewed(20_000, 11);
+    let good = enc_v1(&data);
+    let n = data.len();
+    assert_eq!(word(&good, 0), huffman::MODE_HUFFMAN_V1);
+    let nb = blocks(&good);
+    assert!(nb >= 3);
+    let info = INFO_AT / 4;
+    let with = |i: usize, w: u32| {
+        let mut p = good.clone();
+        set_word(&mut p, i, w);
+        p
+    };
+    let mut p = good.clone();
+    p[HEADER_BYTES + b'a' as usize] = 13; // valid in mode 2, not in mode 1
+    assert_eq!(invalid_field(fail(&p, n)), "code length");
+    let mut p = good.clone();
+    p[HEADER_BYTES + b'a' as usize] += 1;
+    assert!(invalid_field(fail(&p, n)).starts_with("code lengths"));
+    let w0 = word(&good, info);
+    assert_eq!(
+        invalid_field(fail(&with(info, w0 | 1 << 24), n)),
+        "block_info reserved bits"
+    );
+    assert_eq!(
+        invalid_field(fail(&with(info, w0 & 0xFFFF | 12 << 16), n)),
+        "block_info spill"
+    );
+    let last = info + nb - 1;
+    assert_eq!(
+        invalid_field(fail(&with(last, word(&good, last) | 1 << 16), n)),
+        "block_info spill"
+    );
+    assert_eq!(
+        invalid_field(fail(&with(info, w0 & !0xFFFF | 4097), n)),
+        "block_info symbol_count"
+    );
+    assert!(matches!(
+        fail(&with(info, w0 - 1), n),
+        Error::CountMismatch { .. }
+    ));
+    let mut p = with(info, w0 - 1);
+    set_word(&mut p, info + 1, word(&good, info + 1) + 1);
+    assert!(matches!(
+        fail(&p, n),
+        Error::BlockEndMismatch { block: 0, .. }
+    ));
+    let spill = w0 >> 16;
+    let other = if spill == 0 { 1 } else { spill - 1 };
+    assert!(matches!(
+        fail(&with(info, w0 & 0xFFFF | other << 16), n),
+        Error::BlockEndMismatch { block: 0, .. }
+    ));
+    let single = enc_v1(&vec![b'z'; 10_000]);
+    let mut p = single.clone();
+    p[INFO_AT + 4 * 3 + 600] |= 0x10;
+    match fail(&p, 10_000) {
+        Error::InvalidCode { block, bit_offset } => {
+            assert_eq!((block, bit_offset), (1, 600 * 8 + 4));
+        }
+        e => panic!("expected InvalidCode, got {e:?}"),
+    }
+}
+
+/// Goldens written by format version 1 (mode 1 and raw): decoded, never regenerated.
+#[test]
+fn mode_1_goldens_decode() {
+    let dir = golden_dir();
+    let inputs: [(&str, Vec<u8>, u32); 4] = [
+        ("text", text(), huffman::MODE_HUFFMAN_V1),
+        ("skewed", skewed(9000, 1), huffman::MODE_HUFFMAN_V1),
+        ("single", vec![b'q'; 5000], huffman::MODE_HUFFMAN_V1),
+        ("uniform", uniform(777, 4), huffman::MODE_RAW),
+    ];
+    for (name, data, mode) in inputs {
+        let golden = std::fs::read(dir.join(format!("{name}.huf"))).expect("v1 golden");
+        assert_eq!(word(&golden, 0), mode, "{name}.huf mode");
+        assert_eq!(dec(&golden, data.len()), data, "{name}.huf decodes");
+        // The compatibility encoder still writes these bytes.
+        assert!(
+            enc_v1(&data) == golden,
+            "{name}.huf: the mode 1 layout changed"
+        );
+    }
+}
+
+#[test]
 fn golden_payloads_decode_and_regenerate() {
     let dir = golden_dir();
     let regen = std::env::var_os("TESSERA_REGEN_GOLDEN").is_some();
@@ -385,14 +608,105 @@ fn golden_payloads_decode_and_regenerate() {
         ("uniform", uniform(777, 4)),
     ];
     for (name, data) in inputs {
-        let path = dir.join(format!("{name}.huf"));
+        let path = dir.join(format!("{name}.m2.huf"));
         let p = enc(&data);
         if regen {
             std::fs::write(&path, &p).expect("write golden");
         }
         let golden = std::fs::read(&path).expect("golden payload");
-        assert_eq!(dec(&golden, data.len()), data, "{name}.huf decodes");
-        assert!(p == golden, "{name}.huf: the encoder's output changed");
+        assert_eq!(dec(&golden, data.len()), data, "{name}.m2.huf decodes");
+        assert!(p == golden, "{name}.m2.huf: the encoder's output changed");
+    }
+}
+
+/// Package-merge as format version 1 implemented it, expanding package nodes: an independent
+/// reference for the node-free [`code_lengths`].
+fn package_merge_nodes(hist: &[u64; 256], max_len: u32) -> [u8; 256] {
+    #[derive(Clone, Copy)]
+    enum Node {
+        Leaf(u8),
+        Package(u32, u32),
+    }
+    let mut lengths = [0u8; 256];
+    let mut leaves: Vec<(u64, u8)> = (0..256)
+        .filter(|&s| hist[s] > 0)
+        .map(|s| (hist[s], s as u8))
+        .collect();
+    leaves.sort_unstable();
+    let n = leaves.len();
+    if n == 1 {
+        lengths[leaves[0].1 as usize] = 1;
+    }
+    if n < 2 {
+        return lengths;
+    }
+    let levels = max_len.min(n as u32 - 1);
+    let mut nodes: Vec<Node> = leaves.iter().map(|&(_, s)| Node::Leaf(s)).collect();
+    let leaf_items: Vec<(u64, u32)> = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, &(w, _))| (w, i as u32))
+        .collect();
+    let mut list = leaf_items.clone();
+    for _ in 1..levels {
+        let mut packages = Vec::new();
+        for pair in list.chunks_exact(2) {
+            packages.push((pair[0].0 + pair[1].0, nodes.len() as u32));
+            nodes.push(Node::Package(pair[0].1, pair[1].1));
+        }
+        let mut merged = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < leaf_items.len() || j < packages.len() {
+            if j == packages.len() || (i < leaf_items.len() && leaf_items[i].0 <= packages[j].0) {
+                merged.push(leaf_items[i]);
+                i += 1;
+            } else {
+                merged.push(packages[j]);
+                j += 1;
+            }
+        }
+        list = merged;
+    }
+    let mut stack: Vec<u32> = list[..2 * n - 2].iter().map(|&(_, id)| id).collect();
+    while let Some(id) = stack.pop() {
+        match nodes[id as usize] {
+            Node::Leaf(s) => lengths[s as usize] += 1,
+            Node::Package(a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+        }
+    }
+    lengths
+}
+
+#[test]
+fn package_merge_equals_the_node_expanding_reference_on_real_histograms() {
+    let mut hists = vec![histogram(&text())];
+    for name in ["text.txt", "xml.xml"] {
+        let Some(data) = bench_data(name) else {
+            continue;
+        };
+        hists.push(histogram(&data));
+        hists.push(histogram(&data[..data.len() / 7]));
+    }
+    let mut r = StdRng::seed_from_u64(17);
+    for _ in 0..20 {
+        // 256 symbols with Zipf-like, many-tied frequencies.
+        let mut h = [0u64; 256];
+        for (s, x) in h.iter_mut().enumerate() {
+            *x = 1 + (r.random_range(0..1_000_000u64) / (s as u64 + 1)) / r.random_range(1..50);
+        }
+        hists.push(h);
+    }
+    for h in &hists {
+        for limit in [8, 9, 12, 13, 16, 255] {
+            if h.iter().filter(|&&f| f > 0).count() > 1 << limit.min(16) {
+                continue;
+            }
+            let got = code_lengths(h, limit).expect("lengths");
+            assert_eq!(got, package_merge_nodes(h, limit), "limit {limit}");
+        }
     }
 }
 
@@ -401,8 +715,8 @@ proptest! {
 
     #[test]
     fn package_merge_is_optimal_and_respects_the_limit(
-        freqs in prop::collection::vec(0u64..1000, 1..40),
-        limit in 6u32..=14,
+        freqs in prop::collection::vec(0u64..1000, 1..256),
+        limit in 8u32..=14,
     ) {
         let mut hist = [0u64; 256];
         for (i, &f) in freqs.iter().enumerate() {
@@ -421,6 +735,8 @@ proptest! {
         if free.iter().all(|&l| l as u32 <= limit) {
             prop_assert_eq!(cost(&hist, &lim), cost(&hist, &free));
         }
+        prop_assert_eq!(lim, package_merge_nodes(&hist, limit));
+        prop_assert_eq!(free, package_merge_nodes(&hist, 255));
     }
 
     #[test]
@@ -446,10 +762,11 @@ proptest! {
     #[test]
     fn random_corruption_never_panics_and_decoders_agree(
         seed in any::<u64>(),
+        v1 in any::<bool>(),
         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6),
     ) {
         let data = skewed(3000 + (seed % 9000) as usize, seed);
-        let mut p = enc(&data);
+        let mut p = if v1 { enc_v1(&data) } else { enc(&data) };
         for (at, x) in flips {
             let i = at % p.len();
             p[i] ^= x.max(1);

@@ -14,28 +14,34 @@
 //                       stream_bits, raw or huffman, every payload's place in the output;
 //   huff_seg_bits       bits of each segment = sum over bytes of freq * length (no input read);
 //   huff_encode_pack    per segment: its first bit is the sum of the earlier segments' bits
-//                       of its chunk; then per 4 KiB sub-tile, a block-wide exclusive scan of
+//                       of its chunk; then per 4 KiB sub-tile (16 bytes per thread, held in
+//                       registers, loaded one sub-tile ahead), a block-wide exclusive scan of
 //                       the threads' code lengths gives every code its bit offset, and every
 //                       stream word is assembled whole by one thread -- the thread whose bit
 //                       range holds the word's bit 0 -- from its own codes and, for its last
-//                       word, the codes that follow (at most 31, from the next threads' bytes
-//                       or the next sub-tile's first bytes, read again). So no word is ever
+//                       word, the *heads* (first 32 bits) of the next two threads, published in
+//                       shared memory before the scan's barrier (the sub-tile's last threads
+//                       use the heads of the 32 bytes that follow it). So no word is ever
 //                       written twice and no atomics are needed. Words are staged in shared
-//                       memory and stored coalesced. The thread whose code reaches a 4096-bit
-//                       edge writes that block's edge record (codes so far, spill);
-//   huff_encode_finish  headers, code lengths and block_info from the edge records.
+//                       memory (double-buffered: two barriers per sub-tile) and stored
+//                       coalesced. The thread whose range reaches a 4096-bit edge writes that
+//                       block's edge record (codes so far, spill);
+//   huff_encode_finish  headers, code lengths and block_info (mode 2: u16 entries) from the edge
+//                       records.
 // Raw chunks are copied by huff_encode_pack.
 //
 // Decoding, in five launches: huff_decode_tables (per chunk: check the code lengths, build the
 // §8 tables), huff_decode_counts (check every block_info word, extract symbol_count), the
 // device scan of scan.cu over the counts (each block's output offset), huff_decode_blocks, and
-// huff_copy_raw for raw chunks. huff_decode_blocks: a thread block takes a group of 128
-// consecutive blocks, copies the tables (24 KiB) and the group's stream (each block's 128 words
+// huff_copy_raw for raw chunks; modes 1 and 2 in one launch (HfDecChunk.mode). huff_decode_blocks:
+// a thread block takes a group of 128 consecutive blocks, copies the multi-symbol table (16 KiB;
+// the 13-bit single-symbol table is read through L1) and the group's stream (each block's 128 words
 // and the next block's first 3, at an odd stride of 131 words so that the lanes of a warp hit
 // different banks) into shared memory with cp.async (coalesced, all in flight at once), and
 // each thread decodes one block
-// with the multi-symbol table (up to 3 symbols per lookup, 4 lookups per 64-bit window) while
-// 12 or more symbols remain, then one symbol per lookup. Symbols go to a 128-byte slot per
+// with the multi-symbol table (up to 3 symbols per lookup, 4 lookups per 64-bit window; an
+// entry without symbols means a 13-bit code, resolved by the single-symbol table) while 12 or
+// more symbols remain, then one symbol per lookup. Symbols go to a 128-byte slot per
 // thread; when a round has filled the slots, the warp stores each thread's run with coalesced
 // byte stores (32 consecutive bytes per store). Why one thread per block: a block's codes can
 // only be found from its start, and the format gives 4096-bit blocks of about 900 (text) to
@@ -45,7 +51,7 @@
 // resynchronization pass).
 //
 // Hostile input: the host checks each chunk's header and payload length; the kernels check the
-// code lengths (<= 12, complete), every block_info word, that the counts add up, each block's
+// code lengths (<= the mode's limit, complete), every block_info entry and padding, that the counts add up, each block's
 // output range, every code (a table entry with no code) and each block's end; they never read
 // outside a chunk's stream (staged reads stop at the block's end) nor write outside its output
 // range. Each chunk gets a status key; the host re-runs the CPU decoder on a flagged chunk for
@@ -135,37 +141,59 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
     if (lane == 0) seg_bits[g] = bits;
 }
 
-// Appends one code to a thread's word assembler. `acc` holds `nb` pending bits, the oldest at
-// bit 0; while `drop` > 0 the first `drop` bits belong to the word before the thread's first
-// owned word and are discarded once they are all in. Emits a word into the stage when 32 bits
-// are in (at most one per code: nb < 32 + 12 after an append).
-__device__ __forceinline__ void hf_append(u64& acc, u32& nb, u32& drop, u32 code, u32 len, u32* stage, u32& w) {
-    acc |= (u64)code << nb;
-    nb += len;
-    if (drop) {
-        if (nb < drop) return;
-        acc >>= drop;
-        nb -= drop;
-        drop = 0;
+// Sixteen bytes of the input from `p` (16-byte aligned when n == 16); bytes past n read as 0.
+__device__ __forceinline__ uint4 hf_load16(const u8* __restrict__ p, u32 n) {
+    if (n >= 16) return __ldg(reinterpret_cast<const uint4*>(p));
+    u32 w[4] = {0, 0, 0, 0};
+    for (u32 b = 0; b < n; ++b) w[b >> 2] |= (u32)p[b] << (8 * (b & 3));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ u32 hf_byte(const uint4& v, u32 b) {
+    const u32 w = b < 4 ? v.x : b < 8 ? v.y : b < 12 ? v.z : v.w;
+    return (w >> (8 * (b & 3))) & 0xFF;
+}
+
+// The first (up to) 32 stream bits of `n` bytes and their total number of bits: what a thread
+// contributes to the word its predecessor finishes. Only the 2 halo "threads" call this.
+__device__ __forceinline__ u32 hf_head(const u32* s_code, const uint4& v, u32 n, u32& bits) {
+    u32 head = 0;
+    bits = 0;
+#pragma unroll
+    for (u32 b = 0; b < HF_ENC_ITEMS; ++b) {
+        const u32 e = b < n ? s_code[hf_byte(v, b)] : 0;
+        if (bits < 32) head |= (e & 0xFFFF) << bits;
+        bits += e >> 16;
     }
-    if (nb >= 32) {
-        stage[w++] = (u32)acc;
-        acc >>= 32;
-        nb -= 32;
-    }
+    return head;
 }
 
 // One thread block per segment. out: the payload words of every chunk; edges: one record per
 // 4096-bit block (HF_EDGE_*), at chunk.edge_base + block.
-extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
+//
+// Per sub-tile of 4 KiB, thread t holds bytes 16t .. 16t+15 in registers (loaded one sub-tile
+// ahead) and their 16 code entries:
+//   1. the sum of its code lengths, and its *head*: its first (up to) 32 stream bits; the warp
+//      scans the sums (shuffles), warp totals and heads go to shared memory; barrier A;
+//   2. its first bit = carry + the block-wide exclusive sum; it assembles the words whose bit 0
+//      lies in its range: full words as they fill, and its last word completed with the heads
+//      of threads t+1 and t+2 (every full thread has 16 codes of at least 1 bit, so two heads
+//      always reach the word's end; threads 256 and 257 are the 32 bytes after the sub-tile,
+//      in the chunk, computed by threads 0 and 1). Words go to a shared stage; barrier B;
+//   3. the stage is stored coalesced.
+// Heads, warp totals and stage are double-buffered by sub-tile parity, so two barriers per
+// sub-tile suffice: a buffer is rewritten two sub-tiles later, after a barrier that every
+// reader of its previous contents has passed.
+extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS, 5)
     huff_encode_pack(const u8* __restrict__ data, const HfEncChunk* __restrict__ chunks, u32 segs_per_chunk,
                      const u32* __restrict__ seg_bits, const u32* __restrict__ codes, u32* __restrict__ out,
                      u32* __restrict__ edges) {
     __shared__ u32 s_code[HF_SYMBOLS];
-    __shared__ __align__(16) u8 s_bytes[HF_SUBTILE_BYTES + HF_HALO_BYTES];
-    __shared__ u32 s_stage[HF_STAGE_WORDS];
-    __shared__ u32 s_warp[HF_ENC_THREADS / 32];
-    const u32 t = threadIdx.x;
+    __shared__ u32 s_stage[2][HF_STAGE_WORDS];
+    __shared__ u32 s_head[2][HF_ENC_THREADS + 2];
+    __shared__ u32 s_hbits[2][HF_ENC_THREADS + 2];
+    __shared__ u32 s_warp[2][HF_ENC_THREADS / 32];
+    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const u32 c = blockIdx.x / segs_per_chunk, j = blockIdx.x % segs_per_chunk;
     const HfEncChunk ch = chunks[c];
     const u32 seg_lo = j * HF_SEG_BYTES;
@@ -191,83 +219,122 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
         return;
     }
 
-    // The segment's first bit: the bits of the chunk's earlier segments.
+    // The segment's first bit: the bits of the chunk's earlier segments (the scan's barriers
+    // also publish s_code).
+    s_code[t] = codes[(u64)c * HF_SYMBOLS + t];
     u32 part = 0;
     for (u32 i = t; i < j; i += HF_ENC_THREADS) part += seg_bits[(u64)c * segs_per_chunk + i];
     u32 carry;
-    hf_block_exclusive_sum(part, s_warp, carry);
-    s_code[t] = codes[(u64)c * HF_SYMBOLS + t];
-    u32* stream = out + ch.out_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS + ch.block_count;
+    hf_block_exclusive_sum(part, s_warp[0], carry);
+    u32* stream = out + ch.out_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS + ch.info_words;
 
-    for (u32 lo = 0; lo < seg_n; lo += HF_SUBTILE_BYTES) {
+    const u32 first = HF_ENC_ITEMS * t;
+    auto mine_of = [&](u32 lo) -> u32 {
         const u32 sub_n = seg_n - lo < HF_SUBTILE_BYTES ? seg_n - lo : HF_SUBTILE_BYTES;
+        return sub_n > first ? (sub_n - first < HF_ENC_ITEMS ? sub_n - first : HF_ENC_ITEMS) : 0;
+    };
+    uint4 next = hf_load16(in + first, mine_of(0));
+    u32 buf = 0;
+    for (u32 lo = 0; lo < seg_n; lo += HF_SUBTILE_BYTES, buf ^= 1) {
+        const uint4 v = next;
+        const u32 mine = mine_of(lo);
+        if (lo + HF_SUBTILE_BYTES < seg_n) next = hf_load16(in + lo + HF_SUBTILE_BYTES + first, mine_of(lo + HF_SUBTILE_BYTES));
         const u32 idx0 = seg_lo + lo;  // chunk index of the sub-tile's first byte
-        // Bytes of the sub-tile, then up to HF_HALO_BYTES of what follows in the chunk.
-        const u32 avail = ch.count - idx0 < HF_SUBTILE_BYTES + HF_HALO_BYTES ? ch.count - idx0
-                                                                             : HF_SUBTILE_BYTES + HF_HALO_BYTES;
-        if (HF_ENC_ITEMS * t + HF_ENC_ITEMS <= sub_n) {
-            *reinterpret_cast<uint4*>(&s_bytes[HF_ENC_ITEMS * t]) =
-                __ldg(reinterpret_cast<const uint4*>(in + lo) + t);
-        } else {
-            for (u32 b = 0; b < HF_ENC_ITEMS; ++b) {
-                const u32 i = HF_ENC_ITEMS * t + b;
-                s_bytes[i] = i < sub_n ? in[lo + i] : 0;
-            }
-        }
-        if (t < HF_HALO_BYTES) {
-            const u32 i = HF_SUBTILE_BYTES + t;
-            s_bytes[i] = i < avail ? in[lo + i] : 0;
-        }
-        __syncthreads();
 
-        const u32 first = HF_ENC_ITEMS * t;
-        const u32 mine = sub_n > first ? (sub_n - first < HF_ENC_ITEMS ? sub_n - first : HF_ENC_ITEMS) : 0;
-        u32 bits = 0;
+        // 1. Code entries, bit count, head.
+        u32 e[HF_ENC_ITEMS];
+        u32 bits = 0, head = 0;
 #pragma unroll
-        for (u32 b = 0; b < HF_ENC_ITEMS; ++b)
-            if (b < mine) bits += s_code[s_bytes[first + b]] >> 16;
-        u32 total;
-        const u32 start = carry + hf_block_exclusive_sum(bits, s_warp, total);
+        for (u32 b = 0; b < HF_ENC_ITEMS; ++b) {
+            e[b] = b < mine ? s_code[hf_byte(v, b)] : 0;
+            if (bits < 32) head |= (e[b] & 0xFFFF) << bits;
+            bits += e[b] >> 16;
+        }
+        s_head[buf][t] = head;
+        s_hbits[buf][t] = bits;
+        if (t < 2) {
+            // The 32 bytes after the sub-tile that lie in the chunk (the next sub-tile's or the
+            // next segment's first bytes).
+            const u32 h = idx0 + HF_SUBTILE_BYTES + HF_ENC_ITEMS * t;
+            const u32 hn = h < ch.count ? (ch.count - h < HF_ENC_ITEMS ? ch.count - h : HF_ENC_ITEMS) : 0;
+            uint4 hv = make_uint4(0, 0, 0, 0);
+            if (hn) hv = hf_load16(in + lo + HF_SUBTILE_BYTES + HF_ENC_ITEMS * t, hn);
+            u32 hb;
+            s_head[buf][HF_ENC_THREADS + t] = hf_head(s_code, hv, hn, hb);
+            s_hbits[buf][HF_ENC_THREADS + t] = hb;
+        }
+        u32 incl = bits;
+#pragma unroll
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 y = __shfl_up_sync(HF_FULL, incl, d);
+            if (lane >= d) incl += y;
+        }
+        if (lane == 31) s_warp[buf][warp] = incl;
+        __syncthreads();  // A
+
+        u32 prefix = 0, total = 0;
+#pragma unroll
+        for (u32 w = 0; w < HF_ENC_THREADS / 32; ++w) {
+            const u32 x = s_warp[buf][w];
+            if (w < warp) prefix += x;
+            total += x;
+        }
+        const u32 start = carry + prefix + incl - bits;
         // Words this sub-tile owns: those whose bit 0 lies in [carry, carry + total).
         const u32 wbase = (carry + 31) >> 5;
         const u32 wend = (carry + total + 31) >> 5;
 
+        // 2. Words. `acc` holds nb pending bits of word `wcur`; the thread owns wcur when its
+        // bit 0 lies at or after `start`.
+        u32* stage = s_stage[buf];
         u64 acc = 0;
-        u32 nb = 0;
-        u32 drop = ((start + 31) & ~31u) - start;
-        u32 w = ((start + 31) >> 5) - wbase;  // stage index of the next word to emit
-        u32 pos = start;
-        for (u32 b = 0; b < mine; ++b) {
-            const u32 e = s_code[s_bytes[first + b]];
-            const u32 len = e >> 16;
-            // §4: the code that reaches a block edge is its block's last; its excess is the spill.
-            if ((pos & (HF_BLOCK_BITS - 1)) + len >= HF_BLOCK_BITS) {
-                const u32 k = pos / HF_BLOCK_BITS;
-                if (k < ch.block_count)
-                    edges[ch.edge_base + k] =
-                        (idx0 + first + b + 1) | ((pos + len - (k + 1) * HF_BLOCK_BITS) << HF_EDGE_SPILL_SHIFT);
+        u32 nb = start & 31, wcur = start >> 5;
+        bool owned = nb == 0;
+#pragma unroll
+        for (u32 b = 0; b < HF_ENC_ITEMS; ++b) {
+            acc |= (u64)(e[b] & 0xFFFF) << nb;
+            nb += e[b] >> 16;
+            if (nb >= 32) {
+                if (owned) stage[wcur - wbase] = (u32)acc;
+                owned = true;
+                ++wcur;
+                acc >>= 32;
+                nb -= 32;
             }
-            pos += len;
-            hf_append(acc, nb, drop, e & 0xFFFF, len, s_stage, w);
         }
-        if (drop == 0 && nb > 0) {
-            // The last word starts in this thread's range: finish it with the following codes.
-            for (u32 x = first + mine; nb < 32 && x < avail; ++x) {
-                const u32 e = s_code[s_bytes[x]];
-                acc |= (u64)(e & 0xFFFF) << nb;
-                nb += e >> 16;
+        if (owned && nb > 0) {
+            // The last word starts in this thread's range: the next threads' heads finish it.
+            u32 w = (u32)acc | (s_head[buf][t + 1] << nb);
+            const u32 b1 = s_hbits[buf][t + 1];
+            if (nb + b1 < 32) w |= s_head[buf][t + 2] << (nb + b1);
+            stage[wcur - wbase] = w;
+        }
+        // §4: the code that reaches a block edge is its block's last; its excess is the spill.
+        // A thread's 16 codes (<= 208 bits) reach at most one edge.
+        const u32 edge = (start | (HF_BLOCK_BITS - 1)) + 1;
+        if (bits && start + bits >= edge) {
+            const u32 k = start / HF_BLOCK_BITS;
+            u32 pos = start;
+#pragma unroll
+            for (u32 b = 0; b < HF_ENC_ITEMS; ++b) {
+                const u32 len = e[b] >> 16;
+                if (pos < edge && pos + len >= edge && k < ch.block_count)
+                    edges[ch.edge_base + k] = (idx0 + first + b + 1) | ((pos + len - edge) << HF_EDGE_SPILL_SHIFT);
+                pos += len;
             }
-            s_stage[w++] = (u32)acc;
         }
-        __syncthreads();
-        for (u32 i = t; i < wend - wbase; i += HF_ENC_THREADS) stream[wbase + i] = s_stage[i];
+        __syncthreads();  // B
+
+        // 3. Coalesced stores.
+        for (u32 i = t; i < wend - wbase; i += HF_ENC_THREADS) stream[wbase + i] = stage[i];
         carry += total;
-        __syncthreads();
     }
 }
 
 // Headers and code lengths (preamble: 68 words per chunk from the host; raw chunks use the
-// first 4) and every block_info word from the edge records. Grid-stride over both.
+// first 4) and every block_info word from the edge records (§4, mode 2: the thread of an even
+// block k writes the word of blocks k and k + 1, or of block k and the zero padding entry).
+// Grid-stride over both.
 extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
     huff_encode_finish(const HfEncChunk* __restrict__ chunks, u32 n_chunks, const u32* __restrict__ preamble,
                        const u32* __restrict__ edges, u32 total_blocks, u32* __restrict__ out) {
@@ -279,14 +346,22 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
         out[chunks[c].out_word + wi] = preamble[i];
     }
     for (u32 g = blockIdx.x * blockDim.x + threadIdx.x; g < total_blocks; g += stride) {
-        const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, 10, 8, g);
+        const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, HF_ENC_ROW_WORDS, HF_ENC_EDGE_BASE, g);
         const HfEncChunk ch = chunks[c];
         const u32 k = g - ch.edge_base;
-        const bool last = k + 1 == ch.block_count;
-        const u32 e = last ? ch.count : (edges[g] & HF_EDGE_COUNT_MASK);
-        const u32 spill = last ? 0 : edges[g] >> HF_EDGE_SPILL_SHIFT;
-        const u32 prev = k ? (edges[g - 1] & HF_EDGE_COUNT_MASK) : 0;
-        out[ch.out_word + pre + k] = (e - prev) | (spill << 16);
+        if (k & 1) continue;
+        const u32 nb = ch.block_count;
+        u32 word = 0;
+        for (u32 h = 0; h < 2 && k + h < nb; ++h) {
+            const u32 b = k + h;
+            const bool last = b + 1 == nb;
+            const u32 upto = last ? ch.count : (edges[g + h] & HF_EDGE_COUNT_MASK);
+            const u32 prev = b ? (edges[g + h - 1] & HF_EDGE_COUNT_MASK) : 0;
+            const u32 n = upto - prev;
+            const u32 entry = last ? n : ((n - 1) | ((edges[g + h] >> HF_EDGE_SPILL_SHIFT) << HF_COUNT_BITS));
+            word |= entry << (16 * h);
+        }
+        out[ch.out_word + pre + k / 2] = word;
     }
 }
 
@@ -294,17 +369,19 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
 // Decoding
 // ---------------------------------------------------------------------------------------------
 
-// One thread block of 256 threads per huffman chunk: checks the code lengths (§7 step 5) and
-// builds the §8 tables at tables + chunk.table * HF_TABLE_WORDS (all zero when invalid).
+// One thread block of 256 threads per huffman chunk: checks the code lengths (§7 step 5: at
+// most 12 bits in mode 1, 13 in mode 2; complete, or one symbol of length 1) and builds the §8
+// tables at tables + chunk.table * HF_TABLE_WORDS (all zero when invalid).
 extern "C" __global__ void __launch_bounds__(256)
     huff_decode_tables(const HfDecChunk* __restrict__ chunks, const u32* __restrict__ words, u32* __restrict__ tables,
                        u64* __restrict__ status) {
     __shared__ u8 len[HF_SYMBOLS];
-    __shared__ u16 single[HF_TABLE_SIZE];
+    __shared__ u16 single[HF_SINGLE_SIZE];
     __shared__ u32 count[HF_MAX_CODE_LENGTH + 1], next[HF_MAX_CODE_LENGTH + 1];
     __shared__ u32 kraft, used, bad;
     const u32 t = threadIdx.x, c = blockIdx.x;
     const HfDecChunk ch = chunks[c];
+    const u32 max_len = ch.mode == HF_MODE_HUFFMAN ? HF_MAX_CODE_LENGTH : HF_MAX_CODE_LENGTH_V1;
     if (t < HF_SYMBOLS / 4) {
         const u32 w = words[ch.payload_word + HF_HEADER_WORDS + t];
         len[4 * t] = w;
@@ -314,17 +391,18 @@ extern "C" __global__ void __launch_bounds__(256)
     }
     if (t <= HF_MAX_CODE_LENGTH) count[t] = 0;
     if (t == 0) kraft = used = bad = 0;
-    for (u32 i = t; i < HF_TABLE_SIZE; i += 256) single[i] = 0;
+    for (u32 i = t; i < HF_SINGLE_SIZE; i += 256) single[i] = 0;
     __syncthreads();
     const u32 l = len[t];
-    if (l > HF_MAX_CODE_LENGTH) atomicOr(&bad, 1u);
+    if (l > max_len) atomicOr(&bad, 1u);
     else if (l) {
+        // Kraft sum in units of 2^-13 (a mode 1 table's lengths are at most 12).
         atomicAdd(&kraft, 1u << (HF_MAX_CODE_LENGTH - l));
         atomicAdd(&used, 1u);
         atomicAdd(&count[l], 1u);
     }
     __syncthreads();
-    const bool ok = !bad && (kraft == HF_TABLE_SIZE || (used == 1 && kraft == HF_TABLE_SIZE / 2));
+    const bool ok = !bad && (kraft == HF_SINGLE_SIZE || (used == 1 && kraft == HF_SINGLE_SIZE / 2));
     if (t == 0) {
         if (!ok) ts_report(&status[c], TS_CLASS_BLOCK_STARTS, 0, HF_ST_TABLE, 0);
         u32 code = 0;  // §3, RFC 1951 §3.2.2
@@ -341,15 +419,17 @@ extern "C" __global__ void __launch_bounds__(256)
             for (u32 s = 0; s < t; ++s) rank += len[s] == l;
             const u32 code = next[l] + rank;
             const u32 rev = __brev(code) >> (32 - l);
-            for (u32 i = rev; i < HF_TABLE_SIZE; i += 1u << l) single[i] = (u16)(t | (l << 8));
+            for (u32 i = rev; i < HF_SINGLE_SIZE; i += 1u << l) single[i] = (u16)(t | (l << 8));
         }
         __syncthreads();
-        for (u32 i = t; i < HF_TABLE_SIZE; i += 256) {
+        for (u32 i = t; i < HF_MULTI_SIZE; i += 256) {
+            // i >> at < 2^12: its single entry is right for codes of at most 12 - at bits, the
+            // only ones that fit.
             u32 at = 0, n = 0, syms = 0;
             while (n < 3) {
                 const u32 s = single[i >> at];
                 const u32 sl = s >> 8;
-                if (sl == 0 || at + sl > HF_MAX_CODE_LENGTH) break;
+                if (sl == 0 || at + sl > HF_MULTI_BITS) break;
                 syms |= (s & 0xFF) << (8 * n);
                 ++n;
                 at += sl;
@@ -357,27 +437,30 @@ extern "C" __global__ void __launch_bounds__(256)
             tab[i] = syms | (n << HF_ENTRY_COUNT_SHIFT) | (at << HF_ENTRY_BITS_SHIFT);
         }
     } else {
-        for (u32 i = t; i < HF_TABLE_SIZE; i += 256) tab[i] = 0;
+        for (u32 i = t; i < HF_MULTI_SIZE; i += 256) tab[i] = 0;
     }
-    for (u32 i = t; i < HF_TABLE_SIZE / 2; i += 256)
-        tab[HF_TABLE_SIZE + i] = (u32)single[2 * i] | ((u32)single[2 * i + 1] << 16);
+    for (u32 i = t; i < HF_SINGLE_SIZE / 2; i += 256)
+        tab[HF_MULTI_SIZE + i] = (u32)single[2 * i] | ((u32)single[2 * i + 1] << 16);
 }
 
-// Grid-stride over every block of every chunk: checks its block_info word (§7 step 5) and
-// writes its symbol_count for the scan.
+// Grid-stride over every block of every chunk: checks its block_info entry (§7 step 5; in
+// mode 2 the last block's thread also checks the padding entry) and writes its symbol_count
+// for the scan.
 extern "C" __global__ void __launch_bounds__(256)
     huff_decode_counts(const HfDecChunk* __restrict__ chunks, u32 n_chunks, const u32* __restrict__ words,
                        u32 total_blocks, u32* __restrict__ counts, u64* __restrict__ status) {
     for (u32 g = blockIdx.x * blockDim.x + threadIdx.x; g < total_blocks; g += gridDim.x * blockDim.x) {
-        const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, 10, 7, g);
-        const u64 pw = chunks[c].payload_word;
-        const u32 nb = chunks[c].block_count, k = g - chunks[c].first_block;
-        const u32 w = words[pw + HF_HEADER_WORDS + HF_LENGTHS_WORDS + k];
-        const u32 spill = (w >> 16) & 0xFF, count = w & 0xFFFF;
-        const u32 max_spill = k + 1 == nb ? 0 : HF_MAX_SPILL;
-        if ((w >> 24) || spill > max_spill || count > HF_BLOCK_BITS)
-            ts_report(&status[c], TS_CLASS_BLOCK_STARTS, k, HF_ST_INFO, w);
-        counts[g] = count;
+        const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, HF_DEC_ROW_WORDS, HF_DEC_FIRST_BLOCK, g);
+        const HfDecChunk ch = chunks[c];
+        const u64 info_w = ch.payload_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS;
+        const u32 nb = ch.block_count, k = g - ch.first_block;
+        u32 count, spill;
+        bool ok;
+        hf_block_info(words, info_w, ch.mode, k, nb, count, spill, ok);
+        if (ok && ch.mode == HF_MODE_HUFFMAN && k + 1 == nb && (nb & 1))
+            ok = (__ldg(&words[info_w + (nb >> 1)]) >> 16) == 0;
+        if (!ok) ts_report(&status[c], TS_CLASS_BLOCK_STARTS, k, HF_ST_INFO, count);
+        counts[g] = ok ? count : 0;
     }
 }
 
@@ -394,25 +477,27 @@ extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
                        u64* __restrict__ status) {
     extern __shared__ __align__(16) u32 hf_smem[];
     const u32* s_multi = hf_smem;
-    const u16* s_single = reinterpret_cast<const u16*>(hf_smem + HF_TABLE_SIZE);
-    u32* s_stream = hf_smem + HF_TABLE_WORDS;
+    u32* s_stream = hf_smem + HF_MULTI_SIZE;
     u8* s_out = reinterpret_cast<u8*>(s_stream + HF_DEC_GROUP * HF_STAGE_STRIDE);
 
     const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, 10, 8, blockIdx.x);
+    const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, HF_DEC_ROW_WORDS, HF_DEC_FIRST_GROUP,
+                              blockIdx.x);
     const HfDecChunk ch = chunks[c];
     const u32 nb = ch.block_count;
     const u32 k0 = (blockIdx.x - ch.first_group) * HF_DEC_GROUP;
     const u32 nblk = nb - k0 < HF_DEC_GROUP ? nb - k0 : HF_DEC_GROUP;
     const u64 info_w = ch.payload_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS;
-    const u64 stream_w = info_w + nb;
+    const u64 stream_w = info_w + ch.info_words;
     const u32 stream_words = (ch.stream_bits + 31) >> 5;
 
-    // Tables and the group's stream words, all copies in flight at once: block b's words (and
-    // the next block's first three) at b * HF_STAGE_STRIDE. Words past the chunk's stream read
-    // as 0 (§6).
+    // The multi-symbol table and the group's stream words, all copies in flight at once: block
+    // b's words (and the next block's first three) at b * HF_STAGE_STRIDE. Words past the
+    // chunk's stream read as 0 (§6). The single-symbol table (block tails, 13-bit codes) stays
+    // in global memory and is read through L1.
     const u32* tab = tables + (u64)ch.table * HF_TABLE_WORDS;
-    for (u32 i = t; i < HF_TABLE_WORDS; i += HF_DEC_THREADS) ts_cp_async4(hf_smem + i, tab + i);
+    const u16* g_single = reinterpret_cast<const u16*>(tab + HF_MULTI_SIZE);
+    for (u32 i = t; i < HF_MULTI_SIZE; i += HF_DEC_THREADS) ts_cp_async4(hf_smem + i, tab + i);
     const u32 staged = nblk * HF_STAGE_STRIDE;
     for (u32 i = t; i < staged; i += HF_DEC_THREADS) {
         const u32 b = i / HF_STAGE_STRIDE;
@@ -430,16 +515,16 @@ extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
     u32 count = 0, pos = 0, end = 0;
     u64 out_at = 0;
     if (live) {
-        const u32 bi = words[info_w + k];
-        const u32 spill = (bi >> 16) & 0xFF;
-        const u32 prev = k ? (words[info_w + k - 1] >> 16) & 0xFF : 0;
-        count = bi & 0xFFFF;
+        u32 spill, prev = 0, prev_count;
+        bool ok, prev_ok = true;
+        hf_block_info(words, info_w, ch.mode, k, nb, count, spill, ok);
+        if (k) hf_block_info(words, info_w, ch.mode, k - 1, nb, prev_count, prev, prev_ok);
         const u32 base = offsets[ch.first_block];
         const u32 rel = offsets[ch.first_block + k] - base;
         if (k + 1 == nb && offsets[ch.first_block + nb] - base != ch.total_count)
             ts_report(&status[c], TS_CLASS_BLOCK_STARTS, k, HF_ST_COUNT_SUM, 0);
-        if ((bi >> 24) || spill > HF_MAX_SPILL || prev > HF_MAX_SPILL || count > HF_BLOCK_BITS) {
-            hf_flag(&status[c], k, HF_ST_INFO, bi);
+        if (!ok || !prev_ok) {
+            hf_flag(&status[c], k, HF_ST_INFO, count);
             live = false;
         } else if (rel > ch.total_count || count > ch.total_count - rel) {
             hf_flag(&status[c], k, HF_ST_RANGE, rel);
@@ -466,14 +551,24 @@ extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
                     live = false;
                     break;
                 }
+                // Four lookups of at most 13 bits each: 52 of the window's 64 bits.
                 u64 win = hf_peek64(bits, pos);
 #pragma unroll
                 for (u32 r = 0; r < 4; ++r) {
-                    const u32 e = s_multi[win & (HF_TABLE_SIZE - 1)];
+                    const u32 e = s_multi[win & (HF_MULTI_SIZE - 1)];
                     const u32 n = (e >> HF_ENTRY_COUNT_SHIFT) & 3;
                     if (n == 0) {
-                        live = false;
-                        break;
+                        // A 13-bit code (mode 2), or none.
+                        const u32 e1 = __ldg(&g_single[win & (HF_SINGLE_SIZE - 1)]);
+                        const u32 l1 = e1 >> 8;
+                        if (l1 == 0) {
+                            live = false;
+                            break;
+                        }
+                        slot[got++] = (u8)e1;
+                        pos += l1;
+                        win >>= l1;
+                        continue;
                     }
                     slot[got] = (u8)e;
                     slot[got + 1] = (u8)(e >> 8);
@@ -495,7 +590,7 @@ extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
                     live = false;
                     break;
                 }
-                const u32 e = s_single[(u32)hf_peek64(bits, pos) & (HF_TABLE_SIZE - 1)];
+                const u32 e = __ldg(&g_single[(u32)hf_peek64(bits, pos) & (HF_SINGLE_SIZE - 1)]);
                 const u32 len = e >> 8;
                 if (len == 0) {
                     hf_flag(&status[c], k, HF_ST_CODE, pos);

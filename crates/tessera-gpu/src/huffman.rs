@@ -5,10 +5,12 @@
 //! A column of bytes is cut into chunks of `chunk_bytes` bytes (a multiple of [`SEG_BYTES`],
 //! at most 2^24; the last chunk may be shorter), each one payload of the format. How the
 //! kernels work is told at the top of `kernels/huffman.cu`. The host's share:
-//! - encoding: after the histogram launch it downloads one 256-entry histogram per chunk, runs
-//!   the CPU's own package-merge (`code_lengths`) and `canonical_codes` on every chunk (one
-//!   thread per core), decides raw or huffman exactly as the CPU encoder does (same formula), so
-//!   it knows every payload's length and place before a bit is packed;
+//! - encoding, one pipeline for the whole column: one histogram launch for all chunks, one
+//!   download of every chunk's 256-entry histogram, the CPU encoder's own per-chunk decision
+//!   ([`tessera_codecs::huffman::plan_chunks`]: package-merge, canonical codes, raw or mode 2;
+//!   all cores) so that every payload's length and place are known before a bit is packed, one
+//!   upload of every chunk's descriptor, code table and preamble, then the packing launches;
+//!   [`EncodeScratch::time_phases`] times the three phases with CUDA events;
 //! - decoding: it checks each chunk's header and payload length (§7 steps 1-4) on the host,
 //!   the kernels check everything else and leave a status per chunk; on any flag the host
 //!   re-runs the CPU decoder on that chunk and returns its exact [`Error`].
@@ -41,9 +43,21 @@ pub const OUT_SLOT: usize = 128;
 pub const OUT_STRIDE: usize = 132;
 /// Staged stream words per block (`HF_STAGE_STRIDE`): its 128 and the next block's first 3.
 pub const STAGE_STRIDE: usize = 131;
-/// Words of one chunk's decode tables (`HF_TABLE_WORDS`: 4096 multi-symbol entries and 4096
-/// u16 single-symbol entries).
-pub const TABLE_WORDS: usize = 6144;
+/// Entries of the multi-symbol table (`HF_MULTI_SIZE`, indexed by 12 bits) and of the
+/// single-symbol table (`HF_SINGLE_SIZE`, indexed by 13 bits).
+pub const MULTI_SIZE: usize = 1 << cpu::MULTI_BITS;
+pub const SINGLE_SIZE: usize = 1 << cpu::MAX_CODE_LENGTH;
+/// Words of one chunk's decode tables (`HF_TABLE_WORDS`: the multi-symbol table, then the
+/// single-symbol table's u16 entries two per word).
+pub const TABLE_WORDS: usize = MULTI_SIZE + SINGLE_SIZE / 2;
+/// Words a sub-tile's codes can fill (`HF_STAGE_WORDS`).
+pub const STAGE_WORDS: usize = SUBTILE_BYTES * cpu::MAX_CODE_LENGTH as usize / 32 + 2;
+/// u32 words per descriptor row and the fields `hf_find_row` searches (`HF_*_ROW_WORDS`, ...).
+pub const ENC_ROW_WORDS: usize = 10;
+pub const ENC_EDGE_BASE: usize = 8;
+pub const DEC_ROW_WORDS: usize = 12;
+pub const DEC_FIRST_BLOCK: usize = 7;
+pub const DEC_FIRST_GROUP: usize = 8;
 /// Bytes a raw-copy thread block moves (`HF_RAW_PIECE`).
 pub const RAW_PIECE: usize = 16384;
 /// Encoder edge records (`HF_EDGE_*`).
@@ -57,9 +71,12 @@ pub const ST_CODE: u32 = 4;
 pub const ST_END: u32 = 5;
 pub const ST_RANGE: u32 = 6;
 
-/// Dynamic shared memory of `huff_decode_blocks`: tables, the group's stream, output slots.
+/// Dynamic shared memory of `huff_decode_blocks`: the multi-symbol table (16 KiB), the group's
+/// stream (65.5 KiB), output slots (16.5 KiB). The 16 KiB single-symbol table is read from
+/// global memory through L1 (block tails and 13-bit codes only), which keeps two thread blocks
+/// per H100 SM.
 pub const DEC_SMEM_BYTES: u32 =
-    (4 * TABLE_WORDS + 4 * DEC_GROUP * STAGE_STRIDE + DEC_THREADS as usize * OUT_STRIDE) as u32;
+    (4 * MULTI_SIZE + 4 * DEC_GROUP * STAGE_STRIDE + DEC_THREADS as usize * OUT_STRIDE) as u32;
 
 const HEADER_WORDS: usize = cpu::HEADER_BYTES / 4;
 const LENGTHS_WORDS: usize = cpu::CODE_LENGTHS_BYTES / 4;
@@ -85,7 +102,25 @@ pub struct HfEncChunk {
     pub stream_bits: u32,
     pub block_count: u32,
     pub edge_base: u32,
-    pub reserved: u32,
+    pub info_words: u32,
+}
+
+impl HfEncChunk {
+    /// The row as the kernels read it: `ENC_ROW_WORDS` little-endian u32 words.
+    fn words(&self) -> [u32; ENC_ROW_WORDS] {
+        [
+            self.in_offset as u32,
+            (self.in_offset >> 32) as u32,
+            self.out_word as u32,
+            (self.out_word >> 32) as u32,
+            self.count,
+            self.mode,
+            self.stream_bits,
+            self.block_count,
+            self.edge_base,
+            self.info_words,
+        ]
+    }
 }
 
 /// A huffman-mode chunk to decode (`struct HfDecChunk`).
@@ -100,6 +135,10 @@ pub struct HfDecChunk {
     pub first_block: u32,
     pub first_group: u32,
     pub table: u32,
+    /// `MODE_HUFFMAN_V1` or `MODE_HUFFMAN`.
+    pub mode: u32,
+    /// Words of `block_info`.
+    pub info_words: u32,
 }
 
 /// A raw-mode chunk to copy (`struct HfRawChunk`).
@@ -113,7 +152,7 @@ pub struct HfRawChunk {
 }
 
 // SAFETY (all three): plain-old-data, `#[repr(C)]`, laid out like the CUDA structs (a test
-// checks the sizes; the kernels index them as u32 rows of 10, 10 and 6 words).
+// checks the sizes; the kernels index them as u32 rows of 10, 12 and 6 words).
 unsafe impl DeviceRepr for HfEncChunk {}
 unsafe impl DeviceRepr for HfDecChunk {}
 unsafe impl DeviceRepr for HfRawChunk {}
@@ -127,7 +166,7 @@ pub struct ChunkInfo {
     pub words: usize,
     /// Bytes the chunk decodes to.
     pub count: usize,
-    /// `MODE_RAW` or `MODE_HUFFMAN` (checked header field).
+    /// `MODE_RAW`, `MODE_HUFFMAN_V1` or `MODE_HUFFMAN` (checked header field).
     pub mode: u32,
     /// Checked header field (0 for raw).
     pub stream_bits: u32,
@@ -153,16 +192,36 @@ impl HuffmanEncoded {
     }
 }
 
-/// Device scratch of [`encode_device`], grown on demand and reused.
+/// Device scratch of [`encode_device`], grown on demand and reused; optionally the phase
+/// timings of the last call.
 #[derive(Debug, Default)]
 pub struct EncodeScratch {
     seg_hist: Option<CudaSlice<u32>>,
     chunk_hist: Option<CudaSlice<u32>>,
     seg_bits: Option<CudaSlice<u32>>,
-    codes: Option<CudaSlice<u32>>,
-    preamble: Option<CudaSlice<u32>>,
+    /// Descriptors, code tables and preambles of every chunk, uploaded at once.
+    tables: Option<CudaSlice<u32>>,
     edges: Option<CudaSlice<u32>>,
-    descs: Option<CudaSlice<HfEncChunk>>,
+    /// Record CUDA events between the phases of [`encode_device`] (off for end-to-end timing).
+    pub time_phases: bool,
+    /// Phase timings of the last [`encode_device`] call with `time_phases` set.
+    pub timings: Option<EncodeTimings>,
+}
+
+/// Where one [`encode_device`] call spent its time (CUDA events on the stream, milliseconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EncodeTimings {
+    /// The histogram launch.
+    pub histogram_ms: f64,
+    /// From the histogram's end to the upload's end: the histogram download, code construction
+    /// on the host, the descriptor and output allocation, the table upload (the GPU idles).
+    pub host_ms: f64,
+    /// Of `host_ms`, the host's code construction alone ([`cpu::plan_chunks`], wall clock).
+    pub plan_ms: f64,
+    /// Segment bit counts, packing, headers and block_info.
+    pub pack_ms: f64,
+    /// Chunks planned.
+    pub chunks: usize,
 }
 
 /// The device tables and scratch of one decode of a [`HuffmanEncoded`] (its chunk tables
@@ -194,15 +253,7 @@ fn grow<T: DeviceRepr>(
     }
 }
 
-fn raw_len(n: usize) -> usize {
-    cpu::HEADER_BYTES + 4 * n.div_ceil(4)
-}
-
-fn huffman_len(stream_bits: u64) -> u64 {
-    (cpu::HEADER_BYTES + cpu::CODE_LENGTHS_BYTES) as u64
-        + 4 * stream_bits.div_ceil(BLOCK_BITS)
-        + 4 * stream_bits.div_ceil(32)
-}
+use cpu::{huffman_len, raw_len};
 
 fn check_chunk_bytes(chunk_bytes: usize) -> Result<()> {
     if chunk_bytes == 0 || chunk_bytes % SEG_BYTES != 0 || chunk_bytes > MAX_CHUNK_VALUES as usize {
@@ -284,67 +335,23 @@ pub fn histogram(gpu: &Gpu, data: &[u8]) -> Result<[u64; 256]> {
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-/// The host's plan of one chunk.
-struct ChunkPlan {
-    lengths: [u8; 256],
-    codes: [u32; 256],
-    stream_bits: u64,
-    huffman: bool,
+fn event(gpu: &Gpu) -> Result<cudarc::driver::CudaEvent> {
+    let e = gpu
+        .ctx
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(cuda("creating an event"))?;
+    e.record(&gpu.stream).map_err(cuda("recording an event"))?;
+    Ok(e)
 }
 
-fn plan_chunk(hist: &[u32]) -> Result<ChunkPlan> {
-    let mut h = [0u64; 256];
-    for (o, &x) in h.iter_mut().zip(hist) {
-        *o = x as u64;
-    }
-    let n: u64 = h.iter().sum();
-    let lengths = cpu::code_lengths(&h, cpu::MAX_CODE_LENGTH)?;
-    let stream_bits: u64 = h.iter().zip(&lengths).map(|(&f, &l)| f * l as u64).sum();
-    let huffman = n > 0 && huffman_len(stream_bits) < raw_len(n as usize) as u64;
-    let rev = cpu::canonical_codes(&lengths);
-    let mut codes = [0u32; 256];
-    for s in 0..256 {
-        codes[s] = rev[s] | (lengths[s] as u32) << 16;
-    }
-    Ok(ChunkPlan {
-        lengths,
-        codes,
-        stream_bits,
-        huffman,
-    })
-}
-
-/// Plans every chunk, one thread per core.
-fn plan_chunks(hists: &[u32]) -> Result<Vec<ChunkPlan>> {
-    let chunks = hists.len() / 256;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(chunks)
-        .max(1);
-    let per = chunks.div_ceil(threads);
-    let parts: Vec<Result<Vec<ChunkPlan>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = hists
-            .chunks(per * 256)
-            .map(|part| s.spawn(move || part.chunks_exact(256).map(plan_chunk).collect()))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::Gpu("a planning thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut out = Vec::with_capacity(chunks);
-    for p in parts {
-        out.extend(p?);
-    }
-    Ok(out)
+fn elapsed(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Result<f64> {
+    Ok(a.elapsed_ms(b).map_err(cuda("reading an event timer"))? as f64)
 }
 
 /// Encodes the first `n` bytes of `data` (on the device) into chunks of `chunk_bytes` bytes
-/// (a multiple of [`SEG_BYTES`], at most 2^24; an empty input gives one empty chunk). Queues
-/// the histogram, waits for it, plans on the host, queues the packing and waits for it.
+/// (a multiple of [`SEG_BYTES`], at most 2^24; an empty input gives one empty chunk): the
+/// histogram launch, one download of all histograms, the host's plan of every chunk (all
+/// cores), one upload of all tables, the packing launches; waits for them.
 pub fn encode_device(
     gpu: &Gpu,
     data: &CudaSlice<u8>,
@@ -366,35 +373,39 @@ pub fn encode_device(
             "column too large for one GPU encode".into(),
         ));
     }
+    let timing = scratch.time_phases;
+    let e0 = timing.then(|| event(gpu)).transpose()?;
 
-    // 1. Histograms.
+    // 1. Histograms, one launch; one download.
     let seg_hist = grow(gpu, &mut scratch.seg_hist, segs * 256)?;
     let mut chunk_hist = grow(gpu, &mut scratch.chunk_hist, chunks * 256)?;
     launch_histogram(gpu, data, n, chunk_bytes, Some(&seg_hist), &mut chunk_hist)?;
+    let e1 = timing.then(|| event(gpu)).transpose()?;
     let mut hists = vec![0u32; chunks * 256];
     gpu.download(&chunk_hist, &mut hists)?;
 
-    // 2. Plans, payload places, descriptors.
-    let plans = plan_chunks(&hists)?;
-    let mut descs = Vec::with_capacity(chunks);
+    // 2. Plans (the CPU encoder's own decision, all cores), payload places; one table of
+    //    descriptors (ENC_ROW_WORDS per chunk), codes (256 per chunk, `code | length << 16`)
+    //    and preambles (68 per chunk).
+    let t_plan = std::time::Instant::now();
+    let plans = cpu::plan_chunks(&hists);
+    let plan_ms = t_plan.elapsed().as_secs_f64() * 1e3;
+    let codes_at = chunks * ENC_ROW_WORDS;
+    let pre_at = codes_at + chunks * 256;
+    let mut table = vec![0u32; pre_at + chunks * PREAMBLE_WORDS];
     let mut infos = Vec::with_capacity(chunks);
-    let mut codes = vec![0u32; chunks * 256];
-    let mut preamble = vec![0u32; chunks * PREAMBLE_WORDS];
     let (mut word, mut edge) = (0usize, 0usize);
     for (c, p) in plans.iter().enumerate() {
         let count = chunk_len(n, chunk_bytes, c);
-        let (mode, sb, nb, words) = if p.huffman {
-            let nb = p.stream_bits.div_ceil(BLOCK_BITS) as usize;
-            (
-                cpu::MODE_HUFFMAN,
-                p.stream_bits as u32,
-                nb,
-                huffman_len(p.stream_bits) as usize / 4,
-            )
+        debug_assert_eq!(p.count, count as u64);
+        let nb = p.block_count() as usize;
+        let words = p.payload_len() as usize / 4;
+        let (mode, sb) = if p.huffman {
+            (cpu::MODE_HUFFMAN, p.stream_bits as u32)
         } else {
-            (cpu::MODE_RAW, 0, 0, raw_len(count) / 4)
+            (cpu::MODE_RAW, 0)
         };
-        descs.push(HfEncChunk {
+        let desc = HfEncChunk {
             in_offset: (c * chunk_bytes) as u64,
             out_word: word as u64,
             count: count as u32,
@@ -402,8 +413,9 @@ pub fn encode_device(
             stream_bits: sb,
             block_count: nb as u32,
             edge_base: edge as u32,
-            reserved: 0,
-        });
+            info_words: (cpu::block_info_bytes(cpu::MODE_HUFFMAN, nb as u64) / 4) as u32,
+        };
+        table[c * ENC_ROW_WORDS..(c + 1) * ENC_ROW_WORDS].copy_from_slice(&desc.words());
         infos.push(ChunkInfo {
             word_offset: word,
             words,
@@ -411,8 +423,13 @@ pub fn encode_device(
             mode,
             stream_bits: sb,
         });
-        codes[c * 256..(c + 1) * 256].copy_from_slice(&p.codes);
-        let pre = &mut preamble[c * PREAMBLE_WORDS..(c + 1) * PREAMBLE_WORDS];
+        for (s, o) in table[codes_at + c * 256..codes_at + (c + 1) * 256]
+            .iter_mut()
+            .enumerate()
+        {
+            *o = p.codes[s] | (p.lengths[s] as u32) << 16;
+        }
+        let pre = &mut table[pre_at + c * PREAMBLE_WORDS..pre_at + (c + 1) * PREAMBLE_WORDS];
         pre[..4].copy_from_slice(&[
             mode,
             count as u32,
@@ -433,36 +450,25 @@ pub fn encode_device(
     let total_words = word;
     let total_blocks = edge as u32;
 
-    let mut d_codes = grow(gpu, &mut scratch.codes, codes.len())?;
-    let mut d_pre = grow(gpu, &mut scratch.preamble, preamble.len())?;
-    let mut d_descs = grow(gpu, &mut scratch.descs, descs.len())?;
+    let mut d_table = grow(gpu, &mut scratch.tables, table.len())?;
     let seg_bits = grow(gpu, &mut scratch.seg_bits, segs)?;
     let edges = grow(gpu, &mut scratch.edges, edge)?;
-    {
-        let h2d = cuda("copying to the device");
-        gpu.stream
-            .memcpy_htod(&codes, &mut d_codes.slice_mut(..codes.len()))
-            .map_err(&h2d)?;
-        gpu.stream
-            .memcpy_htod(&preamble, &mut d_pre.slice_mut(..preamble.len()))
-            .map_err(&h2d)?;
-        gpu.stream
-            .memcpy_htod(&descs, &mut d_descs.slice_mut(..descs.len()))
-            .map_err(&h2d)?;
-    }
+    gpu.stream
+        .memcpy_htod(&table, &mut d_table.slice_mut(..table.len()))
+        .map_err(cuda("copying to the device"))?;
     let out = gpu.alloc::<u32>(total_words)?;
+    let e2 = timing.then(|| event(gpu)).transpose()?;
 
     // 3. Segment bits, packing, headers and block_info.
     let f_bits = gpu.function(Module::Huffman, "huff_seg_bits")?;
     let f_pack = gpu.function(Module::Huffman, "huff_encode_pack")?;
     let f_finish = gpu.function(Module::Huffman, "huff_encode_finish")?;
-    let (p_data, p_sh, p_bits, p_codes, p_pre, p_descs, p_edges, p_out) = (
+    let base = gpu.ptr(&d_table);
+    let (p_descs, p_codes, p_pre) = (base, base + 4 * codes_at as u64, base + 4 * pre_at as u64);
+    let (p_data, p_sh, p_bits, p_edges, p_out) = (
         gpu.ptr(data),
         gpu.ptr(&seg_hist),
         gpu.ptr(&seg_bits),
-        gpu.ptr(&d_codes),
-        gpu.ptr(&d_pre),
-        gpu.ptr(&d_descs),
         gpu.ptr(&edges),
         gpu.ptr(&out),
     );
@@ -470,13 +476,15 @@ pub fn encode_device(
     let n_chunks = chunks as u32;
     let finish_items = (chunks * PREAMBLE_WORDS).max(edge);
     let finish_grid = finish_items.div_ceil(ENC_THREADS as usize).clamp(1, 4096) as u32;
-    // SAFETY: argument lists match huffman.cu. seg_hist holds 256 words per segment (written
-    // by the histogram launch), seg_bits one per segment, codes 256 per chunk, preamble 68 per
-    // chunk, descs one per chunk; every segment lies in `data` (n bytes); `out` holds the sum
-    // of the planned payload lengths, and each chunk's words (out_word .. out_word + words)
-    // are what the kernels write: the packing writes the stream words [0, ceil(stream_bits /
-    // 32)) of huffman chunks and ceil(count / 4) data words of raw ones, the finish kernel
-    // the preamble and block_count block_info words; edges holds one record per block.
+    // SAFETY: argument lists match huffman.cu. d_table holds the descriptors (ENC_ROW_WORDS
+    // words per chunk, 8-byte aligned at the buffer's start), the code tables (256 words per
+    // chunk) and the preambles (68 per chunk); seg_hist holds 256 words per segment (written by
+    // the histogram launch), seg_bits one per segment; every segment lies in `data` (n bytes);
+    // `out` holds the sum of the planned payload lengths, and each chunk's words (out_word ..
+    // out_word + words) are what the kernels write: the packing writes the stream words [0,
+    // ceil(stream_bits / 32)) after the chunk's info_words of huffman chunks and ceil(count / 4)
+    // data words of raw ones, the finish kernel the preamble and the info_words block_info
+    // words; edges holds one record per block.
     unsafe {
         if segs > 0 {
             gpu.launch(
@@ -499,13 +507,22 @@ pub fn encode_device(
             &[&p_descs, &n_chunks, &p_pre, &p_edges, &total_blocks, &p_out],
         )?;
     }
+    let e3 = timing.then(|| event(gpu)).transpose()?;
     gpu.synchronize()?;
+    scratch.timings = match (e0, e1, e2, e3) {
+        (Some(e0), Some(e1), Some(e2), Some(e3)) => Some(EncodeTimings {
+            histogram_ms: elapsed(&e0, &e1)?,
+            host_ms: elapsed(&e1, &e2)?,
+            plan_ms,
+            pack_ms: elapsed(&e2, &e3)?,
+            chunks,
+        }),
+        _ => None,
+    };
     scratch.seg_hist = Some(seg_hist);
     scratch.chunk_hist = Some(chunk_hist);
     scratch.seg_bits = Some(seg_bits);
-    scratch.codes = Some(d_codes);
-    scratch.preamble = Some(d_pre);
-    scratch.descs = Some(d_descs);
+    scratch.tables = Some(d_table);
     scratch.edges = Some(edges);
     Ok(HuffmanEncoded {
         words: out,
@@ -584,8 +601,8 @@ fn check_header(payload: &[u8], count: usize) -> Option<(u32, u32)> {
     }
     match mode {
         cpu::MODE_RAW if block_bits == 0 && sb == 0 && len == raw_len(count) => Some((mode, 0)),
-        cpu::MODE_HUFFMAN
-            if block_bits == cpu::BLOCK_BITS && len as u64 == huffman_len(sb as u64) =>
+        cpu::MODE_HUFFMAN | cpu::MODE_HUFFMAN_V1
+            if block_bits == cpu::BLOCK_BITS && len as u64 == huffman_len(mode, sb as u64) =>
         {
             Some((mode, sb))
         }
@@ -652,9 +669,9 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
         if ch.word_offset + ch.words > enc.total_words || ch.count > MAX_CHUNK_VALUES as usize {
             return Err(Error::InvalidArgument("inconsistent chunk table".into()));
         }
-        if ch.mode == cpu::MODE_HUFFMAN {
+        if ch.mode == cpu::MODE_HUFFMAN || ch.mode == cpu::MODE_HUFFMAN_V1 {
             let nb = (ch.stream_bits as u64).div_ceil(BLOCK_BITS);
-            if ch.words as u64 * 4 != huffman_len(ch.stream_bits as u64) {
+            if ch.words as u64 * 4 != huffman_len(ch.mode, ch.stream_bits as u64) {
                 return Err(Error::InvalidArgument("inconsistent chunk table".into()));
             }
             hd.push(HfDecChunk {
@@ -666,12 +683,14 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
                 first_block: blocks as u32,
                 first_group: groups as u32,
                 table: huff.len() as u32,
+                mode: ch.mode,
+                info_words: (cpu::block_info_bytes(ch.mode, nb) / 4) as u32,
             });
             huff.push(c);
             blocks += nb;
             groups += nb.div_ceil(DEC_GROUP as u64);
         } else {
-            if ch.words != raw_len(ch.count) / 4 {
+            if ch.mode != cpu::MODE_RAW || ch.words != raw_len(ch.count) / 4 {
                 return Err(Error::InvalidArgument("inconsistent chunk table".into()));
             }
             if ch.count > 0 {
@@ -912,13 +931,20 @@ mod tests {
         let pairs: &[(&str, u64)] = &[
             ("SYMBOLS", cpu::SYMBOLS as u64),
             ("MAX_CODE_LENGTH", cpu::MAX_CODE_LENGTH as u64),
-            ("TABLE_SIZE", 1 << cpu::MAX_CODE_LENGTH),
+            ("MAX_CODE_LENGTH_V1", cpu::MAX_CODE_LENGTH_V1 as u64),
+            ("MULTI_BITS", cpu::MULTI_BITS as u64),
+            ("MULTI_SIZE", MULTI_SIZE as u64),
+            ("SINGLE_SIZE", SINGLE_SIZE as u64),
             ("BLOCK_BITS", cpu::BLOCK_BITS as u64),
             ("BLOCK_WORDS", cpu::BLOCK_BITS as u64 / 32),
             ("MAX_SPILL", cpu::MAX_CODE_LENGTH as u64 - 1),
+            ("MAX_SPILL_V1", cpu::MAX_CODE_LENGTH_V1 as u64 - 1),
+            ("COUNT_BITS", cpu::COUNT_BITS as u64),
+            ("COUNT_MASK", cpu::COUNT_MASK as u64),
             ("HEADER_WORDS", HEADER_WORDS as u64),
             ("LENGTHS_WORDS", LENGTHS_WORDS as u64),
             ("MODE_RAW", cpu::MODE_RAW as u64),
+            ("MODE_HUFFMAN_V1", cpu::MODE_HUFFMAN_V1 as u64),
             ("MODE_HUFFMAN", cpu::MODE_HUFFMAN as u64),
             ("ENTRY_COUNT_SHIFT", 24),
             ("ENTRY_BITS_SHIFT", 26),
@@ -927,7 +953,12 @@ mod tests {
             ("ENC_ITEMS", ENC_ITEMS as u64),
             ("SUBTILE_BYTES", SUBTILE_BYTES as u64),
             ("HALO_BYTES", 32),
-            ("STAGE_WORDS", SUBTILE_BYTES as u64 * 12 / 32 + 2),
+            ("STAGE_WORDS", STAGE_WORDS as u64),
+            ("ENC_ROW_WORDS", ENC_ROW_WORDS as u64),
+            ("ENC_EDGE_BASE", ENC_EDGE_BASE as u64),
+            ("DEC_ROW_WORDS", DEC_ROW_WORDS as u64),
+            ("DEC_FIRST_BLOCK", DEC_FIRST_BLOCK as u64),
+            ("DEC_FIRST_GROUP", DEC_FIRST_GROUP as u64),
             ("EDGE_SPILL_SHIFT", EDGE_SPILL_SHIFT as u64),
             ("EDGE_COUNT_MASK", EDGE_COUNT_MASK as u64),
             ("DEC_THREADS", DEC_THREADS as u64),
@@ -959,15 +990,40 @@ mod tests {
                 assert!(pairs.iter().any(|(p, _)| p == k), "HF_{k} has no host twin");
             }
         }
-        // Edge records hold a count up to 2^24 and a spill up to 11.
+        // Edge records hold a count up to 2^24 and a spill up to 12.
         assert!(MAX_CHUNK_VALUES as u64 <= EDGE_COUNT_MASK as u64);
         assert!((cpu::MAX_CODE_LENGTH as u64 - 1) << EDGE_SPILL_SHIFT <= u32::MAX as u64);
+        // Every word a sub-tile's 4096 codes fill, plus the words straddling its ends.
+        assert!(SUBTILE_BYTES * cpu::MAX_CODE_LENGTH as usize / 32 + 1 < STAGE_WORDS);
     }
 
     #[test]
     fn chunk_structs_have_the_cuda_layout() {
-        assert_eq!(std::mem::size_of::<HfEncChunk>(), 40);
-        assert_eq!(std::mem::size_of::<HfDecChunk>(), 40);
+        assert_eq!(std::mem::size_of::<HfEncChunk>(), 4 * ENC_ROW_WORDS);
+        assert_eq!(std::mem::size_of::<HfDecChunk>(), 4 * DEC_ROW_WORDS);
+        assert_eq!(
+            std::mem::offset_of!(HfEncChunk, edge_base),
+            4 * ENC_EDGE_BASE
+        );
+        assert_eq!(
+            std::mem::offset_of!(HfDecChunk, first_block),
+            4 * DEC_FIRST_BLOCK
+        );
+        assert_eq!(
+            std::mem::offset_of!(HfDecChunk, first_group),
+            4 * DEC_FIRST_GROUP
+        );
+        let d = HfEncChunk {
+            in_offset: 0x1_0000_0002,
+            out_word: 3,
+            count: 4,
+            mode: 5,
+            stream_bits: 6,
+            block_count: 7,
+            edge_base: 8,
+            info_words: 9,
+        };
+        assert_eq!(d.words(), [2, 1, 3, 0, 4, 5, 6, 7, 8, 9]);
         assert_eq!(std::mem::size_of::<HfRawChunk>(), 24);
         assert_eq!(std::mem::align_of::<HfDecChunk>(), 8);
     }
@@ -975,11 +1031,17 @@ mod tests {
     #[test]
     fn host_header_check_agrees_with_the_cpu_decoder() {
         for data in [&b""[..], b"aab", &[7u8; 5000], b"hello huffman hello gpu"] {
-            let mut p = Vec::new();
-            cpu::encode(data, &mut p).expect("encodes");
-            assert!(check_header(&p, data.len()).is_some());
-            assert!(check_header(&p, data.len() + 1).is_none());
-            assert!(check_header(&p[..p.len() - 4], data.len()).is_none());
+            for v1 in [false, true] {
+                let mut p = Vec::new();
+                if v1 {
+                    cpu::encode_v1(data, &mut p).expect("encodes");
+                } else {
+                    cpu::encode(data, &mut p).expect("encodes");
+                }
+                assert!(check_header(&p, data.len()).is_some());
+                assert!(check_header(&p, data.len() + 1).is_none());
+                assert!(check_header(&p[..p.len() - 4], data.len()).is_none());
+            }
         }
     }
 }

@@ -6,10 +6,14 @@
 //!   256 byte values.
 //!
 //! Figures: compressed size against the optimal unrestricted Huffman size of the same chunks
-//! (sum of freq * length of an unrestricted Huffman code, plus a 256-byte table per chunk) and
-//! the compression ratio; GPU histogram, encode and decode throughput on device-resident data
-//! (CUDA events, median of `--runs` after a warm-up; encode includes its host round trip for
-//! the code lengths) against the device-to-device copy ceiling measured in the same run; CPU
+//! (sum of freq * length of an unrestricted Huffman code, rounded up to bytes, plus a 256-byte
+//! table per chunk: the baseline does not move with the format) and the gap's breakdown
+//! (block_info, the 13-bit length limit, header and word padding, raw chunks); the compression
+//! ratio; GPU histogram, encode and decode throughput on device-resident data (CUDA events,
+//! median of `--runs` after a warm-up; encode is end to end, its host round trip for the code
+//! tables included, and is then broken down by phase: histogram launch, host step with its
+//! transfers, packing launches); the host's code construction per chunk (CPU, measured with or
+//! without a GPU); against the device-to-device copy ceiling measured in the same run; CPU
 //! encode and decode on all cores (rayon over 16 MiB chunks with the `tessera_codecs` API).
 //! Every GPU payload is compared with the CPU encoder's and every decoded output with the
 //! input. `--dump DIR` writes each set's bytes to DIR/<set>.bin for the nvCOMP peer script
@@ -41,9 +45,19 @@ const QUICK_BYTES: usize = 256 << 20;
 pub struct GpuFigures {
     pub histogram_ms: f64,
     pub histogram_gbps: f64,
-    /// Histogram, host planning, packing: input bytes per second.
+    /// Histogram, host planning, packing: input bytes per second, end to end.
     pub encode_ms: f64,
     pub encode_gbps: f64,
+    /// Phases of the encode (medians of separate runs with CUDA events between the phases).
+    pub encode_histogram_ms: f64,
+    /// Histogram download, code construction, table upload, output allocation.
+    pub encode_host_ms: f64,
+    /// Of `encode_host_ms`: the code construction on the host (wall clock).
+    pub encode_plan_ms: f64,
+    /// Segment bits, packing, headers and block_info.
+    pub encode_pack_ms: f64,
+    /// Input bytes / `encode_pack_ms`.
+    pub pack_gbps: f64,
     /// Output bytes per second.
     pub decode_ms: f64,
     pub decode_gbps: f64,
@@ -71,6 +85,17 @@ pub struct SetResult {
     pub optimal_bytes: u64,
     /// compressed / optimal - 1.
     pub over_optimal: f64,
+    /// The gap compressed - optimal, in bytes, by cause: block_info entries; the length limit
+    /// (limited minus unrestricted stream bits, / 8); header, word padding and rounding; raw
+    /// chunks (their payload minus their optimum).
+    pub gap_block_info: f64,
+    pub gap_length_limit: f64,
+    pub gap_header_padding: f64,
+    pub gap_raw: f64,
+    /// Host code construction ([`cpu::plan_chunks`] on this set's chunk histograms, all
+    /// cores), microseconds per chunk and in all.
+    pub plan_us_per_chunk: f64,
+    pub plan_ms: f64,
     pub gpu: Option<GpuFigures>,
     pub cpu_encode_ms: f64,
     pub cpu_encode_gbps: f64,
@@ -237,18 +262,47 @@ fn data_sets(args: &BenchArgs, n: usize) -> Vec<SetSpec> {
     sets
 }
 
-/// Optimal unrestricted Huffman size of every chunk, plus a 256-byte table each.
-fn optimal_bytes(data: &[u8]) -> Result<u64> {
-    let per: Result<Vec<u64>> = data
-        .par_chunks(CHUNK_BYTES)
+/// Per chunk: the histogram and the unrestricted optimum (stream bits).
+fn chunk_optima(data: &[u8]) -> Result<Vec<([u64; 256], u64)>> {
+    data.par_chunks(CHUNK_BYTES)
         .map(|c| {
             let h = cpu::histogram(c);
             let l = cpu::code_lengths(&h, 255)?;
             let bits: u64 = h.iter().zip(&l).map(|(&f, &l)| f * l as u64).sum();
-            Ok(bits.div_ceil(8) + cpu::CODE_LENGTHS_BYTES as u64)
+            Ok((h, bits))
         })
-        .collect();
-    Ok(per?.iter().sum())
+        .collect()
+}
+
+/// Optimal unrestricted Huffman size of every chunk (rounded up to bytes), plus a 256-byte
+/// table each.
+fn optimal_bytes(optima: &[([u64; 256], u64)]) -> u64 {
+    optima
+        .iter()
+        .map(|(_, bits)| bits.div_ceil(8) + cpu::CODE_LENGTHS_BYTES as u64)
+        .sum()
+}
+
+/// The gap between the payloads and the optimum, by cause: (block_info, length limit, header
+/// and padding, raw chunks), in bytes; they add up to compressed - optimal.
+fn gap_breakdown(payloads: &[Vec<u8>], optima: &[([u64; 256], u64)]) -> (f64, f64, f64, f64) {
+    let (mut info, mut limit, mut header, mut raw) = (0.0, 0.0, 0.0, 0.0);
+    for (p, (_, free)) in payloads.iter().zip(optima) {
+        let optimum = (free.div_ceil(8) + cpu::CODE_LENGTHS_BYTES as u64) as f64;
+        let w = |i: usize| u32::from_le_bytes([p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3]]);
+        let mode = w(0);
+        if mode == cpu::MODE_RAW {
+            raw += p.len() as f64 - optimum;
+            continue;
+        }
+        let sb = w(3) as u64;
+        let i = cpu::block_info_bytes(mode, sb.div_ceil(cpu::BLOCK_BITS as u64)) as f64;
+        let l = (sb as f64 - *free as f64) / 8.0;
+        info += i;
+        limit += l;
+        header += p.len() as f64 - optimum - i - l;
+    }
+    (info, limit, header, raw)
 }
 
 fn cpu_encode_all(data: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -287,7 +341,19 @@ fn bench_set(
         .iter()
         .filter(|p| p.len() >= 4 && p[..4] == cpu::MODE_HUFFMAN.to_le_bytes())
         .count();
-    let optimal = optimal_bytes(data)?;
+    let optima = chunk_optima(data)?;
+    let optimal = optimal_bytes(&optima);
+    let (gap_block_info, gap_length_limit, gap_header_padding, gap_raw) =
+        gap_breakdown(&payloads, &optima);
+    // The host step of the GPU encoder, on the CPU: plan every chunk from its histogram.
+    let hists: Vec<u32> = optima
+        .iter()
+        .flat_map(|(h, _)| h.iter().map(|&x| x as u32))
+        .collect();
+    let plan_ms = wall_ms(args.runs, || {
+        std::hint::black_box(cpu::plan_chunks(std::hint::black_box(&hists)));
+        Ok(())
+    })?;
 
     let gpu_figs = match gpu {
         None => None,
@@ -310,6 +376,12 @@ fn bench_set(
         ratio: compressed as f64 / n.max(1) as f64,
         optimal_bytes: optimal,
         over_optimal: compressed as f64 / optimal.max(1) as f64 - 1.0,
+        gap_block_info,
+        gap_length_limit,
+        gap_header_padding,
+        gap_raw,
+        plan_us_per_chunk: 1e3 * plan_ms / optima.len().max(1) as f64,
+        plan_ms,
         gpu: gpu_figs,
         cpu_encode_ms,
         cpu_encode_gbps: gbps(n as u64, cpu_encode_ms),
@@ -338,6 +410,23 @@ fn bench_gpu(
         enc = ghuff::encode_device(gpu, &d_in, n, CHUNK_BYTES, &mut scratch)?;
         Ok(())
     })?;
+    // The same encode, timed by phase (CUDA events between the phases).
+    scratch.time_phases = true;
+    let mut phases: [Vec<f64>; 4] = Default::default();
+    for _ in 0..args.runs {
+        enc = ghuff::encode_device(gpu, &d_in, n, CHUNK_BYTES, &mut scratch)?;
+        let t = scratch
+            .timings
+            .ok_or_else(|| Error::Gpu("the encoder recorded no phase timings".into()))?;
+        for (v, x) in phases
+            .iter_mut()
+            .zip([t.histogram_ms, t.host_ms, t.plan_ms, t.pack_ms])
+        {
+            v.push(x);
+        }
+    }
+    scratch.time_phases = false;
+    let [h_ms, host_ms, plan_ms, pack_ms] = phases.map(median);
     let got = ghuff::download_encoded(gpu, &enc)?;
     let encode_matches_cpu =
         got.len() == cpu_payloads.len() && got.iter().zip(cpu_payloads).all(|(a, b)| a == b);
@@ -357,6 +446,11 @@ fn bench_gpu(
         histogram_gbps: gbps(n as u64, histogram_ms),
         encode_ms,
         encode_gbps: gbps(n as u64, encode_ms),
+        encode_histogram_ms: h_ms,
+        encode_host_ms: host_ms,
+        encode_plan_ms: plan_ms,
+        encode_pack_ms: pack_ms,
+        pack_gbps: gbps(n as u64, pack_ms),
         decode_ms,
         decode_gbps: gbps(n as u64, decode_ms),
         decode_frac_of_copy: copy_ceiling.map_or(f64::NAN, |c| gbps(moved, decode_ms) / c),
@@ -425,7 +519,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         cpu_threads,
         notes: vec![
-            "GPU encode time includes the histogram, the download of the per-chunk histograms, package-merge on the host and the upload of the code tables".into(),
+            "GPU encode GB/s is end to end: input bytes / time from device-resident input to device-resident payloads, including the histogram launch, the one download of all chunk histograms, code construction on the host (all cores), the one upload of all code tables and the packing launches".into(),
+            "GPU encode breakdown (ms): histogram launch / host step (download, code construction, upload, output allocation; the GPU idles) / of which code construction alone / packing launches (segment bits, pack, block_info); medians of separate runs with CUDA events between the phases".into(),
+            "vs optimal: payload bytes against the optimal unrestricted Huffman stream of each 16 MiB chunk (rounded up to bytes) plus a 256-byte table per chunk; the gap is split into block_info, the 13-bit length limit, header + word padding, and raw chunks (percent of the optimum)".into(),
+            "host plan: cpu::plan_chunks (package-merge at 13 bits, canonical codes, raw or huffman) on the set's chunk histograms, all cores, per chunk".into(),
             "decode_frac_of_copy: (payload + output bytes) / time / copy ceiling".into(),
         ],
         sets: Vec::new(),
@@ -523,6 +620,28 @@ fn table(r: &Report) -> String {
         s.push_str(&row(set));
         s.push('\n');
     }
+    s.push_str("\n| set | vs optimal | block_info | length limit | header + padding | raw chunks | host plan us/chunk | GPU encode ms: histogram / host (plan) / pack | pack GB/s |\n");
+    s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for set in &r.sets {
+        let pct = |x: f64| format!("{:+.3}%", 100.0 * x / set.optimal_bytes.max(1) as f64);
+        s.push_str(&format!(
+            "| {} | {:+.3}% | {} | {} | {} | {} | {} | {} | {} |\n",
+            set.name,
+            100.0 * set.over_optimal,
+            pct(set.gap_block_info),
+            pct(set.gap_length_limit),
+            pct(set.gap_header_padding),
+            pct(set.gap_raw),
+            f1(set.plan_us_per_chunk),
+            set.gpu.as_ref().map_or("no GPU".into(), |g| format!(
+                "{:.3} / {:.3} ({:.3}) / {:.3}",
+                g.encode_histogram_ms, g.encode_host_ms, g.encode_plan_ms, g.encode_pack_ms
+            )),
+            set.gpu
+                .as_ref()
+                .map_or("no GPU".into(), |g| f1(g.pack_gbps)),
+        ));
+    }
     s
 }
 
@@ -539,7 +658,7 @@ fn markdown(r: &Report) -> String {
         r.copy_ceiling_gbps
             .map_or("no GPU".into(), |c| format!("{c:.0} GB/s (read + write)"))
     );
-    s.push_str("Throughput: GPU and CPU encode = input bytes / time; decode = output bytes / time. ratio = compressed / input; vs optimal = compressed against the optimal unrestricted Huffman stream of the same chunks plus a 256-byte table per chunk.\n\n");
+    s.push_str("Throughput: GPU and CPU encode = input bytes / time (GPU: end to end, the host round trip for the code tables included); decode = output bytes / time. ratio = compressed / input; vs optimal = compressed against the optimal unrestricted Huffman stream of the same chunks plus a 256-byte table per chunk, then split by cause (percent of the optimum). The second table breaks the GPU encode down by phase.\n\n");
     s.push_str(&table(r));
     s.push_str("\n## Data sets\n\n| set | source | chunks (huffman) | compressed bytes | optimal bytes |\n| --- | --- | --- | --- | --- |\n");
     for set in &r.sets {
@@ -596,7 +715,30 @@ mod tests {
         let d = synthetic(1 << 20, "geometric");
         let payloads = cpu_encode_all(&d).expect("encodes");
         let size: u64 = payloads.iter().map(|p| p.len() as u64).sum();
-        let opt = optimal_bytes(&d).expect("optimal");
+        let opt = optimal_bytes(&chunk_optima(&d).expect("optima"));
         assert!(opt < size && size < opt + opt / 50, "{opt} {size}");
+    }
+
+    #[test]
+    fn the_gap_breakdown_adds_up() {
+        // A huffman chunk and a raw one (uniform bytes).
+        let mut d = synthetic(CHUNK_BYTES, "geometric");
+        let mut r = StdRng::seed_from_u64(3);
+        d.extend((0..100_000).map(|_| r.random::<u8>()));
+        let payloads: Vec<Vec<u8>> = d
+            .chunks(CHUNK_BYTES)
+            .map(|c| {
+                let mut p = Vec::new();
+                cpu::encode(c, &mut p).expect("encodes");
+                p
+            })
+            .collect();
+        let optima = chunk_optima(&d).expect("optima");
+        let size: u64 = payloads.iter().map(|p| p.len() as u64).sum();
+        let opt = optimal_bytes(&chunk_optima(&d).expect("optima"));
+        let (info, limit, header, raw) = gap_breakdown(&payloads, &optima);
+        assert!((info + limit + header + raw - (size as f64 - opt as f64)).abs() < 1e-6);
+        assert!(info > 0.0 && limit >= 0.0 && header > 0.0);
+        assert!(raw != 0.0, "the uniform chunk is stored raw");
     }
 }

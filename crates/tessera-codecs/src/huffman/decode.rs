@@ -8,12 +8,14 @@
 //!
 //! - The reference decoder walks each block bit by bit with the canonical decoding rule
 //!   (first code and count per length, as in zlib's `puff.c`).
-//! - The fast decoder resolves codes through a table of `2^MAX_CODE_LENGTH` 32-bit entries
+//! - The fast decoder resolves codes through a table of `2^MULTI_BITS` (4096) 32-bit entries
 //!   indexed by the next 12 stream bits: each entry holds up to three symbols whose codes lie
 //!   wholly in those 12 bits, their count and their total length, so skewed data (short codes)
-//!   decodes several symbols per lookup. One 64-bit load of the stream feeds four lookups (at
-//!   most 48 bits). It is used while at least 12 symbols remain in the block; the tail decodes
-//!   one symbol per lookup. Blocks are independent: large inputs decode their blocks on all
+//!   decodes several symbols per lookup. An entry with no symbol means the next code is 13 bits
+//!   long (mode 2 only) or no code: a `2^13`-entry single-symbol table, indexed by the next 13
+//!   bits, tells which. One 64-bit load of the stream feeds four lookups (at most 52 bits). It
+//!   is used while at least 12 symbols remain in the block; the tail decodes one symbol per
+//!   single-table lookup. Mode 1 tables (codes of at most 12 bits) are built the same way. Blocks are independent: large inputs decode their blocks on all
 //!   cores, each block writing at its exclusive prefix sum of symbol counts, which is the GPU
 //!   scheme of the paper on the CPU. Errors are reported for the first failing block in block
 //!   order, as the reference does.
@@ -22,7 +24,7 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result};
 
 use super::code::canonical_codes;
-use super::{parse, Parsed, Stream, MAX_CODE_LENGTH, SYMBOLS};
+use super::{parse, Parsed, Stream, MAX_CODE_LENGTH, MULTI_BITS, SYMBOLS};
 
 /// Decodes `payload` into `out`, whose length is the expected byte count (fast decoder).
 pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
@@ -45,9 +47,10 @@ pub fn decode_reference(payload: &[u8], out: &mut [u8]) -> Result<()> {
         Parsed::Huffman(s) => s,
     };
     // Canonical decoding: count[len] codes of each length, symbols sorted by (length, value).
-    let mut count = [0i64; MAX_CODE_LENGTH as usize + 1];
+    // Lengths are at most the mode's limit (parse checked them).
+    let mut count = vec![0i64; s.max_len as usize + 1];
     let mut sorted = Vec::with_capacity(SYMBOLS);
-    for len in 1..=MAX_CODE_LENGTH as u8 {
+    for len in 1..=s.max_len as u8 {
         for sym in 0..SYMBOLS {
             if s.lengths[sym] == len {
                 count[len as usize] += 1;
@@ -100,10 +103,12 @@ pub fn decode_reference(payload: &[u8], out: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-const TABLE_SIZE: usize = 1 << MAX_CODE_LENGTH;
-const TABLE_MASK: u64 = TABLE_SIZE as u64 - 1;
+const MULTI_SIZE: usize = 1 << MULTI_BITS;
+const MULTI_MASK: u64 = MULTI_SIZE as u64 - 1;
+const SINGLE_SIZE: usize = 1 << MAX_CODE_LENGTH;
+const SINGLE_MASK: u64 = SINGLE_SIZE as u64 - 1;
 /// Multi-symbol entry fields: symbols in bytes 0..=2, count in bits 24..=25, total length in
-/// bits 26..=29. A count of 0 means the bits start no code.
+/// bits 26..=29. A count of 0 means no code of at most 12 bits starts at these bits.
 const ENTRY_COUNT_SHIFT: u32 = 24;
 const ENTRY_BITS_SHIFT: u32 = 26;
 /// Decode blocks on all cores from this many blocks on.
@@ -113,32 +118,33 @@ const PARALLEL_BLOCKS: usize = 64;
 struct Tables {
     /// Indexed by the next 12 stream bits: up to three symbols (see the field constants).
     multi: Vec<u32>,
-    /// Indexed by the next 12 stream bits: `symbol | length << 8` of the first code, length 0
+    /// Indexed by the next 13 stream bits: `symbol | length << 8` of the first code, length 0
     /// when no code starts there.
     single: Vec<u16>,
 }
 
 fn build_tables(lengths: &[u8; SYMBOLS]) -> Tables {
     let codes = canonical_codes(lengths);
-    let mut single = vec![0u16; TABLE_SIZE];
+    let mut single = vec![0u16; SINGLE_SIZE];
     for sym in 0..SYMBOLS {
         let len = lengths[sym] as usize;
         if len == 0 {
             continue;
         }
         // Every index whose low `len` bits are the (bit-reversed) code starts with it.
-        for i in (codes[sym] as usize..TABLE_SIZE).step_by(1 << len) {
+        for i in (codes[sym] as usize..SINGLE_SIZE).step_by(1 << len) {
             single[i] = sym as u16 | (len as u16) << 8;
         }
     }
-    let mut multi = vec![0u32; TABLE_SIZE];
+    let mut multi = vec![0u32; MULTI_SIZE];
     for (i, e) in multi.iter_mut().enumerate() {
         let (mut used, mut n, mut syms) = (0u32, 0u32, 0u32);
         while n < 3 {
+            // `i >> used` < 2^12: its entry is right for codes of at most 12 - used bits, the
+            // only ones that fit.
             let s = single[i >> used];
             let len = (s >> 8) as u32;
-            // Only `12 - used` bits of `i >> used` are real: the code must fit in them.
-            if len == 0 || used + len > MAX_CODE_LENGTH {
+            if len == 0 || used + len > MULTI_BITS {
                 break;
             }
             syms |= ((s & 0xFF) as u32) << (8 * n);
@@ -206,14 +212,25 @@ fn decode_block(s: &Stream<'_>, t: &Tables, k: usize, out: &mut [u8]) -> Result<
     };
     let mut pos = start;
     let mut at = 0usize;
-    // Four lookups of up to three symbols each: run while 12 symbols remain.
+    // Four lookups of up to three symbols each (at most 4 * 13 = 52 of the 56 bits a peek
+    // gives): run while 12 symbols remain.
     while out.len() - at >= 12 {
         let mut w = peek(bits, pos);
         for _ in 0..4 {
-            let e = t.multi[(w & TABLE_MASK) as usize];
+            let e = t.multi[(w & MULTI_MASK) as usize];
             let n = (e >> ENTRY_COUNT_SHIFT & 3) as usize;
             if n == 0 {
-                return Err(invalid(pos));
+                // A 13-bit code, or none.
+                let e = t.single[(w & SINGLE_MASK) as usize];
+                let len = (e >> 8) as u32;
+                if len == 0 {
+                    return Err(invalid(pos));
+                }
+                out[at] = e as u8;
+                at += 1;
+                pos += len as u64;
+                w >>= len;
+                continue;
             }
             let used = e >> ENTRY_BITS_SHIFT;
             out[at..at + 3].copy_from_slice(&e.to_le_bytes()[..3]);
@@ -223,7 +240,7 @@ fn decode_block(s: &Stream<'_>, t: &Tables, k: usize, out: &mut [u8]) -> Result<
         }
     }
     while at < out.len() {
-        let e = t.single[(peek(bits, pos) & TABLE_MASK) as usize];
+        let e = t.single[(peek(bits, pos) & SINGLE_MASK) as usize];
         let len = e >> 8;
         if len == 0 {
             return Err(invalid(pos));
