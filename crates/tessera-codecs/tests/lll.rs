@@ -1,12 +1,16 @@
 //! LLL (`docs/format/lll.md`): round trips at the segment and strip edges and on several data
-//! shapes, every code type emitted, fast == reference, must-fail payloads with their specific
-//! errors, random corruption that must not panic, compression ratios, golden payloads.
+//! shapes, every code type emitted, stored strips (format 1.1), fast == reference == the
+//! word-at-a-time oracle (bytes, and errors field for field), must-fail payloads with their
+//! specific errors, random corruption that must not panic, compression ratios, golden payloads
+//! (version 1 ones kept decode-only).
 
 use std::path::PathBuf;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tessera_codecs::lll::{self, CodeCounts, HEADER_BYTES, SEGMENT_BYTES, STRIP_BYTES};
+use tessera_codecs::lll::{
+    self, CodeCounts, HEADER_BYTES, SEGMENT_BYTES, STORED_STRIP, STRIP_BYTES,
+};
 use tessera_format::Error;
 
 fn enc(data: &[u8]) -> (Vec<u8>, CodeCounts) {
@@ -20,14 +24,41 @@ fn enc(data: &[u8]) -> (Vec<u8>, CodeCounts) {
     (p, counts)
 }
 
-/// Decodes with both decoders, checks they agree, returns the bytes.
+/// The three decoders' outcomes on `p` for `n` output bytes (fast, reference, oracle): the bytes
+/// or the error's Debug text (every field).
+fn outcomes(p: &[u8], n: usize) -> [Result<Vec<u8>, String>; 3] {
+    let run = |f: fn(&[u8], &mut [u8]) -> tessera_format::Result<()>, poison: u8| {
+        let mut out = vec![poison; n];
+        f(p, &mut out).map(|()| out).map_err(|e| format!("{e:?}"))
+    };
+    [
+        run(lll::decode, 0xA5),
+        run(lll::decode_reference, 0x5A),
+        run(lll::decode_simple, 0x3C),
+    ]
+}
+
+/// The three decoders agree exactly (bytes, or the error with every field); returns the outcome.
+fn agree(p: &[u8], n: usize) -> Result<Vec<u8>, String> {
+    let [fast, reference, simple] = outcomes(p, n);
+    assert!(
+        reference == simple,
+        "reference and oracle disagree: {:?} vs {:?}",
+        reference.as_ref().err(),
+        simple.as_ref().err()
+    );
+    assert!(
+        fast == reference,
+        "fast and reference disagree: {:?} vs {:?}",
+        fast.as_ref().err(),
+        reference.as_ref().err()
+    );
+    reference
+}
+
+/// Decodes with every decoder, checks they agree, returns the bytes.
 fn dec(p: &[u8], n: usize) -> Vec<u8> {
-    let mut fast = vec![0xA5; n];
-    let mut reference = vec![0x5A; n];
-    lll::decode(p, &mut fast).expect("fast decode");
-    lll::decode_reference(p, &mut reference).expect("reference decode");
-    assert_eq!(fast, reference, "fast and reference decoders disagree");
-    fast
+    agree(p, n).unwrap_or_else(|e| panic!("decode failed: {e}"))
 }
 
 fn round_trip(data: &[u8]) -> (usize, CodeCounts) {
@@ -162,16 +193,137 @@ fn all_one_byte_compresses_to_runs() {
 }
 
 #[test]
-fn random_bytes_grow_at_most_an_eighth() {
+fn random_bytes_are_stored() {
+    // Every strip of random bytes codes longer than itself: all stored, the payload is the
+    // header, the directory and the bytes.
     let data = random_bytes(100_000, 11);
     let (len, counts) = round_trip(&data);
-    assert!(len <= lll::max_encoded_len(data.len()));
-    assert!(len < data.len() + data.len() / 8 + 200, "{len}");
-    eprintln!(
-        "lll random: {} -> {len} ({:.3}) {counts:?}",
-        data.len(),
-        len as f64 / data.len() as f64
-    );
+    let strips = data.len().div_ceil(STRIP_BYTES);
+    assert_eq!(len, HEADER_BYTES + 4 * strips + data.len());
+    assert_eq!(len, lll::max_encoded_len(data.len()));
+    assert_eq!(counts.stored, strips as u64, "{counts:?}");
+    assert_eq!(counts.sc + counts.si + counts.rl, 0, "{counts:?}");
+    let (p, _) = enc(&data);
+    for k in 0..strips {
+        let entry = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"));
+        assert_ne!(entry & STORED_STRIP, 0, "strip {k} not flagged stored");
+    }
+}
+
+/// Random, text, random: a stored strip, a coded one, a short stored last strip.
+fn mixed_stored_input() -> Vec<u8> {
+    let mut d = random_bytes(STRIP_BYTES, 31);
+    d.extend(text(STRIP_BYTES, 32));
+    d.extend(random_bytes(5000, 33));
+    d
+}
+
+#[test]
+fn stored_and_coded_strips_mix() {
+    let data = mixed_stored_input();
+    let (p, counts) = enc(&data);
+    assert_eq!(counts.stored, 2, "{counts:?}");
+    assert!(counts.si > 0, "{counts:?}");
+    let entry = |k: usize| u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
+    assert_ne!(entry(0) & STORED_STRIP, 0);
+    assert_eq!(entry(1) & STORED_STRIP, 0);
+    assert_ne!(entry(2) & STORED_STRIP, 0);
+    assert_eq!(dec(&p, data.len()), data);
+    // A strip of one byte codes to 4 bytes: stored. An all-equal strip codes short: coded.
+    let (one, c) = enc(&[9]);
+    assert_eq!(c.stored, 1);
+    assert_eq!(one.len(), HEADER_BYTES + 4 + 1);
+    let (_, c) = enc(&[9; 600]);
+    assert_eq!(c.stored, 0);
+}
+
+#[test]
+fn stored_strip_errors() {
+    let data = mixed_stored_input();
+    let n = data.len();
+    let (good, _) = enc(&data);
+    let entry = |p: &[u8], k: usize| {
+        u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
+    };
+    let set = |p: &mut Vec<u8>, k: usize, v: u32| {
+        p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes())
+    };
+    // The last (stored) strip one byte short, one byte long.
+    assert!(matches!(
+        fail(&good[..good.len() - 1], n),
+        Error::Truncated {
+            what: "LLL stored strip",
+            needed: 5000,
+            available: 4999,
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p.push(0);
+    assert!(matches!(
+        fail(&p, n),
+        Error::TrailingBytes {
+            what: "LLL stored strip",
+            count: 1,
+            ..
+        }
+    ));
+    // The first stored strip made one byte shorter by moving strip 1's start back.
+    let mut p = good.clone();
+    let e1 = entry(&p, 1);
+    set(&mut p, 1, e1 - 1);
+    assert!(matches!(
+        fail(&p, n),
+        Error::Truncated {
+            what: "LLL stored strip",
+            offset: 28,
+            ..
+        }
+    ));
+    // The stored flag on the coded strip: its length is not L.
+    let mut p = good.clone();
+    set(&mut p, 1, e1 | STORED_STRIP);
+    assert!(matches!(
+        fail(&p, n),
+        Error::Truncated {
+            what: "LLL stored strip",
+            ..
+        }
+    ));
+    // The flag cleared on the first stored strip: its random bytes read as word counts.
+    let mut p = good.clone();
+    set(&mut p, 0, entry(&good, 0) & !STORED_STRIP);
+    fail(&p, n);
+    // The flag does not widen the offset range: a flagged offset still has to be in range.
+    let mut p = good.clone();
+    let past = p.len() as u32 + 1;
+    set(&mut p, 2, past | STORED_STRIP);
+    assert!(matches!(
+        fail(&p, n),
+        Error::BlockStartOutOfRange { block: 2, .. }
+    ));
+}
+
+#[test]
+fn a_version_1_reading_of_a_stored_entry_is_out_of_range() {
+    // What a version 1 decoder does with bit 31 (lll.md §2): it takes the whole word as the
+    // offset and checks it against [previous offset, data start] (strip 0) or [previous offset,
+    // payload length]. Every flagged entry of a fresh payload must fall outside those bounds
+    // (so a version 1 decoder fails with BlockStartOutOfRange), every other one inside.
+    let (p, _) = enc(&mixed_stored_input());
+    let strips = 3;
+    let data_start = HEADER_BYTES + 4 * strips;
+    for k in 0..strips {
+        let raw = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4")) as usize;
+        let max = if k == 0 { data_start } else { p.len() };
+        let stored = raw & STORED_STRIP as usize != 0;
+        assert_eq!(
+            stored,
+            raw > max,
+            "strip {k}: raw entry {raw:#x}, max {max}"
+        );
+        assert!(raw & !(STORED_STRIP as usize) < 1 << 25);
+    }
 }
 
 #[test]
@@ -202,18 +354,11 @@ fn every_code_type_is_emitted() {
 
 // ---- must-fail payloads ------------------------------------------------------------------
 
-/// Both decoders must fail with the same variant; returns the reference's error.
+/// Every decoder must fail with the same error (every field); returns the reference's error.
 fn fail(p: &[u8], n: usize) -> Error {
-    let mut a = vec![0u8; n];
+    assert!(agree(p, n).is_err(), "the decoders accepted a bad payload");
     let mut b = vec![0u8; n];
-    let fast = lll::decode(p, &mut a).expect_err("fast decoder accepted a bad payload");
-    let reference = lll::decode_reference(p, &mut b).expect_err("reference accepted a bad payload");
-    assert_eq!(
-        std::mem::discriminant(&fast),
-        std::mem::discriminant(&reference),
-        "fast {fast:?} vs reference {reference:?}"
-    );
-    reference
+    lll::decode_reference(p, &mut b).expect_err("reference accepted a bad payload")
 }
 
 /// A word of a hand-built strip: identifier bit and bytes.
@@ -477,10 +622,12 @@ fn random_corruption_never_panics_and_decoders_agree() {
         text(9000, 1),
         every_code_input()[..40_000].to_vec(),
         vec![7u8; 5000],
+        gradient_image(),
+        mixed_stored_input(),
     ];
     for data in &inputs {
         let (good, _) = enc(data);
-        for _ in 0..300 {
+        for _ in 0..400 {
             let mut p = good.clone();
             for _ in 0..rng.random_range(1..4) {
                 let i = rng.random_range(0..p.len());
@@ -489,19 +636,7 @@ fn random_corruption_never_panics_and_decoders_agree() {
             if rng.random_range(0..8) == 0 {
                 p.truncate(rng.random_range(0..p.len()));
             }
-            let mut a = vec![0u8; data.len()];
-            let mut b = vec![0u8; data.len()];
-            match (lll::decode(&p, &mut a), lll::decode_reference(&p, &mut b)) {
-                (Ok(()), Ok(())) => assert_eq!(a, b),
-                (Err(x), Err(y)) => {
-                    assert_eq!(
-                        std::mem::discriminant(&x),
-                        std::mem::discriminant(&y),
-                        "{x:?} vs {y:?}"
-                    )
-                }
-                (x, y) => panic!("decoders disagree: {x:?} vs {y:?}"),
-            }
+            let _ = agree(&p, data.len());
         }
     }
 }
@@ -513,13 +648,34 @@ fn golden_dir() -> PathBuf {
 }
 
 #[test]
+fn version_1_golden_payloads_still_decode() {
+    // Written by the version 1 encoder, which coded every strip (no stored strips): a 1.1
+    // decoder must read them unchanged. Never regenerated.
+    let (name, data) = ("edges", random_bytes(STRIP_BYTES + 1, 4));
+    {
+        let path = golden_dir().join(format!("{name}.lll"));
+        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            stored.len() > data.len() + 16,
+            "{name}: not the version 1 (coded) payload"
+        );
+        assert!(
+            dec(&stored, data.len()) == data,
+            "{name}: golden payload decodes wrongly"
+        );
+        let (fresh, c) = enc(&data);
+        assert!(fresh.len() < stored.len() && c.stored == 2, "{c:?}");
+    }
+}
+
+#[test]
 fn golden_payloads_decode_and_reencode() {
     let regen = std::env::var_os("TESSERA_REGEN_GOLDEN").is_some();
     for (name, data) in [
         ("text", text(40_000, 21)),
         ("gradient", gradient_image()),
         ("every_code", every_code_input()),
-        ("edges", random_bytes(STRIP_BYTES + 1, 4)),
+        ("stored", mixed_stored_input()),
     ] {
         let path = golden_dir().join(format!("{name}.lll"));
         let (fresh, _) = enc(&data);
@@ -549,5 +705,55 @@ proptest::proptest! {
     ) {
         let data: Vec<u8> = data.into_iter().map(|b| b + shift).collect();
         round_trip(&data);
+    }
+}
+
+/// Single-thread decode throughput on the files of `TESSERA_LLL_BENCH` (comma-separated), for
+/// a quick look without the CLI: `TESSERA_LLL_BENCH=bench/data/camera-512x512.gray cargo test
+/// --release -p tessera-codecs --test lll -- --ignored --nocapture decode_throughput`.
+#[test]
+#[ignore]
+fn decode_throughput() {
+    let Ok(files) = std::env::var("TESSERA_LLL_BENCH") else {
+        eprintln!("skipped: TESSERA_LLL_BENCH is not set");
+        return;
+    };
+    let time = |f: &dyn Fn()| {
+        let mut best = f64::MAX;
+        for _ in 0..7 {
+            let t0 = std::time::Instant::now();
+            f();
+            best = best.min(t0.elapsed().as_secs_f64());
+        }
+        best
+    };
+    for file in files.split(',') {
+        let data = std::fs::read(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let (p, c) = enc(&data);
+        let mut out = vec![0u8; data.len()];
+        let gbs = |s: f64| data.len() as f64 / s / 1e9;
+        let o = std::cell::RefCell::new(vec![0u8; data.len()]);
+        let r = time(&|| {
+            lll::decode_reference(&p, &mut o.borrow_mut()).expect("decodes");
+            std::hint::black_box(&o);
+        });
+        let s = time(&|| {
+            lll::decode_simple(&p, &mut o.borrow_mut()).expect("decodes");
+            std::hint::black_box(&o);
+        });
+        lll::decode_reference(&p, &mut out).expect("decodes");
+        assert!(out == data);
+        if let Ok(k) = std::env::var("TESSERA_LLL_REPEAT") {
+            // Many decodes into one buffer, for a profiler.
+            for _ in 0..k.parse::<usize>().expect("a count") {
+                lll::decode_reference(&p, &mut out).expect("decodes");
+            }
+        }
+        eprintln!(
+            "{file}: ratio {:.3}, reference {:.2} GB/s, word-at-a-time oracle {:.2} GB/s, {c:?}",
+            data.len() as f64 / p.len() as f64,
+            gbs(r),
+            gbs(s)
+        );
     }
 }

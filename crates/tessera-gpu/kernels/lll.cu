@@ -16,6 +16,9 @@
 // When a segment (or the strip's first 4096 bytes) is done it is written to global memory with
 // 16-byte streaming stores.
 //
+// A stored strip (lll.md §4a, format 1.1) is a length check (its bytes must be exactly its output
+// length, else LLL_ST_STORED_LENGTH and nothing is written) and a straight copy by the block.
+//
 // What a code needs from before it: a word is the c of a long code iff the word before it is a
 // 2-byte word with l = 15 (a c word has identifier 0, so the parse is unambiguous), and the
 // previous character p of SRL / LRL is the last byte of the code before, i.e. its SC character
@@ -91,6 +94,24 @@ __device__ __forceinline__ void lll_write_out(const LllShared<THREADS>& sh, u8* 
     for (u32 i = done + threadIdx.x; i < n; i += THREADS) dst[i] = ring[r + i];
 }
 
+// A stored strip's n bytes from src to dst: 16-byte loads and streaming stores where src and dst
+// are equally aligned (the bytes before the first 16-byte boundary and after the last go one by
+// one), bytes otherwise. Reads exactly src[0, n), writes exactly dst[0, n).
+template <int THREADS>
+__device__ __forceinline__ void lll_copy_stored(const u8* __restrict__ src, u8* __restrict__ dst, u32 n) {
+    const u32 mis = (u32)(reinterpret_cast<size_t>(src) & 15);
+    u32 head = n, body = 0;
+    if (mis == (u32)(reinterpret_cast<size_t>(dst) & 15)) {
+        head = ts_min((16u - mis) & 15u, n);
+        body = (n - head) / 16;
+    }
+    for (u32 i = threadIdx.x; i < head; i += THREADS) dst[i] = __ldg(src + i);
+    const uint4* s4 = reinterpret_cast<const uint4*>(src + head);
+    uint4* d4 = reinterpret_cast<uint4*>(dst + head);
+    for (u32 i = threadIdx.x; i < body; i += THREADS) __stcs(d4 + i, __ldg(s4 + i));
+    for (u32 i = head + 16 * body + threadIdx.x; i < n; i += THREADS) dst[i] = __ldg(src + i);
+}
+
 // Decodes one strip; returns its status (uniform over the thread block).
 template <int THREADS>
 __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const LllStrip st, u8* __restrict__ out,
@@ -101,6 +122,12 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
     if (L == 0 || L > LLL_STRIP_BYTES) return LLL_ST_SHAPE;
     const u8* p = in + st.in_start;
     const u32 n_in = st.in_len;
+    if (st.stored) {
+        // lll.md §4a: exactly L bytes, copied (the host checked they lie inside the input).
+        if (n_in != L) return LLL_ST_STORED_LENGTH;
+        lll_copy_stored<THREADS>(p, out + st.out_start, L);
+        return LLL_ST_OK;
+    }
     const u32 S = lll_segment_count(L);
 
     // lll.md §7 step 4: word counts, identifiers, word array length.
@@ -279,6 +306,8 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
         st.out_start = __ldg(&strips[k].out_start);
         st.in_len = __ldg(&strips[k].in_len);
         st.out_len = __ldg(&strips[k].out_len);
+        st.stored = __ldg(&strips[k].stored);
+        st.reserved = 0;
         const u32 code = lll_decode_strip<THREADS>(in, st, out, sh);
         if (threadIdx.x == 0) {
             status[k] = code;

@@ -10,6 +10,9 @@
 //! then re-runs the CPU decoder on that strip's chunk, so every failure is the CPU's exact
 //! [`Error`] (the CPU decoder defines the errors; the GPU only has to notice one).
 //!
+//! Stored strips (format 1.1, `lll.md` §4a: bit 31 of a `strip_starts` entry) are rows with
+//! `stored = 1`; the kernel checks their length against the output length and copies them.
+//!
 //! Invariants: the input buffer holds the chunks' payloads back to back plus
 //! [`INPUT_PADDING`] readable bytes (the kernel reads identifier blocks as aligned words); every
 //! strip row comes from a directory that passed step 3, so its byte range lies inside its
@@ -28,7 +31,7 @@ use crate::PinnedBuffer;
 /// Readable bytes the kernel needs past the last payload byte (`LLL_INPUT_PADDING`).
 pub const INPUT_PADDING: usize = 16;
 /// Strip status codes (`LLL_ST_*` in lll.cuh), for diagnostics: errors come from the CPU.
-pub const STATUS_NAMES: [&str; 8] = [
+pub const STATUS_NAMES: [&str; 9] = [
     "ok",
     "strip shape",
     "word counts truncated",
@@ -37,6 +40,7 @@ pub const STATUS_NAMES: [&str; 8] = [
     "identifier padding",
     "word array length",
     "code",
+    "stored strip length",
 ];
 
 /// One strip for the kernel (`struct LllStrip` in lll.cuh).
@@ -51,9 +55,13 @@ pub struct StripDesc {
     pub in_len: u32,
     /// Output bytes, 1..=32768.
     pub out_len: u32,
+    /// 1: a stored strip (its `in_len` bytes are the output), 0: a coded strip.
+    pub stored: u32,
+    /// Zero (keeps the struct 8-byte aligned and 32 bytes long, like the CUDA one).
+    pub reserved: u32,
 }
 
-// SAFETY: plain-old-data, `#[repr(C)]`, laid out like the CUDA struct (24 bytes, checked by a test).
+// SAFETY: plain-old-data, `#[repr(C)]`, laid out like the CUDA struct (32 bytes, checked by a test).
 unsafe impl DeviceRepr for StripDesc {}
 
 /// Threads per thread block of the decode kernel (one thread block per strip).
@@ -122,9 +130,10 @@ fn word(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
 }
 
-/// §7 steps 1-3 on the host: each strip's payload byte range, or `None` when the CPU decoder
-/// would fail on these bytes (it then says how). As strict as the CPU's `parse_directory`.
-fn strip_ranges(payload: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
+/// §7 steps 1-3 on the host: each strip's payload byte range and whether it is stored (bit 31
+/// of its entry, masked off the offset), or `None` when the CPU decoder would fail on these
+/// bytes (it then says how). As strict as the CPU's `parse_directory`.
+fn strip_ranges(payload: &[u8], n: usize) -> Option<Vec<(usize, usize, bool)>> {
     if payload.len() < cpu::HEADER_BYTES
         || word(payload, 0) as usize != cpu::SEGMENT_BYTES
         || word(payload, 4) as usize != cpu::SEGMENTS_PER_STRIP
@@ -146,16 +155,17 @@ fn strip_ranges(payload: &[u8], n: usize) -> Option<Vec<(usize, usize)>> {
     let mut ranges = Vec::with_capacity(strips);
     let mut min = data_start;
     for k in 0..strips {
-        let start = word(payload, cpu::HEADER_BYTES + 4 * k) as usize;
+        let entry = word(payload, cpu::HEADER_BYTES + 4 * k);
+        let start = (entry & !cpu::STORED_STRIP) as usize;
         let max = if k == 0 { data_start } else { payload.len() };
         if start < min || start > max {
             return None;
         }
         if k > 0 {
-            let prev: &mut (usize, usize) = &mut ranges[k - 1];
+            let prev: &mut (usize, usize, bool) = &mut ranges[k - 1];
             prev.1 = start;
         }
-        ranges.push((start, payload.len()));
+        ranges.push((start, payload.len(), entry & cpu::STORED_STRIP != 0));
         min = start;
     }
     Some(ranges)
@@ -188,13 +198,15 @@ fn plan(chunks: &[(&[u8], usize)]) -> Result<(Vec<StripDesc>, Vec<ChunkSpan>, us
         };
         let first_strip = u32::try_from(strips.len())
             .map_err(|_| Error::InvalidArgument("more than 2^32 LLL strips".into()))?;
-        for (k, &(s, e)) in ranges.iter().enumerate() {
+        for (k, &(s, e, stored)) in ranges.iter().enumerate() {
             let o = k * cpu::STRIP_BYTES;
             strips.push(StripDesc {
                 in_start: (in_at + s) as u64,
                 out_start: (out_at + o) as u64,
                 in_len: (e - s) as u32,
                 out_len: (n - o).min(cpu::STRIP_BYTES) as u32,
+                stored: u32::from(stored),
+                reserved: 0,
             });
         }
         spans.push(ChunkSpan {
@@ -453,8 +465,9 @@ mod tests {
         assert_eq!(num("INPUT_PADDING"), INPUT_PADDING);
         assert_eq!(num("RING_BYTES"), 2 * cpu::SEGMENT_BYTES);
         assert_eq!(num("MAX_ID_WORDS"), cpu::STRIP_BYTES / 32);
-        assert_eq!(num("ST_CODE") + 1, STATUS_NAMES.len());
-        assert_eq!(std::mem::size_of::<StripDesc>(), 24);
+        assert_eq!(num("ST_STORED_LENGTH") + 1, STATUS_NAMES.len());
+        assert_eq!(num("ST_CODE") + 1, num("ST_STORED_LENGTH"));
+        assert_eq!(std::mem::size_of::<StripDesc>(), 32);
     }
 
     #[test]
@@ -568,6 +581,14 @@ mod model {
         }
         let p = &input[st.in_start as usize..];
         let n_in = st.in_len;
+        if st.stored != 0 {
+            // lll.md §4a: exactly L bytes, copied.
+            if n_in != l {
+                return 8;
+            }
+            out[..l as usize].copy_from_slice(&p[..l as usize]);
+            return 0;
+        }
         let s_count = segment_count(l);
         if n_in < 2 * s_count {
             return 2;
@@ -939,15 +960,31 @@ mod model {
         for data in data_sets(&mut r, n) {
             let mut payload = Vec::new();
             cpu::encode(&data, &mut payload).expect("encodes");
-            let dir_end = 16 + 4 * n.div_ceil(32768);
+            let strips = n.div_ceil(32768);
+            let dir_end = 16 + 4 * strips;
             let mut rejected = 0;
             for trial in 0..400 {
                 let mut p = payload.clone();
-                let at = dir_end + r.below((p.len() - dir_end) as u32) as usize;
-                p[at] ^= 1 << r.below(8);
-                if trial % 7 == 0 {
-                    p[at] ^= 0x80;
-                }
+                let at = if trial % 5 == 4 {
+                    // A directory entry: its stored flag (lll.md §4a) flipped, or its offset
+                    // moved by one (the strip before it one byte shorter or longer).
+                    let at = 16 + 4 * r.below(strips as u32) as usize;
+                    let e = word(&p, at);
+                    let e = match r.below(3) {
+                        0 => e ^ cpu::STORED_STRIP,
+                        1 => e.wrapping_add(1),
+                        _ => e.wrapping_sub(1),
+                    };
+                    p[at..at + 4].copy_from_slice(&e.to_le_bytes());
+                    at
+                } else {
+                    let at = dir_end + r.below((p.len() - dir_end) as u32) as usize;
+                    p[at] ^= 1 << r.below(8);
+                    if trial % 7 == 0 {
+                        p[at] ^= 0x80;
+                    }
+                    at
+                };
                 let mut want = vec![0u8; n];
                 let cpu_ok = cpu::decode(&p, &mut want).is_ok();
                 let mut got = vec![0u8; n];

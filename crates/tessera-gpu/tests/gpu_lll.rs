@@ -1,7 +1,8 @@
 //! LLL on the GPU equals the CPU reference (`tessera_codecs::lll`), byte for byte, at the size
 //! classes that matter (empty, one byte, segment and strip edges, multi-MB, many chunks with
-//! unaligned outputs), on data that exercises every code type, for every kernel variant; and
-//! corrupt payloads give exactly the CPU decoder's error. GPU tests skip with a printed reason
+//! unaligned outputs), on data that exercises every code type and stored strips (format 1.1),
+//! for every kernel variant; and corrupt payloads (stored strips' lengths and flags included)
+//! give exactly the CPU decoder's error. GPU tests skip with a printed reason
 //! without a GPU (TESSERA_REQUIRE_GPU=1 makes that a failure); the corpus and NVRTC checks run
 //! anywhere NVRTC can be loaded.
 
@@ -202,6 +203,7 @@ fn corpus_exercises_every_code_type() {
         total.li += c.li;
         total.srl += c.srl;
         total.lrl += c.lrl;
+        total.stored += c.stored;
     }
     for (name, n) in [
         ("SC", total.sc),
@@ -210,6 +212,7 @@ fn corpus_exercises_every_code_type() {
         ("LI", total.li),
         ("SRL", total.srl),
         ("LRL", total.lrl),
+        ("stored strip", total.stored),
     ] {
         assert!(n > 0, "no {name} code in the corpus: {total:?}");
     }
@@ -438,7 +441,8 @@ fn corrupt_bytes_give_the_cpu_error_or_the_cpu_output() {
         let (payload, _) = encode(&data);
         let strips = data.len().div_ceil(cpu::STRIP_BYTES);
         let dir_end = cpu::HEADER_BYTES + 4 * strips;
-        let strip1 = u32::from_le_bytes(payload[20..24].try_into().expect("4 bytes")) as usize;
+        let strip1 = (u32::from_le_bytes(payload[20..24].try_into().expect("4 bytes"))
+            & !cpu::STORED_STRIP) as usize;
         // Every byte of the header and directory, the first strip's word counts, and random
         // bytes of the identifier blocks and word arrays.
         let mut spots: Vec<usize> = (0..dir_end + 2 * cpu::MAX_STRIP_SEGMENTS).collect();
@@ -475,8 +479,10 @@ fn a_corrupt_chunk_among_good_ones_gives_its_cpu_error() {
     let mut payloads: Vec<Vec<u8>> = datas.iter().map(|d| encode(d).0).collect();
     // Break a word of chunk 2's second strip: its last byte becomes a long head's missing c.
     let p = &mut payloads[2];
-    let s1 = u32::from_le_bytes(p[20..24].try_into().expect("4 bytes")) as usize;
-    let s2 = u32::from_le_bytes(p[24..28].try_into().expect("4 bytes")) as usize;
+    let s1 =
+        (u32::from_le_bytes(p[20..24].try_into().expect("4 bytes")) & !cpu::STORED_STRIP) as usize;
+    let s2 =
+        (u32::from_le_bytes(p[24..28].try_into().expect("4 bytes")) & !cpu::STORED_STRIP) as usize;
     let mut found = false;
     for at in (s1..s2).rev().take(2000) {
         let mut q = p.clone();
@@ -499,4 +505,163 @@ fn a_corrupt_chunk_among_good_ones_gives_its_cpu_error() {
     let mut d_out = gpu.alloc::<u8>(400_000).expect("alloc");
     let got = lll::decode_device(gpu, &input, &mut d_out).expect_err("chunk 2 is corrupt");
     assert_eq!(format!("{got:?}"), want);
+}
+
+// ---- stored strips (format 1.1, lll.md §4a) ------------------------------------------------
+
+/// Strips of different kinds back to back: random (stored), text and image (coded), runs, a
+/// random tail (stored, short), so stored and coded strips alternate inside one chunk.
+fn mixed_stored(rng: &mut StdRng) -> Vec<u8> {
+    let mut d = random_bytes(rng, cpu::STRIP_BYTES);
+    d.extend(text_like(rng, cpu::STRIP_BYTES));
+    d.extend(random_bytes(rng, cpu::STRIP_BYTES));
+    d.extend(random_bytes(rng, cpu::STRIP_BYTES));
+    d.extend(image_like(rng, cpu::STRIP_BYTES));
+    d.extend(runs_like(rng, cpu::STRIP_BYTES));
+    d.extend(random_bytes(rng, 3333));
+    d
+}
+
+fn entry(p: &[u8], k: usize) -> u32 {
+    u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
+}
+
+fn set_entry(p: &mut [u8], k: usize, v: u32) {
+    p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes());
+}
+
+#[test]
+fn stored_strips_are_in_the_test_data() {
+    // Runs anywhere: the stored-strip GPU tests below need stored and coded strips mixed.
+    let mut r = rng();
+    let data = mixed_stored(&mut r);
+    let (p, c) = encode(&data);
+    let flags: Vec<bool> = (0..data.len().div_ceil(cpu::STRIP_BYTES))
+        .map(|k| entry(&p, k) & cpu::STORED_STRIP != 0)
+        .collect();
+    assert_eq!(
+        flags,
+        [true, false, true, true, false, false, true],
+        "{c:?}"
+    );
+}
+
+#[test]
+fn gpu_equals_cpu_on_stored_strips() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng();
+    // Random bytes: every strip stored, at edge sizes.
+    for n in [
+        1usize,
+        2,
+        15,
+        16,
+        17,
+        4097,
+        32_767,
+        32_768,
+        32_769,
+        3 * 32_768 + 5,
+    ] {
+        check_decode(
+            gpu,
+            &format!("random (stored), {n} bytes"),
+            &random_bytes(&mut r, n),
+        );
+    }
+    check_decode(gpu, "stored and coded strips", &mixed_stored(&mut r));
+    // Device-resident, many chunks: outputs and payloads at every alignment mod 16 (1-byte and
+    // 17-byte stored chunks shift everything after them), every variant.
+    let mut data = Vec::new();
+    let mut lens = Vec::new();
+    for k in 0..10 {
+        let part = match k % 5 {
+            0 => random_bytes(&mut r, 1 + k),
+            1 => mixed_stored(&mut r),
+            2 => random_bytes(&mut r, 17),
+            3 => random_bytes(&mut r, 32_768 * 2 + k),
+            _ => text_like(&mut r, 40_000 + k),
+        };
+        lens.push(part.len());
+        data.extend(part);
+    }
+    let mut payloads = Vec::new();
+    let mut at = 0;
+    for &n in &lens {
+        payloads.push(encode(&data[at..at + n]).0);
+        at += n;
+    }
+    let refs: Vec<(&[u8], usize)> = payloads
+        .iter()
+        .zip(&lens)
+        .map(|(p, &n)| (p.as_slice(), n))
+        .collect();
+    let input = DeviceLll::upload(gpu, &refs).expect("upload");
+    let mut d_out = gpu.alloc::<u8>(data.len() + 64).expect("alloc");
+    for v in Variant::ALL {
+        gpu.fill_bytes(&mut d_out, POISON).expect("poison");
+        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
+        let mut back = vec![0u8; data.len() + 64];
+        gpu.download(&d_out, &mut back).expect("download");
+        if let Some(i) = (0..data.len()).find(|&i| back[i] != data[i]) {
+            panic!("variant {}: first difference at byte {i}", v.name());
+        }
+        assert!(
+            back[data.len()..].iter().all(|&b| b == POISON),
+            "variant {} wrote past the output",
+            v.name()
+        );
+    }
+}
+
+#[test]
+fn corrupt_stored_strips_give_the_cpu_error() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng();
+    let data = mixed_stored(&mut r);
+    let n = data.len();
+    let (good, _) = encode(&data);
+    let strips = n.div_ceil(cpu::STRIP_BYTES);
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    // The last strip (stored) one byte short and one byte long.
+    cases.push((
+        "last stored strip short".into(),
+        good[..good.len() - 1].to_vec(),
+    ));
+    let mut p = good.clone();
+    p.push(0);
+    cases.push(("last stored strip long".into(), p));
+    for k in 1..strips {
+        let e = entry(&good, k);
+        // Strip k - 1 one byte shorter / longer (strip k's start moved), flags kept.
+        for (what, v) in [("back", e - 1), ("on", e + 1)] {
+            let mut p = good.clone();
+            set_entry(&mut p, k, v);
+            cases.push((format!("strip {k} start one byte {what}"), p));
+        }
+        // The stored flag flipped: coded bytes read as stored, stored bytes read as coded.
+        let mut p = good.clone();
+        set_entry(&mut p, k, e ^ cpu::STORED_STRIP);
+        cases.push((format!("strip {k} stored flag flipped"), p));
+    }
+    let mut p = good.clone();
+    set_entry(&mut p, 0, entry(&good, 0) ^ cpu::STORED_STRIP);
+    cases.push(("strip 0 stored flag flipped".into(), p));
+    // A flipped byte inside a stored strip changes the output, not the validity.
+    let mut p = good.clone();
+    let s0 = (entry(&good, 0) & !cpu::STORED_STRIP) as usize;
+    p[s0 + 100] ^= 0x5A;
+    assert!(!check_same_outcome(gpu, "a byte of a stored strip", &p, n));
+    let mut failed = 0;
+    for (what, p) in &cases {
+        failed += usize::from(check_same_outcome(gpu, what, p, n));
+    }
+    eprintln!(
+        "{failed} of {} stored-strip corruptions rejected",
+        cases.len()
+    );
+    // Every length change of a stored strip and every flag flip must fail (a moved start also
+    // shortens or lengthens the strip before it, stored or coded).
+    assert_eq!(failed, cases.len());
 }

@@ -1,28 +1,56 @@
 //! LLL decoders (`docs/format/lll.md` §6, §7).
 //!
-//! [`decode_reference`] is the paper's sequential algorithm, strip after strip, byte after byte.
-//! [`decode`] is the fast one: the same checks in the same order, but strips run in parallel on
-//! all cores and copies and runs are slice operations. Both validate the header and the strip
-//! directory first (§7 steps 1-3), then each strip's word counts, identifier padding and word
-//! array length against the strip's byte length (step 4) before decoding its words (step 5), so
-//! every index is bounded by the payload length or the caller's output buffer and nothing is
-//! allocated from a header field. For the same bytes both report the same first failure: the
-//! fast decoder keeps the error of the lowest failing strip.
+//! Three decoders share the checks of §7, in the same order, and give the same bytes and the same
+//! [`Error`] (every field) for the same payload:
+//! - [`decode_reference`]: the paper's sequential algorithm, strip after strip, each strip one
+//!   pass over its words in order (`decode_strip`);
+//! - [`decode`]: the same strip loop, strips in parallel on all cores; when several strips fail
+//!   it reports the lowest one's error, as the sequential order would;
+//! - [`decode_simple`]: a word-at-a-time, byte-at-a-time transcription of §6, kept as the oracle
+//!   the other two are tested and fuzzed against.
+//!
+//! The strip loop (`plain_segment`, `dict_segment`) reads the identifier bits 56 words at a time
+//! (`ids_window`): between two 2-byte words, the run of 1-byte words (SC) is found by one
+//! trailing-zero count and copied from the word array as one block, and every code writes
+//! straight into the output slice with one bounds check. Copies of at most 16 bytes (SC runs, SI,
+//! SRL) are fixed 16-byte register copies when 16 bytes of room remain in the strip's output:
+//! the bytes past the code's end are scratch that later codes overwrite (nothing reads output
+//! past the write position: a dictionary always precedes its segment). An SI / LI source lies in
+//! the dictionary, before the segment, so it never overlaps what the code writes; the copy goes
+//! through a register all the same. The previous character `p` of §5 is `out[pos - 1]` whenever it
+//! is set, so only whether it is set is tracked.
+//!
+//! A stored strip (§4a, format 1.1: bit 31 of its `strip_starts` entry) is a length check and one
+//! copy.
+//!
+//! Bounds: the header and the strip directory are checked first (§7 steps 1-3), then each
+//! strip's word counts, identifier padding and exact word-array length (step 4), so every word
+//! index is inside the strip; step 5 bounds every write by the segment and every read by the
+//! dictionary; nothing is allocated from a header field (the strip list has at most 512 entries,
+//! after the directory was checked against the payload length). All indexing is checked Rust.
 
 use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, Seg, HEADER_BYTES, LONG_L, LONG_MIN, RL_MIN, RUN_T, SEGMENTS_PER_STRIP,
-    SEGMENT_BYTES, SHORT_MIN, STRIP_BYTES,
+    strip_segments, Seg, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN,
+    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
 
 fn word(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
 }
 
-/// Checks §7 steps 1-3; returns the payload byte range `[start, end)` of each strip.
-fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<(usize, usize)>> {
+/// A strip's payload bytes `[start, end)` and whether it is stored (§2).
+#[derive(Clone, Copy, Debug)]
+struct StripRange {
+    start: usize,
+    end: usize,
+    stored: bool,
+}
+
+/// Checks §7 steps 1-3; returns every strip's payload range.
+fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
     if payload.len() < HEADER_BYTES {
         return Err(Error::truncated(
             "LLL header",
@@ -91,10 +119,11 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<(usize, usize)>> {
             count: (payload.len() - HEADER_BYTES) as u64,
         });
     }
-    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(strips);
+    let mut ranges: Vec<StripRange> = Vec::with_capacity(strips);
     let mut min = data_start;
     for k in 0..strips {
-        let start = word(payload, HEADER_BYTES + 4 * k) as usize;
+        let entry = word(payload, HEADER_BYTES + 4 * k);
+        let start = (entry & !STORED_STRIP) as usize;
         let max = if k == 0 { data_start } else { payload.len() };
         if start < min || start > max {
             return Err(Error::BlockStartOutOfRange {
@@ -105,12 +134,38 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<(usize, usize)>> {
             });
         }
         if k > 0 {
-            ranges[k - 1] = (ranges[k - 1].0, start);
+            ranges[k - 1].end = start;
         }
-        ranges.push((start, payload.len()));
+        ranges.push(StripRange {
+            start,
+            end: payload.len(),
+            stored: entry & STORED_STRIP != 0,
+        });
         min = start;
     }
     Ok(ranges)
+}
+
+/// A stored strip (§4a): exactly its output length, copied.
+fn stored_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
+    let bytes = &payload[r.start..r.end];
+    if bytes.len() < out.len() {
+        return Err(Error::truncated(
+            "LLL stored strip",
+            r.start,
+            out.len(),
+            bytes.len(),
+        ));
+    }
+    if bytes.len() > out.len() {
+        return Err(Error::TrailingBytes {
+            what: "LLL stored strip",
+            offset: (r.start + out.len()) as u64,
+            count: (bytes.len() - out.len()) as u64,
+        });
+    }
+    out.copy_from_slice(bytes);
+    Ok(())
 }
 
 /// A strip whose counts and lengths passed §7 step 4.
@@ -120,11 +175,11 @@ struct Strip<'a> {
     ids: &'a [u8],
     array_at: usize,
     array: &'a [u8],
-    word_counts: [u16; super::MAX_STRIP_SEGMENTS],
+    word_counts: [u16; MAX_STRIP_SEGMENTS],
 }
 
-fn parse_strip<'a>(payload: &'a [u8], range: (usize, usize), segs: &[Seg]) -> Result<Strip<'a>> {
-    let (start, end) = range;
+fn parse_strip<'a>(payload: &'a [u8], r: StripRange, segs: &[Seg]) -> Result<Strip<'a>> {
+    let (start, end) = (r.start, r.end);
     let bytes = &payload[start..end];
     let counts_len = 2 * segs.len();
     if bytes.len() < counts_len {
@@ -135,7 +190,7 @@ fn parse_strip<'a>(payload: &'a [u8], range: (usize, usize), segs: &[Seg]) -> Re
             bytes.len(),
         ));
     }
-    let mut word_counts = [0u16; super::MAX_STRIP_SEGMENTS];
+    let mut word_counts = [0u16; MAX_STRIP_SEGMENTS];
     let mut m = 0usize;
     for (j, seg) in segs.iter().enumerate() {
         let c = u16::from_le_bytes([bytes[2 * j], bytes[2 * j + 1]]);
@@ -173,7 +228,15 @@ fn parse_strip<'a>(payload: &'a [u8], range: (usize, usize), segs: &[Seg]) -> Re
             });
         }
     }
-    let ones: usize = ids.iter().map(|b| b.count_ones() as usize).sum();
+    let mut eights = ids.chunks_exact(8);
+    let mut ones: usize = (&mut eights)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")).count_ones() as usize)
+        .sum();
+    ones += eights
+        .remainder()
+        .iter()
+        .map(|b| b.count_ones() as usize)
+        .sum::<usize>();
     let array_at = ids_at + ids_len;
     let array_len = m + ones;
     let have = end - array_at;
@@ -201,225 +264,605 @@ fn parse_strip<'a>(payload: &'a [u8], range: (usize, usize), segs: &[Seg]) -> Re
     })
 }
 
-/// Word cursor over a parsed strip: identifier bit `i`, word-array byte `j`.
-struct Cursor<'a, 'b> {
-    s: &'b Strip<'a>,
-    i: usize,
-    j: usize,
-}
-
-impl Cursor<'_, '_> {
-    fn id(&self) -> bool {
-        (self.s.ids[self.i / 8] >> (self.i % 8)) & 1 == 1
-    }
-    /// The number of consecutive 0 identifiers from word `i` on, at most `end - i` (`end > i`,
-    /// word `i` has identifier 0, so at least 1).
-    fn zero_ids(&self, end: usize) -> usize {
-        let mut i = self.i;
-        while i < end {
-            let b = i / 8;
-            let mut w = [0u8; 8];
-            let have = (self.s.ids.len() - b).min(8);
-            w[..have].copy_from_slice(&self.s.ids[b..b + have]);
-            // Bits past the identifier block read as 1 so a run stops at the block's end
-            // (`end` is at most m, inside the block, anyway).
-            let v = u64::from_le_bytes(w) | (!0u64).checked_shl(8 * have as u32).unwrap_or(0);
-            let bits = 64 - i % 8;
-            let z = ((v >> (i % 8)).trailing_zeros() as usize).min(bits);
-            i += z;
-            if z < bits {
-                break;
-            }
-        }
-        i.min(end) - self.i
-    }
-    /// Byte offset of the current word in the payload.
-    fn at(&self) -> u64 {
-        (self.s.array_at + self.j) as u64
-    }
-}
-
-fn bad(field: &'static str, offset: u64, expected: String, found: u64) -> Error {
+fn bad(field: &'static str, offset: usize, expected: String, found: u64) -> Error {
     Error::InvalidHeader {
         field,
-        offset,
+        offset: offset as u64,
         expected,
         found,
     }
 }
 
-/// How a segment's bytes are written: the reference loops byte by byte, the fast one slices.
-#[derive(Clone, Copy, PartialEq)]
-enum Copier {
-    Bytewise,
-    Slices,
+// ---- error constructors of step 5 (cold: a valid payload never calls them) ------------------
+
+#[cold]
+#[inline(never)]
+fn err_code_length(at: usize, left: usize, len: usize) -> Error {
+    bad(
+        "code length",
+        at,
+        format!("<= {left} bytes left in the segment"),
+        len as u64,
+    )
 }
 
-/// Decodes one strip into `out` (the strip's bytes of the output): §7 steps 4 and 5.
-fn decode_strip(payload: &[u8], range: (usize, usize), out: &mut [u8], how: Copier) -> Result<()> {
+#[cold]
+#[inline(never)]
+fn err_rl_length(at: usize, left: usize, len: usize) -> Error {
+    bad(
+        "RL length",
+        at,
+        format!("<= {left} bytes left in the segment"),
+        len as u64,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn err_no_c_word(at: usize) -> Error {
+    bad(
+        "long code's c word",
+        at + 2,
+        "a word of the same segment".into(),
+        0,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn err_c_word_id(at: usize) -> Error {
+    bad("long code's c word identifier", at, "0".into(), 1)
+}
+
+#[cold]
+#[inline(never)]
+fn err_no_prev(at: usize) -> Error {
+    bad(
+        "SRL/LRL previous character",
+        at,
+        "a set previous character (no run code first in a segment or after a run code)".into(),
+        RUN_T as u64,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn err_dictionary(at: usize, dict_len: usize, end: usize) -> Error {
+    bad(
+        "SI/LI offset t + length",
+        at,
+        format!("<= dictionary length {dict_len}"),
+        end as u64,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn err_segment_short(seg: &Seg, pos: usize) -> Error {
+    Error::CountMismatch {
+        what: "LLL bytes decoded in a segment",
+        expected: (seg.end - seg.start) as u64,
+        found: (pos - seg.start) as u64,
+    }
+}
+
+// ---- the strip loop (reference and fast decoders) -------------------------------------------
+
+/// Words per identifier window. [`ids_window`] returns at least 57 valid bits: the window's
+/// words and one more (a long code's c word right after the window).
+const WINDOW: usize = 56;
+
+/// Identifier bits of words `i, i + 1, ...` (bit 0 = word `i`); bytes past the identifier block
+/// read as 0. `i` is below the strip's word count, so `i / 8` is inside `ids`.
+#[inline(always)]
+fn ids_window(ids: &[u8], i: usize) -> u64 {
+    let b = i >> 3;
+    let v = match ids.get(b..b + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+        None => {
+            let mut w = [0u8; 8];
+            let tail = &ids[b.min(ids.len())..];
+            w[..tail.len()].copy_from_slice(tail);
+            u64::from_le_bytes(w)
+        }
+    };
+    v >> (i & 7)
+}
+
+/// `dst[at..at + n] = src[from..from + n]`; may also write scratch bytes up to the next
+/// 16-byte granule, inside `dst` (bytes a later code overwrites).
+#[inline(always)]
+fn copy_bytes(dst: &mut [u8], at: usize, src: &[u8], from: usize, n: usize) {
+    if n <= 16 && from + 16 <= src.len() && at + 16 <= dst.len() {
+        let v: [u8; 16] = src[from..from + 16].try_into().expect("16 bytes");
+        dst[at..at + 16].copy_from_slice(&v);
+    } else {
+        copy_bytes_long(dst, at, src, from, n);
+    }
+}
+
+#[inline(never)]
+fn copy_bytes_long(dst: &mut [u8], at: usize, src: &[u8], from: usize, n: usize) {
+    let r = n.next_multiple_of(16);
+    if from + r <= src.len() && at + r <= dst.len() {
+        for q in (0..n).step_by(16) {
+            let v: [u8; 16] = src[from + q..from + q + 16].try_into().expect("16 bytes");
+            dst[at + q..at + q + 16].copy_from_slice(&v);
+        }
+    } else {
+        dst[at..at + n].copy_from_slice(&src[from..from + n]);
+    }
+}
+
+/// SI / LI: `out[at..at + n] = out[from..from + n]` with `from + n <= at` (the dictionary
+/// precedes the segment); may write scratch bytes as [`copy_bytes`]. Every 16-byte piece is read
+/// into a register before it is stored; the `n` bytes wanted all lie before `at`, so no store of
+/// this copy changes a byte it still has to read.
+#[inline(always)]
+fn copy_dict(out: &mut [u8], from: usize, at: usize, n: usize) {
+    if n <= 16 && at + 16 <= out.len() {
+        let v: [u8; 16] = out[from..from + 16].try_into().expect("16 bytes");
+        out[at..at + 16].copy_from_slice(&v);
+    } else {
+        copy_dict_long(out, from, at, n);
+    }
+}
+
+#[inline(never)]
+fn copy_dict_long(out: &mut [u8], from: usize, at: usize, n: usize) {
+    if at + n.next_multiple_of(16) <= out.len() {
+        for q in (0..n).step_by(16) {
+            let v: [u8; 16] = out[from + q..from + q + 16].try_into().expect("16 bytes");
+            out[at + q..at + q + 16].copy_from_slice(&v);
+        }
+    } else {
+        out.copy_within(from..from + n, at);
+    }
+}
+
+/// `out[at..at + n] = b` (RL, SRL, LRL); may write scratch bytes as [`copy_bytes`].
+#[inline(always)]
+fn fill_bytes(out: &mut [u8], at: usize, n: usize, b: u8) {
+    if n <= 16 && at + 16 <= out.len() {
+        out[at..at + 16].copy_from_slice(&[b; 16]);
+    } else {
+        out[at..at + n].fill(b);
+    }
+}
+
+/// Where the strip loop is: identifier index `i` (strip word), word-array index `j`.
+struct Cursor {
+    i: usize,
+    j: usize,
+}
+
+/// The non-dictionary segment (§5: SC, RL), words `[c.i, words_end)`, output `seg`.
+fn plain_segment(
+    s: &Strip<'_>,
+    seg: &Seg,
+    out: &mut [u8],
+    c: &mut Cursor,
+    words_end: usize,
+) -> Result<()> {
+    let arr = s.array;
+    let (mut wi, mut wj, mut pos) = (c.i, c.j, seg.start);
+    while wi < words_end {
+        let span = (words_end - wi).min(WINDOW);
+        // Identifier bits of the window's words, and a stop bit at `span`.
+        let mut bits = (ids_window(s.ids, wi) & ((1u64 << span) - 1)) | (1u64 << span);
+        let mut k = 0; // words of the window consumed
+        loop {
+            // Words k .. nz are SC, word nz is an RL (or nz = span: the window's end).
+            let nz = bits.trailing_zeros() as usize;
+            let sc = nz - k;
+            let left = seg.end - pos;
+            if sc > left {
+                return Err(err_code_length(s.array_at + wj + left, 0, 1));
+            }
+            copy_bytes(out, pos, arr, wj, sc);
+            pos += sc;
+            wj += sc;
+            if nz == span {
+                k = span;
+                break;
+            }
+            bits &= bits - 1;
+            let at = s.array_at + wj;
+            let (ch, l) = (arr[wj], arr[wj + 1]);
+            wj += 2;
+            let len = l as usize + RL_MIN;
+            let left = seg.end - pos;
+            if len > left {
+                return Err(err_rl_length(at, left, len));
+            }
+            fill_bytes(out, pos, len, ch);
+            pos += len;
+            k = nz + 1;
+            if k == span {
+                break;
+            }
+        }
+        wi += k;
+    }
+    if pos != seg.end {
+        return Err(err_segment_short(seg, pos));
+    }
+    c.i = wi;
+    c.j = wj;
+    Ok(())
+}
+
+/// Word-array bytes a window may read from its first word's byte: at most `2 * WINDOW + 1`
+/// bytes of words (2-byte words and a c word past the window), plus 15 of a rounded-up 16-byte
+/// read of an SC run. [`dict_window_fast`] runs only when this many array bytes are left.
+const WINDOW_ARRAY_REACH: usize = 2 * WINDOW + 1 + 16;
+
+/// Output bytes one step of [`dict_window_fast`] may write from its start position: an SC run
+/// rounded up to 16-byte pieces (at most `WINDOW` bytes, so 64), then a code of at most
+/// `LONG_MAX` bytes rounded up (288). The fast loop runs a step only with this much room left.
+const STEP_OUT_REACH: usize = 64 + LONG_MAX + 15;
+
+/// Where a dictionary segment's decode is: output position, word-array index, and whether the
+/// previous character p is set (it is then `out[pos - 1]`).
+#[derive(Clone, Copy)]
+struct SegState {
+    pos: usize,
+    wj: usize,
+    prev_set: bool,
+}
+
+/// `n` bytes from `src` to `dst` as 16-byte register copies (`max(1, ceil(n / 16))` of them).
+///
+/// # Safety
+/// `src .. src + max(16, n.next_multiple_of(16))` readable, the same length from `dst`
+/// writable, and every byte of `src .. src + n` lies before `dst` or in another buffer (so no
+/// store of this copy changes a byte it still has to read).
+#[inline(always)]
+unsafe fn copy16(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: the first piece is inside both ranges (the contract).
+    unsafe { piece16(dst, src, 0) };
+    if n > 16 {
+        // SAFETY: the contract, passed on.
+        unsafe { copy16_more(dst, src, n) };
+    }
+}
+
+/// One 16-byte piece at offset `q`, through a register.
+///
+/// # Safety
+/// `src + q .. src + q + 16` readable, `dst + q .. dst + q + 16` writable.
+#[inline(always)]
+unsafe fn piece16(dst: *mut u8, src: *const u8, q: usize) {
+    // SAFETY: the caller's contract; unaligned reads and writes of plain bytes.
+    unsafe {
+        let v = src.add(q).cast::<[u8; 16]>().read_unaligned();
+        dst.add(q).cast::<[u8; 16]>().write_unaligned(v);
+    }
+}
+
+/// The pieces of [`copy16`] after the first (`n > 16`). Pieces go one at a time, in order,
+/// each read before it is written (never a `memcpy`: it would not allow the source to run on
+/// into the destination as SI / LI's scratch tail does).
+///
+/// # Safety
+/// As [`copy16`].
+#[inline(never)]
+unsafe fn copy16_more(dst: *mut u8, src: *const u8, n: usize) {
+    let mut q = 16;
+    while q < n {
+        // SAFETY: q < n.next_multiple_of(16), so the piece is inside both ranges.
+        unsafe { piece16(dst, src, q) };
+        q += 16;
+        // Keeps LLVM from turning the loop into a memcpy call (see above).
+        std::hint::black_box(());
+    }
+}
+
+/// `n` copies of `b` at `dst`, as 16-byte stores.
+///
+/// # Safety
+/// `dst .. dst + max(16, n.next_multiple_of(16))` writable.
+#[inline(always)]
+unsafe fn fill16(dst: *mut u8, b: u8, n: usize) {
+    // SAFETY: the first piece is inside the range (the contract).
+    unsafe { dst.cast::<[u8; 16]>().write_unaligned([b; 16]) };
+    let mut q = 16;
+    while q < n {
+        // SAFETY: q < n.next_multiple_of(16).
+        unsafe { dst.add(q).cast::<[u8; 16]>().write_unaligned([b; 16]) };
+        q += 16;
+    }
+}
+
+/// One window of a dictionary segment, words `wi .. wi + span` (`raw`: their identifier bits
+/// from bit 0), without bounds checks beyond the format's own. Returns the words consumed and
+/// whether it stopped early: at the first step whose checks fail (or that it leaves to the
+/// checked loop: a long code's c word past the window, too little room left in `out`), it stops
+/// *before* that step, with `st` as it was, so [`dict_window`] can redo the step and report the
+/// exact error. A step's SC run is copied before the step's checks, as scratch inside the room
+/// the step was given; nothing else is written by a failing step.
+///
+/// Per step: `sc` = trailing zeros of the remaining identifier bits = the SC words before the
+/// next 2-byte word (or before the stop bit at the window's end), copied as 16-byte pieces; then
+/// the 2-byte word (and a long code's c) is checked and written with one more 16-byte piece
+/// (SI, SRL) or a few (LI, LRL).
+///
+/// # Safety
+/// `st.wj + WINDOW_ARRAY_REACH <= array.len()`, `seg_end <= out.len()`, the dictionary
+/// `[dict_start, dict_start + dict_len)` ends at or before `st.pos`, and `st.pos <= seg_end`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dict_window_fast(
+    array: &[u8],
+    out: &mut [u8],
+    st: &mut SegState,
+    seg_end: usize,
+    dict_start: usize,
+    dict_len: usize,
+    raw: u64,
+    span: usize,
+) -> (usize, bool) {
+    let a = array.as_ptr();
+    let out_len = out.len();
+    let o = out.as_mut_ptr();
+    // The window's identifier bits and a stop bit at `span`; consumed bits are shifted out, so
+    // the stop bit's position is always `span - consumed`.
+    let mut bits = (raw & ((1u64 << span) - 1)) | (1u64 << span);
+    let (mut pos, mut wj, mut prev_set) = (st.pos, st.wj, st.prev_set);
+    let consumed = |bits: u64| span - (63 - bits.leading_zeros() as usize);
+    loop {
+        if pos + STEP_OUT_REACH > out_len {
+            break;
+        }
+        let sc = bits.trailing_zeros() as usize;
+        // SAFETY: pos + max(16, sc rounded up) <= pos + 64 <= out_len (room checked above);
+        // the read ends before wj0 + WINDOW_ARRAY_REACH <= array.len() (sc <= WINDOW words of
+        // the window); array and out are different buffers.
+        unsafe { copy16(o.add(pos), a.add(wj), sc) };
+        let rest = bits >> sc;
+        if rest == 1 {
+            // The stop bit: the window ends with these SC words.
+            if pos + sc > seg_end {
+                break;
+            }
+            pos += sc;
+            wj += sc;
+            prev_set |= sc != 0;
+            bits = 1;
+            break;
+        }
+        let (npos, mut nwj) = (pos + sc, wj + sc);
+        // SAFETY: a 2-byte word of the window: nwj + 2 <= wj0 + 2 * WINDOW + 1.
+        let w = u16::from_le_bytes(unsafe { a.add(nwj).cast::<[u8; 2]>().read() });
+        nwj += 2;
+        let mut nbits = rest >> 1;
+        let len = if w >> 12 == LONG_L {
+            // LI / LRL: the next word is c (identifier 0); past the window: leave it to the
+            // checked loop.
+            if nbits == 1 || nbits & 1 != 0 {
+                break;
+            }
+            // SAFETY: the c word is a word of the window: nwj < wj0 + 2 * WINDOW + 1.
+            let c = unsafe { *a.add(nwj) };
+            nwj += 1;
+            nbits >>= 1;
+            c as usize + LONG_MIN
+        } else {
+            (w >> 12) as usize + SHORT_MIN
+        };
+        // One check for the SC run and the code (pos <= seg_end, so no overflow).
+        if npos + len > seg_end {
+            break;
+        }
+        let t = (w & 0x0FFF) as usize;
+        let prev_now = prev_set || sc != 0;
+        if t == RUN_T as usize {
+            // SRL / LRL: len copies of p = out[npos - 1], which then becomes unset.
+            if !prev_now {
+                break;
+            }
+            // SAFETY: prev_now: a byte of this segment precedes npos, so npos >= 1; the
+            // rounded-up fill ends before npos + len + 16 <= pos + STEP_OUT_REACH <= out_len.
+            unsafe { fill16(o.add(npos), *o.add(npos - 1), len) };
+            prev_set = false;
+        } else {
+            // SI / LI: dictionary bytes [t, t + len), before the segment.
+            if t + len > dict_len {
+                break;
+            }
+            // SAFETY: the source's len bytes end at or before dict_start + dict_len <= st.pos
+            // <= npos; both rounded-up ranges end before npos + len + 16 <= out_len.
+            unsafe { copy16(o.add(npos), o.add(dict_start + t), len) };
+            prev_set = true;
+        }
+        pos = npos + len;
+        wj = nwj;
+        bits = nbits;
+    }
+    // bits == 1: only the stop bit is left, every word of the window is done.
+    *st = SegState { pos, wj, prev_set };
+    (consumed(bits), bits != 1)
+}
+
+/// One window of a dictionary segment with every access checked: words `wi .. wi + span`
+/// (`raw`: their identifier bits from bit 0, at least `span + 1` valid). Returns the words
+/// consumed: `span`, or `span + 1` when a long code's c word lies just past the window.
+#[allow(clippy::too_many_arguments)]
+fn dict_window(
+    s: &Strip<'_>,
+    seg: &Seg,
+    out: &mut [u8],
+    st: &mut SegState,
+    wi: usize,
+    words_end: usize,
+    raw: u64,
+    span: usize,
+) -> Result<usize> {
+    let arr = s.array;
+    let dict_len = seg.dict_end - seg.dict_start;
+    let mut bits = (raw & ((1u64 << span) - 1)) | (1u64 << span);
+    let (mut pos, mut wj, mut prev_set) = (st.pos, st.wj, st.prev_set);
+    let mut k = 0; // words of the window consumed (span + 1 after a c word past it)
+    loop {
+        // Words k .. nz are SC, word nz is a 2-byte word (or nz = span: the window's end).
+        let nz = bits.trailing_zeros() as usize;
+        let sc = nz - k;
+        let left = seg.end - pos;
+        if sc > left {
+            return Err(err_code_length(s.array_at + wj + left, 0, 1));
+        }
+        copy_bytes(out, pos, arr, wj, sc);
+        pos += sc;
+        wj += sc;
+        prev_set |= sc != 0;
+        if nz == span {
+            k = span;
+            break;
+        }
+        bits &= bits - 1;
+        let at = s.array_at + wj;
+        let w = u16::from_le_bytes([arr[wj], arr[wj + 1]]);
+        wj += 2;
+        let t = (w & 0x0FFF) as usize;
+        let len = if w >> 12 == LONG_L {
+            // LI / LRL: the c word is the next word of the segment, identifier 0.
+            let cw = wi + nz + 1;
+            if cw >= words_end {
+                return Err(err_no_c_word(at));
+            }
+            if (raw >> (nz + 1)) & 1 != 0 {
+                return Err(err_c_word_id(s.ids_at + cw / 8));
+            }
+            let cb = arr[wj];
+            wj += 1;
+            k = nz + 2;
+            cb as usize + LONG_MIN
+        } else {
+            k = nz + 1;
+            (w >> 12) as usize + SHORT_MIN
+        };
+        let left = seg.end - pos;
+        if len > left {
+            return Err(err_code_length(at, left, len));
+        }
+        if t == RUN_T as usize {
+            // SRL / LRL: len copies of p, which then becomes unset.
+            if !prev_set {
+                return Err(err_no_prev(at));
+            }
+            let p = out[pos - 1];
+            fill_bytes(out, pos, len, p);
+            prev_set = false;
+        } else {
+            // SI / LI: dictionary bytes [t, t + len).
+            if t + len > dict_len {
+                return Err(err_dictionary(at, dict_len, t + len));
+            }
+            copy_dict(out, seg.dict_start + t, pos, len);
+            prev_set = true;
+        }
+        pos += len;
+        if k >= span {
+            break;
+        }
+    }
+    *st = SegState { pos, wj, prev_set };
+    Ok(k)
+}
+
+/// A dictionary segment (§5: SC, SI, LI, SRL, LRL), words `[c.i, words_end)`, output `seg`:
+/// windows run unchecked ([`dict_window_fast`]) where there is room, and the checked loop
+/// finishes any window the fast one leaves (near the ends of the array and the strip, and at
+/// every failing check, so errors are exactly the checked loop's).
+fn dict_segment(
+    s: &Strip<'_>,
+    seg: &Seg,
+    out: &mut [u8],
+    c: &mut Cursor,
+    words_end: usize,
+) -> Result<()> {
+    let mut st = SegState {
+        pos: seg.start,
+        wj: c.j,
+        prev_set: false,
+    };
+    let dict_len = seg.dict_end - seg.dict_start;
+    let mut wi = c.i;
+    while wi < words_end {
+        let span = (words_end - wi).min(WINDOW);
+        let raw = ids_window(s.ids, wi);
+        if st.wj + WINDOW_ARRAY_REACH <= s.array.len() {
+            // SAFETY: the array reach is checked here; seg.end <= out.len() (strip_segments
+            // cuts at the strip's length); the dictionary ends at seg.dict_end <= seg.start <=
+            // st.pos, and st.pos <= seg.end (every step keeps it so).
+            let (k, stopped) = unsafe {
+                dict_window_fast(
+                    s.array,
+                    out,
+                    &mut st,
+                    seg.end,
+                    seg.dict_start,
+                    dict_len,
+                    raw,
+                    span,
+                )
+            };
+            wi += k;
+            if !stopped {
+                continue;
+            }
+            if wi >= words_end {
+                break;
+            }
+            let span = (words_end - wi).min(WINDOW);
+            wi += dict_window(
+                s,
+                seg,
+                out,
+                &mut st,
+                wi,
+                words_end,
+                ids_window(s.ids, wi),
+                span,
+            )?;
+        } else {
+            wi += dict_window(s, seg, out, &mut st, wi, words_end, raw, span)?;
+        }
+    }
+    if st.pos != seg.end {
+        return Err(err_segment_short(seg, st.pos));
+    }
+    c.i = wi;
+    c.j = st.wj;
+    Ok(())
+}
+
+/// Decodes one strip into `out` (the strip's bytes of the output): §7 steps 4 and 5, or §4a.
+fn decode_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
+    if r.stored {
+        return stored_strip(payload, r, out);
+    }
     let (segs, n) = strip_segments(out.len());
     let segs = &segs[..n];
-    let strip = parse_strip(payload, range, segs)?;
-    let mut c = Cursor {
-        s: &strip,
-        i: 0,
-        j: 0,
-    };
+    let s = parse_strip(payload, r, segs)?;
+    let mut c = Cursor { i: 0, j: 0 };
     for (k, seg) in segs.iter().enumerate() {
-        let words_end = c.i + strip.word_counts[k] as usize;
-        let mut pos = seg.start;
-        // The previous character (the paper's `p`): unset at a segment start and after a run.
-        let mut prev: Option<u8> = None;
-        while c.i < words_end {
-            let at = c.at();
-            let left = seg.end - pos;
-            if !c.id() {
-                if how == Copier::Slices && left > 1 {
-                    // A run of SC words: their bytes follow each other in the word array and
-                    // in the output, so they move as one slice. Words past `left` are left to
-                    // the one-word path below, which reports the error.
-                    let k = c.zero_ids(words_end.min(c.i + left));
-                    out[pos..pos + k].copy_from_slice(&strip.array[c.j..c.j + k]);
-                    pos += k;
-                    prev = Some(out[pos - 1]);
-                    c.i += k;
-                    c.j += k;
-                    continue;
-                }
-                // SC: one byte (§5).
-                if left == 0 {
-                    return Err(bad(
-                        "code length",
-                        at,
-                        "<= 0 bytes left in the segment".into(),
-                        1,
-                    ));
-                }
-                let ch = strip.array[c.j];
-                out[pos] = ch;
-                pos += 1;
-                prev = Some(ch);
-                c.i += 1;
-                c.j += 1;
-                continue;
-            }
-            let (b0, b1) = (strip.array[c.j], strip.array[c.j + 1]);
-            c.i += 1;
-            c.j += 2;
-            if !seg.dictionary {
-                // RL: character, then l: l + 2 copies of it (§5).
-                let len = b1 as usize + RL_MIN;
-                if len > left {
-                    return Err(bad(
-                        "RL length",
-                        at,
-                        format!("<= {left} bytes left in the segment"),
-                        len as u64,
-                    ));
-                }
-                fill(&mut out[pos..pos + len], b0, how);
-                pos += len;
-                prev = Some(b0);
-                continue;
-            }
-            let w = u16::from_le_bytes([b0, b1]);
-            let (t, l) = (w & 0x0FFF, w >> 12);
-            let len = if l == LONG_L {
-                // LI / LRL: the next word is the 1-byte c (§5).
-                if c.i >= words_end {
-                    return Err(bad(
-                        "long code's c word",
-                        at + 2,
-                        "a word of the same segment".into(),
-                        0,
-                    ));
-                }
-                if c.id() {
-                    return Err(bad(
-                        "long code's c word identifier",
-                        (strip.ids_at + c.i / 8) as u64,
-                        "0".into(),
-                        1,
-                    ));
-                }
-                let cb = strip.array[c.j];
-                c.i += 1;
-                c.j += 1;
-                cb as usize + LONG_MIN
-            } else {
-                l as usize + SHORT_MIN
-            };
-            if len > left {
-                return Err(bad(
-                    "code length",
-                    at,
-                    format!("<= {left} bytes left in the segment"),
-                    len as u64,
-                ));
-            }
-            if t == RUN_T {
-                // SRL / LRL: len copies of the previous character, which then becomes unset.
-                let Some(p) = prev else {
-                    return Err(bad(
-                        "SRL/LRL previous character",
-                        at,
-                        "a set previous character (no run code first in a segment or after a run code)".into(),
-                        RUN_T as u64,
-                    ));
-                };
-                fill(&mut out[pos..pos + len], p, how);
-                prev = None;
-            } else {
-                // SI / LI: len bytes from offset t of the dictionary.
-                let dict_len = seg.dict_end - seg.dict_start;
-                if t as usize + len > dict_len {
-                    return Err(bad(
-                        "SI/LI offset t + length",
-                        at,
-                        format!("<= dictionary length {dict_len}"),
-                        (t as usize + len) as u64,
-                    ));
-                }
-                let from = seg.dict_start + t as usize;
-                match how {
-                    Copier::Bytewise => {
-                        for q in 0..len {
-                            out[pos + q] = out[from + q];
-                        }
-                    }
-                    Copier::Slices => out.copy_within(from..from + len, pos),
-                }
-                prev = Some(out[pos + len - 1]);
-            }
-            pos += len;
-        }
-        if pos != seg.end {
-            return Err(Error::CountMismatch {
-                what: "LLL bytes decoded in a segment",
-                expected: (seg.end - seg.start) as u64,
-                found: (pos - seg.start) as u64,
-            });
+        let words_end = c.i + s.word_counts[k] as usize;
+        if seg.dictionary {
+            dict_segment(&s, seg, out, &mut c, words_end)?;
+        } else {
+            plain_segment(&s, seg, out, &mut c, words_end)?;
         }
     }
     Ok(())
 }
 
-fn fill(dst: &mut [u8], b: u8, how: Copier) {
-    match how {
-        Copier::Bytewise => {
-            for x in dst {
-                *x = b;
-            }
-        }
-        Copier::Slices => dst.fill(b),
-    }
-}
-
-/// The reference decoder (§6): `payload` must decode to exactly `out.len()` bytes.
+/// The reference decoder (§6): `payload` must decode to exactly `out.len()` bytes. Strips in
+/// order, on the calling thread.
 pub fn decode_reference(payload: &[u8], out: &mut [u8]) -> Result<()> {
     let ranges = parse_directory(payload, out.len())?;
     for (k, strip_out) in out.chunks_mut(STRIP_BYTES).enumerate() {
-        decode_strip(payload, ranges[k], strip_out, Copier::Bytewise)?;
+        decode_strip(payload, ranges[k], strip_out)?;
     }
     Ok(())
 }
@@ -430,7 +873,118 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
     let results: Vec<Result<()>> = out
         .par_chunks_mut(STRIP_BYTES)
         .enumerate()
-        .map(|(k, strip_out)| decode_strip(payload, ranges[k], strip_out, Copier::Slices))
+        .map(|(k, strip_out)| decode_strip(payload, ranges[k], strip_out))
         .collect();
     results.into_iter().collect()
+}
+
+// ---- the oracle -------------------------------------------------------------------------------
+
+/// A word-at-a-time, byte-at-a-time transcription of §6 (the first decoder of this codec), for
+/// tests and fuzzing: [`decode_reference`] and [`decode`] must give the same bytes and the same
+/// error, every field, on every payload. Not for use: it is several times slower.
+#[doc(hidden)]
+pub fn decode_simple(payload: &[u8], out: &mut [u8]) -> Result<()> {
+    let ranges = parse_directory(payload, out.len())?;
+    for (k, strip_out) in out.chunks_mut(STRIP_BYTES).enumerate() {
+        if ranges[k].stored {
+            stored_strip(payload, ranges[k], strip_out)?;
+        } else {
+            simple_strip(payload, ranges[k], strip_out)?;
+        }
+    }
+    Ok(())
+}
+
+fn simple_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
+    let (segs, n) = strip_segments(out.len());
+    let segs = &segs[..n];
+    let strip = parse_strip(payload, r, segs)?;
+    let id = |i: usize| (strip.ids[i / 8] >> (i % 8)) & 1 == 1;
+    let (mut i, mut j) = (0usize, 0usize);
+    for (k, seg) in segs.iter().enumerate() {
+        let words_end = i + strip.word_counts[k] as usize;
+        let mut pos = seg.start;
+        // The previous character (the paper's `p`): unset at a segment start and after a run.
+        let mut prev: Option<u8> = None;
+        while i < words_end {
+            let at = strip.array_at + j;
+            let left = seg.end - pos;
+            if !id(i) {
+                // SC: one byte (§5).
+                if left == 0 {
+                    return Err(err_code_length(at, 0, 1));
+                }
+                let ch = strip.array[j];
+                out[pos] = ch;
+                pos += 1;
+                prev = Some(ch);
+                i += 1;
+                j += 1;
+                continue;
+            }
+            let (b0, b1) = (strip.array[j], strip.array[j + 1]);
+            i += 1;
+            j += 2;
+            if !seg.dictionary {
+                // RL: character, then l: l + 2 copies of it (§5).
+                let len = b1 as usize + RL_MIN;
+                if len > left {
+                    return Err(err_rl_length(at, left, len));
+                }
+                for x in &mut out[pos..pos + len] {
+                    *x = b0;
+                }
+                pos += len;
+                prev = Some(b0);
+                continue;
+            }
+            let w = u16::from_le_bytes([b0, b1]);
+            let (t, l) = (w & 0x0FFF, w >> 12);
+            let len = if l == LONG_L {
+                // LI / LRL: the next word is the 1-byte c (§5).
+                if i >= words_end {
+                    return Err(err_no_c_word(at));
+                }
+                if id(i) {
+                    return Err(err_c_word_id(strip.ids_at + i / 8));
+                }
+                let cb = strip.array[j];
+                i += 1;
+                j += 1;
+                cb as usize + LONG_MIN
+            } else {
+                l as usize + SHORT_MIN
+            };
+            if len > left {
+                return Err(err_code_length(at, left, len));
+            }
+            if t == RUN_T {
+                // SRL / LRL: len copies of the previous character, which then becomes unset.
+                let Some(p) = prev else {
+                    return Err(err_no_prev(at));
+                };
+                for x in &mut out[pos..pos + len] {
+                    *x = p;
+                }
+                prev = None;
+            } else {
+                // SI / LI: len bytes from offset t of the dictionary.
+                let dict_len = seg.dict_end - seg.dict_start;
+                if t as usize + len > dict_len {
+                    return Err(err_dictionary(at, dict_len, t as usize + len));
+                }
+                let from = seg.dict_start + t as usize;
+                for q in 0..len {
+                    out[pos + q] = out[from + q];
+                }
+                prev = Some(out[pos + len - 1]);
+            }
+            pos += len;
+        }
+        if pos != seg.end {
+            return Err(err_segment_short(seg, pos));
+        }
+    }
+    Ok(())
 }

@@ -8,13 +8,15 @@
 //! identifier bit per word), in two states: the previous character set (after SC, SI, LI) or
 //! unset (at the segment start and after SRL / LRL: `lll.md` §5). The non-dictionary subsegment
 //! gets the same program over SC and RL. Cost: at most ~530 transitions per byte, cheap at 4 KiB.
+//! A strip whose coding is not shorter than its input is stored instead (`lll.md` §4a: its
+//! input bytes, bit 31 of its `strip_starts` entry set), so no strip grows.
 
 use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
     strip_segments, CodeCounts, Seg, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, RL_MAX, RL_MIN,
-    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MAX, SHORT_MIN, STRIP_BYTES,
+    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MAX, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
 
 /// Chain links followed per position when looking for the longest dictionary match.
@@ -26,17 +28,10 @@ const COST_SC: u32 = 9;
 const COST_SHORT: u32 = 17;
 const COST_LONG: u32 = 26;
 
-/// Largest payload [`encode`] can write for `n` input bytes: a header, the directory and, per
-/// strip, its word counts plus every byte as an SC word (the parse never does worse).
+/// Largest payload [`encode`] can write for `n` input bytes: a header, the directory and at most
+/// the input bytes themselves (a strip is stored when its coding is not shorter, §4a).
 pub fn max_encoded_len(n: usize) -> usize {
-    let mut total = HEADER_BYTES + 4 * n.div_ceil(STRIP_BYTES);
-    let mut left = n;
-    while left > 0 {
-        let s = left.min(STRIP_BYTES);
-        total += 2 * strip_segments(s).1 + s + s.div_ceil(8) + 1;
-        left -= s;
-    }
-    total
+    HEADER_BYTES + 4 * n.div_ceil(STRIP_BYTES) + n
 }
 
 /// Encodes `data` into `out` (cleared first) and returns how many words of each code type it
@@ -48,11 +43,18 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
             data.len()
         )));
     }
-    let strips: Vec<(Vec<u8>, CodeCounts)> =
+    // Each strip's coding, or None where the strip is stored (its input bytes, §4a).
+    let strips: Vec<(Option<Vec<u8>>, CodeCounts)> =
         data.par_chunks(STRIP_BYTES).map(encode_strip).collect();
+    let strip_bytes = |k: usize| -> &[u8] {
+        match &strips[k].0 {
+            Some(coded) => coded,
+            None => &data[k * STRIP_BYTES..((k + 1) * STRIP_BYTES).min(data.len())],
+        }
+    };
     out.clear();
     let dir_bytes = 4 * strips.len();
-    let body: usize = strips.iter().map(|s| s.0.len()).sum();
+    let body: usize = (0..strips.len()).map(|k| strip_bytes(k).len()).sum();
     out.reserve(HEADER_BYTES + dir_bytes + body);
     for w in [
         SEGMENT_BYTES as u32,
@@ -63,20 +65,23 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
         out.extend_from_slice(&w.to_le_bytes());
     }
     let mut at = HEADER_BYTES + dir_bytes;
-    for (s, _) in &strips {
-        out.extend_from_slice(&(at as u32).to_le_bytes());
-        at += s.len();
+    for (k, (coded, _)) in strips.iter().enumerate() {
+        // Offsets stay below 2^25 (at most 16 + 2048 + 2^24 bytes), clear of the stored flag.
+        let flag = if coded.is_none() { STORED_STRIP } else { 0 };
+        out.extend_from_slice(&(at as u32 | flag).to_le_bytes());
+        at += strip_bytes(k).len();
     }
     let mut counts = CodeCounts::default();
-    for (s, c) in &strips {
-        out.extend_from_slice(s);
+    for (k, (_, c)) in strips.iter().enumerate() {
+        out.extend_from_slice(strip_bytes(k));
         counts.add(c);
     }
     Ok(counts)
 }
 
-/// One strip (§4): word counts, identifier bits, word array.
-fn encode_strip(strip: &[u8]) -> (Vec<u8>, CodeCounts) {
+/// One strip (§4): word counts, identifier bits, word array; `None` (and counts with only
+/// `stored = 1`) when that is not shorter than the strip, which is then stored (§4a).
+fn encode_strip(strip: &[u8]) -> (Option<Vec<u8>>, CodeCounts) {
     let (segs, n) = strip_segments(strip.len());
     let mut counts = CodeCounts::default();
     let mut w = Words::default();
@@ -97,7 +102,14 @@ fn encode_strip(strip: &[u8]) -> (Vec<u8>, CodeCounts) {
     }
     out.extend_from_slice(&w.ids);
     out.extend_from_slice(&w.array);
-    (out, counts)
+    if out.len() >= strip.len() {
+        let stored = CodeCounts {
+            stored: 1,
+            ..CodeCounts::default()
+        };
+        return (None, stored);
+    }
+    (Some(out), counts)
 }
 
 /// Identifier bits (LSB first, §4) and the word array of a strip under construction.

@@ -8,17 +8,21 @@
 //! (§3). A strip stores per-segment word counts, one identifier bit per word (1 = a 2-byte word)
 //! and the word array (§4), so a GPU finds every word's byte offset by a prefix sum of the bits.
 //!
+//! A strip whose coding is not shorter than its input is **stored** (format 1.1): its bytes are
+//! the input bytes, flagged by bit 31 of its `strip_starts` entry (§2, §4a).
+//!
 //! Modules: `encode` (hash-chain match finding and an optimal parse by dynamic programming, one
-//! rayon task per strip) and `decode` (the reference decoder, which reads like the paper's
-//! sequential algorithm, and the fast one: strips in parallel, copies by slice). Both treat the
-//! payload as hostile: the header, the strip directory and each strip's counts and lengths are
-//! checked against the payload length before any word is decoded, nothing is allocated from a
-//! header field, and both fail with the same [`tessera_format::Error`] on the same bytes.
+//! rayon task per strip) and `decode` (the reference decoder, the paper's sequential algorithm
+//! over a strip's words in order, strip after strip; the fast one runs the same strip loop on
+//! all cores; and a word-at-a-time decoder kept as a test oracle). All treat the payload as
+//! hostile: the header, the strip directory and each strip's counts and lengths are checked
+//! against the payload length before any word is decoded, nothing is allocated from a header
+//! field, and all fail with the same [`tessera_format::Error`] on the same bytes.
 
 mod decode;
 mod encode;
 
-pub use decode::{decode, decode_reference};
+pub use decode::{decode, decode_reference, decode_simple};
 pub use encode::{encode, max_encoded_len};
 
 /// Codec id reserved for LLL in the container (`lll.md` §1; not yet in `CodecId`).
@@ -38,6 +42,10 @@ pub const SUBSEGMENT_BYTES: [usize; 4] = [512, 512, 1024, 2048];
 pub const MAX_STRIP_SEGMENTS: usize = SUBSEGMENT_BYTES.len() + SEGMENTS_PER_STRIP - 1;
 /// Header bytes (§2): `segment_bytes`, `segments_per_strip`, `total_count`, `strip_count`.
 pub const HEADER_BYTES: usize = 16;
+
+/// Bit 31 of a `strip_starts` entry: the strip is stored, its bytes are its input (§2, §4a).
+/// The offset is the entry's low 31 bits.
+pub const STORED_STRIP: u32 = 1 << 31;
 
 /// Offset field value that marks a run-length code, SRL or LRL (§5).
 pub const RUN_T: u16 = 4095;
@@ -84,6 +92,8 @@ pub struct CodeCounts {
     pub srl: u64,
     /// Long run of the previous character.
     pub lrl: u64,
+    /// Strips stored as their input bytes (§4a; their words are not counted above).
+    pub stored: u64,
 }
 
 impl CodeCounts {
@@ -94,6 +104,7 @@ impl CodeCounts {
         self.li += o.li;
         self.srl += o.srl;
         self.lrl += o.lrl;
+        self.stored += o.stored;
     }
 }
 

@@ -54,6 +54,7 @@
 #define LLL_ST_PADDING 5          // identifier padding bits not 0
 #define LLL_ST_ARRAY_LENGTH 6     // word array not exactly m + popcount bytes
 #define LLL_ST_CODE 7             // a word fails lll.md §6, or a segment's codes miss its length
+#define LLL_ST_STORED_LENGTH 8    // a stored strip (lll.md §4a) not exactly its output length
 
 // One strip to decode: its bytes in the input buffer and its place in the output.
 struct LllStrip {
@@ -61,6 +62,8 @@ struct LllStrip {
     u64 out_start;  // first output byte of the strip
     u32 in_len;     // strip bytes (directory difference, checked by the host)
     u32 out_len;    // 1..=32768
+    u32 stored;     // 1: a stored strip (lll.md §4a, bit 31 of its strip_starts entry)
+    u32 reserved;   // 0
 };
 
 // Coded segments of a strip of L bytes (lll.md §3): 1..4 subsegments, then one per 4096 bytes.
