@@ -61,6 +61,10 @@ pub struct BenchArgs {
     /// Bytes per data set for the byte suites (inputs are repeated up to this size).
     #[arg(long, default_value_t = 1 << 30)]
     pub bytes: usize,
+    /// `bitmap` suite: only these densities 2^-k, as comma-separated k in 1..=16 (e.g.
+    /// `1,4,8,12,16`).
+    #[arg(long, value_delimiter = ',')]
+    pub densities: Vec<u32>,
 }
 
 /// Runs the chosen suite.

@@ -688,3 +688,193 @@ fn parallel_compression_matches_sequential() {
         assert_eq!(fast.decompress_to_vec(), packed);
     }
 }
+
+/// Bitmaps of segments compressed with fill runs split at `max` (non-canonical when `max` is
+/// small, so cuts land inside and between split fill_words).
+fn split_compress(flavor: Flavor, bits: &[bool], max: u64) -> Bitmap {
+    Bitmap::compress_with_max_counter(flavor, &pack(bits), bits.len() as u64, max)
+        .expect("compress")
+}
+
+fn max_counter_of(flavor: Flavor, k: u64) -> u64 {
+    if k == 0 {
+        flavor.max_counter()
+    } else {
+        k
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The multi-core compressor with seams every `piece` groups writes the sequential words,
+    /// also with runs split at a small counter (fills merged and re-split across seams).
+    #[test]
+    fn pieces_compress_like_the_serial_writer(
+        segs in segments(), piece in 1u64..40, k in 0u64..4,
+    ) {
+        let bits = from_segments(&segs);
+        let packed = pack(&bits);
+        let n = bits.len() as u64;
+        for flavor in FLAVORS {
+            let max = max_counter_of(flavor, k);
+            let got = Bitmap::compress_pieces(flavor, &packed, n, piece, max).expect("compress");
+            let want = Bitmap::compress_with_max_counter(flavor, &packed, n, max).expect("compress");
+            prop_assert_eq!(got, want, "{:?} piece {} max {}", flavor, piece, max);
+        }
+    }
+
+    /// The multi-core decoder, seams every `piece` groups (rounded to 8), on canonical and
+    /// split-fill streams, writes the serial decoder's bytes.
+    #[test]
+    fn pieces_decompress_like_the_serial_decoder(
+        segs in segments(), piece in 1u64..80, k in 0u64..4,
+    ) {
+        let bits = from_segments(&segs);
+        for flavor in FLAVORS {
+            let bm = split_compress(flavor, &bits, max_counter_of(flavor, k));
+            let mut serial = vec![0x5Au8; bits.len().div_ceil(8)];
+            bm.decompress_serial(&mut serial).expect("decompress");
+            prop_assert_eq!(&serial, &pack(&bits));
+            let mut par = vec![0xA5u8; bits.len().div_ceil(8)];
+            bm.decompress_pieces(&mut par, piece).expect("decompress");
+            prop_assert_eq!(&par, &serial, "{:?} piece {}", flavor, piece);
+        }
+    }
+
+    /// The multi-core operations, both operands cut at the same groups (inside fill_words,
+    /// on PLWAH position groups), write the serial operation's words, with the flavor's counter
+    /// and with a small one (counter overflow in the result across seams).
+    #[test]
+    fn pieces_operate_like_the_serial_merge(
+        sa in segments(), sb in segments(), piece in 1u64..40, ka in 0u64..4, kb in 0u64..4,
+        k in 0u64..4,
+    ) {
+        let (mut a, mut b) = (from_segments(&sa), from_segments(&sb));
+        let n = a.len().min(b.len());
+        a.truncate(n);
+        b.truncate(n);
+        for flavor in FLAVORS {
+            let ca = split_compress(flavor, &a, max_counter_of(flavor, ka));
+            let cb = split_compress(flavor, &b, max_counter_of(flavor, kb));
+            let max = max_counter_of(flavor, k);
+            for op in OPS {
+                let serial = ops::binary_with(op, &ca, &cb, 0, max).expect("op");
+                let par = ops::binary_with(op, &ca, &cb, piece, max).expect("op");
+                prop_assert_eq!(&par, &serial, "{:?} {:?} piece {} max {}", flavor, op, piece, max);
+                if k == 0 {
+                    prop_assert_eq!(par, compress(flavor, &apply(op, &a, &b)));
+                }
+            }
+        }
+    }
+}
+
+/// The automatic entry points on bitmaps around the multi-core threshold and around piece
+/// boundaries, in a 4-thread pool (so the parallel path runs whatever this machine has): equal
+/// to the one-core references.
+#[test]
+fn automatic_multi_core_paths_match_the_references() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("pool");
+    let min = bitmap::PARALLEL_MIN_GROUPS as usize * 31;
+    let chunk = bitmap::PARALLEL_CHUNK_GROUPS as usize * 31;
+    for (case, len) in [min - 1, min, min + 30, min + 31 * 7 + 5, 3 * chunk + 62]
+        .into_iter()
+        .enumerate()
+    {
+        let mut segs = Vec::new();
+        for k in 0..12u64 {
+            // Long fills that straddle the automatic seams, one-bit-off groups after them,
+            // random stretches.
+            segs.push(((k % 2) as u8, chunk / 3 + 97 * k as usize, k + case as u64));
+            segs.push((3 + (k % 2) as u8, 31, k + 100));
+            segs.push((2, 200 + 31 * k as usize, k + 200));
+        }
+        let mut a = from_segments(&segs);
+        a.resize(len, false);
+        let mut b: Vec<bool> = a.iter().rev().copied().collect();
+        b[len / 2] = !b[len / 2];
+        let (pa, pb) = (pack(&a), pack(&b));
+        pool.install(|| {
+            for flavor in FLAVORS {
+                let ca = Bitmap::compress(flavor, &pa, len as u64).expect("compress");
+                let cb = Bitmap::compress(flavor, &pb, len as u64).expect("compress");
+                assert_eq!(
+                    ca,
+                    Bitmap::compress_serial(flavor, &pa, len as u64).expect("compress"),
+                    "{flavor:?} {len}"
+                );
+                let mut out = vec![0xEEu8; pa.len()];
+                ca.decompress(&mut out).expect("decompress");
+                assert_eq!(out, pa, "{flavor:?} {len}");
+                for op in OPS {
+                    assert_eq!(
+                        ops::binary(op, &ca, &cb).expect("op"),
+                        ops::binary_serial(op, &ca, &cb).expect("op"),
+                        "{flavor:?} {op:?} {len}"
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// Fill runs longer than the PLWAH counter in the operands and in the result, cut by the
+/// automatic multi-core pieces: the result's runs are merged across every seam and split at
+/// 2^25 - 1 exactly as the serial merge does, with a position folded after the split run. Built
+/// from runs, never expanded.
+#[test]
+fn counter_overflow_fills_across_pieces() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .expect("pool");
+    let long = bitmap::plwah::MAX_COUNTER as u64 + 1000;
+    let groups = 2 * long + 7;
+    let bit_len = groups * 31 - 3;
+    for flavor in FLAVORS {
+        // a: 0-fill, literal, 1-fill, 0-fill; b: literal-sprinkled 0-fill then 0s.
+        let mut a = Builder::new(flavor, bit_len);
+        a.push_fill(false, long);
+        a.push_literal(1 << 4);
+        a.push_fill(true, long - 10);
+        a.push_fill(false, groups - 2 * long + 9);
+        let a = a.finish().expect("valid");
+        let mut b = Builder::new(flavor, bit_len);
+        let mut g = 0;
+        while g < groups {
+            // A literal every 1,000,003 groups, 0-fills between.
+            let gap = 1_000_002.min(groups - g);
+            b.push_fill(false, gap);
+            g += gap;
+            if g < groups {
+                b.push_literal(0x55);
+                g += 1;
+            }
+        }
+        let b = b.finish().expect("valid");
+        pool.install(|| {
+            for op in OPS {
+                let par = ops::binary(op, &a, &b).expect("op");
+                let serial = ops::binary_serial(op, &a, &b).expect("op");
+                assert_eq!(par, serial, "{flavor:?} {op:?}");
+                assert_eq!(
+                    ops::binary_with(op, &a, &b, 1 << 20, flavor.max_counter()).expect("op"),
+                    serial
+                );
+            }
+            let or = ops::binary(Op::Or, &a, &a.not()).expect("op");
+            assert_eq!(or.count_ones(), bit_len);
+            // 2 * long + 7 groups of 1s: PLWAH splits at 2^25 - 1, WAH is one fill_word and a
+            // literal for the partial last group.
+            let expect_words = match flavor {
+                Flavor::Wah => 2,
+                Flavor::Plwah => (groups - 1).div_ceil(flavor.max_counter()) as usize + 1,
+            };
+            assert_eq!(or.words().len(), expect_words, "{flavor:?}");
+        });
+    }
+}

@@ -18,8 +18,10 @@
 //!   place words are made, so compression, the bitwise operations and the conversion give the
 //!   same words for the same bitmap (only the test hook `compress_with_max_counter` with a
 //!   smaller counter does not). Decoders accept non-canonical (but valid) streams.
-//! - Multi-core: [`Bitmap::compress`] classifies group ranges on all cores and stitches their
-//!   runs through one builder. Decompression and the operations are single-threaded.
+//! - Multi-core (`wah.md` §8): [`Bitmap::compress`], [`Bitmap::decompress`] and the binary
+//!   operations of [`ops`] split large bitmaps into pieces of groups worked on all cores; the
+//!   pieces are stitched into exactly the words (or bytes) of the one-core references
+//!   ([`Bitmap::compress_serial`], [`Bitmap::decompress_serial`], [`ops::binary_serial`]).
 //! - Decoders never allocate from a header field alone: `bit_len <= MAX_BITS` is checked first
 //!   and the groups the words encode must add up to it before any output is written.
 //!
@@ -27,6 +29,7 @@
 //! WAH), [`ops`] (AND, OR, XOR, AND-NOT, NOT on the compressed words, cardinality, set bits).
 
 pub mod ops;
+mod parallel;
 pub mod plwah;
 pub mod wah;
 
@@ -51,9 +54,10 @@ pub const HEADER_BYTES: usize = 16;
 /// `ceil(2^32 / 31)` groups fit one WAH counter, as in the paper.
 pub const MAX_BITS: u64 = 1 << 32;
 
-/// Bitmaps of at least this many groups (about 2 Mbit) are compressed on all cores.
+/// Bitmaps of at least this many groups (about 2 Mbit) are compressed, decompressed and
+/// operated on over all cores.
 pub const PARALLEL_MIN_GROUPS: u64 = 1 << 16;
-/// Groups per parallel compression task.
+/// The fewest groups per parallel task (a multiple of 8: a piece of plain bits is whole bytes).
 pub const PARALLEL_CHUNK_GROUPS: u64 = 1 << 15;
 
 /// The two word formats.
@@ -137,52 +141,64 @@ impl Bitmap {
     /// Compresses `bit_len` bits packed least significant bit first in `bits`, which must be
     /// `ceil(bit_len / 8)` bytes long. Bits of the last byte past `bit_len` are ignored.
     ///
-    /// Bitmaps of at least [`PARALLEL_MIN_GROUPS`] groups are classified on all cores, one
-    /// range of [`PARALLEL_CHUNK_GROUPS`] groups per task, into runs; the runs then go through
-    /// one [`Builder`] in order, which stitches fills (and PLWAH positions) across the seams, so
-    /// the words are those of the sequential reference ([`Bitmap::compress_with_max_counter`]).
+    /// Bitmaps of at least [`PARALLEL_MIN_GROUPS`] groups are compressed on all cores (when the
+    /// rayon pool has more than one thread): one piece of groups per task, each writing the
+    /// words that do not depend on its neighbours, then the pieces are stitched (fills merged
+    /// across the seams, PLWAH positions folded, long runs split) so the words are those of the
+    /// sequential reference [`Bitmap::compress_serial`].
     pub fn compress(flavor: Flavor, bits: &[u8], bit_len: u64) -> Result<Self> {
         let groups = group_count(bit_len);
-        if groups < PARALLEL_MIN_GROUPS || bit_len > MAX_BITS {
-            return Self::compress_with_max_counter(flavor, bits, bit_len, flavor.max_counter());
+        if !parallel::go_parallel(groups) || bit_len > MAX_BITS {
+            return Self::compress_serial(flavor, bits, bit_len);
         }
+        Self::compress_pieces(
+            flavor,
+            bits,
+            bit_len,
+            parallel::auto_piece_groups(groups),
+            flavor.max_counter(),
+        )
+    }
+
+    /// The sequential reference compressor: one core, whatever the size.
+    pub fn compress_serial(flavor: Flavor, bits: &[u8], bit_len: u64) -> Result<Self> {
+        Self::compress_with_max_counter(flavor, bits, bit_len, flavor.max_counter())
+    }
+
+    /// The multi-core compressor with pieces of `piece_groups` groups (at least 1) and fill
+    /// runs split at `max_counter`: a test hook that puts seams anywhere in small bitmaps. Equal
+    /// to [`Bitmap::compress_with_max_counter`] with the same `max_counter`.
+    #[doc(hidden)]
+    pub fn compress_pieces(
+        flavor: Flavor,
+        bits: &[u8],
+        bit_len: u64,
+        piece_groups: u64,
+        max_counter: u64,
+    ) -> Result<Self> {
         check_input(bits, bit_len)?;
+        check_max_counter(flavor, max_counter)?;
+        use parallel::GroupSink;
         use rayon::prelude::*;
-        let chunks: Vec<Vec<Run>> = (0..groups.div_ceil(PARALLEL_CHUNK_GROUPS))
+        let groups = group_count(bit_len);
+        let piece = piece_groups.max(1);
+        let pieces: Vec<parallel::PieceOut> = (0..groups.div_ceil(piece))
             .into_par_iter()
             .map(|c| {
-                let from = c * PARALLEL_CHUNK_GROUPS;
-                let to = (from + PARALLEL_CHUNK_GROUPS).min(groups);
-                let mut runs = Vec::new();
+                let from = c * piece;
+                let to = (from + piece).min(groups);
+                let mut out = parallel::PieceBuilder::new(flavor, max_counter);
                 for g in from..to {
                     let mut group = read_group(bits, g);
                     if g + 1 == groups {
                         group &= last_group_mask(bit_len);
                     }
-                    match (group, runs.last_mut()) {
-                        (0 | GROUP_ONES, Some(Run::Fill { fill_bit, count }))
-                            if *fill_bit == (group != 0) =>
-                        {
-                            *count += 1
-                        }
-                        (0 | GROUP_ONES, _) => runs.push(Run::Fill {
-                            fill_bit: group != 0,
-                            count: 1,
-                        }),
-                        _ => runs.push(Run::Literal(group)),
-                    }
+                    out.push_literal(group);
                 }
-                runs
+                out.finish()
             })
             .collect();
-        let mut builder = Builder::new(flavor, bit_len);
-        for run in chunks.into_iter().flatten() {
-            match run {
-                Run::Fill { fill_bit, count } => builder.push_fill(fill_bit, count),
-                Run::Literal(group) => builder.push_literal(group),
-            }
-        }
-        Ok(builder.finish_valid())
+        Ok(parallel::stitch(flavor, bit_len, max_counter, pieces))
     }
 
     /// [`Bitmap::compress`] with fill runs split at `max_counter` groups instead of the
@@ -196,12 +212,7 @@ impl Bitmap {
         max_counter: u64,
     ) -> Result<Self> {
         check_input(bits, bit_len)?;
-        if max_counter == 0 || max_counter > flavor.max_counter() {
-            return Err(Error::InvalidArgument(format!(
-                "max_counter {max_counter} outside 1..={}",
-                flavor.max_counter()
-            )));
-        }
+        check_max_counter(flavor, max_counter)?;
         let groups = group_count(bit_len);
         let mut builder = Builder::with_max_counter(flavor, bit_len, max_counter);
         for g in 0..groups {
@@ -221,6 +232,28 @@ impl Bitmap {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        validate_words(flavor, bit_len, &words)?;
+        Ok(Bitmap {
+            flavor,
+            bit_len,
+            words,
+        })
+    }
+
+    /// A bitmap from its words alone (a payload's body, e.g. downloaded from a device), checked
+    /// as a payload is (`wah.md` §5 steps 2, 4-6) without copying it into payload bytes first.
+    pub fn from_words(flavor: Flavor, bit_len: u64, words: Vec<u32>) -> Result<Self> {
+        if bit_len > MAX_BITS {
+            return Err(Error::InvalidArgument(format!(
+                "bitmap of {bit_len} bits exceeds MAX_BITS = {MAX_BITS}"
+            )));
+        }
+        if u32::try_from(words.len()).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "{} words do not fit a payload's word_count",
+                words.len()
+            )));
+        }
         validate_words(flavor, bit_len, &words)?;
         Ok(Bitmap {
             flavor,
@@ -249,15 +282,24 @@ impl Bitmap {
 
     /// Writes the plain bitmap into `out`, which must be `ceil(bit_len / 8)` bytes long; bits of
     /// the last byte past `bit_len` are written as 0.
+    ///
+    /// Bitmaps of at least [`PARALLEL_MIN_GROUPS`] groups are decompressed on all cores (when
+    /// the rayon pool has more than one thread): the output is cut into pieces of a multiple of
+    /// 8 groups (so each piece is whole bytes), the word covering each piece's first group is
+    /// found by a parallel count of groups per word piece and a scan, and each piece is expanded
+    /// into its own bytes. The bytes are those of [`Bitmap::decompress_serial`].
     pub fn decompress(&self, out: &mut [u8]) -> Result<()> {
-        let bytes = self.bit_len.div_ceil(8);
-        if out.len() as u64 != bytes {
-            return Err(Error::CountMismatch {
-                what: "output bytes",
-                expected: bytes,
-                found: out.len() as u64,
-            });
+        let groups = group_count(self.bit_len);
+        if parallel::go_parallel(groups) {
+            self.decompress_pieces(out, parallel::auto_piece_groups(groups))
+        } else {
+            self.decompress_serial(out)
         }
+    }
+
+    /// The sequential reference decoder: one core, whatever the size.
+    pub fn decompress_serial(&self, out: &mut [u8]) -> Result<()> {
+        self.check_output(out)?;
         out.fill(0);
         let mut g = 0u64;
         for run in self.runs() {
@@ -273,6 +315,46 @@ impl Bitmap {
                     g += 1;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The multi-core decoder with pieces of `piece_groups` groups (rounded up to a multiple of
+    /// 8, at least 8): a test hook that puts seams anywhere in small bitmaps.
+    #[doc(hidden)]
+    pub fn decompress_pieces(&self, out: &mut [u8], piece_groups: u64) -> Result<()> {
+        use rayon::prelude::*;
+        self.check_output(out)?;
+        let groups = group_count(self.bit_len);
+        if groups == 0 {
+            return Ok(());
+        }
+        let piece = piece_groups.max(8).next_multiple_of(8);
+        // 8 groups are 31 bytes: piece i is bytes [i * piece_bytes, ...) and starts at group
+        // i * piece; the pieces of bytes and of groups line up (both end with the bitmap).
+        let piece_bytes = (piece / 8 * 31) as usize;
+        let cuts = parallel::cuts(groups, piece);
+        let starts = parallel::seek(self, &cuts[..cuts.len() - 1]);
+        out.par_chunks_mut(piece_bytes)
+            .zip(starts.par_iter())
+            .enumerate()
+            .for_each(|(i, (chunk, &pos))| {
+                let g0 = i as u64 * piece;
+                let n = piece.min(groups - g0);
+                let (first, runs) = self.runs_at(pos);
+                expand(chunk, n, first.into_iter().chain(runs));
+            });
+        Ok(())
+    }
+
+    fn check_output(&self, out: &[u8]) -> Result<()> {
+        let bytes = self.bit_len.div_ceil(8);
+        if out.len() as u64 != bytes {
+            return Err(Error::CountMismatch {
+                what: "output bytes",
+                expected: bytes,
+                found: out.len() as u64,
+            });
         }
         Ok(())
     }
@@ -491,6 +573,16 @@ impl Builder {
     }
 }
 
+fn check_max_counter(flavor: Flavor, max_counter: u64) -> Result<()> {
+    if max_counter == 0 || max_counter > flavor.max_counter() {
+        return Err(Error::InvalidArgument(format!(
+            "max_counter {max_counter} outside 1..={}",
+            flavor.max_counter()
+        )));
+    }
+    Ok(())
+}
+
 /// The caller's side of `compress`: `bit_len <= MAX_BITS` and `ceil(bit_len / 8)` bytes.
 fn check_input(bits: &[u8], bit_len: u64) -> Result<()> {
     if bit_len > MAX_BITS {
@@ -621,16 +713,128 @@ fn validate_words(flavor: Flavor, bit_len: u64, words: &[u32]) -> Result<()> {
 }
 
 /// Group `g` of a packed bitmap (bits past the end of `bits` read as 0).
+#[inline]
 fn read_group(bits: &[u8], g: u64) -> u32 {
     let start = g * GROUP_BITS;
     let byte = (start / 8) as usize;
     let shift = start % 8;
+    if let Some(w) = bits.get(byte..byte + 8) {
+        let mut window = [0u8; 8];
+        window.copy_from_slice(w);
+        return ((u64::from_le_bytes(window) >> shift) as u32) & GROUP_ONES;
+    }
     let mut window = [0u8; 8];
     let end = (byte + 5).min(bits.len());
     if byte < end {
         window[..end - byte].copy_from_slice(&bits[byte..end]);
     }
     ((u64::from_le_bytes(window) >> shift) as u32) & GROUP_ONES
+}
+
+/// Writes the first `groups` groups of `runs` into `out` from its first bit (the multi-core
+/// decoder's piece). Every byte of `out` is written; bits past `8 * out.len()` are dropped
+/// (they are padding, 0 in a valid bitmap).
+fn expand(out: &mut [u8], groups: u64, runs: impl Iterator<Item = Run>) {
+    let mut w = BitWriter {
+        out,
+        byte: 0,
+        acc: 0,
+        n: 0,
+    };
+    let mut g = 0u64;
+    for run in runs {
+        if g >= groups {
+            break;
+        }
+        match run {
+            Run::Fill { fill_bit, count } => {
+                let c = count.min(groups - g);
+                w.fill(fill_bit, c * GROUP_BITS);
+                g += c;
+            }
+            Run::Literal(group) => {
+                w.push_group(group);
+                g += 1;
+            }
+        }
+    }
+    w.finish();
+}
+
+/// Sequential packed-bit writer: `acc` holds `n < 32` bits not yet stored at `out[byte..]`.
+struct BitWriter<'a> {
+    out: &'a mut [u8],
+    byte: usize,
+    acc: u64,
+    n: u32,
+}
+
+impl BitWriter<'_> {
+    #[inline]
+    fn push_group(&mut self, group: u32) {
+        self.acc |= u64::from(group & GROUP_ONES) << self.n;
+        self.n += GROUP_BITS as u32;
+        if self.n >= 32 {
+            self.store(4);
+        }
+    }
+
+    /// Stores the low `k <= n / 8` bytes of `acc` (clipped to `out`) and drops them.
+    #[inline]
+    fn store(&mut self, k: usize) {
+        self.put(k);
+        self.acc >>= 8 * k;
+        self.n -= 8 * k as u32;
+    }
+
+    /// Writes the low `k` bytes of `acc` at `byte` (clipped to `out`); advances `byte`.
+    #[inline]
+    fn put(&mut self, k: usize) {
+        let bytes = self.acc.to_le_bytes();
+        if let Some(dst) = self.out.get_mut(self.byte..self.byte + k) {
+            dst.copy_from_slice(&bytes[..k]);
+        } else {
+            let len = self.out.len();
+            let (from, to) = (self.byte.min(len), (self.byte + k).min(len));
+            self.out[from..to].copy_from_slice(&bytes[..to - from]);
+        }
+        self.byte += k;
+    }
+
+    /// Appends `bits` bits equal to `fill_bit`.
+    fn fill(&mut self, fill_bit: bool, mut bits: u64) {
+        // Top the pending bits up to a byte boundary, store them whole.
+        let k = u64::from((8 - self.n % 8) % 8).min(bits);
+        if fill_bit {
+            self.acc |= ((1u64 << k) - 1) << self.n;
+        }
+        self.n += k as u32;
+        bits -= k;
+        let whole = (self.n / 8) as usize;
+        if whole > 0 {
+            self.store(whole);
+        }
+        if bits == 0 {
+            return;
+        }
+        // n == 0 now: whole bytes straight into `out`, then the rest pending.
+        let bytes = (bits / 8) as usize;
+        let end = (self.byte + bytes).min(self.out.len());
+        let from = self.byte.min(end);
+        self.out[from..end].fill(if fill_bit { 0xFF } else { 0 });
+        self.byte += bytes;
+        let rest = (bits % 8) as u32;
+        self.acc = if fill_bit { (1u64 << rest) - 1 } else { 0 };
+        self.n = rest;
+    }
+
+    /// Stores the last partial bytes and zeroes whatever of `out` was not reached.
+    fn finish(mut self) {
+        let k = self.n.div_ceil(8) as usize;
+        self.put(k);
+        let from = self.byte.min(self.out.len());
+        self.out[from..].fill(0);
+    }
 }
 
 /// ORs group `g` into a zeroed packed bitmap (bits past the end of `out` are dropped).

@@ -7,8 +7,14 @@
 //! The result goes through [`Builder`], so it is the canonical encoding of the result bitmap
 //! (`wah.md` §4) whatever the (valid) inputs were. Padding stays 0: each operation maps 0, 0
 //! to 0; NOT masks the last group.
+//!
+//! Multi-core (`wah.md` §8): for large bitmaps both operands are cut at the same group
+//! positions (a cut may fall inside a fill_word of either side, which then starts that piece
+//! shortened), each piece is merged on its own core into a piece of the result, and the pieces
+//! are stitched into the words [`binary_serial`] writes.
 
-use super::{fill_group, last_group_mask, Bitmap, Builder, Run, Runs, GROUP_BITS};
+use super::parallel::{self, GroupSink, PieceBuilder, Pos};
+use super::{fill_group, group_count, last_group_mask, Bitmap, Builder, Run, Runs, GROUP_BITS};
 use tessera_format::{Error, Result};
 
 /// A binary bitwise operation.
@@ -54,11 +60,17 @@ impl<'a> Cursor<'a> {
         c
     }
 
+    /// A cursor starting at group position `pos`.
+    fn at(bitmap: &'a Bitmap, pos: Pos) -> Self {
+        let (first, runs) = bitmap.runs_at(pos);
+        Cursor {
+            runs,
+            current: first.map(current_of),
+        }
+    }
+
     fn advance(&mut self) {
-        self.current = self.runs.next().map(|run| match run {
-            Run::Fill { fill_bit, count } => (fill_group(fill_bit), count, true),
-            Run::Literal(group) => (group, 1, false),
-        });
+        self.current = self.runs.next().map(current_of);
     }
 
     fn consume(&mut self, n: u64) {
@@ -71,9 +83,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// `op(a, b)` on the compressed words. Both must have the same flavor and length
-/// (`Error::InvalidArgument` otherwise); the result has that flavor and is canonical.
-pub fn binary(op: Op, a: &Bitmap, b: &Bitmap) -> Result<Bitmap> {
+fn current_of(run: Run) -> (u32, u64, bool) {
+    match run {
+        Run::Fill { fill_bit, count } => (fill_group(fill_bit), count, true),
+        Run::Literal(group) => (group, 1, false),
+    }
+}
+
+/// Merges `groups` groups of the two cursors into `out` (both hold at least that many).
+fn merge(op: Op, mut x: Cursor<'_>, mut y: Cursor<'_>, mut groups: u64, out: &mut impl GroupSink) {
+    while groups > 0 {
+        let (Some((gx, nx, fx)), Some((gy, ny, fy))) = (x.current, y.current) else {
+            break;
+        };
+        let result = op.apply(gx, gy);
+        if fx && fy {
+            let n = nx.min(ny).min(groups);
+            out.push_fill(result != 0, n);
+            x.consume(n);
+            y.consume(n);
+            groups -= n;
+        } else {
+            out.push_literal(result);
+            x.consume(1);
+            y.consume(1);
+            groups -= 1;
+        }
+    }
+}
+
+fn check_operands(a: &Bitmap, b: &Bitmap) -> Result<()> {
     if a.flavor() != b.flavor() || a.bit_len() != b.bit_len() {
         return Err(Error::InvalidArgument(format!(
             "bitmap operands differ: {:?} of {} bits and {:?} of {} bits",
@@ -83,23 +122,77 @@ pub fn binary(op: Op, a: &Bitmap, b: &Bitmap) -> Result<Bitmap> {
             b.bit_len()
         )));
     }
-    let mut out = Builder::new(a.flavor(), a.bit_len());
-    let (mut x, mut y) = (Cursor::new(a), Cursor::new(b));
-    // Both valid bitmaps encode the same number of groups, so they run out together.
-    while let (Some((gx, nx, fx)), Some((gy, ny, fy))) = (x.current, y.current) {
-        let result = op.apply(gx, gy);
-        if fx && fy {
-            let n = nx.min(ny);
-            out.push_fill(result != 0, n);
-            x.consume(n);
-            y.consume(n);
-        } else {
-            out.push_literal(result);
-            x.consume(1);
-            y.consume(1);
-        }
+    Ok(())
+}
+
+/// `op(a, b)` on the compressed words. Both must have the same flavor and length
+/// (`Error::InvalidArgument` otherwise); the result has that flavor and is canonical.
+///
+/// Bitmaps of at least [`super::PARALLEL_MIN_GROUPS`] groups are merged on all cores (when the
+/// rayon pool has more than one thread); the words are those of [`binary_serial`].
+pub fn binary(op: Op, a: &Bitmap, b: &Bitmap) -> Result<Bitmap> {
+    check_operands(a, b)?;
+    let groups = group_count(a.bit_len());
+    if parallel::go_parallel(groups) {
+        binary_with(
+            op,
+            a,
+            b,
+            parallel::auto_piece_groups(groups),
+            a.flavor().max_counter(),
+        )
+    } else {
+        binary_serial(op, a, b)
     }
-    Ok(out.finish_valid())
+}
+
+/// The sequential reference of [`binary`]: one core, whatever the size.
+pub fn binary_serial(op: Op, a: &Bitmap, b: &Bitmap) -> Result<Bitmap> {
+    binary_with(op, a, b, 0, a.flavor().max_counter())
+}
+
+/// [`binary`] with pieces of `piece_groups` groups (0: sequential) and the result's fill runs
+/// split at `max_counter`: a test hook that puts seams anywhere in small bitmaps and reaches
+/// the counter-overflow path. The result is canonical only for the flavor's maximum counter.
+#[doc(hidden)]
+pub fn binary_with(
+    op: Op,
+    a: &Bitmap,
+    b: &Bitmap,
+    piece_groups: u64,
+    max_counter: u64,
+) -> Result<Bitmap> {
+    check_operands(a, b)?;
+    let (flavor, bit_len) = (a.flavor(), a.bit_len());
+    super::check_max_counter(flavor, max_counter)?;
+    let groups = group_count(bit_len);
+    if piece_groups == 0 {
+        let mut out = Builder::with_max_counter(flavor, bit_len, max_counter);
+        // Both valid bitmaps encode the same number of groups, so they run out together.
+        merge(op, Cursor::new(a), Cursor::new(b), groups, &mut out);
+        return Ok(out.finish_valid());
+    }
+    use rayon::prelude::*;
+    let cuts = parallel::cuts(groups, piece_groups);
+    let (pa, pb) = rayon::join(
+        || parallel::seek(a, &cuts[..cuts.len() - 1]),
+        || parallel::seek(b, &cuts[..cuts.len() - 1]),
+    );
+    let pieces: Vec<parallel::PieceOut> = (0..cuts.len() - 1)
+        .into_par_iter()
+        .map(|i| {
+            let mut out = PieceBuilder::new(flavor, max_counter);
+            merge(
+                op,
+                Cursor::at(a, pa[i]),
+                Cursor::at(b, pb[i]),
+                cuts[i + 1] - cuts[i],
+                &mut out,
+            );
+            out.finish()
+        })
+        .collect();
+    Ok(parallel::stitch(flavor, bit_len, max_counter, pieces))
 }
 
 /// `a & b`.
