@@ -1,8 +1,10 @@
 // query.cu: SELECT SUM(x) FROM t WHERE x BETWEEN lo AND hi, over a u32 column.
 //
-// `sum_between_{for,dfor,rfor}` run the query on the compressed column: each thread block
-// loads a group of tiles with LoadBitPackGroup / LoadDBitPackGroup / LoadRBitPackGroup and takes
-// each tile into registers with the matching *Tile function, filters and adds, so the decoded column never touches global memory (paper section 7). One launch
+// `sum_between_{for,dfor,rfor}` run the query on the compressed column: FOR with the warp-level
+// loader (LoadBitPackWarpGroup / LoadBitPackWarpBlock: a warp per group of blocks, no shared
+// memory), DFOR and RFOR with a thread block loading a group of tiles (LoadDBitPackGroup /
+// LoadRBitPackGroup) and taking each tile into registers with the matching *Tile / *Warp
+// function; each filters and adds, so the decoded column never touches global memory (paper section 7). One launch
 // covers every chunk of the column (the same chunk table as the decoders). Each thread keeps a
 // u64 partial sum; a block reduction and one atomicAdd per thread block finish it.
 // `sum_between_plain` is the same query over the uncompressed column (16-byte loads).
@@ -36,19 +38,40 @@ __device__ __forceinline__ u64 ts_filter_sum(const u32 (&items)[TS_ITEMS], u32 v
     const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups, u32 lo, \
         u32 hi, u64 *__restrict__ result, u64 *__restrict__ status
 
-extern "C" __global__ void TS_TILE_BOUNDS sum_between_for(TS_QUERY_ARGS) {
-    __shared__ ForGroupStorage<32, TS_FOR_GROUP_L32> s;
-    u32 items[TS_ITEMS];
+// FOR: one warp per group of TS_FQ_BLOCKS blocks with the warp-level loader (no shared
+// memory, no barrier until the final reduction); lane l filters value l of each miniblock.
+// A warp's group is the host's FOR group (TS_FOR_GROUP_L32 tiles of 4 blocks), so the chunk
+// table's first_group indexes it.
+#define TS_FQ_BLOCKS (TS_FOR_GROUP_L32 * TS_DFOR_TILE_BLOCKS)
+#define TS_FQ_WARPS (TS_THREADS / 32)
+extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_QUERY_ARGS) {
+    const u32 lane = threadIdx.x & 31;
+    // lo <= x <= hi as one unsigned comparison: x - lo <= hi - lo (an empty range adds nothing).
+    const u32 range = hi - lo;
+    const bool empty = lo > hi;
     u64 sum = 0;
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+    for (u32 group = blockIdx.x * TS_FQ_WARPS + (threadIdx.x >> 5); group < total_groups;
+         group += gridDim.x * TS_FQ_WARPS) {
         const u32 ci = ts_find_chunk(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ForGroup q = LoadBitPackGroup<32, TS_FOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
-        for (u32 tile = 0; tile < q.tiles; ++tile) {
-            const bool ok = LoadBitPackTile<32, TS_FOR_GROUP_L32>(s, q, tile, items, status + ci);
-            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-            if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+        const ForWarpGroup q = LoadBitPackWarpGroup<TS_FQ_BLOCKS>(g, c, group - c.first_group, status + ci);
+        if (empty) continue;  // the checks above still ran and reported
+        // (Fetching block j + 1 while unpacking block j measured slower on the H100: 0.36 ms
+        // against 0.33 ms at 8 bits per value, 250 M values.)
+        for (u32 j = 0; j < q.blocks; ++j) {
+            if (!((q.ok >> j) & 1u)) continue;  // warp-uniform; the block's error is reported
+            u32 items[TS_FOR_MINIBLOCKS];
+            LoadBitPackWarpBlock(g, q, j, items);
+            const u32 first = (q.k0 + j) * TS_FOR_BLOCK_VALUES;
+            if (first + TS_FOR_BLOCK_VALUES <= c.total_count) {
+#pragma unroll
+                for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
+                    if (items[m] - lo <= range) sum += items[m];
+            } else {  // the chunk's last, partial block
+#pragma unroll
+                for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
+                    if (first + 32 * m + lane < c.total_count && items[m] - lo <= range) sum += items[m];
+            }
         }
     }
     ts_block_add(sum, result);

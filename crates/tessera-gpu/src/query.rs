@@ -59,9 +59,15 @@ impl Gpu {
             let table = self.ptr(&g.table);
             let n_chunks = g.chunks.len() as u32;
             let status_g = status + 8 * g.status_base as u64;
-            // A persistent grid: each thread block adds many tiles before its one atomic.
+            // A persistent grid: each thread block adds many tiles before its one atomic. The
+            // FOR kernel gives each of its warps a group, so it needs a quarter of the blocks.
+            let per_block = if g.codec == CodecId::For {
+                THREADS / 32
+            } else {
+                1
+            };
             let grid = self
-                .tile_grid(g.total_groups)
+                .tile_grid(g.total_groups.div_ceil(per_block))
                 .min(self.info.sm_count.max(1) * 16 * 8);
             // SAFETY: matches `sum_between_<codec>(g, chunks, n_chunks, total_groups, lo, hi,
             // result, status)`; the table, payload words, result and status buffers are those of

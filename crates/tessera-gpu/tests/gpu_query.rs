@@ -104,3 +104,76 @@ fn fused_sum_on_a_corrupt_column_is_an_error() {
         .expect("header is fine");
     assert!(gpu.sum_between(&col, 0, u32::MAX).is_err());
 }
+
+/// Random corruptions of FOR, DFOR and RFOR columns: the fused query fails with the CPU
+/// decoder's error variant where the CPU rejects the payload, and sums exactly what the CPU
+/// decodes where it accepts it. Small grids make each warp and thread block take several
+/// groups (the grid-stride path); all of it should also run under compute-sanitizer.
+#[test]
+fn fused_sum_on_flipped_payloads_agrees_with_the_cpu_decoder() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let ty = LogicalType::U32;
+    let (mut rejected, mut accepted) = (0u32, 0u32);
+    for round in 0..300 {
+        let codec = INT_CODECS[round % 3];
+        let n = *[1usize, 127, 513, 2049, 5000, 40_000]
+            .get(rng.random_range(0..6))
+            .unwrap_or(&5000);
+        let shape = any_shape(&mut rng);
+        let raw = values(&mut rng, ty, n, shape);
+        let mut p = encode(ty, codec, &raw);
+        // Flip 1-3 bits after the 16-byte header (a bad header is refused at upload).
+        for _ in 0..rng.random_range(1..4) {
+            let byte = rng.random_range(16..p.len());
+            p[byte] ^= 1 << rng.random_range(0..8);
+        }
+        let mut cpu_out = vec![0u8; n * 4];
+        let cpu = column::decode_chunk_reference(ty, codec, &p, &mut cpu_out);
+        let refs = [ChunkRef {
+            codec,
+            payload: &p,
+            value_count: n as u32,
+        }];
+        let Ok(col) = gpu.upload_column(ty, &refs) else {
+            assert!(
+                cpu.is_err(),
+                "round {round}: upload refused what the CPU decodes"
+            );
+            rejected += 1;
+            continue;
+        };
+        gpu.set_grid_limit(if round % 2 == 0 { Some(3) } else { None });
+        let got = gpu.sum_between(&col, 0, u32::MAX >> (round % 7));
+        gpu.set_grid_limit(None);
+        match (cpu, got) {
+            (Ok(()), Ok(sum)) => {
+                let vals: Vec<u32> = cpu_out
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                    .collect();
+                let want = tessera_query::sum_between_values(&vals, 0, u32::MAX >> (round % 7));
+                assert_eq!(
+                    sum, want,
+                    "round {round} ({codec:?}): accepted, sums differ"
+                );
+                accepted += 1;
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(
+                    std::mem::discriminant(&a),
+                    std::mem::discriminant(&b),
+                    "round {round} ({codec:?}): CPU says `{a}`, GPU query says `{b}`"
+                );
+                rejected += 1;
+            }
+            (a, b) => panic!(
+                "round {round} ({codec:?}): CPU {:?}, GPU query {:?}",
+                a.err(),
+                b.err()
+            ),
+        }
+    }
+    eprintln!("flipped payloads: {rejected} rejected by both, {accepted} accepted by both");
+    assert!(rejected > 0 && accepted > 0, "both outcomes exercised");
+}

@@ -3,7 +3,7 @@
 //! so that 250 M values per set fit in memory).
 //!
 //! Per data set, all on one device in one run:
-//! - bits per value of FOR, DFOR, RFOR and auto (the smallest of those and plain, per chunk);
+//! - bits per value of FOR, DFOR, RFOR and auto (per chunk, `column::auto_choice`);
 //! - decode throughput of each column: output GB/s, and bytes moved (payload read + values
 //!   written) per second as a fraction of the device-to-device copy ceiling measured at the
 //!   start (bytes read + written);
@@ -366,7 +366,7 @@ fn bench_set(
     }
     drop(d_values);
 
-    // The columns: one per codec, and auto (per chunk, the smallest; ties to for, dfor, rfor, plain).
+    // The columns: one per codec, and auto (per chunk, the library's choice: column::auto_choice).
     let chunk_count = encoded[0].1.len();
     let mut columns: Vec<(String, Vec<ChunkRef<'_>>, Option<usize>)> = Vec::new();
     for (i, (codec, chunks, _, _)) in encoded.iter().enumerate() {
@@ -385,21 +385,22 @@ fn bench_set(
     for c in 0..chunk_count {
         let len = chunk_len(n, args.chunk_values, c);
         let plain = &raw[4 * c * args.chunk_values..4 * (c * args.chunk_values + len as usize)];
-        let mut best = ChunkRef {
-            codec: CodecId::Plain,
-            payload: plain,
-            value_count: len,
-        };
-        for (codec, chunks, _, _) in encoded.iter().rev() {
-            if chunks[c].len() <= best.payload.len() {
-                best = ChunkRef {
-                    codec: *codec,
-                    payload: &chunks[c],
-                    value_count: len,
-                };
+        let payload = |codec: CodecId| -> &[u8] {
+            if codec == CodecId::Plain {
+                return plain;
             }
-        }
-        auto.push(best);
+            encoded
+                .iter()
+                .find(|e| e.0 == codec)
+                .map_or(plain, |e| &e.1[c][..])
+        };
+        let sizes = tessera_codecs::column::AUTO_ORDER.map(|k| payload(k).len());
+        let codec = tessera_codecs::column::auto_choice(sizes);
+        auto.push(ChunkRef {
+            codec,
+            payload: payload(codec),
+            value_count: len,
+        });
     }
     columns.push(("auto".into(), auto, None));
 

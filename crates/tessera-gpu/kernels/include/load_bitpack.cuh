@@ -256,4 +256,139 @@ __device__ __forceinline__ bool LoadDBitPack(const u32* __restrict__ g, const Ch
     return LoadDBitPackTile<LANE, 1>(s, q, 0, items, status);
 }
 
+// ---- warp-level GPU-FOR loader (lane 32): no shared memory, no barrier ----------------------
+//
+// For kernels that consume a column once (a scan, a fused query), staging tiles in shared
+// memory costs more than it saves: the barriers of a thread-block group and the shared-memory
+// traffic bound the decode rate well below what HBM delivers. Here one warp takes a group of
+// blocks alone:
+//   LoadBitPackWarpGroup: lane t reads block_starts entry k0 + t and, for t < blocks, block
+//     k0 + t's reference and bit-width word (two coalesced loads for the whole group), and
+//     checks exactly what ts_load_for_group checks, reporting the same status keys;
+//   LoadBitPackWarpFetch + LoadBitPackWarpUnpack (or LoadBitPackWarpBlock, both at once): block
+//     j's four miniblocks, each read with ONE coalesced load (lane l holds word l of the
+//     miniblock, l < bit_width), and lane l's value of each assembled from two shuffled words:
+//     items[m] = value 32m + l of the block.
+// Reads stay inside a block that passed its checks: a miniblock's words are [0, bit_width) of
+// its range, and only those lanes load.
+struct ForWarpGroup {
+    ChunkLayout L;
+    u32 k0;      // first block of the group inside the chunk
+    u32 blocks;  // blocks in the group (<= 32)
+    u32 start;   // lane t < blocks: block_starts entry of block k0 + t
+    u32 ref;     // lane t < blocks: its reference
+    u32 bww;     // lane t < blocks: its bit-width word (0 when the block failed a check)
+    u32 ok;      // bit t: block k0 + t passed every check
+};
+
+template <u32 BLOCKS>
+__device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
+                                                             u64* status) {
+    static_assert(BLOCKS < 32, "one lane per block_starts entry");
+    const u32 l = threadIdx.x & 31;
+    ForWarpGroup q;
+    q.L = ts_chunk_layout(c, TS_FOR_BLOCK_VALUES);
+    q.k0 = group * BLOCKS;
+    q.blocks = ts_min(BLOCKS, q.L.block_count - q.k0);
+    const u32 data_len = q.L.data_len;
+    const u32 e = l <= q.blocks ? __ldg(&g[q.L.block_starts + q.k0 + l]) : 0u;
+    const u32 prev = __shfl_up_sync(0xFFFFFFFFu, e, 1);
+    const u32 next = __shfl_down_sync(0xFFFFFFFFu, e, 1);
+    if (l <= q.blocks) {
+        // Entry k0 + l against its predecessor (entry k0 is the previous group's to report,
+        // except in the chunk's first group), as ts_load_for_group.
+        const bool entry_ok = e <= data_len && e >= (l == 0 ? 0u : prev);
+        if (!entry_ok && (l > 0 || q.k0 == 0)) ts_report(status, TS_CLASS_BLOCK_STARTS, q.k0 + l, TS_ST_BLOCK_START, e);
+    }
+    u32 ref = 0, bww = 0;
+    bool ok = false;
+    if (l < q.blocks && e <= next && next <= data_len) {
+        const u32 len = next - e;
+        u32 code = 0, detail = 0;
+        if (len < 2) {
+            code = TS_ST_TRUNCATED;
+            detail = 2;
+        } else {
+            ref = __ldg(&g[q.L.data + e]);
+            bww = __ldg(&g[q.L.data + e + 1]);
+            u32 sum = 0;
+#pragma unroll
+            for (u32 mb = 0; mb < TS_FOR_MINIBLOCKS; ++mb) {
+                const u32 b = (bww >> (8 * mb)) & 0xFF;
+                if (b > 32u && code == 0) {
+                    code = TS_ST_BIT_WIDTH;
+                    detail = (mb << 8) | b;
+                }
+                sum += b;
+            }
+            if (code == 0 && 2 + sum > len) {
+                code = TS_ST_TRUNCATED;
+                detail = 2 + sum;
+            }
+        }
+        ok = code == 0;
+        if (!ok) ts_report(status, TS_CLASS_BLOCK, q.k0 + l, code, detail);
+    }
+    q.start = e;
+    q.ref = ref;
+    q.bww = ok ? bww : 0u;
+    q.ok = __ballot_sync(0xFFFFFFFFu, ok);
+    return q;
+}
+
+// Block j (< q.blocks) of a warp group, in two steps so that a caller can fetch the next
+// block's words while it unpacks the current one (the loads are the long-latency part):
+//   LoadBitPackWarpFetch: the block's four miniblocks, each read with ONE coalesced load (lane l
+//     holds word l of the miniblock, l < bit_width);
+//   LoadBitPackWarpUnpack: items[m] = value 32m + l of the block, reference added, assembled
+//     from two shuffled words.
+// A block that failed its checks has a bit-width word of 0 here, so nothing is read for it
+// (callers skip it by q.ok). Lean on purpose, since a scan does little else per value: per
+// value a 32nd of a load, two shuffles, two funnel shifts and an AND.
+struct ForWarpBlock {
+    u32 w[TS_FOR_MINIBLOCKS];
+    u32 ref;
+    u32 bww;
+};
+
+__device__ __forceinline__ void LoadBitPackWarpFetch(const u32* __restrict__ g, const ForWarpGroup& q, u32 j,
+                                                     ForWarpBlock& b) {
+    const u32 l = threadIdx.x & 31;
+    const u32 start = __shfl_sync(0xFFFFFFFFu, q.start, j);
+    b.ref = __shfl_sync(0xFFFFFFFFu, q.ref, j);
+    b.bww = __shfl_sync(0xFFFFFFFFu, q.bww, j);
+    const u32* __restrict__ data = g + q.L.data;
+    u32 off = start + 2 + l;
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+        const u32 bw = (b.bww >> (8 * m)) & 0xFF;
+        b.w[m] = l < bw ? __ldg(&data[off]) : 0u;
+        off += bw;
+    }
+}
+
+__device__ __forceinline__ void LoadBitPackWarpUnpack(const ForWarpBlock& b, u32 (&items)[TS_FOR_MINIBLOCKS]) {
+    const u32 l = threadIdx.x & 31;
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+        const u32 bw = (b.bww >> (8 * m)) & 0xFF;
+        // Value l spans bits [l*bw, l*bw + bw): word i = l*bw/32 <= 31 and, when it crosses a
+        // word edge, word i + 1 <= bw - 1 (both loaded). Otherwise the second word is not used
+        // (lane i + 1 = 32 reads lane 0: shuffles take the source lane modulo 32).
+        const u32 bit = l * bw;
+        const u32 lo_w = __shfl_sync(0xFFFFFFFFu, b.w[m], bit >> 5);
+        const u32 hi_w = __shfl_sync(0xFFFFFFFFu, b.w[m], (bit >> 5) + 1);
+        // __funnelshift_lc(~0, 0, bw) = 2^bw - 1 for bw in 0..=32, in one instruction.
+        items[m] = b.ref + (__funnelshift_r(lo_w, hi_w, bit & 31) & __funnelshift_lc(0xFFFFFFFFu, 0u, bw));
+    }
+}
+
+// Both steps at once.
+__device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ g, const ForWarpGroup& q, u32 j,
+                                                     u32 (&items)[TS_FOR_MINIBLOCKS]) {
+    ForWarpBlock b;
+    LoadBitPackWarpFetch(g, q, j, b);
+    LoadBitPackWarpUnpack(b, items);
+}
+
 #endif

@@ -46,6 +46,7 @@ template <int LANE, int G> struct RforGroupStorage {
     u32 mb_bw[G][MAX_MINIBLOCKS];
     u32 first_word[G];
     u32 runs[G];
+    u32 identity[G];  // nonzero: every run has length 1, and this is the block's value count
     u16 run_end[G][MAX_RUNS];
 };
 
@@ -181,6 +182,16 @@ __device__ __forceinline__ u32 rfor_run_ends(RforGroupStorage<LANE, G>& s, const
     const u32 count = ts_min(TS_RFOR_BLOCK_VALUES, c.total_count - k * TS_RFOR_BLOCK_VALUES);
     const u32 m = (r + 31) / 32;
     const u32 lref = s.words[s.first_word[b] + RW] >> 16;
+    // Data without runs (RFOR chosen for a column that has none, or a block of distinct values):
+    // r equals the value count, length_reference is 1 and every run-length miniblock has bit
+    // width 0, so every length is exactly 1 and their sum is the count: nothing to check, no run
+    // ends to build, and position p is run p (rfor_expand's identity case).
+    const u32 lbw_l = l < m ? s.mb_bw[b][m + l] : 0u;
+    if (r == count && lref == 1 && __ballot_sync(0xFFFFFFFFu, lbw_l != 0) == 0) {
+        if (l == 0) s.identity[b] = count;
+        __syncwarp();
+        return r;
+    }
     // Row q = entries 32q .. 32q+31 = run-length miniblock q, lane l taking entry 32q + l: one
     // warp scan per row, so a block of few runs (RFOR's case) costs one short scan.
     u32 carry = 0;
@@ -209,6 +220,8 @@ __device__ __forceinline__ u32 rfor_run_ends(RforGroupStorage<LANE, G>& s, const
         if (!bad && l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, carry);
         return 0;
     }
+    // Valid lengths (each >= 1) that sum to r values are all 1.
+    if (l == 0) s.identity[b] = r == count ? count : 0u;
     __syncwarp();
     return r;
 }
@@ -219,13 +232,26 @@ __device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, 
                                             typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     typedef typename Lane<LANE>::T T;
     const u32 RW = RforGroupStorage<LANE, G>::RW;
+    const T vref = ts_read_lane<LANE>(s.words + s.first_word[b]);
+    const u32 count = s.identity[b];
+    if (count) {
+        // Position p is run p; p .. p+3 lie in one value miniblock (p is a multiple of 4).
+        // Positions at or past the count (the chunk's last, partial block) read nothing: the
+        // last miniblock stores only its entries' bits.
+        const u32 mq = p >> 5;
+        const u32 vbw = s.mb_bw[b][mq];
+        const u32 bit = s.mb_word[b][mq] * 32 + (p & 31) * vbw;
+#pragma unroll
+        for (u32 i = 0; i < TS_ITEMS; ++i)
+            items[i] = p + i < count ? (T)(vref + ts_extract<LANE>(s.words, bit + i * vbw, vbw)) : (T)0;
+        return;
+    }
     const u16* run_end = s.run_end[b];
     u32 lo = 0, hi = r - 1;
     while (lo < hi) {
         const u32 mid = (lo + hi) >> 1;
         if (run_end[mid] > p) hi = mid; else lo = mid + 1;
     }
-    const T vref = ts_read_lane<LANE>(s.words + s.first_word[b]);
     u32 run = lo, have = ~0u;
     T v = 0;
 #pragma unroll
