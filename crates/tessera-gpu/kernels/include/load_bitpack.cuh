@@ -265,10 +265,9 @@ __device__ __forceinline__ bool LoadDBitPack(const u32* __restrict__ g, const Ch
 //   LoadBitPackWarpGroup: lane t reads block_starts entry k0 + t and, for t < blocks, block
 //     k0 + t's reference and bit-width word (two coalesced loads for the whole group), and
 //     checks exactly what ts_load_for_group checks, reporting the same status keys;
-//   LoadBitPackWarpFetch + LoadBitPackWarpUnpack (or LoadBitPackWarpBlock, both at once): block
-//     j's four miniblocks, each read with ONE coalesced load (lane l holds word l of the
-//     miniblock, l < bit_width), and lane l's value of each assembled from two shuffled words:
-//     items[m] = value 32m + l of the block.
+//   LoadBitPackWarpBlock: block j's four miniblocks, each read with ONE coalesced load (lane l
+//     holds word l of the miniblock, l < bit_width), and lane l's value of each assembled from
+//     two shuffled words: items[m] = value 32m + l of the block.
 // Reads stay inside a block that passed its checks: a miniblock's words are [0, bit_width) of
 // its range, and only those lanes load.
 struct ForWarpGroup {
@@ -336,59 +335,37 @@ __device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restri
     return q;
 }
 
-// Block j (< q.blocks) of a warp group, in two steps so that a caller can fetch the next
-// block's words while it unpacks the current one (the loads are the long-latency part):
-//   LoadBitPackWarpFetch: the block's four miniblocks, each read with ONE coalesced load (lane l
-//     holds word l of the miniblock, l < bit_width);
-//   LoadBitPackWarpUnpack: items[m] = value 32m + l of the block, reference added, assembled
-//     from two shuffled words.
-// A block that failed its checks has a bit-width word of 0 here, so nothing is read for it
-// (callers skip it by q.ok). Lean on purpose, since a scan does little else per value: per
-// value a 32nd of a load, two shuffles, two funnel shifts and an AND.
-struct ForWarpBlock {
-    u32 w[TS_FOR_MINIBLOCKS];
-    u32 ref;
-    u32 bww;
-};
-
-__device__ __forceinline__ void LoadBitPackWarpFetch(const u32* __restrict__ g, const ForWarpGroup& q, u32 j,
-                                                     ForWarpBlock& b) {
-    const u32 l = threadIdx.x & 31;
-    const u32 start = __shfl_sync(0xFFFFFFFFu, q.start, j);
-    b.ref = __shfl_sync(0xFFFFFFFFu, q.ref, j);
-    b.bww = __shfl_sync(0xFFFFFFFFu, q.bww, j);
-    const u32* __restrict__ data = g + q.L.data;
-    u32 off = start + 2 + l;
-#pragma unroll
-    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
-        const u32 bw = (b.bww >> (8 * m)) & 0xFF;
-        b.w[m] = l < bw ? __ldg(&data[off]) : 0u;
-        off += bw;
-    }
-}
-
-__device__ __forceinline__ void LoadBitPackWarpUnpack(const ForWarpBlock& b, u32 (&items)[TS_FOR_MINIBLOCKS]) {
-    const u32 l = threadIdx.x & 31;
-#pragma unroll
-    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
-        const u32 bw = (b.bww >> (8 * m)) & 0xFF;
-        // Value l spans bits [l*bw, l*bw + bw): word i = l*bw/32 <= 31 and, when it crosses a
-        // word edge, word i + 1 <= bw - 1 (both loaded). Otherwise the second word is not used
-        // (lane i + 1 = 32 reads lane 0: shuffles take the source lane modulo 32).
-        const u32 bit = l * bw;
-        const u32 lo_w = __shfl_sync(0xFFFFFFFFu, b.w[m], bit >> 5);
-        const u32 hi_w = __shfl_sync(0xFFFFFFFFu, b.w[m], (bit >> 5) + 1);
-        // __funnelshift_lc(~0, 0, bw) = 2^bw - 1 for bw in 0..=32, in one instruction.
-        items[m] = b.ref + (__funnelshift_r(lo_w, hi_w, bit & 31) & __funnelshift_lc(0xFFFFFFFFu, 0u, bw));
-    }
-}
-
-// Both steps at once.
+// Block j (< q.blocks) of a warp group: items[m] = value 32m + lane (reference added). A block
+// that failed its checks has a bit-width word of 0 here, so nothing is read for it (callers
+// skip it by q.ok). Lean on purpose, since a scan does little else per value: per value a 32nd
+// of a load, two shuffles, two funnel shifts and an AND.
 __device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ g, const ForWarpGroup& q, u32 j,
                                                      u32 (&items)[TS_FOR_MINIBLOCKS]) {
-    ForWarpBlock b;
-    LoadBitPackWarpFetch(g, q, j, b);
-    LoadBitPackWarpUnpack(b, items);
+    const u32 l = threadIdx.x & 31;
+    const u32 start = __shfl_sync(0xFFFFFFFFu, q.start, j);
+    const u32 ref = __shfl_sync(0xFFFFFFFFu, q.ref, j);
+    const u32 bww = __shfl_sync(0xFFFFFFFFu, q.bww, j);
+    const u32* __restrict__ data = g + q.L.data;
+    u32 w[TS_FOR_MINIBLOCKS];
+    u32 off = start + 2;
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+        const u32 bw = (bww >> (8 * m)) & 0xFF;
+        w[m] = l < bw ? __ldg(&data[off + l]) : 0u;
+        off += bw;
+    }
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+        const u32 bw = (bww >> (8 * m)) & 0xFF;
+        // Value l spans bits [l*bw, l*bw + bw): word i = l*bw/32 <= 31 and, when it crosses a
+        // word edge, word i + 1 <= bw - 1 (both loaded above). Otherwise the second word is not
+        // used (lane i + 1 = 32 reads lane 0: shuffles take the source lane modulo 32).
+        const u32 bit = l * bw;
+        const u32 lo_w = __shfl_sync(0xFFFFFFFFu, w[m], bit >> 5);
+        const u32 hi_w = __shfl_sync(0xFFFFFFFFu, w[m], (bit >> 5) + 1);
+        // __funnelshift_lc(~0, 0, bw) = 2^bw - 1 for bw in 0..=32, in one instruction.
+        items[m] = ref + (__funnelshift_r(lo_w, hi_w, bit & 31) & __funnelshift_lc(0xFFFFFFFFu, 0u, bw));
+    }
 }
 
 #endif
