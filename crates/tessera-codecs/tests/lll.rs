@@ -615,6 +615,79 @@ fn word_errors() {
     ));
 }
 
+/// A full strip of `b'a'` from hand-picked words: every segment SC words, except segment 4
+/// (strip bytes 4096..8192): `lead` words (SC and 2-byte SI alternating), then `tail` (writing
+/// `tail_bytes`), then SC words to the segment's end (`None`: to 300 bytes short of it). Bad
+/// words placed there are met by the fast windows (far from the array's and the strip's
+/// ends), at every position relative to a window's 56 words.
+fn strip_with(lead: usize, tail: &[W], tail_bytes: Option<usize>) -> Vec<u8> {
+    let mut segs: Vec<Vec<W>> = vec![seg0()];
+    for len in [512usize, 1024, 2048] {
+        segs.push((0..len).map(|_| sc(b'a')).collect());
+    }
+    let mut s4 = Vec::new();
+    let mut bytes = 0;
+    for i in 0..lead {
+        if i % 2 == 0 {
+            s4.push(sc(b'a'));
+            bytes += 1;
+        } else {
+            s4.push(two(0, 0));
+            bytes += 2;
+        }
+    }
+    s4.extend_from_slice(tail);
+    let end = match tail_bytes {
+        Some(b) => SEGMENT_BYTES - b,
+        None => SEGMENT_BYTES - 300,
+    };
+    while bytes < end {
+        s4.push(sc(b'a'));
+        bytes += 1;
+    }
+    segs.push(s4);
+    for _ in 5..11 {
+        segs.push((0..SEGMENT_BYTES).map(|_| sc(b'a')).collect());
+    }
+    build(STRIP_BYTES, &segs)
+}
+
+#[test]
+fn word_errors_inside_fast_windows() {
+    let field = |e: Error| match e {
+        Error::InvalidHeader { field, .. } => field,
+        Error::CountMismatch { .. } => "count mismatch",
+        other => panic!("unexpected {other:?}"),
+    };
+    // A valid strip first: the builder is right.
+    for lead in [0, 55, 100] {
+        let tail = [sc(b'a'), two(4095, 3), two(7, 14), two(0, 15), sc(40)];
+        let p = strip_with(lead, &tail, Some(1 + 5 + 16 + 58));
+        assert_eq!(dec(&p, STRIP_BYTES), vec![b'a'; STRIP_BYTES]);
+    }
+    let cases: [(&[W], &str); 6] = [
+        (
+            &[sc(b'a'), two(4095, 0), two(4095, 0)],
+            "SRL/LRL previous character",
+        ),
+        (
+            &[two(0, 0), two(4095, 0), two(4095, 15), sc(3)],
+            "SRL/LRL previous character",
+        ),
+        (&[two(4090, 14)], "SI/LI offset t + length"),
+        (&[two(0, 15), two(0, 0)], "long code's c word identifier"),
+        (&[two(3900, 15), sc(255)], "SI/LI offset t + length"),
+        // A segment of 4096 bytes: the SC filler stops 300 short, then too few words.
+        (&[], "count mismatch"),
+    ];
+    for lead in (0..8).chain(50..60).chain(105..116) {
+        for (tail, want) in &cases {
+            let p = strip_with(lead, tail, None);
+            assert_eq!(field(fail(&p, STRIP_BYTES)), *want, "lead {lead}, {tail:?}");
+        }
+    }
+}
+
 #[test]
 fn random_corruption_never_panics_and_decoders_agree() {
     let mut rng = StdRng::seed_from_u64(99);
@@ -705,6 +778,65 @@ proptest::proptest! {
     ) {
         let data: Vec<u8> = data.into_iter().map(|b| b + shift).collect();
         round_trip(&data);
+    }
+}
+
+/// Photo-like bytes (`shape` 0: a noisy gradient, mostly SC and short SI, the mix the fast
+/// windows are tuned for), text (1: long SI / LI) or runs of a few values (2: SRL / LRL, RL),
+/// `n` bytes from `seed`.
+fn shaped(shape: u8, n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    match shape {
+        0 => (0..n)
+            .map(|i| ((i % 509) / 3 + (i / 509) / 2) as u8 ^ (rng.random::<u8>() & 3))
+            .collect(),
+        1 => text(n, seed),
+        _ => {
+            let mut d = Vec::with_capacity(n + 300);
+            while d.len() < n {
+                let b = rng.random_range(0..4u8);
+                let len = rng.random_range(1..300usize);
+                d.extend(std::iter::repeat_n(b, len));
+            }
+            d.truncate(n);
+            d
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+    /// Reference == fast == the word-at-a-time oracle (bytes, or the error with every field) on
+    /// fresh encodings of every shape and on mutations of them: bytes overwritten inside the
+    /// strips (word counts, identifier bits, words), so the fast windows stop at every kind of
+    /// failing step and near every limit (window, segment and strip ends).
+    #[test]
+    fn decoders_agree_on_mutated_encodings(
+        shape in 0u8..3,
+        n in 1usize..(2 * STRIP_BYTES + 5000),
+        seed in proptest::prelude::any::<u64>(),
+        edits in proptest::collection::vec(
+            (proptest::prelude::any::<u32>(), proptest::prelude::any::<u8>(), 0u8..3),
+            1..6,
+        ),
+    ) {
+        let data = shaped(shape, n, seed);
+        let (good, _) = enc(&data);
+        proptest::prop_assert!(dec(&good, n) == data);
+        let body = HEADER_BYTES + 4 * n.div_ceil(STRIP_BYTES);
+        let mut p = good.clone();
+        for &(at, v, how) in &edits {
+            if p.len() <= body {
+                break;
+            }
+            let i = body + at as usize % (p.len() - body);
+            match how {
+                0 => p[i] = v,
+                1 => p[i] ^= 1 << (v % 8),
+                _ => p[i] = p[i].wrapping_add(v | 1),
+            }
+        }
+        let _ = agree(&p, n);
     }
 }
 

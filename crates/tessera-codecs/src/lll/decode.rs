@@ -11,14 +11,24 @@
 //!
 //! The strip loop (`plain_segment`, `dict_segment`) reads the identifier bits 56 words at a time
 //! (`ids_window`): between two 2-byte words, the run of 1-byte words (SC) is found by one
-//! trailing-zero count and copied from the word array as one block, and every code writes
-//! straight into the output slice with one bounds check. Copies of at most 16 bytes (SC runs, SI,
-//! SRL) are fixed 16-byte register copies when 16 bytes of room remain in the strip's output:
-//! the bytes past the code's end are scratch that later codes overwrite (nothing reads output
-//! past the write position: a dictionary always precedes its segment). An SI / LI source lies in
-//! the dictionary, before the segment, so it never overlaps what the code writes; the copy goes
-//! through a register all the same. The previous character `p` of §5 is `out[pos - 1]` whenever it
-//! is set, so only whether it is set is tracked.
+//! trailing-zero count and copied from the word array as one block. Copies of at most 16 bytes
+//! (SC runs, SI, SRL) are fixed 16-byte register copies when 16 bytes of room remain in the
+//! strip's output: the bytes past the code's end are scratch that later codes overwrite
+//! (nothing reads output past the write position: a dictionary always precedes its segment). An
+//! SI / LI source lies in the dictionary, before the segment, so it never overlaps what the code
+//! writes; the copy goes through a register all the same. The previous character `p` of §5 is
+//! `out[pos - 1]` whenever it is set, so only whether it is set is tracked.
+//!
+//! Dictionary segments (all but 512 bytes of a strip) run in two gears. The fast one
+//! (`dict_fast_windows`, `dict_window_fast`: raw pointers, one `unsafe` block per access, each
+//! with its SAFETY argument) takes a whole window while the window's word-array reach and
+//! `FAST_OUT_SLACK` bytes of output room past its limit are there: every array index of a step
+//! comes from the trailing-zero count and two counters (no chain through earlier words), and a
+//! step costs one check for the output (`npos + len <= lim`), one for the dictionary, and the
+//! long-code test. At the first step that fails a check, or that it leaves to the checked code
+//! (a long code's c word past the window, a code ending near the strip's end), it stops before
+//! that step; the checked loop (`dict_window`, indexed Rust) redoes the window from there, so
+//! every error is the checked loop's, exactly.
 //!
 //! A stored strip (§4a, format 1.1: bit 31 of its `strip_starts` entry) is a length check and one
 //! copy.
@@ -27,14 +37,15 @@
 //! strip's word counts, identifier padding and exact word-array length (step 4), so every word
 //! index is inside the strip; step 5 bounds every write by the segment and every read by the
 //! dictionary; nothing is allocated from a header field (the strip list has at most 512 entries,
-//! after the directory was checked against the payload length). All indexing is checked Rust.
+//! after the directory was checked against the payload length). Outside the fast windows all
+//! indexing is checked Rust.
 
 use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, Seg, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN,
-    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
+    strip_segments, Seg, HEADER_BYTES, LONG_L, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN, RUN_T,
+    SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
 
 fn word(p: &[u8], at: usize) -> u32 {
@@ -497,10 +508,11 @@ fn plain_segment(
 /// read of an SC run. [`dict_window_fast`] runs only when this many array bytes are left.
 const WINDOW_ARRAY_REACH: usize = 2 * WINDOW + 1 + 16;
 
-/// Output bytes one step of [`dict_window_fast`] may write from its start position: an SC run
-/// rounded up to 16-byte pieces (at most `WINDOW` bytes, so 64), then a code of at most
-/// `LONG_MAX` bytes rounded up (288). The fast loop runs a step only with this much room left.
-const STEP_OUT_REACH: usize = 64 + LONG_MAX + 15;
+/// Output room [`dict_window_fast`] needs past its limit `lim`: a step starts at `pos <= lim`
+/// and writes its SC run as at most 4 16-byte pieces (`sc <= WINDOW = 56`), and a code ending
+/// at or before `lim` as pieces ending before `lim + 16`.
+const FAST_OUT_SLACK: usize = 64;
+const _: () = assert!(WINDOW <= FAST_OUT_SLACK && 16 <= FAST_OUT_SLACK);
 
 /// Where a dictionary segment's decode is: output position, word-array index, and whether the
 /// previous character p is set (it is then `out[pos - 1]`).
@@ -510,6 +522,11 @@ struct SegState {
     wj: usize,
     prev_set: bool,
 }
+
+/// Marks the path that calls it as rarely taken (block layout: the common steps fall through).
+#[cold]
+#[inline(never)]
+fn cold() {}
 
 /// `n` bytes from `src` to `dst` as 16-byte register copies (`max(1, ceil(n / 16))` of them).
 ///
@@ -522,6 +539,7 @@ unsafe fn copy16(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: the first piece is inside both ranges (the contract).
     unsafe { piece16(dst, src, 0) };
     if n > 16 {
+        cold();
         // SAFETY: the contract, passed on.
         unsafe { copy16_more(dst, src, n) };
     }
@@ -558,6 +576,28 @@ unsafe fn copy16_more(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
+/// An SC run of `n <= 64` bytes from the word array: `max(1, ceil(n / 16))` 16-byte pieces,
+/// inline (no call, no loop: the run is at most a window long).
+///
+/// # Safety
+/// As [`copy16`], `n <= 64`.
+#[inline(always)]
+unsafe fn copy_sc(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: each piece q < n.next_multiple_of(16) (or q = 0) is inside both ranges.
+    unsafe {
+        piece16(dst, src, 0);
+        if n > 16 {
+            piece16(dst, src, 16);
+            if n > 32 {
+                piece16(dst, src, 32);
+                if n > 48 {
+                    piece16(dst, src, 48);
+                }
+            }
+        }
+    }
+}
+
 /// `n` copies of `b` at `dst`, as 16-byte stores.
 ///
 /// # Safety
@@ -577,111 +617,126 @@ unsafe fn fill16(dst: *mut u8, b: u8, n: usize) {
 /// One window of a dictionary segment, words `wi .. wi + span` (`raw`: their identifier bits
 /// from bit 0), without bounds checks beyond the format's own. Returns the words consumed and
 /// whether it stopped early: at the first step whose checks fail (or that it leaves to the
-/// checked loop: a long code's c word past the window, too little room left in `out`), it stops
-/// *before* that step, with `st` as it was, so [`dict_window`] can redo the step and report the
-/// exact error. A step's SC run is copied before the step's checks, as scratch inside the room
-/// the step was given; nothing else is written by a failing step.
+/// checked loop: a long code's c word past the window, a code ending past `lim`), it stops
+/// *before* that step, with `st` as it was after the last whole step, so [`dict_window`] can
+/// redo the step and report the exact error. A step's SC run is copied before the step's checks,
+/// as scratch inside the room the step was given; nothing else is written by a failing step.
 ///
-/// Per step: `sc` = trailing zeros of the remaining identifier bits = the SC words before the
-/// next 2-byte word (or before the stop bit at the window's end), copied as 16-byte pieces; then
-/// the 2-byte word (and a long code's c) is checked and written with one more 16-byte piece
-/// (SI, SRL) or a few (LI, LRL).
+/// Per step, with `bits` the window's identifier bits not yet consumed (a stop bit at `span`):
+/// `nz` = trailing zeros = the window index of the next 2-byte word (or `span`); the SC run is
+/// words `k .. nz`; word `x` of the window starts at array index `js + x`, where `js` = the
+/// first word's array index plus the 2-byte words consumed so far (§4's prefix sum, kept as a
+/// running count). Every index of a step comes from `nz`, `k` and `js` alone, so the only values
+/// carried from step to step are `bits` (one clear-lowest-bit), `k`, `js` and `pos` (adds): no
+/// long dependency chain through the identifier bits or the word array.
+///
+/// Whether the previous character p (§5) is set is kept as `unset_at`, the output position at
+/// which it became unset (segment start or the end of a run code; `usize::MAX` if it is set on
+/// entry): every code writes at least one byte, so p is set at `npos` iff `npos != unset_at`,
+/// and the common steps never touch it.
 ///
 /// # Safety
-/// `st.wj + WINDOW_ARRAY_REACH <= array.len()`, `seg_end <= out.len()`, the dictionary
-/// `[dict_start, dict_start + dict_len)` ends at or before `st.pos`, and `st.pos <= seg_end`.
+/// `st.wj + WINDOW_ARRAY_REACH <= array.len()`; `st.pos <= lim`, `lim + FAST_OUT_SLACK <=
+/// out.len()` and `lim <=` the segment's end; the dictionary `[dict_start, dict_start +
+/// dict_len)` ends at or before the segment's start; `st.prev_set` only if a byte of the
+/// segment precedes `st.pos`; `span <= WINDOW`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn dict_window_fast(
     array: &[u8],
     out: &mut [u8],
     st: &mut SegState,
-    seg_end: usize,
+    lim: usize,
     dict_start: usize,
     dict_len: usize,
     raw: u64,
     span: usize,
 ) -> (usize, bool) {
-    let a = array.as_ptr();
-    let out_len = out.len();
     let o = out.as_mut_ptr();
-    // The window's identifier bits and a stop bit at `span`; consumed bits are shifted out, so
-    // the stop bit's position is always `span - consumed`.
+    // SAFETY: dict_start + dict_len <= segment start <= lim < out.len().
+    let d = unsafe { o.add(dict_start) };
     let mut bits = (raw & ((1u64 << span) - 1)) | (1u64 << span);
-    let (mut pos, mut wj, mut prev_set) = (st.pos, st.wj, st.prev_set);
-    let consumed = |bits: u64| span - (63 - bits.leading_zeros() as usize);
-    loop {
-        if pos + STEP_OUT_REACH > out_len {
-            break;
-        }
-        let sc = bits.trailing_zeros() as usize;
-        // SAFETY: pos + max(16, sc rounded up) <= pos + 64 <= out_len (room checked above);
-        // the read ends before wj0 + WINDOW_ARRAY_REACH <= array.len() (sc <= WINDOW words of
-        // the window); array and out are different buffers.
-        unsafe { copy16(o.add(pos), a.add(wj), sc) };
-        let rest = bits >> sc;
-        if rest == 1 {
-            // The stop bit: the window ends with these SC words.
-            if pos + sc > seg_end {
-                break;
+    // ap + x = word x of the window, 2-byte words consumed counted in (js of the comment above).
+    // SAFETY: st.wj < array.len() (the reach contract).
+    let ap0 = unsafe { array.as_ptr().add(st.wj) };
+    let (mut ap, mut pos, mut k) = (ap0, st.pos, 0usize);
+    let mut unset_at = if st.prev_set { usize::MAX } else { pos };
+    let stopped = loop {
+        let nz = bits.trailing_zeros() as usize;
+        let sc = nz - k;
+        // SAFETY: writes pos .. pos + 64 at most (sc <= WINDOW = 56, in 16-byte pieces), and
+        // pos <= lim <= out.len() - FAST_OUT_SLACK; reads ap + k .. ap + nz + 16 at most,
+        // inside st.wj + 2 * WINDOW + 16 < array.len() (ap - ap0 counts 2-byte words of the
+        // window, nz <= span); array and out are different buffers.
+        unsafe { copy_sc(o.add(pos), ap.add(k), sc) };
+        let rest = bits & (bits - 1);
+        if rest == 0 {
+            // nz = span, the stop bit: the window ends with these SC words.
+            if pos + sc > lim {
+                break true;
             }
             pos += sc;
-            wj += sc;
-            prev_set |= sc != 0;
-            bits = 1;
-            break;
+            k = span;
+            break false;
         }
-        let (npos, mut nwj) = (pos + sc, wj + sc);
-        // SAFETY: a 2-byte word of the window: nwj + 2 <= wj0 + 2 * WINDOW + 1.
-        let w = u16::from_le_bytes(unsafe { a.add(nwj).cast::<[u8; 2]>().read() });
-        nwj += 2;
-        let mut nbits = rest >> 1;
-        let len = if w >> 12 == LONG_L {
-            // LI / LRL: the next word is c (identifier 0); past the window: leave it to the
-            // checked loop.
-            if nbits == 1 || nbits & 1 != 0 {
-                break;
+        let npos = pos + sc;
+        // SAFETY: word nz of the window is a 2-byte word: it ends at or before
+        // ap0 + 2 * WINDOW.
+        let wp = unsafe { ap.add(nz) };
+        let w = u16::from_le_bytes(unsafe { wp.cast::<[u8; 2]>().read() });
+        let l = (w >> 12) as usize;
+        let (mut len, mut nk) = (l + SHORT_MIN, nz + 1);
+        if l == LONG_L as usize {
+            cold();
+            // LI / LRL: the c word is word nz + 1, identifier 0; the stop bit at span also
+            // sends a c word past the window to the checked loop.
+            if (rest >> (nz + 1)) & 1 != 0 {
+                break true;
             }
-            // SAFETY: the c word is a word of the window: nwj < wj0 + 2 * WINDOW + 1.
-            let c = unsafe { *a.add(nwj) };
-            nwj += 1;
-            nbits >>= 1;
-            c as usize + LONG_MIN
-        } else {
-            (w >> 12) as usize + SHORT_MIN
-        };
-        // One check for the SC run and the code (pos <= seg_end, so no overflow).
-        if npos + len > seg_end {
-            break;
+            // SAFETY: nz + 1 < span, so the c word is a word of the window: wp + 2 <
+            // ap0 + 2 * WINDOW.
+            len = unsafe { *wp.add(2) } as usize + LONG_MIN;
+            nk = nz + 2;
+        }
+        // One check for the SC run and the code: npos + len <= lim <= the segment's end.
+        let end = npos + len;
+        if end > lim {
+            cold();
+            break true;
         }
         let t = (w & 0x0FFF) as usize;
-        let prev_now = prev_set || sc != 0;
-        if t == RUN_T as usize {
-            // SRL / LRL: len copies of p = out[npos - 1], which then becomes unset.
-            if !prev_now {
-                break;
-            }
-            // SAFETY: prev_now: a byte of this segment precedes npos, so npos >= 1; the
-            // rounded-up fill ends before npos + len + 16 <= pos + STEP_OUT_REACH <= out_len.
-            unsafe { fill16(o.add(npos), *o.add(npos - 1), len) };
-            prev_set = false;
+        if t + len <= dict_len {
+            // SI / LI: dictionary bytes [t, t + len), which end at or before the segment's
+            // start <= npos (so t != RUN_T: t + len > 4096 >= dict_len for a run code).
+            // SAFETY: reads d + t .. + roundup16(len) and writes npos .. + roundup16(len), both
+            // ending before npos + len + 16 <= lim + FAST_OUT_SLACK <= out.len(); the len bytes
+            // read lie before npos (copy16's contract).
+            unsafe { copy16(o.add(npos), d.add(t), len) };
         } else {
-            // SI / LI: dictionary bytes [t, t + len), before the segment.
-            if t + len > dict_len {
-                break;
+            cold();
+            // SRL / LRL (t = RUN_T) with p set; anything else fails in the checked loop.
+            if t != RUN_T as usize || npos == unset_at {
+                break true;
             }
-            // SAFETY: the source's len bytes end at or before dict_start + dict_len <= st.pos
-            // <= npos; both rounded-up ranges end before npos + len + 16 <= out_len.
-            unsafe { copy16(o.add(npos), o.add(dict_start + t), len) };
-            prev_set = true;
+            // SAFETY: p is set, so a byte of the segment precedes npos (npos >= 1); the fill
+            // ends before npos + len + 16 <= out.len() as above.
+            unsafe { fill16(o.add(npos), *o.add(npos - 1), len) };
+            unset_at = end;
         }
-        pos = npos + len;
-        wj = nwj;
-        bits = nbits;
-    }
-    // bits == 1: only the stop bit is left, every word of the window is done.
-    *st = SegState { pos, wj, prev_set };
-    (consumed(bits), bits != 1)
+        pos = end;
+        // SAFETY: stays inside the window's reach (one per 2-byte word of the window).
+        ap = unsafe { ap.add(1) };
+        k = nk;
+        bits = rest;
+    };
+    // SAFETY: both pointers are into `array`, ap >= ap0.
+    let twos = unsafe { ap.offset_from(ap0) } as usize;
+    *st = SegState {
+        pos,
+        wj: st.wj + twos + k,
+        prev_set: pos != unset_at,
+    };
+    (k, stopped)
 }
 
 /// One window of a dictionary segment with every access checked: words `wi .. wi + span`
@@ -770,6 +825,39 @@ fn dict_window(
     Ok(k)
 }
 
+/// Runs [`dict_window_fast`] window after window from word `wi` while its conditions hold
+/// (array reach, `st.pos <= lim`, `lim > 0`) and no window stops early; returns the next word.
+/// Kept out of line so that the hot loop has the registers to itself.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn dict_fast_windows(
+    s: &Strip<'_>,
+    out: &mut [u8],
+    st: &mut SegState,
+    mut wi: usize,
+    words_end: usize,
+    lim: usize,
+    dict_start: usize,
+    dict_len: usize,
+) -> usize {
+    while wi < words_end && st.wj + WINDOW_ARRAY_REACH <= s.array.len() && st.pos <= lim && lim > 0
+    {
+        let span = (words_end - wi).min(WINDOW);
+        let raw = ids_window(s.ids, wi);
+        // SAFETY: the array reach and st.pos <= lim are checked above; the caller passes
+        // lim > 0 only if lim + FAST_OUT_SLACK <= out.len(), and lim <= the segment's end; the
+        // dictionary ends at or before the segment's start; st.prev_set only after a byte of
+        // the segment was written; span <= WINDOW.
+        let (k, stopped) =
+            unsafe { dict_window_fast(s.array, out, st, lim, dict_start, dict_len, raw, span) };
+        wi += k;
+        if stopped {
+            break;
+        }
+    }
+    wi
+}
+
 /// A dictionary segment (§5: SC, SI, LI, SRL, LRL), words `[c.i, words_end)`, output `seg`:
 /// windows run unchecked ([`dict_window_fast`]) where there is room, and the checked loop
 /// finishes any window the fast one leaves (near the ends of the array and the strip, and at
@@ -787,47 +875,32 @@ fn dict_segment(
         prev_set: false,
     };
     let dict_len = seg.dict_end - seg.dict_start;
+    // The fast windows' output limit: the segment's end, or less near the strip's end so that
+    // FAST_OUT_SLACK bytes of scratch room always follow it (the codes past it run checked).
+    let lim = out
+        .len()
+        .checked_sub(FAST_OUT_SLACK)
+        .map_or(0, |l| l.min(seg.end));
     let mut wi = c.i;
     while wi < words_end {
+        // As many windows as run fast, then (if words are left) one checked window: the one
+        // the fast loop stopped in, or one near the array's or the strip's end.
+        wi = dict_fast_windows(
+            s,
+            out,
+            &mut st,
+            wi,
+            words_end,
+            lim,
+            seg.dict_start,
+            dict_len,
+        );
+        if wi >= words_end {
+            break;
+        }
         let span = (words_end - wi).min(WINDOW);
         let raw = ids_window(s.ids, wi);
-        if st.wj + WINDOW_ARRAY_REACH <= s.array.len() {
-            // SAFETY: the array reach is checked here; seg.end <= out.len() (strip_segments
-            // cuts at the strip's length); the dictionary ends at seg.dict_end <= seg.start <=
-            // st.pos, and st.pos <= seg.end (every step keeps it so).
-            let (k, stopped) = unsafe {
-                dict_window_fast(
-                    s.array,
-                    out,
-                    &mut st,
-                    seg.end,
-                    seg.dict_start,
-                    dict_len,
-                    raw,
-                    span,
-                )
-            };
-            wi += k;
-            if !stopped {
-                continue;
-            }
-            if wi >= words_end {
-                break;
-            }
-            let span = (words_end - wi).min(WINDOW);
-            wi += dict_window(
-                s,
-                seg,
-                out,
-                &mut st,
-                wi,
-                words_end,
-                ids_window(s.ids, wi),
-                span,
-            )?;
-        } else {
-            wi += dict_window(s, seg, out, &mut st, wi, words_end, raw, span)?;
-        }
+        wi += dict_window(s, seg, out, &mut st, wi, words_end, raw, span)?;
     }
     if st.pos != seg.end {
         return Err(err_segment_short(seg, st.pos));

@@ -1,0 +1,111 @@
+//! Single-thread LLL decode speed on the bench sets (`bench/data/*.gray`, `text.txt`,
+//! `xml.xml`), for tuning the reference decoder without the CLI:
+//! `cargo run --release -p tessera-codecs --example lll_decode_speed [-- FILE...] [--runs N] [--bytes N]`.
+//!
+//! Each set is encoded once; each timed run decodes the payload repeatedly into one buffer for
+//! at least `--bytes` (100 MB) of output, timed as this thread's CPU time where Linux reports it (the machine
+//! may be shared) and wall-clock time otherwise; the table prints the median and the best of
+//! `--runs` runs (after one warm-up) as GB/s of output, for `decode_reference` and the `decode_simple` oracle. The decoded bytes
+//! are checked against the input.
+
+use std::time::Instant;
+
+use tessera_codecs::lll;
+
+/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`, Linux), so that a
+/// busy shared machine's other work does not count; wall-clock time where it is missing.
+fn cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+fn main() {
+    let mut files = Vec::new();
+    let mut runs = 9usize;
+    let mut bytes = 100_000_000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--runs" {
+            runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N");
+        } else if a == "--bytes" {
+            bytes = args.next().and_then(|v| v.parse().ok()).expect("--bytes N");
+        } else {
+            files.push(a);
+        }
+    }
+    if files.is_empty() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/data");
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .expect("bench/data")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().display().to_string())
+            .filter(|p| p.ends_with(".gray") || p.ends_with(".txt") || p.ends_with(".xml"))
+            .collect();
+        v.sort();
+        files = v;
+    }
+    let simple = std::env::var_os("LLL_SIMPLE").is_some();
+    println!(
+        "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10}",
+        "set", "bytes", "ratio", "ref GB/s", "ref best", "simple"
+    );
+    let (mut sum_log, mut count) = (0f64, 0usize);
+    for f in &files {
+        let data = std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let mut p = Vec::new();
+        let counts = lll::encode(&data, &mut p).expect("encodes");
+        if std::env::var_os("LLL_COUNTS").is_some() {
+            println!("{f}: {counts:?}");
+            if let Some(dir) = std::env::var_os("LLL_DUMP") {
+                let name = std::path::Path::new(f).file_name().expect("file name");
+                let path = std::path::Path::new(&dir).join(name).with_extension("lll");
+                std::fs::write(path, &p).expect("write payload");
+            }
+        }
+        let mut out = vec![0u8; data.len()];
+        lll::decode_reference(&p, &mut out).expect("decodes");
+        assert!(out == data, "{f}: decodes wrongly");
+        let reps = (bytes / data.len().max(1)).max(1);
+        let time = |dec: fn(&[u8], &mut [u8]) -> tessera_format::Result<()>, out: &mut [u8]| {
+            let mut v: Vec<f64> = (0..=runs)
+                .map(|_| {
+                    let (t0, c0) = (Instant::now(), cpu_ns());
+                    for _ in 0..reps {
+                        dec(std::hint::black_box(&p), out).expect("decodes");
+                        std::hint::black_box(&out);
+                    }
+                    match (c0, cpu_ns()) {
+                        (Some(a), Some(b)) if b > a => (b - a) as f64 * 1e-9,
+                        _ => t0.elapsed().as_secs_f64(),
+                    }
+                })
+                .skip(1)
+                .collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            let g = |s: f64| (data.len() * reps) as f64 / s / 1e9;
+            (g(v[v.len() / 2]), g(v[0]))
+        };
+        let (r, best) = time(lll::decode_reference, &mut out);
+        let s = if simple {
+            format!("{:.2}", time(lll::decode_simple, &mut out).0)
+        } else {
+            "-".into()
+        };
+        let name = std::path::Path::new(f)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!(
+            "{:<28} {:>9} {:>7.3} {:>10.3} {:>10.3} {:>10}",
+            name,
+            data.len(),
+            data.len() as f64 / p.len() as f64,
+            r,
+            best,
+            s
+        );
+        sum_log += r.ln();
+        count += 1;
+    }
+    println!("geomean ref GB/s: {:.3}", (sum_log / count as f64).exp());
+}
