@@ -4,20 +4,27 @@
 // Kernels (each a thin wrapper over include/wah.cuh, device_scan.cuh, merge.cuh):
 //   bm_extend                  the paper's Algorithm 1: packed bits -> one 32-bit word per group
 //                              (31 bits + a 0), for callers that want the extended form;
+//   bm_cmp_{reduce,apply}_<flavor>, bm_cmp_scan
+//                              compression (Algorithms 1, 2 and 4, by heads): each group decides
+//                              locally whether it starts a word; a tile reduce, one small scan
+//                              (word offsets, and by suffix-min where each fill run ends), and an
+//                              apply that writes the words (see "compression by heads");
 //   bm_compress_{reduce,apply}_<flavor>
-//                              Algorithm 2 with Algorithm 4: the canonical writer over the
-//                              groups of a plain bitmap (read straight from the packed bits: the
-//                              extension is fused into the loads, 2048 groups = 1984 words per
-//                              tile staged in shared memory);
+//                              the same through the general canonical writer over the groups of
+//                              a plain bitmap (2048 groups = 1984 words per tile staged in shared
+//                              memory): the previous path, kept as a cross-check for the tests;
 //   bm_slots_{reduce,apply}_<flavor>
 //                              the group counts of a word stream scanned into slot `ends` (the
 //                              scans of Algorithms 5 and 7), checking every counter (status =
 //                              the first word with a zero counter) and summing in u64, so the
 //                              host can compare the total with ceil(bit_len / 31) before any
 //                              kernel trusts `ends`;
-//   bm_decompress_<flavor>     Algorithm 5: each thread finds the slot covering its first group
-//                              (one binary search per block, then one per thread inside the
-//                              block's slot range) and walks 32 groups = 31 output words;
+//   bm_dec_{sums,expand}_<flavor>, bm_dec_tile_chunks
+//                              Algorithm 5, output-partitioned: per-chunk group sums and a
+//                              search giving each decode tile its chunks; then each tile loads
+//                              its chunks' words into shared memory, scans their ends there,
+//                              and each thread walks 32 groups = 31 output words (see the
+//                              "decompression" section);
 //   bm_convert_*               Algorithm 6 (PLWAH -> WAH, and WAH -> PLWAH): the writer over the
 //                              input's slots, which also merges fills longer than the PLWAH
 //                              counter into one WAH fill_word;
@@ -262,6 +269,483 @@ __device__ __forceinline__ void bm_writer_apply(Src& src, const BmAgg* __restric
 BM_COMPRESS_KERNELS(wah, false)
 BM_COMPRESS_KERNELS(plwah, true)
 
+// ---- compression by heads (plain bits -> canonical words; wah.md "GPU notes") -----------------
+//
+// A group g is a 0-fill, a 1-fill or a literal (kind 0, 1, 2). Group g is a *boundary* when it
+// is the first group, a literal, or a fill of another kind than group g - 1; a PLWAH literal
+// right after a fill that differs from the fill group in one bit is *folded* (plwah.md §3); a
+// *head* is a boundary that is not folded. Every head starts one block of the canonical stream
+// (wah.md §4): a literal head is one literal word; a fill head's run ends at the next boundary
+// e (G when none), so its n = e - g groups are ex = (n - 1) / max_counter full fill_words and a
+// last one of n - ex * max_counter groups, carrying the position of e when e is folded. All of
+// it is local to g and g - 1 except e, which is found by a suffix-min over boundary *keys*
+// (position << 5 | fold position: unique per boundary, so the min carries the fold along).
+//
+// Three launches and one host read of the total (src/bitmap.rs):
+//   1. bm_cmp_reduce_<flavor>: per tile of BM_CMP_TILE groups (thread t: unit t, 32 groups = 31
+//      words, staged in shared memory with 16-byte loads): the words of the tile's blocks whose
+//      run ends inside the tile (cnt), the tile's first boundary key, the one *open* head (a fill
+//      head whose run leaves the tile; its ex is not known yet), and per warp the ballots of
+//      mixed units and of all-ones units (the summary). A tile with more than
+//      BM_CMP_DIRECT_MAX mixed units but at most BM_CMP_LIT_MAX literal groups also saves its
+//      *compact form* (per unit the literal and all-ones masks, then the literal groups in
+//      order) and says so in the summary's last word: pass 3 then reads ~1-2 KB instead of the
+//      tile's 15.5 KB.
+//   2. bm_cmp_scan (one block): next[t] = the least boundary key after tile t (G << 5 if none),
+//      cnt[t] += ex of the open head, then cnt becomes its exclusive prefix (cnt[tiles] = the
+//      word total).
+//   3. bm_cmp_apply_<flavor>: tiles in reverse order (the last tiles pass 1 read are still in
+//      L2); a tile with few mixed units has their threads read their 31 words directly and the
+//      uniform units (32 groups of one fill, from the summary) are not read at all; a tile with a
+//      compact form is rebuilt from it; other tiles are staged whole. Then heads again, each
+//      thread's words counted and block-scanned, written to
+//      shared memory and stored coalesced at cnt[tile] (a tile with more words than groups,
+//      only with tiny max_counter values, writes straight to global memory).
+// Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
+// u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
+// every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
+// last group is masked with last_mask.
+
+#define BM_CMP_NONE 0xFFFFFFFFFFFFFFFFull
+
+__device__ __forceinline__ u64 bm_min64(u64 a, u64 b) { return a < b ? a : b; }
+
+// Exclusive suffix-min across the threads of a block (min over threads > t; BM_CMP_NONE for the
+// last); `total` gets the min over all threads. Synchronizes twice.
+template <int THREADS>
+__device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u64 incl = x;
+#pragma unroll
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const u64 y = __shfl_down_sync(0xFFFFFFFFu, incl, d);
+        if (lane + d < 32) incl = bm_min64(incl, y);
+    }
+    u64 excl = __shfl_down_sync(0xFFFFFFFFu, incl, 1);
+    if (lane == 31) excl = BM_CMP_NONE;
+    if (lane == 0) s_w[warp] = incl;
+    __syncthreads();
+    u64 tot = BM_CMP_NONE;
+#pragma unroll
+    for (u32 w = 0; w < THREADS / 32; ++w) {
+        const u64 m = s_w[w];
+        if (w > warp) excl = bm_min64(excl, m);
+        tot = bm_min64(tot, m);
+    }
+    __syncthreads();
+    total = tot;
+    return excl;
+}
+
+// One thread's unit: 32 group values and their kind / boundary / fold / head masks (bit j:
+// group j of the unit).
+struct BmCmpUnit {
+    u32 v[32];
+    u32 z, o, l;  // 0-fill, 1-fill, literal groups (only the unit's nv valid groups)
+    u32 zp, op;   // the same for the group before each (bit 0: the unit's previous group)
+    u32 b, f, h;  // boundaries, folded literals, heads
+};
+
+// The unit's groups from its 31 words at p (`avail` of them readable, the rest 0), masked:
+// groups past nv are 0, the bitmap's last group is ANDed with last_mask.
+__device__ __forceinline__ void bm_cmp_groups(const u32* p, u32 avail, u32 nv, bool has_last, u32 last_mask,
+                                              u32 (&v)[32]) {
+    u32 w[31];
+#pragma unroll
+    for (u32 i = 0; i < 31; ++i) w[i] = i < avail ? p[i] : 0u;
+#pragma unroll
+    for (u32 j = 0; j < 32; ++j) {
+        const u32 b = j * BM_GROUP_BITS;
+        const u32 lo = w[b >> 5];
+        const u32 hi = (b >> 5) + 1 < 31 ? w[(b >> 5) + 1] : 0u;
+        u32 x = __funnelshift_r(lo, hi, b & 31) & BM_GROUP_ONES;
+        if (j >= nv) x = 0u;
+        if (has_last && j + 1 == nv) x &= last_mask;
+        v[j] = x;
+    }
+}
+
+// Kind masks of the unit's first nv groups.
+__device__ __forceinline__ void bm_cmp_kinds(BmCmpUnit& u, u32 nv) {
+    u.z = u.o = u.l = 0;
+#pragma unroll
+    for (u32 j = 0; j < 32; ++j) {
+        if (j < nv) {
+            if (u.v[j] == 0u) u.z |= 1u << j;
+            else if (u.v[j] == BM_GROUP_ONES) u.o |= 1u << j;
+            else u.l |= 1u << j;
+        }
+    }
+}
+
+// Boundaries, folds and heads, given the kind of the group before the unit (3: none). Returns
+// the key of the unit's first boundary (BM_CMP_NONE if none).
+template <bool PLWAH> __device__ __forceinline__ u64 bm_cmp_heads(BmCmpUnit& u, u32 pk, u64 ug0) {
+    u.zp = (u.z << 1) | (pk == 0u ? 1u : 0u);
+    u.op = (u.o << 1) | (pk == 1u ? 1u : 0u);
+    u.b = u.l | (u.z & ~u.zp) | (u.o & ~u.op);
+    u.f = 0;
+    const u32 j0 = u.b ? (u32)__ffs(u.b) - 1 : 32u;
+    u32 fold0 = 0;
+    if (PLWAH) {
+        const u32 c = u.l & (u.zp | u.op);
+        if (c) {
+#pragma unroll
+            for (u32 j = 0; j < 32; ++j) {
+                if ((c >> j) & 1u) {
+                    const u32 d = u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u);
+                    if (__popc(d) == 1) {
+                        u.f |= 1u << j;
+                        if (j == j0) fold0 = (u32)__ffs(d);
+                    }
+                }
+            }
+        }
+    }
+    u.h = u.b & ~u.f;
+    return u.b ? ((ug0 + j0) << 5) | fold0 : BM_CMP_NONE;
+}
+
+// The key of boundary j of the unit (j a compile-time index after unrolling).
+__device__ __forceinline__ u64 bm_cmp_key(const BmCmpUnit& u, u32 j, u64 ug0) {
+    u32 fold = 0;
+    if ((u.f >> j) & 1u) fold = (u32)__ffs(u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u));
+    return ((ug0 + j) << 5) | fold;
+}
+
+// Words of the unit's blocks, given the key of the first boundary after the unit (`next`;
+// BM_CMP_NONE in pass 1 when it lies past the tile: then the run of the unit's last head, if
+// it is an open fill, counts one word and its position goes to `open`).
+__device__ __forceinline__ u32 bm_cmp_count(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32& open) {
+    u32 words = 0;
+    if (!u.b) return 0;
+    u64 nk = next;
+#pragma unroll
+    for (int j = 31; j >= 0; --j) {
+        const u32 bit = 1u << j;
+        if (u.h & bit) {
+            if ((u.l & bit) || nk == BM_CMP_NONE) {
+                words += 1;
+                if (!(u.l & bit)) open = (u32)(ug0 + j);
+            } else {
+                const u32 n = (u32)((nk >> 5) - (ug0 + j));
+                words += 1 + (n > max_counter ? (n - 1) / max_counter : 0u);
+            }
+        }
+        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
+    }
+    return words;
+}
+
+// Loads a whole tile's input words (BM_CMP_TILE_WORDS from w0, 0 past n_words) into sm.
+__device__ __forceinline__ void bm_cmp_stage(const u32* __restrict__ bits, u64 n_words, u64 w0, u32* sm) {
+    if (w0 + BM_CMP_TILE_WORDS <= n_words) {
+        // w0 * 4 = tile * 15872 bytes: 16-byte aligned.
+        const uint4* src = reinterpret_cast<const uint4*>(bits + w0);
+        uint4* dst = reinterpret_cast<uint4*>(sm);
+        const u32 N4 = BM_CMP_TILE_WORDS / 4;
+        const u32 LOADS = (N4 + BM_CMP_THREADS - 1) / BM_CMP_THREADS;
+        uint4 r[LOADS];
+#pragma unroll
+        for (u32 k = 0; k < LOADS; ++k) {
+            const u32 q = threadIdx.x + k * BM_CMP_THREADS;
+            if (q < N4) r[k] = src[q];
+        }
+#pragma unroll
+        for (u32 k = 0; k < LOADS; ++k) {
+            const u32 q = threadIdx.x + k * BM_CMP_THREADS;
+            if (q < N4) dst[q] = r[k];
+        }
+    } else {
+        for (u32 i = threadIdx.x; i < BM_CMP_TILE_WORDS; i += BM_CMP_THREADS)
+            sm[i] = w0 + i < n_words ? bits[w0 + i] : 0u;
+    }
+}
+
+// How a tile's groups are read (uniform over the block).
+#define BM_CMP_MODE_STAGED 0   // the whole tile, 16-byte loads into shared memory
+#define BM_CMP_MODE_DIRECT 1   // mixed units read by their threads, uniform ones not read
+#define BM_CMP_MODE_COMPACT 2  // pass 1's masks and literals (cmask, clits)
+
+// Everything both passes do before counting: the unit's groups (see the modes; `mixed` and
+// `ones` are the unit's summary bits), kinds, the previous group's kind, heads; returns the
+// unit's first boundary key. Pass 1 always stages. `prev_word` is word w0 - 1 of the tile (read
+// by the caller early, 0 for tile 0; only thread 0 uses it).
+template <bool PLWAH>
+__device__ __forceinline__ u64 bm_cmp_unit(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 tile,
+                                           u32 prev_word, u32 mode, bool mixed, bool ones,
+                                           const u32* __restrict__ cmask, const u32* __restrict__ clits, u32* sm,
+                                           u32* s_kind, DsBlockStorage<BM_CMP_THREADS, u32>& s_scan, BmCmpUnit& u,
+                                           u64& ug0, u32& nv) {
+    const u64 g0 = (u64)tile * BM_CMP_TILE;
+    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
+    ug0 = g0 + (u64)threadIdx.x * 32;
+    nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
+    const bool has_last = nv > 0 && ug0 + nv == groups;
+    if (mode == BM_CMP_MODE_STAGED) {
+        bm_cmp_stage(bits, n_words, w0, sm);
+        __syncthreads();
+        bm_cmp_groups(sm + threadIdx.x * BM_GROUP_BITS, 31u, nv, has_last, last_mask, u.v);
+    } else if (mode == BM_CMP_MODE_COMPACT) {
+        // The unit's literal groups are its masks' literal bits in order, from the tile's
+        // literals (staged in shared memory with coalesced loads); the other groups are fills.
+        const u32 l = cmask[2 * threadIdx.x], o = cmask[2 * threadIdx.x + 1];
+        u32 n_lits;
+        const u32 lp = ds_block_exclusive<BM_CMP_THREADS>((u32)__popc(l), DsSum<u32>(), 0u, s_scan, n_lits);
+        const u32 nl = n_lits < BM_CMP_LIT_MAX ? n_lits : BM_CMP_LIT_MAX;
+        for (u32 i = threadIdx.x; i < nl; i += BM_CMP_THREADS) sm[i] = clits[i];
+        __syncthreads();
+        u32 k = lp;
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j) {
+            if ((l >> j) & 1u) {
+                u.v[j] = k < nl ? sm[k] : 0u;
+                ++k;
+            } else {
+                u.v[j] = ((o >> j) & 1u) ? BM_GROUP_ONES : 0u;
+            }
+        }
+    } else if (mixed && nv > 0) {
+        const u64 wu = w0 + (u64)threadIdx.x * BM_GROUP_BITS;
+        const u32 avail = wu >= n_words ? 0u : (n_words - wu >= 31 ? 31u : (u32)(n_words - wu));
+        bm_cmp_groups(bits + (wu < n_words ? wu : 0), avail, nv, has_last, last_mask, u.v);
+    } else {
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j) u.v[j] = (ones && j < nv) ? BM_GROUP_ONES : 0u;
+    }
+    bm_cmp_kinds(u, nv);
+    // The kind of the unit's last group goes to the next thread; thread 0 reads the group before
+    // the tile (bits 1..31 of word w0 - 1: g0 is a multiple of 32, and that group is never the
+    // bitmap's last).
+    u32 lk = 3;
+    if (nv == 32) lk = (u.z >> 31) ? 0u : ((u.o >> 31) ? 1u : 2u);
+    s_kind[threadIdx.x] = lk;
+    u32 tile_pk = 3;
+    if (tile > 0) tile_pk = bm_kind(prev_word >> 1);
+    __syncthreads();
+    const u32 pk = threadIdx.x ? s_kind[threadIdx.x - 1] : tile_pk;
+    return bm_cmp_heads<PLWAH>(u, pk, ug0);
+}
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_reduce(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
+                                              u32 max_counter, u32* __restrict__ cnt, u64* __restrict__ key,
+                                              u32* __restrict__ open, u32* __restrict__ summ, u32* __restrict__ cmask,
+                                              u32* __restrict__ clits) {
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];
+    __shared__ u32 s_kind[BM_CMP_THREADS];
+    __shared__ u64 s_min[BM_CMP_THREADS / 32];
+    __shared__ u32 s_words[BM_CMP_THREADS / 32];
+    __shared__ u32 s_mixed[BM_CMP_THREADS / 32];
+    __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_scan;
+    __shared__ u32 s_open;
+    const u32 tile = blockIdx.x;
+    if (threadIdx.x == 0) s_open = 0xFFFFFFFFu;
+    const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
+    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
+    BmCmpUnit u;
+    u64 ug0;
+    u32 nv;
+    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, BM_CMP_MODE_STAGED, true,
+                                         false, cmask, clits, sm, s_kind, s_scan, u, ug0, nv);
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool mixed = nv > 0 && !(nv == 32 && (u.z == 0xFFFFFFFFu || u.o == 0xFFFFFFFFu));
+    const bool ones = nv == 32 && u.o == 0xFFFFFFFFu;
+    const u32 bm = __ballot_sync(0xFFFFFFFFu, mixed), bo = __ballot_sync(0xFFFFFFFFu, ones);
+    u32* sw = summ + (u64)tile * BM_CMP_SUMMARY_WORDS;
+    if (lane == 0) {
+        sw[warp * 2] = bm;
+        sw[warp * 2 + 1] = bo;
+        s_mixed[warp] = (u32)__popc(bm);
+    }
+    u64 tile_first;
+    const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
+    u32 op = 0xFFFFFFFFu;
+    u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
+    if (op != 0xFFFFFFFFu) s_open = op;  // at most one thread of the tile has an open head
+#pragma unroll
+    for (u32 d = 16; d > 0; d >>= 1) words += __shfl_xor_sync(0xFFFFFFFFu, words, d);
+    if (lane == 0) s_words[warp] = words;
+    // The compact form, for tiles that pass 2 would otherwise read whole: literals in order
+    // (staged in shared memory, whose input was read before the barriers above) and masks.
+    u32 n_lits;
+    const u32 lp = ds_block_exclusive<BM_CMP_THREADS>((u32)__popc(u.l), DsSum<u32>(), 0u, s_scan, n_lits);
+    u32 n_mixed = 0;
+#pragma unroll
+    for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) n_mixed += s_mixed[w];
+    const bool compact = n_mixed > BM_CMP_DIRECT_MAX && n_lits <= BM_CMP_LIT_MAX;  // uniform
+    if (compact) {
+        cmask[(u64)tile * BM_CMP_MASK_WORDS + 2 * threadIdx.x] = u.l;
+        cmask[(u64)tile * BM_CMP_MASK_WORDS + 2 * threadIdx.x + 1] = u.o;
+        u32 k = lp;
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j)
+            if ((u.l >> j) & 1u) sm[k++] = u.v[j];
+        __syncthreads();
+        for (u32 i = threadIdx.x; i < n_lits; i += BM_CMP_THREADS) clits[(u64)tile * BM_CMP_LIT_MAX + i] = sm[i];
+    }
+    if (threadIdx.x == 0) sw[BM_CMP_SUMMARY_WORDS - 1] = compact ? 1u : 0u;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u32 t = 0;
+#pragma unroll
+        for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) t += s_words[w];
+        cnt[tile] = t;
+        key[tile] = tile_first;
+        open[tile] = s_open;
+    }
+}
+
+// One block: next keys (suffix-min, in place over `key`), the open heads' full fill_words, and
+// the exclusive prefix of the word counts (in place over `cnt`, cnt[tiles] = the total).
+extern "C" __global__ void __launch_bounds__(BM_CMP_SCAN_THREADS)
+    bm_cmp_scan(u32* __restrict__ cnt, u64* __restrict__ key, const u32* __restrict__ open, u32 tiles, u64 groups,
+                u32 max_counter) {
+    __shared__ u64 s_min[BM_CMP_SCAN_THREADS / 32];
+    __shared__ DsBlockStorage<BM_CMP_SCAN_THREADS, u32> s_sum;
+    const u32 STEP = BM_CMP_SCAN_THREADS * BM_CMP_SCAN_ITEMS;
+    const u32 steps = (tiles + STEP - 1) / STEP;
+    u64 carry = groups << 5;  // past the last tile: the end of the bitmap, no fold
+    for (u32 s = steps; s-- > 0;) {
+        const u64 base = (u64)s * STEP + (u64)threadIdx.x * BM_CMP_SCAN_ITEMS;
+        u64 k[BM_CMP_SCAN_ITEMS];
+        u64 m = BM_CMP_NONE;
+#pragma unroll
+        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
+            k[i] = base + i < tiles ? key[base + i] : BM_CMP_NONE;
+            m = bm_min64(m, k[i]);
+        }
+        u64 step_min;
+        u64 run = bm_min64(bm_block_suffix_min<BM_CMP_SCAN_THREADS>(m, s_min, step_min), carry);
+#pragma unroll
+        for (int i = BM_CMP_SCAN_ITEMS - 1; i >= 0; --i) {
+            const u64 t = base + i;
+            if (t < tiles) {
+                key[t] = run;
+                const u32 o = open[t];
+                if (o != 0xFFFFFFFFu) {
+                    const u32 n = (u32)((run >> 5) - o);
+                    if (n > max_counter) cnt[t] += (n - 1) / max_counter;
+                }
+            }
+            run = bm_min64(run, k[i]);
+        }
+        carry = bm_min64(carry, step_min);
+    }
+    u32 total = 0;
+    for (u32 s = 0; s < steps; ++s) {
+        const u64 base = (u64)s * STEP + (u64)threadIdx.x * BM_CMP_SCAN_ITEMS;
+        u32 c[BM_CMP_SCAN_ITEMS];
+        u32 acc = 0;
+#pragma unroll
+        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
+            c[i] = base + i < tiles ? cnt[base + i] : 0u;
+            acc += c[i];
+        }
+        u32 step_total;
+        u32 run = total + ds_block_exclusive<BM_CMP_SCAN_THREADS>(acc, DsSum<u32>(), 0u, s_sum, step_total);
+#pragma unroll
+        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
+            if (base + i < tiles) cnt[base + i] = run;
+            run += c[i];
+        }
+        total += step_total;
+    }
+    if (threadIdx.x == 0) cnt[tiles] = total;
+}
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_apply(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
+                                             u32 max_counter, const u32* __restrict__ off, const u64* __restrict__ next_key,
+                                             const u32* __restrict__ summ, const u32* __restrict__ cmask,
+                                             const u32* __restrict__ clits, u32* __restrict__ out, u64 out_cap) {
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE];  // the staged input, then the staged output
+    __shared__ u32 s_kind[BM_CMP_THREADS];
+    __shared__ u64 s_min[BM_CMP_THREADS / 32];
+    __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
+    const u32 tile = gridDim.x - 1 - blockIdx.x;
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // Everything the tile needs from the earlier passes, loaded up front (independent loads).
+    const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
+    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
+    const u64 o0 = off[tile];
+    const u64 tile_next = next_key[tile];
+    const u32* sw = summ + (u64)tile * BM_CMP_SUMMARY_WORDS;
+    u32 n_mixed = 0;
+#pragma unroll
+    for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) n_mixed += __popc(sw[2 * w]);
+    const bool mixed = (sw[2 * warp] >> lane) & 1u, ones = (sw[2 * warp + 1] >> lane) & 1u;
+    // Uniform over the block. Pass 1 saved a compact form only for tiles with more mixed units.
+    const u32 mode = n_mixed <= BM_CMP_DIRECT_MAX ? BM_CMP_MODE_DIRECT
+                                                  : (sw[BM_CMP_SUMMARY_WORDS - 1] ? BM_CMP_MODE_COMPACT : BM_CMP_MODE_STAGED);
+    BmCmpUnit u;
+    u64 ug0;
+    u32 nv;
+    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, mode, mixed, ones,
+                                         cmask + (u64)tile * BM_CMP_MASK_WORDS, clits + (u64)tile * BM_CMP_LIT_MAX, sm,
+                                         s_kind, s_sum, u, ug0, nv);
+    u64 unused;
+    const u64 next = bm_min64(bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, unused), tile_next);
+    u32 op = 0;
+    const u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
+    u32 tile_words;
+    const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
+    const bool to_smem = tile_words <= BM_CMP_TILE;  // uniform; false only with tiny max_counter
+    // Every read of sm (the staged input) happened before the barriers above.
+    if (u.b) {
+        u32 idx = excl + words;
+        u64 nk = next;
+#pragma unroll
+        for (int j = 31; j >= 0; --j) {
+            const u32 bit = 1u << j;
+            if (u.h & bit) {
+                u32 w, ex = 0;
+                if (u.l & bit) {
+                    w = u.v[j];
+                } else {
+                    const u32 n = (u32)((nk >> 5) - (ug0 + j));
+                    w = bm_fill_word<PLWAH>((u.o & bit) ? 1u : 0u, n, (u32)(nk & 31), max_counter, ex);
+                }
+                idx -= ex + 1;
+                const u32 full = BM_FILL_FLAG | ((u.o & bit) ? BM_FILL_BIT : 0u) | max_counter;
+                for (u32 e = 0; e <= ex; ++e) {
+                    const u32 x = e < ex ? full : w;
+                    const u32 i = idx + e;
+                    if (to_smem) {
+                        if (i < BM_CMP_TILE) sm[i] = x;
+                    } else if (o0 + i < out_cap) {
+                        out[o0 + i] = x;
+                    }
+                }
+            }
+            if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
+        }
+    }
+    if (to_smem) {
+        __syncthreads();
+        for (u32 i = threadIdx.x; i < tile_words; i += BM_CMP_THREADS)
+            if (o0 + i < out_cap) out[o0 + i] = sm[i];
+    }
+}
+
+#define BM_CMP_KERNELS(NAME, PLWAH)                                                                                \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
+        bm_cmp_reduce_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter, \
+                             u32* __restrict__ cnt, u64* __restrict__ key, u32* __restrict__ open,                 \
+                             u32* __restrict__ summ, u32* __restrict__ cmask, u32* __restrict__ clits) {           \
+        bm_cmp_reduce<PLWAH>(bits, n_words, groups, last_mask, max_counter, cnt, key, open, summ, cmask, clits);   \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
+        bm_cmp_apply_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,  \
+                            const u32* __restrict__ off, const u64* __restrict__ next_key,                         \
+                            const u32* __restrict__ summ, const u32* __restrict__ cmask,                           \
+                            const u32* __restrict__ clits, u32* __restrict__ out, u64 out_cap) {                   \
+        bm_cmp_apply<PLWAH>(bits, n_words, groups, last_mask, max_counter, off, next_key, summ, cmask, clits, out,  \
+                            out_cap);                                                                              \
+    }
+BM_CMP_KERNELS(wah, false)
+BM_CMP_KERNELS(plwah, true)
+
 // Conversion: the slots of a valid stream of flavor IN rewritten canonically in flavor OUT.
 #define BM_CONVERT_KERNELS(NAME, IN, OUT)                                                                          \
     extern "C" __global__ void __launch_bounds__(BM_WRITER_THREADS)                                                \
@@ -407,58 +891,239 @@ template <bool PLWAH> struct BmOnesLoad {
 BM_ONES_KERNEL(wah, false)
 BM_ONES_KERNEL(plwah, true)
 
-// ---- decompression (Algorithm 5) -------------------------------------------------------------
+// ---- decompression (Algorithm 5, output-partitioned) -------------------------------------------
+//
+// Three passes (only the first reads the compressed words, and it writes C / 128 entries), then
+// one pass that reads the words again and writes the plain words; traffic ~2C + P (C compressed bytes, P plain bytes), every global access
+// coalesced. Words are grouped into chunks of BM_DEC_CHUNK words.
+//   1. bm_dec_sums_<flavor>: per chunk, the sum of its words' group counts (one 16-byte load per
+//      lane), scanned inside the thread block: chunk_incl[c] = inclusive sum of the chunks of
+//      c's pass-1 block up to c; partials[p] = pass-1 block p's total.
+//   2. ds_partials_u32 turns partials into exclusive prefixes (partials[np] = the total), so
+//      chunk c ends at group end(c) = partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c].
+//   3. bm_dec_tile_chunks: for every decode tile b (and b = tiles), tile_chunk[b] = the first
+//      chunk with end(c) > b * BM_DECODE_TILE (two binary searches), or n_chunks if none.
+//   4. bm_dec_expand_<flavor>: tile b covers groups [b*T, b*T + T). Its chunks are c0 =
+//      tile_chunk[b] .. c1 = tile_chunk[b+1] (clamped; at most BM_DEC_MAX_CHUNKS for a valid
+//      stream). It loads their words into shared memory (16-byte loads), computes each word's
+//      end in groups (one warp per chunk: a warp scan per 32 words, starting from end(c - 1)),
+//      stored relative to the tile and clamped to [0, rn + 1] (rn = groups in the tile; rn + 1
+//      keeps a PLWAH fill's dirty group out of the tile when the fill runs past it); then
+//      thread t binary-searches the word covering its first group 32t and walks its 32 groups
+//      (= 31 output words, kept in registers), the block stages the 3968 words in shared
+//      memory and writes them with 16-byte stores.
+// Sums are u32: the input is a valid stream (`DeviceBitmap`), whose group total is
+// ceil(bit_len / 31) < 2^32 (MAX_BITS = 2^32), so no partial sum wraps. A hostile stream can only
+// make the output wrong, never a read or write out of bounds: every chunk index is clamped to
+// [0, n_chunks), every word index to the words loaded, every store to out_words; and a tile
+// whose chunks do not cover its groups, or need more than BM_DEC_MAX_CHUNKS, sets *status
+// (when status is not null).
 
 template <bool PLWAH>
-__device__ __forceinline__ void bm_decompress(const u32* __restrict__ words, u32 n_slots, const u32* __restrict__ ends,
-                                              u64 groups, u32* __restrict__ out, u64 out_words) {
-    __shared__ u32 stage[BM_DECODE_THREADS * (BM_DECODE_GROUPS - 1)];
-    __shared__ u32 range[2];
-    const u64 g_lo = (u64)blockIdx.x * BM_DECODE_TILE;
-    if (g_lo >= groups) return;  // uniform per block
-    const u64 g_hi = g_lo + BM_DECODE_TILE < groups ? g_lo + BM_DECODE_TILE : groups;
-    if (threadIdx.x == 0) range[0] = ds_upper_bound(ends, 0u, n_slots, (u32)g_lo);
-    if (threadIdx.x == 32) {
-        const u32 r = ds_upper_bound(ends, 0u, n_slots, (u32)(g_hi - 1));
-        range[1] = r < n_slots ? r + 1 : n_slots;
-    }
-    __syncthreads();
-    const u64 g0 = g_lo + (u64)threadIdx.x * BM_DECODE_GROUPS;
-    const u32 lo = range[0], hi = range[1] > range[0] ? range[1] : range[0];
-    u32 s = g0 < groups ? ds_upper_bound(ends, lo, hi, (u32)g0) : n_slots;
-    u32 prev = 0;
-    u32* st = stage + threadIdx.x * (BM_DECODE_GROUPS - 1);
-#pragma unroll 4
-    for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
-        const u64 g = g0 + j;
-        u32 x = 0;
-        if (g < groups) {
-            while (s < n_slots && ends[s] <= (u32)g) ++s;
-            if (s < n_slots) {
-                u32 c;
-                bm_slot_at<PLWAH>(words, s, x, c);
-            }
+__device__ __forceinline__ void bm_dec_sums(const u32* __restrict__ words, u32 m, u32* __restrict__ chunk_incl,
+                                            u32* __restrict__ partials) {
+    const u32 PER_WARP = BM_DEC_SUM_CHUNKS / (BM_DEC_SUM_THREADS / 32);
+    __shared__ u32 sums[BM_DEC_SUM_CHUNKS];
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 n_chunks = (u32)(((u64)m + BM_DEC_CHUNK - 1) / BM_DEC_CHUNK);
+    const u64 c_first = (u64)blockIdx.x * BM_DEC_SUM_CHUNKS + warp * PER_WARP;
+    u32 acc[PER_WARP];
+#pragma unroll
+    for (u32 k = 0; k < PER_WARP; ++k) {
+        const u64 i = (c_first + k) * BM_DEC_CHUNK + lane * 4;
+        u32 a = 0;
+        if (i + 4 <= m) {
+            const uint4 q = *reinterpret_cast<const uint4*>(words + i);
+            a = bm_word_groups<PLWAH>(q.x) + bm_word_groups<PLWAH>(q.y) + bm_word_groups<PLWAH>(q.z) +
+                bm_word_groups<PLWAH>(q.w);
+        } else {
+            for (u32 j = 0; j < 4; ++j)
+                if (i + j < m) a += bm_word_groups<PLWAH>(words[i + j]);
         }
-        // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
-        if (j > 0) st[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
-        prev = x;
+        acc[k] = a;
+    }
+#pragma unroll
+    for (u32 d = 16; d > 0; d >>= 1) {
+#pragma unroll
+        for (u32 k = 0; k < PER_WARP; ++k) acc[k] += __shfl_xor_sync(0xFFFFFFFFu, acc[k], d);
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (u32 k = 0; k < PER_WARP; ++k) sums[warp * PER_WARP + k] = acc[k];
     }
     __syncthreads();
-    const u64 w0 = g_lo / 32 * BM_GROUP_BITS;
-    for (u32 i = threadIdx.x; i < BM_DECODE_THREADS * (BM_DECODE_GROUPS - 1); i += BM_DECODE_THREADS)
-        if (w0 + i < out_words) out[w0 + i] = stage[i];
+    if (warp == 0) {
+        const u32 incl = ds_warp_inclusive(sums[lane], DsSum<u32>());
+        const u64 c = (u64)blockIdx.x * BM_DEC_SUM_CHUNKS + lane;
+        if (c < n_chunks) chunk_incl[c] = incl;
+        if (lane == 31) partials[blockIdx.x] = incl;
+    }
 }
 
-extern "C" __global__ void __launch_bounds__(BM_DECODE_THREADS)
-    bm_decompress_wah(const u32* __restrict__ words, u32 n_slots, const u32* __restrict__ ends, u64 groups,
-                      u32* __restrict__ out, u64 out_words) {
-    bm_decompress<false>(words, n_slots, ends, groups, out, out_words);
+// Where chunk c ends, in groups (after ds_partials_u32).
+__device__ __forceinline__ u32 bm_dec_chunk_end(const u32* __restrict__ chunk_incl, const u32* __restrict__ partials,
+                                                u32 c) {
+    return partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c];
 }
-extern "C" __global__ void __launch_bounds__(BM_DECODE_THREADS)
-    bm_decompress_plwah(const u32* __restrict__ words, u32 n_slots, const u32* __restrict__ ends, u64 groups,
-                        u32* __restrict__ out, u64 out_words) {
-    bm_decompress<true>(words, n_slots, ends, groups, out, out_words);
+
+extern "C" __global__ void __launch_bounds__(256)
+    bm_dec_tile_chunks(const u32* __restrict__ chunk_incl, const u32* __restrict__ partials, u32 n_chunks, u32 n_sums,
+                       u32 tiles, u32* __restrict__ tile_chunk) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b > tiles) return;
+    const u32 x = b * BM_DECODE_TILE;
+    // Pass-1 block p ends at partials[p + 1]: the first one ending after x ...
+    const u32 p = ds_upper_bound(partials + 1, 0u, n_sums, x);
+    u32 c = n_chunks;
+    if (p < n_sums) {
+        // ... and in it the first chunk ending after x (partials[p] <= x).
+        const u32 lo = p * BM_DEC_SUM_CHUNKS;
+        const u32 hi = lo + BM_DEC_SUM_CHUNKS < n_chunks ? lo + BM_DEC_SUM_CHUNKS : n_chunks;
+        c = ds_upper_bound(chunk_incl, lo, hi, x - partials[p]);
+    }
+    tile_chunk[b] = c;
 }
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,
+                                              const u32* __restrict__ partials, const u32* __restrict__ tile_chunk,
+                                              u32 n_chunks, u64 groups, u32* __restrict__ out, u64 out_words,
+                                              u32* __restrict__ status) {
+    __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
+    __shared__ u32 se[BM_DEC_SMEM_PADDED];                // word ends, relative to the tile
+    const u32 b = blockIdx.x;
+    const u64 g_lo = (u64)b * BM_DECODE_TILE;
+    if (g_lo >= groups || n_chunks == 0) return;  // uniform per block
+    const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
+
+    // The tile's chunks, clamped.
+    u32 c0 = tile_chunk[b], c1 = tile_chunk[b + 1];
+    bool bad = false;
+    if (c0 >= n_chunks) {
+        c0 = n_chunks - 1;
+        bad = true;
+    }
+    if (c1 >= n_chunks) c1 = n_chunks - 1;  // the last tile's normal case
+    if (c1 < c0) {
+        c1 = c0;
+        bad = true;
+    }
+    if (c1 - c0 >= BM_DEC_MAX_CHUNKS) {
+        c1 = c0 + BM_DEC_MAX_CHUNKS - 1;
+        bad = true;
+    }
+    const u32 nc = c1 - c0 + 1;
+    const u64 wbase = (u64)c0 * BM_DEC_CHUNK;
+    const u32 nw = (u32)((u64)nc * BM_DEC_CHUNK < (u64)m - wbase ? (u64)nc * BM_DEC_CHUNK : (u64)m - wbase);
+
+    // Load: 16-byte loads (wbase is a multiple of 128 words), all issued before any is stored,
+    // then the tail.
+    const u32 n4 = nw / 4;
+    const uint4* w4 = reinterpret_cast<const uint4*>(words + wbase);
+    {
+        const u32 LOADS = (BM_DEC_SMEM_WORDS / 4 + BM_DECODE_THREADS - 1) / BM_DECODE_THREADS;
+        uint4 v[LOADS];
+#pragma unroll
+        for (u32 k = 0; k < LOADS; ++k) {
+            const u32 q = threadIdx.x + k * BM_DECODE_THREADS;
+            if (q < n4) v[k] = w4[q];
+        }
+#pragma unroll
+        for (u32 k = 0; k < LOADS; ++k) {
+            const u32 q = threadIdx.x + k * BM_DECODE_THREADS;
+            if (q < n4) {
+                const u32 i = 4 * q;
+                sw[BM_DEC_PAD(i)] = v[k].x;
+                sw[BM_DEC_PAD(i + 1)] = v[k].y;
+                sw[BM_DEC_PAD(i + 2)] = v[k].z;
+                sw[BM_DEC_PAD(i + 3)] = v[k].w;
+            }
+        }
+    }
+    for (u32 i = 4 * n4 + threadIdx.x; i < nw; i += BM_DECODE_THREADS) sw[BM_DEC_PAD(i)] = words[wbase + i];
+    if (threadIdx.x == 0 && status) {
+        const u32 start = c0 ? bm_dec_chunk_end(chunk_incl, partials, c0 - 1) : 0u;
+        const u32 end = bm_dec_chunk_end(chunk_incl, partials, c1);
+        if (bad || (u64)start > g_lo || (u64)end < g_lo + rn) atomicOr(status, 1u);
+    }
+    __syncthreads();
+
+    // Word ends: warp w scans chunks w, w + 4, ... from the chunk's start.
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (u32 k = warp; k < nc; k += BM_DECODE_THREADS / 32) {
+        const u32 c = c0 + k;
+        u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
+#pragma unroll
+        for (u32 r = 0; r < BM_DEC_CHUNK / 32; ++r) {
+            const u32 i = k * BM_DEC_CHUNK + r * 32 + lane;
+            const u32 cnt = i < nw ? bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i)]) : 0u;
+            const u32 incl = ds_warp_inclusive(cnt, DsSum<u32>());
+            long long rel = (long long)(u64)(base + incl) - (long long)g_lo;
+            rel = rel < 0 ? 0 : (rel > (long long)rn + 1 ? (long long)rn + 1 : rel);
+            if (i < nw) se[BM_DEC_PAD(i)] = (u32)rel;
+            base += __shfl_sync(0xFFFFFFFFu, incl, 31);
+        }
+    }
+    __syncthreads();
+
+    // The walk: thread t's groups 32t .. 32t + 31 of the tile.
+    const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
+    u32 o[BM_DECODE_GROUPS - 1];
+    {
+        u32 lo = 0, hi = nw;
+        while (lo < hi) {
+            const u32 mid = (lo + hi) >> 1;
+            if (se[BM_DEC_PAD(mid)] <= r0) lo = mid + 1; else hi = mid;
+        }
+        u32 s = lo < nw ? lo : nw - 1;
+        u32 e = se[BM_DEC_PAD(s)], w = sw[BM_DEC_PAD(s)];
+        u32 prev = 0;
+#pragma unroll
+        for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
+            const u32 r = r0 + j;
+            while (e <= r && s + 1 < nw) {
+                ++s;
+                e = se[BM_DEC_PAD(s)];
+                w = sw[BM_DEC_PAD(s)];
+            }
+            const u32 x = (r < rn && e > r) ? bm_word_group<PLWAH>(w, e, r) : 0u;
+            // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
+            if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
+            prev = x;
+        }
+    }
+    __syncthreads();  // every walk is done: sw becomes the stage
+
+    u32* stage = sw;
+#pragma unroll
+    for (u32 j = 0; j < BM_DECODE_GROUPS - 1; ++j) stage[threadIdx.x * (BM_DECODE_GROUPS - 1) + j] = o[j];
+    __syncthreads();
+    const u64 w0 = (u64)b * BM_DECODE_TILE_WORDS;  // < out_words, as g_lo < groups
+    const u64 left = out_words - w0;
+    if (left >= BM_DECODE_TILE_WORDS) {
+        // w0 * 4 bytes is a multiple of 16 (BM_DECODE_TILE_WORDS = 3968 = 4 * 992).
+        uint4* o4 = reinterpret_cast<uint4*>(out + w0);
+        const uint4* s4 = reinterpret_cast<const uint4*>(stage);
+        for (u32 q = threadIdx.x; q < BM_DECODE_TILE_WORDS / 4; q += BM_DECODE_THREADS) o4[q] = s4[q];
+    } else {
+        for (u32 i = threadIdx.x; i < (u32)left; i += BM_DECODE_THREADS) out[w0 + i] = stage[i];
+    }
+}
+
+#define BM_DEC_KERNELS(NAME, PLWAH)                                                                                \
+    extern "C" __global__ void __launch_bounds__(BM_DEC_SUM_THREADS)                                               \
+        bm_dec_sums_##NAME(const u32* __restrict__ words, u32 m, u32* __restrict__ chunk_incl,                     \
+                           u32* __restrict__ partials) {                                                           \
+        bm_dec_sums<PLWAH>(words, m, chunk_incl, partials);                                                        \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BM_DECODE_THREADS)                                                \
+        bm_dec_expand_##NAME(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,             \
+                             const u32* __restrict__ partials, const u32* __restrict__ tile_chunk, u32 n_chunks,   \
+                             u64 groups, u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {         \
+        bm_dec_expand<PLWAH>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out, out_words, status); \
+    }
+BM_DEC_KERNELS(wah, false)
+BM_DEC_KERNELS(plwah, true)
 
 // ---- Algorithm 1 and the plain baseline ------------------------------------------------------
 

@@ -1,9 +1,14 @@
 //! WAH / PLWAH compressed bitmaps on the GPU (`kernels/bitmap.cu`, `docs/format/wah.md` "GPU
 //! notes"), word for word what `tessera_codecs::bitmap` writes on the CPU.
 //!
-//! - [`compress`]: the paper's Algorithms 1, 2 and 4 as one canonical writer over the groups of
-//!   the packed bits (reduce-then-scan over elements; see `kernels/include/wah.cuh`).
-//! - [`decompress`]: Algorithm 5 (slot-ends scan, then each thread expands 32 groups).
+//! - [`compress`]: the paper's Algorithms 1, 2 and 4 by *heads*: each group decides from itself
+//!   and the group before it whether it starts a word; a tile reduce, a one-block scan (word
+//!   offsets, and by suffix-min where every fill run ends), and an apply that reads only the
+//!   units of 32 groups that are not one fill (`kernels/bitmap.cu`, "compression by heads").
+//!   [`compress_device_writer`] is the former path through the general canonical writer.
+//! - [`decompress`]: Algorithm 5, output-partitioned: chunk sums of the group counts, then each
+//!   decode tile stages the words covering its groups in shared memory and each thread expands
+//!   32 groups (`kernels/bitmap.cu`, "decompression").
 //! - [`to_wah`] / [`convert`]: Algorithm 6, through the same writer, so fills longer than the
 //!   PLWAH counter merge into one WAH fill_word as on the CPU.
 //! - [`binary`]: AND / OR / XOR / AND-NOT on the compressed words: merge path over the two
@@ -44,6 +49,23 @@ pub const WRITER_TILE: u64 = WRITER_THREADS as u64 * WRITER_ITEMS;
 pub const DECODE_THREADS: u32 = 128;
 pub const DECODE_GROUPS: u64 = 32;
 pub const DECODE_TILE: u64 = DECODE_THREADS as u64 * DECODE_GROUPS;
+/// `BM_DEC_CHUNK`: words per decompression chunk; `BM_DEC_SUM_THREADS` x `BM_DEC_SUM_CHUNKS`:
+/// the chunk-sum pass's thread block and the chunks it sums.
+pub const DEC_CHUNK: u64 = 128;
+pub const DEC_SUM_THREADS: u32 = 256;
+pub const DEC_SUM_CHUNKS: u64 = 32;
+/// Compression by heads (`BM_CMP_*`): a tile of `CMP_THREADS` units of 32 groups, the
+/// summary words per tile, and the one-block tile scan's shape.
+pub const CMP_THREADS: u32 = 128;
+pub const CMP_TILE: u64 = CMP_THREADS as u64 * 32;
+pub const CMP_TILE_WORDS: u64 = CMP_TILE / 32 * GROUP_BITS;
+pub const CMP_DIRECT_MAX: u64 = 32;
+pub const CMP_SCAN_THREADS: u32 = 1024;
+pub const CMP_SCAN_ITEMS: u64 = 16;
+pub const CMP_SUMMARY_WORDS: u64 = CMP_THREADS as u64 / 32 * 2 + 1;
+/// `BM_CMP_LIT_MAX`, `BM_CMP_MASK_WORDS`: a tile's compact form (literals, masks).
+pub const CMP_LIT_MAX: u64 = 1024;
+pub const CMP_MASK_WORDS: u64 = CMP_THREADS as u64 * 2;
 /// `DS_THREADS` x `DS_ITEMS`: items per tile of the sum scans; `DS_PARTIAL_THREADS`.
 pub const DS_THREADS: u32 = 256;
 pub const DS_ITEMS: u64 = 8;
@@ -408,6 +430,11 @@ pub fn compress_device(gpu: &Gpu, flavor: Flavor, plain: &DevicePlain) -> Result
 /// [`compress_device`] with fill runs split at `max_counter` groups: the GPU twin of
 /// `Bitmap::compress_with_max_counter`, which makes the overflow path (the paper's
 /// Algorithm 4) reachable with small bitmaps.
+///
+/// Compression by heads (`kernels/bitmap.cu`, "compression by heads"): `bm_cmp_reduce_*` per
+/// tile of [`CMP_TILE`] groups (word count, first boundary key, open head, unit summary),
+/// `bm_cmp_scan` (one block: where each tile's open fill run ends, its full fill_words, the
+/// tiles' word offsets), `bm_cmp_apply_*` (the words); then one read of the word total.
 #[doc(hidden)]
 pub fn compress_device_with_max_counter(
     gpu: &Gpu,
@@ -415,6 +442,97 @@ pub fn compress_device_with_max_counter(
     plain: &DevicePlain,
     max_counter: u64,
 ) -> Result<DeviceBitmap> {
+    let groups = check_compress_args(flavor, plain, max_counter)?;
+    if groups == 0 {
+        return Ok(DeviceBitmap {
+            flavor,
+            bit_len: plain.bit_len,
+            words: gpu.alloc::<u32>(1)?,
+            len: 0,
+        });
+    }
+    let bits = gpu.ptr(&plain.words);
+    let n_words = plain.word_count() as u64;
+    let mask = last_group_mask(plain.bit_len);
+    let max = max_counter as u32;
+    // groups <= ceil(MAX_BITS / 31), so tiles < 2^16 and every count below fits u32.
+    let tiles = groups.div_ceil(CMP_TILE);
+    let t = tiles as usize;
+    let cnt = gpu.alloc::<u32>(t + 1)?;
+    let key = gpu.alloc::<u64>(t)?;
+    let open = gpu.alloc::<u32>(t)?;
+    let summ = gpu.alloc::<u32>(t * CMP_SUMMARY_WORDS as usize)?;
+    let cmask = gpu.alloc::<u32>(t * CMP_MASK_WORDS as usize)?;
+    let clits = gpu.alloc::<u32>(t * CMP_LIT_MAX as usize)?;
+    // Every word covers at least one group: at most `groups` words.
+    let out = gpu.alloc::<u32>(groups as usize)?;
+    let (pc, pk, po, ps, pout) = (
+        gpu.ptr(&cnt),
+        gpu.ptr(&key),
+        gpu.ptr(&open),
+        gpu.ptr(&summ),
+        gpu.ptr(&out),
+    );
+    let (pm, pl) = (gpu.ptr(&cmask), gpu.ptr(&clits));
+    let (reduce, apply) = match flavor {
+        Flavor::Wah => ("bm_cmp_reduce_wah", "bm_cmp_apply_wah"),
+        Flavor::Plwah => ("bm_cmp_reduce_plwah", "bm_cmp_apply_plwah"),
+    };
+    let f_r = gpu.function(Module::Bitmap, reduce)?;
+    let f_s = gpu.function(Module::Bitmap, "bm_cmp_scan")?;
+    let f_a = gpu.function(Module::Bitmap, apply)?;
+    let g = grid(groups, CMP_TILE)?;
+    let nt = tiles as u32;
+    let cap = groups;
+    // SAFETY: matches bm_cmp_reduce_<f>(bits, n_words, groups, last_mask, max_counter, cnt, key,
+    // open, summ, cmask, clits): `bits` holds >= n_words words (checked), one block per tile
+    // writes cnt, key, open [tile], summ[tile * CMP_SUMMARY_WORDS ..+ CMP_SUMMARY_WORDS],
+    // cmask[tile * CMP_MASK_WORDS ..+ CMP_MASK_WORDS] and clits[tile * CMP_LIT_MAX ..+
+    // CMP_LIT_MAX]; bm_cmp_scan(cnt, key, open, tiles, groups, max_counter): one block, cnt holds
+    // tiles + 1 entries, key and open tiles; bm_cmp_apply_<f>(bits, n_words, groups, last_mask,
+    // max_counter, cnt, key, summ, cmask, clits, out, out_cap): reads the same ranges, writes
+    // out[< out_cap = groups] only. The temporaries are freed stream-ordered, after the kernels.
+    unsafe {
+        gpu.launch(
+            &f_r,
+            g,
+            CMP_THREADS,
+            &[
+                &bits, &n_words, &groups, &mask, &max, &pc, &pk, &po, &ps, &pm, &pl,
+            ],
+        )?;
+        gpu.launch(
+            &f_s,
+            1,
+            CMP_SCAN_THREADS,
+            &[&pc, &pk, &po, &nt, &groups, &max],
+        )?;
+        gpu.launch(
+            &f_a,
+            g,
+            CMP_THREADS,
+            &[
+                &bits, &n_words, &groups, &mask, &max, &pc, &pk, &ps, &pm, &pl, &pout, &cap,
+            ],
+        )?;
+    }
+    let len = read_words(gpu, &cnt, t, 1)?[0] as usize;
+    drop((cnt, key, open, summ, cmask, clits));
+    if len as u64 > groups {
+        return Err(Error::Gpu(format!(
+            "GPU compression counted {len} words for {groups} groups"
+        )));
+    }
+    Ok(DeviceBitmap {
+        flavor,
+        bit_len: plain.bit_len,
+        words: out,
+        len,
+    })
+}
+
+/// The arguments' checks shared by both compressors; returns the group count.
+fn check_compress_args(flavor: Flavor, plain: &DevicePlain, max_counter: u64) -> Result<u64> {
     if max_counter == 0 || max_counter > flavor.max_counter() {
         return Err(Error::InvalidArgument(format!(
             "max_counter {max_counter} outside 1..={}",
@@ -426,7 +544,20 @@ pub fn compress_device_with_max_counter(
             "plain bitmap larger than its buffer or MAX_BITS".into(),
         ));
     }
-    let groups = group_count(plain.bit_len);
+    Ok(group_count(plain.bit_len))
+}
+
+/// Compression through the general canonical writer (`bm_compress_*`: reduce + partials +
+/// apply over the groups, `wah.cuh`), the path [`compress_device_with_max_counter`] replaced;
+/// kept so tests can check the two GPU compressors against each other and the CPU.
+#[doc(hidden)]
+pub fn compress_device_writer(
+    gpu: &Gpu,
+    flavor: Flavor,
+    plain: &DevicePlain,
+    max_counter: u64,
+) -> Result<DeviceBitmap> {
+    let groups = check_compress_args(flavor, plain, max_counter)?;
     let bits = gpu.ptr(&plain.words);
     let n_words = plain.word_count() as u64;
     let mask = last_group_mask(plain.bit_len);
@@ -638,6 +769,24 @@ pub fn upload_payload(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Devic
 
 /// Decompresses into `out` (at least `ceil(bit_len / 32)` words). Queued, not waited for.
 pub fn decompress_device_into(gpu: &Gpu, d: &DeviceBitmap, out: &mut CudaSlice<u32>) -> Result<()> {
+    decompress_queue(gpu, d, out, 0)
+}
+
+/// The decompression passes (`bitmap.cu`, "decompression"): chunk sums, their scan, each
+/// decode tile's first chunk, then the tiles. `status` is 0 or the address of one u32 that
+/// the tiles OR 1 into when a stream's chunks do not cover a tile (an invalid `DeviceBitmap`).
+/// Queued, not waited for.
+fn decompress_queue(
+    gpu: &Gpu,
+    d: &DeviceBitmap,
+    out: &mut CudaSlice<u32>,
+    status: u64,
+) -> Result<()> {
+    if d.bit_len > bitmap::MAX_BITS || d.len > d.words.len() {
+        return Err(Error::InvalidArgument(
+            "bitmap longer than MAX_BITS or than its word buffer".into(),
+        ));
+    }
     let groups = group_count(d.bit_len);
     let out_words = d.bit_len.div_ceil(32);
     if (out.len() as u64) < out_words {
@@ -648,28 +797,69 @@ pub fn decompress_device_into(gpu: &Gpu, d: &DeviceBitmap, out: &mut CudaSlice<u
     if groups == 0 {
         return Ok(());
     }
-    let e = slot_ends(gpu, d)?;
-    let n_slots = u32::try_from(d.slots())
+    if d.len == 0 {
+        return Err(Error::InvalidArgument(
+            "a compressed bitmap of no words cannot hold any bits".into(),
+        ));
+    }
+    let m = u32::try_from(d.len)
         .map_err(|_| Error::InvalidArgument("too many words for one GPU bitmap".into()))?;
-    let name = match d.flavor {
-        Flavor::Wah => "bm_decompress_wah",
-        Flavor::Plwah => "bm_decompress_plwah",
+    let n_chunks = u64::from(m).div_ceil(DEC_CHUNK);
+    let n_sums = n_chunks.div_ceil(DEC_SUM_CHUNKS);
+    let tiles = groups.div_ceil(DECODE_TILE);
+    let chunk_incl = gpu.alloc::<u32>(n_chunks as usize)?;
+    let partials = gpu.alloc::<u32>(n_sums as usize + 1)?;
+    let tile_chunk = gpu.alloc::<u32>(tiles as usize + 1)?;
+    let (sums, expand) = match d.flavor {
+        Flavor::Wah => ("bm_dec_sums_wah", "bm_dec_expand_wah"),
+        Flavor::Plwah => ("bm_dec_sums_plwah", "bm_dec_expand_plwah"),
     };
-    let f = gpu.function(Module::Bitmap, name)?;
-    let (pw, pe, po) = (gpu.ptr(&d.words), gpu.ptr(&e.ends), gpu.ptr(out));
-    // SAFETY: matches bm_decompress_<f>(words, n_slots, ends, groups, out, out_words): `words`
-    // holds len words (n_slots slots), `ends` n_slots entries, `out` >= out_words words. `e`
-    // is dropped right after the launch: cudarc frees device memory stream-ordered
-    // (cuMemFreeAsync on this stream, or after a synchronize), so only after the kernel ran.
+    let f_s = gpu.function(Module::Bitmap, sums)?;
+    let f_p = gpu.function(Module::Bitmap, "ds_partials_u32")?;
+    let f_t = gpu.function(Module::Bitmap, "bm_dec_tile_chunks")?;
+    let f_e = gpu.function(Module::Bitmap, expand)?;
+    let (pw, pc, pp, pt, po) = (
+        gpu.ptr(&d.words),
+        gpu.ptr(&chunk_incl),
+        gpu.ptr(&partials),
+        gpu.ptr(&tile_chunk),
+        gpu.ptr(out),
+    );
+    // All < 2^32: m is, n_chunks <= m, tiles <= MAX_BITS / 31 / DECODE_TILE.
+    let (nc, ns, nt) = (n_chunks as u32, n_sums as u32, tiles as u32);
+    // SAFETY: matches bm_dec_sums_<f>(words, m, chunk_incl, partials): `words` holds >= m words
+    // (checked above), chunk_incl n_chunks entries, partials n_sums + 1 (the grid is n_sums
+    // blocks, block p writing partials[p] and chunk_incl of its chunks < n_chunks);
+    // ds_partials_u32(partials, n_sums); bm_dec_tile_chunks(chunk_incl, partials, n_chunks,
+    // n_sums, tiles, tile_chunk): tile_chunk holds tiles + 1 entries, one per thread b <= tiles;
+    // bm_dec_expand_<f>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out,
+    // out_words, status): reads clamped to those lengths, writes < out_words <= out.len() words,
+    // status is 0 or one u32. The temporaries are dropped after the launches: cudarc frees
+    // device memory stream-ordered, so only after the kernels ran.
     unsafe {
         gpu.launch(
-            &f,
+            &f_s,
+            grid(n_sums, 1)?,
+            DEC_SUM_THREADS,
+            &[&pw, &m, &pc, &pp],
+        )?;
+        gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&pp, &ns])?;
+        gpu.launch(
+            &f_t,
+            grid(tiles + 1, 256)?,
+            256,
+            &[&pc, &pp, &nc, &ns, &nt, &pt],
+        )?;
+        gpu.launch(
+            &f_e,
             grid(groups, DECODE_TILE)?,
             DECODE_THREADS,
-            &[&pw, &n_slots, &pe, &groups, &po, &out_words],
+            &[
+                &pw, &m, &pc, &pp, &pt, &nc, &groups, &po, &out_words, &status,
+            ],
         )?;
     }
-    drop(e);
+    drop((chunk_incl, partials, tile_chunk));
     Ok(())
 }
 
@@ -683,11 +873,37 @@ pub fn decompress_device(gpu: &Gpu, d: &DeviceBitmap) -> Result<DevicePlain> {
     })
 }
 
+/// [`decompress_device`], then waits and says whether a decode tile found the stream's chunks
+/// inconsistent with its groups (never for a valid [`DeviceBitmap`]; the hook that lets tests
+/// feed the kernels invalid streams).
+#[doc(hidden)]
+pub fn decompress_device_checked(gpu: &Gpu, d: &DeviceBitmap) -> Result<(DevicePlain, bool)> {
+    let mut words = gpu.alloc::<u32>(d.bit_len.div_ceil(32) as usize)?;
+    let status = gpu.alloc::<u32>(1)?;
+    let ps = gpu.ptr(&status);
+    gpu.fill_bytes_raw(ps, 0, 4)?;
+    decompress_queue(gpu, d, &mut words, ps)?;
+    let flagged = read_words(gpu, &status, 0, 1)?[0] != 0;
+    Ok((
+        DevicePlain {
+            words,
+            bit_len: d.bit_len,
+        },
+        flagged,
+    ))
+}
+
 /// Validates a payload and decompresses it on the GPU: `ceil(bit_len / 8)` bytes, or the CPU
 /// decoder's error.
 pub fn decompress(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Vec<u8>> {
     let d = upload_payload(gpu, flavor, payload)?;
-    download_plain(gpu, &decompress_device(gpu, &d)?)
+    let (plain, flagged) = decompress_device_checked(gpu, &d)?;
+    if flagged {
+        return Err(Error::Gpu(
+            "GPU decompression found a validated stream inconsistent".into(),
+        ));
+    }
+    download_plain(gpu, &plain)
 }
 
 /// Decompresses a (valid) CPU bitmap on the GPU.
@@ -919,6 +1135,37 @@ mod tests {
         assert_eq!(num(&m, "BM_WRITER_ITEMS"), WRITER_ITEMS);
         assert_eq!(num(&m, "BM_DECODE_THREADS"), u64::from(DECODE_THREADS));
         assert_eq!(num(&m, "BM_DECODE_GROUPS"), DECODE_GROUPS);
+        assert_eq!(num(&m, "BM_DEC_CHUNK"), DEC_CHUNK);
+        assert_eq!(num(&m, "BM_DEC_SUM_THREADS"), u64::from(DEC_SUM_THREADS));
+        assert_eq!(num(&m, "BM_DEC_SUM_CHUNKS"), DEC_SUM_CHUNKS);
+        // One 16-byte load per lane per chunk; each warp of the sum pass sums whole chunks.
+        assert_eq!(DEC_CHUNK, 128);
+        assert_eq!(DEC_SUM_CHUNKS % u64::from(DEC_SUM_THREADS / 32), 0);
+        assert_eq!(
+            DEC_SUM_CHUNKS, 32,
+            "one warp scans a pass-1 block's chunk sums"
+        );
+        assert_eq!(num(&m, "BM_CMP_THREADS"), u64::from(CMP_THREADS));
+        assert_eq!(num(&m, "BM_CMP_TILE"), CMP_TILE);
+        assert_eq!(num(&m, "BM_CMP_TILE_WORDS"), CMP_TILE_WORDS);
+        assert_eq!(num(&m, "BM_CMP_DIRECT_MAX"), CMP_DIRECT_MAX);
+        assert_eq!(num(&m, "BM_CMP_SCAN_THREADS"), u64::from(CMP_SCAN_THREADS));
+        assert_eq!(num(&m, "BM_CMP_SCAN_ITEMS"), CMP_SCAN_ITEMS);
+        assert_eq!(
+            CMP_SUMMARY_WORDS,
+            u64::from(CMP_THREADS / 32) * 2 + 1,
+            "BM_CMP_SUMMARY_WORDS: two ballots per warp and the compact flag"
+        );
+        assert_eq!(num(&m, "BM_CMP_LIT_MAX"), CMP_LIT_MAX);
+        assert_eq!(
+            CMP_MASK_WORDS,
+            u64::from(CMP_THREADS) * 2,
+            "BM_CMP_MASK_WORDS: two masks per unit"
+        );
+        // The compact literals are staged in the tile's input buffer.
+        const { assert!(CMP_LIT_MAX <= CMP_TILE_WORDS) };
+        // A tile starts on a 16-byte boundary of the packed words (16-byte staging loads).
+        assert_eq!((CMP_TILE_WORDS * 4) % 16, 0);
         assert_eq!(num(&m, "DS_THREADS"), u64::from(DS_THREADS));
         assert_eq!(num(&m, "DS_ITEMS"), DS_ITEMS);
         assert_eq!(num(&m, "DS_PARTIAL_THREADS"), u64::from(DS_PARTIAL_THREADS));

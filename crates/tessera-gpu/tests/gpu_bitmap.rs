@@ -461,3 +461,478 @@ fn corrupt_payloads_give_the_cpu_decoders_error() {
         "only {checked} corrupt payloads were rejected"
     );
 }
+
+// ---- decompression: every tile / chunk edge --------------------------------------------------
+//
+// The decoder cuts the output into tiles of gb::DECODE_TILE groups and the words into chunks of
+// gb::DEC_CHUNK words; these tests put lengths, fills and literals across both kinds of
+// boundary, and compare with the CPU reference word for word.
+
+/// Packs 31-bit groups into `bit_len` bits (the last group truncated).
+fn bits_from_groups(groups: &[u32], bit_len: u64) -> Vec<u8> {
+    let mut out = vec![0u8; bit_len.div_ceil(8) as usize];
+    for (g, &v) in groups.iter().enumerate() {
+        for j in 0..31u64 {
+            let i = g as u64 * 31 + j;
+            if i < bit_len && (v >> j) & 1 == 1 {
+                out[(i / 8) as usize] |= 1 << (i % 8);
+            }
+        }
+    }
+    out
+}
+
+/// A literal group that is neither fill group nor one bit away from one (so it never folds).
+fn plain_literal(rng: &mut StdRng) -> u32 {
+    loop {
+        let v = rng.random::<u32>() & bitmap::GROUP_ONES;
+        let (z, o) = (v.count_ones(), (v ^ bitmap::GROUP_ONES).count_ones());
+        if z > 1 && o > 1 {
+            return v;
+        }
+    }
+}
+
+/// Segments of (a literal, then a fill of `fill_len(i)` groups), fill kinds alternating; every
+/// third literal differs from the fill before it in one bit (a PLWAH position).
+fn staircase(rng: &mut StdRng, segments: usize, fill_len: impl Fn(usize) -> usize) -> Vec<u32> {
+    let mut g = Vec::new();
+    let mut prev_fill: Option<u32> = None;
+    for i in 0..segments {
+        let lit = match prev_fill {
+            Some(f) if i % 3 == 0 => f ^ (1 << rng.random_range(0..31)),
+            _ => plain_literal(rng),
+        };
+        g.push(lit);
+        let f = if i % 2 == 0 { 0 } else { bitmap::GROUP_ONES };
+        g.extend(std::iter::repeat_n(f, fill_len(i)));
+        prev_fill = Some(f);
+    }
+    g
+}
+
+/// GPU decompression of `bits` (both flavors) equals the CPU's: through `decompress` (validated
+/// payload) and through `decompress_device_into` into a larger buffer whose words past
+/// `ceil(bit_len / 32)` must stay untouched.
+fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: &str) {
+    const SENTINEL: u32 = 0xA5C3_5A3C;
+    for f in FLAVORS {
+        let cpu = cpu_words(f, bits, bit_len);
+        let want = cpu.decompress_to_vec();
+        let got = gb::decompress(gpu, f, &cpu.to_payload()).expect("GPU decompresses");
+        assert!(got == want, "{f:?} {what} ({bit_len} bits)");
+        let d = gb::upload(gpu, &cpu).expect("upload");
+        let n = bit_len.div_ceil(32) as usize;
+        let mut out = gpu.upload(&vec![SENTINEL; n + 37]).expect("upload");
+        gb::decompress_device_into(gpu, &d, &mut out).expect("GPU decompresses");
+        let mut host = vec![0u32; n + 37];
+        gpu.download(&out, &mut host).expect("download");
+        assert!(
+            host[..n] == gb::pack_words(&want, bit_len)[..],
+            "{f:?} {what} ({bit_len} bits): decompress_device_into"
+        );
+        assert!(
+            host[n..].iter().all(|&w| w == SENTINEL),
+            "{f:?} {what} ({bit_len} bits): wrote past ceil(bit_len / 32) words"
+        );
+        let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("GPU decompresses");
+        assert!(!flagged, "{f:?} {what}: a valid stream was flagged");
+    }
+}
+
+#[test]
+fn gpu_decompression_handles_every_length_and_pattern() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let tile = 31 * gb::DECODE_TILE; // bits per decode tile
+    let chunk = 31 * gb::DEC_CHUNK; // bits of one chunk of literals
+    let mut lengths = vec![
+        0u64,
+        1,
+        5,
+        30,
+        31,
+        32,
+        33,
+        61,
+        62,
+        63,
+        64,
+        65,
+        93,
+        94,
+        95,
+        96,
+        991,
+        992,
+        993,
+        chunk - 1,
+        chunk,
+        chunk + 1,
+        tile - 1,
+        tile,
+        tile + 1,
+        tile + 31,
+        2 * tile - 7,
+        5 * tile + 3 * chunk + 11,
+        33 * tile + 1,
+    ];
+    lengths.extend((0..2).map(|_| rng.random_range(1..3_000_000u64)));
+    let mut pats = vec![
+        Pattern::Zeros,
+        Pattern::Ones,
+        Pattern::Alternating,
+        Pattern::Runs,
+        Pattern::Density(1),
+        Pattern::Density(16),
+    ];
+    pats.push(Pattern::Density(rng.random_range(2..=15)));
+    for bit_len in lengths {
+        for &p in &pats {
+            let bits = bits_of(&mut rng, bit_len, p);
+            check_decompression(gpu, &bits, bit_len, &format!("{p:?}"));
+        }
+    }
+}
+
+#[test]
+fn gpu_decompression_of_fills_longer_than_many_tiles() {
+    let Some(gpu) = gpu() else { return };
+    let bit_len = (1u64 << 26) + 5; // 2^26 bits: one fill over > 500 tiles
+    let n = bit_len.div_ceil(8) as usize;
+    for (what, fill) in [("zeros", 0u8), ("ones", 0xFF)] {
+        let mut bits = vec![fill; n];
+        check_decompression(gpu, &bits, bit_len, what);
+        // One odd bit at the very start, and one near the end (a PLWAH fill with a position,
+        // then a fill, a literal and the tail).
+        bits[0] ^= 0x01;
+        check_decompression(gpu, &bits, bit_len, &format!("{what}, first bit flipped"));
+        bits[n - 40] ^= 0x10;
+        check_decompression(gpu, &bits, bit_len, &format!("{what}, two bits flipped"));
+    }
+}
+
+#[test]
+fn gpu_decompression_of_fills_across_tile_and_chunk_boundaries() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    // Segments of 131 groups: 131 is odd, so segment starts take every offset mod the tile
+    // (4096 segments), and 131 is prime, so tile boundaries land at every offset inside a fill.
+    let g = staircase(&mut rng, 4096, |_| 130);
+    for cut in [0u64, 1, 17, 30] {
+        let bit_len = g.len() as u64 * 31 - cut;
+        check_decompression(gpu, &bits_from_groups(&g, bit_len), bit_len, "short fills");
+    }
+    // Fills longer than a tile (4200..4206 groups): each crosses one or two tile boundaries.
+    let g = staircase(&mut rng, 300, |i| 4200 + i % 7);
+    let bit_len = g.len() as u64 * 31 - 3;
+    check_decompression(gpu, &bits_from_groups(&g, bit_len), bit_len, "long fills");
+    // Fills of 1..=300 groups between runs of literals of every length 1..=130 (chunks of mixed
+    // group density, so chunk and tile boundaries fall everywhere relative to each other).
+    let mut g = Vec::new();
+    for i in 0..2000usize {
+        for _ in 0..(i * 37) % 130 + 1 {
+            g.push(plain_literal(&mut rng));
+        }
+        let f = if i % 2 == 0 { 0 } else { bitmap::GROUP_ONES };
+        g.extend(std::iter::repeat_n(f, (i * 53) % 300 + 1));
+        if i % 4 == 1 {
+            g.push(f ^ (1 << (i % 31))); // a PLWAH position
+        }
+    }
+    let bit_len = g.len() as u64 * 31;
+    check_decompression(gpu, &bits_from_groups(&g, bit_len), bit_len, "mixed runs");
+}
+
+#[test]
+fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let device = |f: Flavor, words: &[u32], bit_len: u64| gb::DeviceBitmap {
+        flavor: f,
+        bit_len,
+        words: gpu.upload(words).expect("upload"),
+        len: words.len(),
+    };
+    for f in FLAVORS {
+        // Too few groups for bit_len: the last tiles are not covered and must be flagged.
+        for (words, bit_len) in [
+            (vec![0x1234_5678u32], 31 * 100),
+            (vec![0x8000_0010u32; 3], 31 * 4096 * 3),
+            (vec![0x0000_0001u32; 5000], 31 * 9000),
+        ] {
+            let d = device(f, &words, bit_len);
+            let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("no fault");
+            assert!(
+                flagged,
+                "{f:?}: {} words short of {bit_len} bits",
+                words.len()
+            );
+        }
+        // Zero counters (words that cover nothing), huge counters, random words: any output,
+        // but no fault (compute-sanitizer checks the bounds on the GPU machine).
+        let mut zeros = vec![0x8000_0000u32; 20_000];
+        zeros.push(0x0000_0001);
+        let cases = [
+            (zeros, 31u64),
+            (vec![0xBFFF_FFFFu32, 0x7FFF_FFFF], 31 * 50_000),
+            (
+                (0..30_000)
+                    .map(|_| rng.random::<u32>())
+                    .collect::<Vec<u32>>(),
+                31 * rng.random_range(1..2_000_000u64),
+            ),
+            (
+                (0..30_000)
+                    .map(|_| rng.random::<u32>() & 0x8000_00FF)
+                    .collect(),
+                31 * 300_000,
+            ),
+        ];
+        for (words, bit_len) in cases {
+            let d = device(f, &words, bit_len);
+            gb::decompress_device_checked(gpu, &d).expect("no fault");
+        }
+    }
+}
+
+// ---- compression by heads (bm_cmp_*: tiles of 4096 groups, units of 32) -----------------------
+
+/// Groups per compression tile (`BM_CMP_TILE`).
+const CMP_TILE: u64 = gb::CMP_TILE;
+
+/// GPU compression (by heads), the former GPU path through the general writer, and the CPU:
+/// the same words, for both flavors, at `max_counter` (None: the flavor's own).
+fn check_compression(
+    gpu: &tessera_gpu::Gpu,
+    bits: &[u8],
+    bit_len: u64,
+    max: Option<u64>,
+    what: &str,
+) {
+    for f in FLAVORS {
+        let m = max.unwrap_or(f.max_counter());
+        let cpu = Bitmap::compress_with_max_counter(f, bits, bit_len, m).expect("CPU");
+        if max.is_none() {
+            assert!(cpu == cpu_words(f, bits, bit_len), "CPU paths agree");
+        }
+        let plain = gb::upload_plain(gpu, bits, bit_len).expect("upload");
+        let heads = gb::compress_device_with_max_counter(gpu, f, &plain, m).expect("GPU heads");
+        let got = gb::download(gpu, &heads).expect("a valid stream");
+        if got != cpu {
+            let (g, c) = (got.words(), cpu.words());
+            let i = g.iter().zip(c).take_while(|(a, b)| a == b).count();
+            panic!(
+                "{f:?} {what} ({bit_len} bits, max {m}): GPU {} words, CPU {}, first difference \
+                 at word {i}: GPU {:08x?} CPU {:08x?}",
+                g.len(),
+                c.len(),
+                g.get(i),
+                c.get(i)
+            );
+        }
+        let writer = gb::compress_device_writer(gpu, f, &plain, m).expect("GPU writer");
+        assert!(
+            gb::download(gpu, &writer).expect("valid") == cpu,
+            "{f:?} {what} ({bit_len} bits, max {m}): the general writer"
+        );
+    }
+}
+
+/// Sets bits [from, to) of a packed bitmap to `one`.
+fn set_range(bits: &mut [u8], from: u64, to: u64, one: bool) {
+    let mut i = from;
+    while i < to && i % 8 != 0 {
+        set_bit(bits, i, one);
+        i += 1;
+    }
+    let whole = (to - i) / 8;
+    bits[(i / 8) as usize..(i / 8 + whole) as usize].fill(if one { 0xFF } else { 0 });
+    i += 8 * whole;
+    while i < to {
+        set_bit(bits, i, one);
+        i += 1;
+    }
+}
+
+fn set_bit(bits: &mut [u8], i: u64, one: bool) {
+    let (b, m) = ((i / 8) as usize, 1u8 << (i % 8));
+    if one {
+        bits[b] |= m;
+    } else {
+        bits[b] &= !m;
+    }
+}
+
+#[test]
+fn compression_by_heads_matches_at_every_small_and_edge_length() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let t = 31 * CMP_TILE;
+    let mut lengths: Vec<u64> = (1..=100).collect();
+    for base in [31 * 32, 31 * 64, t, 2 * t, 3 * t] {
+        for d in [-32i64, -31, -30, -1, 0, 1, 30, 31, 32] {
+            lengths.push((base as i64 + d) as u64);
+        }
+    }
+    for bit_len in lengths {
+        for p in patterns(&mut rng) {
+            let bits = bits_of(&mut rng, bit_len, p);
+            check_compression(gpu, &bits, bit_len, None, &format!("{p:?}"));
+        }
+    }
+    // No groups at all.
+    for f in FLAVORS {
+        let got = gb::compress(gpu, f, &[], 0).expect("GPU compresses nothing");
+        assert!(got == cpu_words(f, &[], 0) && got.words().is_empty());
+    }
+}
+
+#[test]
+fn compression_by_heads_matches_at_every_density() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    // 2^-12 leaves ~20% of the units of 32 groups mixed: some tiles read them directly, others
+    // stage the whole tile; sparser tiles read almost nothing in the apply pass.
+    for k in 1..=16u32 {
+        let bit_len = 31 * CMP_TILE * 40 + rng.random_range(0..31 * CMP_TILE);
+        let bits = bits_of(&mut rng, bit_len, Pattern::Density(k));
+        check_compression(gpu, &bits, bit_len, None, &format!("2^-{k}"));
+    }
+}
+
+#[test]
+fn compression_of_fills_crossing_tiles_at_every_offset() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let groups = (3 * CMP_TILE + 77) as usize;
+    for fill in [0u32, bitmap::GROUP_ONES] {
+        let other = fill ^ bitmap::GROUP_ONES;
+        for d in -40i64..=40 {
+            // A fill run from (tile edge 1 + d) to (tile edge 2 - d / 2), a literal before it
+            // and after it: a plain one, or one bit away from the fill (a PLWAH position), or the
+            // other fill.
+            let start = (CMP_TILE as i64 + d) as usize;
+            let end = (2 * CMP_TILE as i64 - d / 2) as usize;
+            let mut g = vec![other; groups];
+            for x in g.iter_mut().take(start) {
+                *x = plain_literal(&mut rng);
+            }
+            g[start..end].fill(fill);
+            g[end] = match d.rem_euclid(3) {
+                0 => fill ^ (1 << rng.random_range(0..31)),
+                1 => plain_literal(&mut rng),
+                _ => other,
+            };
+            let bit_len = groups as u64 * 31 - rng.random_range(0..31);
+            let bits = bits_from_groups(&g, bit_len);
+            check_compression(
+                gpu,
+                &bits,
+                bit_len,
+                None,
+                &format!("fill {fill:x} offset {d}"),
+            );
+        }
+        // A one-bit literal right at every tile and unit edge after a fill of either kind.
+        for at in [
+            1u64,
+            31,
+            32,
+            33,
+            CMP_TILE - 1,
+            CMP_TILE,
+            CMP_TILE + 1,
+            2 * CMP_TILE,
+        ] {
+            for bit in [0u32, 17, 30] {
+                let mut g = vec![fill; 2 * CMP_TILE as usize + 40];
+                g[at as usize] = fill ^ (1 << bit);
+                g[at as usize + 1] = if bit == 17 {
+                    plain_literal(&mut rng)
+                } else {
+                    fill
+                };
+                let bit_len = g.len() as u64 * 31;
+                let bits = bits_from_groups(&g, bit_len);
+                check_compression(
+                    gpu,
+                    &bits,
+                    bit_len,
+                    None,
+                    &format!("fold at {at} bit {bit}"),
+                );
+            }
+        }
+    }
+    // Staircases of fills spanning 0 to 3 tiles, all kinds of literals between.
+    for span in [1usize, 31, 33, 4095, 4097, 9000, 13_000] {
+        let g = staircase(&mut rng, 12, |i| 1 + (i * 7919 + span) % span);
+        let bit_len = g.len() as u64 * 31;
+        let bits = bits_from_groups(&g, bit_len);
+        check_compression(gpu, &bits, bit_len, None, &format!("staircase {span}"));
+    }
+}
+
+#[test]
+fn compression_by_heads_splits_runs_at_small_max_counters() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let maxes = [1u64, 2, 3, 31, 4095, 4096, 4097];
+    let t = 31 * CMP_TILE;
+    for bit_len in [1u64, 31, 62, 1000, t - 5, t + 40, 3 * t + 17] {
+        for p in [
+            Pattern::Zeros,
+            Pattern::Ones,
+            Pattern::Runs,
+            Pattern::Density(10),
+            Pattern::Density(1),
+        ] {
+            let bits = bits_of(&mut rng, bit_len, p);
+            for m in maxes {
+                check_compression(gpu, &bits, bit_len, Some(m), &format!("{p:?}"));
+            }
+        }
+    }
+    // Fills of several tiles with one-bit literals after them (the split run's last word keeps
+    // the position).
+    let g = staircase(&mut rng, 9, |i| [5000usize, 9000, 3, 12_289][i % 4]);
+    let bit_len = g.len() as u64 * 31;
+    let bits = bits_from_groups(&g, bit_len);
+    for m in maxes {
+        check_compression(gpu, &bits, bit_len, Some(m), "staircase");
+    }
+}
+
+#[test]
+fn compression_of_a_max_size_bitmap_with_runs_past_the_plwah_counter() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    // MAX_BITS bits: more tiles than one step of the tile scan (16384) holds; a 1-fill of more
+    // than 2^25 - 1 groups (PLWAH splits it) ending in a one-bit literal (its position goes to
+    // the last fill_word), a 0-fill of more than 2 * (2^25 - 1) groups, sparse bits elsewhere.
+    let bit_len = bitmap::MAX_BITS;
+    let mut bits = vec![0u8; bit_len.div_ceil(8) as usize];
+    for _ in 0..20_000 {
+        let i = rng.random_range(0..bit_len);
+        set_bit(&mut bits, i, true);
+    }
+    let g1 = 1_000_003u64;
+    let g2 = g1 + (1 << 25) + 4321;
+    set_range(&mut bits, 31 * g1, 31 * g2, true);
+    set_range(&mut bits, 31 * g2, 31 * (g2 + 1), true);
+    set_bit(&mut bits, 31 * g2 + 9, false);
+    let g3 = g2 + 1;
+    let g4 = g3 + 2 * (1 << 25) + 77;
+    set_range(&mut bits, 31 * g3, 31 * g4, false);
+    let plain = gb::upload_plain(gpu, &bits, bit_len).expect("upload");
+    for f in FLAVORS {
+        let cpu = cpu_words(f, &bits, bit_len);
+        let got = gb::download(
+            gpu,
+            &gb::compress_device(gpu, f, &plain).expect("GPU compresses"),
+        )
+        .expect("valid");
+        assert!(got == cpu, "{f:?} MAX_BITS");
+    }
+}

@@ -56,6 +56,23 @@
 #define BM_DECODE_THREADS 128
 #define BM_DECODE_GROUPS 32
 #define BM_DECODE_TILE (BM_DECODE_THREADS * BM_DECODE_GROUPS)
+// Decompression's chunks (bitmap.cu, "decompression"): a chunk is BM_DEC_CHUNK consecutive
+// words (one 16-byte load per lane of a warp). Pass 1 sums the group counts of
+// BM_DEC_SUM_CHUNKS chunks per thread block of BM_DEC_SUM_THREADS threads (each warp
+// BM_DEC_SUM_CHUNKS / 8 of them). A decode tile of a valid stream needs at most
+// BM_DEC_MAX_CHUNKS chunks (every word covers >= 1 group, so the chunks strictly inside the
+// tile's group range hold <= BM_DECODE_TILE words, plus one chunk at each end); shared memory
+// holds that many words and their ends, padded by one word per 32 (BM_DEC_PAD) so that lanes
+// walking a dense stream 32 words apart hit distinct banks.
+#define BM_DEC_CHUNK 128
+#define BM_DEC_SUM_THREADS 256
+#define BM_DEC_SUM_CHUNKS 32
+#define BM_DEC_MAX_CHUNKS (BM_DECODE_TILE / BM_DEC_CHUNK + 2)
+#define BM_DEC_SMEM_WORDS (BM_DEC_MAX_CHUNKS * BM_DEC_CHUNK)
+#define BM_DEC_PAD(i) ((i) + ((i) >> 5))
+#define BM_DEC_SMEM_PADDED (BM_DEC_SMEM_WORDS + BM_DEC_SMEM_WORDS / 32)
+// Output words per decode tile: 32 groups are exactly 31 words.
+#define BM_DECODE_TILE_WORDS (BM_DECODE_TILE / 32 * BM_GROUP_BITS)
 
 // Binary operations (ops::Op): AND, OR, XOR, AND-NOT.
 #define BM_OP_AND 0
@@ -100,6 +117,26 @@ template <bool PLWAH> __device__ __forceinline__ void bm_slot(u32 w, u32 half, u
         v = fg;
         c = w & BM_WAH_COUNTER_MASK;
     }
+}
+
+// Groups word w covers: a literal 1, a fill its counter (PLWAH: plus 1 with a position).
+template <bool PLWAH> __device__ __forceinline__ u32 bm_word_groups(u32 w) {
+    if (!(w & BM_FILL_FLAG)) return 1u;
+    if (PLWAH) return (w & BM_PLWAH_COUNTER_MASK) + ((w & BM_PLWAH_POSITION_MASK) ? 1u : 0u);
+    return w & BM_WAH_COUNTER_MASK;
+}
+
+// Group r of word w, where the word's groups end (exclusively) at e > r: a literal is its
+// group, a fill its fill group, except that a PLWAH fill with position p != 0 ends in ONE
+// dirty group (the fill group with bit p - 1 flipped).
+template <bool PLWAH> __device__ __forceinline__ u32 bm_word_group(u32 w, u32 e, u32 r) {
+    if (!(w & BM_FILL_FLAG)) return w;
+    u32 x = (w & BM_FILL_BIT) ? BM_GROUP_ONES : 0u;
+    if (PLWAH) {
+        const u32 pos = (w & BM_PLWAH_POSITION_MASK) >> BM_PLWAH_POSITION_SHIFT;
+        if (pos && r + 1 == e) x ^= 1u << (pos - 1);
+    }
+    return x;
 }
 
 // Slot k of a word stream.
@@ -244,5 +281,27 @@ __device__ __forceinline__ void bm_writer_emit(const u32 (&v)[ITEMS], const u32 
         pk = kd;
     }
 }
+
+// ---- compression by heads (bitmap.cu, "compression") ------------------------------------------
+// A compression tile is BM_CMP_THREADS units of 32 groups (one unit per thread: 32 groups are
+// exactly 31 input words), so BM_CMP_TILE groups and BM_CMP_TILE_WORDS input words. In the apply
+// pass a tile whose mixed units (not 32 groups of one fill) number at most BM_CMP_DIRECT_MAX
+// lets each mixed unit's thread read its own 31 words and skips the uniform ones; otherwise the
+// tile is staged whole with 16-byte loads. The tile scan is one block of BM_CMP_SCAN_THREADS
+// threads, BM_CMP_SCAN_ITEMS tiles each per step.
+#define BM_CMP_THREADS 128
+#define BM_CMP_TILE 4096
+#define BM_CMP_TILE_WORDS 3968
+#define BM_CMP_DIRECT_MAX 32
+#define BM_CMP_SCAN_THREADS 1024
+#define BM_CMP_SCAN_ITEMS 16
+// Per-tile unit summary: for each warp of the tile, a ballot of its mixed units and one of its
+// all-ones units (u32 each), then whether pass 1 saved the tile in compact form.
+#define BM_CMP_SUMMARY_WORDS (BM_CMP_THREADS / 32 * 2 + 1)
+// Compact form of a tile (pass 1 writes it when the tile has more than BM_CMP_DIRECT_MAX mixed
+// units but at most BM_CMP_LIT_MAX literal groups): per unit its literal and all-ones masks (2
+// words), and the tile's literal groups in order (BM_CMP_LIT_MAX words reserved per tile).
+#define BM_CMP_LIT_MAX 1024
+#define BM_CMP_MASK_WORDS (BM_CMP_THREADS * 2)
 
 #endif
