@@ -58,6 +58,34 @@ struct ForGroup {
     u32 origin;      // contiguous layout: data-area word held by words[0]; ~0u: slot layout
 };
 
+// The checks of one FOR / DFOR block (for.md, dfor.md) shared by every loader: its range of
+// len words must hold the reference (rw words), the bit-width word and the four miniblocks, and
+// every bit_width must be <= lane. Returns 0, or the status code with its detail (the first
+// failing miniblock's index and width, or the words the block needs), as the CPU reports it.
+template <int LANE>
+__device__ __forceinline__ u32 ts_for_block_check(u32 bww, u32 len, u32 rw, u32& detail) {
+    if (len < rw + 1) {
+        detail = rw + 1;
+        return TS_ST_TRUNCATED;
+    }
+    u32 sum = 0;
+#pragma unroll
+    for (u32 mb = 0; mb < TS_FOR_MINIBLOCKS; ++mb) {
+        const u32 b = (bww >> (8 * mb)) & 0xFF;
+        if (b > (u32)LANE) {
+            detail = (mb << 8) | b;
+            return TS_ST_BIT_WIDTH;
+        }
+        sum += b;
+    }
+    if (rw + 1 + sum > len) {
+        detail = rw + 1 + sum;
+        return TS_ST_TRUNCATED;
+    }
+    detail = 0;
+    return 0;
+}
+
 template <int LANE, int G, bool DELTA>
 __device__ __forceinline__ ForGroup ts_load_for_group(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
                                                       ForGroupStorage<LANE, G>& s, u64* status) {
@@ -133,28 +161,18 @@ __device__ __forceinline__ ForGroup ts_load_for_group(const u32* __restrict__ g,
                 // range of a tile's last block.
                 if (DELTA && (j & 3) == 3 && q.k0 + j + 1 < q.L.block_count) len = len > RW ? len - RW : 0u;
                 const u32 base = q.origin != ~0u ? b0 - q.origin : j * S::SLOT;
-                if (len < RW + 1) {
-                    code = TS_ST_TRUNCATED;
-                    detail = RW + 1;
-                } else {
-                    // Reads stay in the block's copy: len >= RW + 1, MAX_BLOCK_WORDS >= RW + 1.
+                // Reads stay in the block's copy: the bit-width word only when len >= RW + 1
+                // (MAX_BLOCK_WORDS >= RW + 1).
+                const u32 bw_word = len >= RW + 1 ? s.words[base + RW] : 0u;
+                code = ts_for_block_check<LANE>(bw_word, len, RW, detail);
+                if (code == 0) {
                     ref = ts_read_lane<LANE>(s.words + base);
-                    const u32 bw_word = s.words[base + RW];
-                    u32 off = RW + 1, sum = 0;
+                    u32 off = RW + 1;
 #pragma unroll
                     for (u32 mb = 0; mb < TS_FOR_MINIBLOCKS; ++mb) {
                         const u32 b = (bw_word >> (8 * mb)) & 0xFF;
-                        if (b > (u32)LANE && code == 0) {
-                            code = TS_ST_BIT_WIDTH;
-                            detail = (mb << 8) | b;
-                        }
                         if (mb < m) off += b;
                         if (mb == m) bw = b;
-                        sum += b;
-                    }
-                    if (code == 0 && RW + 1 + sum > len) {
-                        code = TS_ST_TRUNCATED;
-                        detail = RW + 1 + sum;
                     }
                     bit = (base + off) * 32;
                 }
@@ -264,7 +282,7 @@ __device__ __forceinline__ bool LoadDBitPack(const u32* __restrict__ g, const Ch
 // blocks alone:
 //   LoadBitPackWarpGroup: lane t reads block_starts entry k0 + t and, for t < blocks, block
 //     k0 + t's reference and bit-width word (two coalesced loads for the whole group), and
-//     checks exactly what ts_load_for_group checks, reporting the same status keys;
+//     checks them with ts_for_block_check, as ts_load_for_group does (same status keys);
 //   LoadBitPackWarpBlock: block j's four miniblocks, each read with ONE coalesced load (lane l
 //     holds word l of the miniblock, l < bit_width), and lane l's value of each assembled from
 //     two shuffled words: items[m] = value 32m + l of the block.
@@ -303,28 +321,12 @@ __device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restri
     bool ok = false;
     if (l < q.blocks && e <= next && next <= data_len) {
         const u32 len = next - e;
-        u32 code = 0, detail = 0;
-        if (len < 2) {
-            code = TS_ST_TRUNCATED;
-            detail = 2;
-        } else {
+        if (len >= 2) {
             ref = __ldg(&g[q.L.data + e]);
             bww = __ldg(&g[q.L.data + e + 1]);
-            u32 sum = 0;
-#pragma unroll
-            for (u32 mb = 0; mb < TS_FOR_MINIBLOCKS; ++mb) {
-                const u32 b = (bww >> (8 * mb)) & 0xFF;
-                if (b > 32u && code == 0) {
-                    code = TS_ST_BIT_WIDTH;
-                    detail = (mb << 8) | b;
-                }
-                sum += b;
-            }
-            if (code == 0 && 2 + sum > len) {
-                code = TS_ST_TRUNCATED;
-                detail = 2 + sum;
-            }
         }
+        u32 detail;
+        const u32 code = ts_for_block_check<32>(bww, len, 1, detail);
         ok = code == 0;
         if (!ok) ts_report(status, TS_CLASS_BLOCK, q.k0 + l, code, detail);
     }
