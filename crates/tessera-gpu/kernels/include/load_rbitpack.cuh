@@ -8,14 +8,13 @@
 //   1. the warp parses the run word (1 <= r <= 512, 1 <= length_reference <= 512) and the 2m
 //      miniblock bit widths (values <= lane, run lengths <= 10), scans the miniblock sizes into
 //      word offsets and checks that they fit the block's range (rfor_block_meta);
-//   2. the warp unpacks the run lengths, 16 per lane (lane l: entries 16l .. 16l+15), checks
-//      each (1..=512) and that their total (one warp scan) is the block's value count; then,
-//      unless every length is 1, it marks each run's start position with the run's index and
-//      max-scans the 512 positions, so run_of[p] is the run covering position p
-//      (rfor_run_ends);
+//   2. the warp unpacks the run lengths 32 at a time (lane l: entry 32q + l), checks each
+//      (1..=512), and a warp-wide scan per 32 gives every run's end (rfor_run_ends), whose total
+//      must be the block's value count;
 //   3. lane l takes output positions 128k + 4l .. 128k + 4l + 3 (k = 0..3, so every store of
-//      the warp is 512 contiguous bytes): one 8-byte shared load gives their four runs, and
-//      each run's value is unpacked straight from the packed words.
+//      the warp is 512 contiguous bytes): a binary search over the run ends finds the first
+//      position's run, a short walk the next three, and each run's value is unpacked straight
+//      from the packed words.
 // LoadRBitPack keeps the paper's shape (one block per thread block, thread t holding values
 // 4t .. 4t+3): warp 0 does steps 1-2, one barrier, every thread does step 3.
 // Every read stays inside the block's checked range or the two spare words after it. Failures
@@ -48,9 +47,7 @@ template <int LANE, int G> struct RforGroupStorage {
     u32 first_word[G];
     u32 runs[G];
     u32 identity[G];  // nonzero: every run has length 1, and this is the block's value count
-    // Position p of block b lies in run run_of[b][p] (built only when some run is longer than
-    // 1); 16-byte aligned rows, as each lane reads and writes 16 positions at once.
-    __align__(16) u16 run_of[G][TS_RFOR_BLOCK_VALUES];
+    u16 run_end[G][MAX_RUNS];
 };
 
 struct RforGroup {
@@ -172,20 +169,8 @@ __device__ __forceinline__ RforGroup LoadRBitPackGroup(const u32* __restrict__ g
     return q;
 }
 
-// Step 2 for block `b` of a loaded group, by one warp: checks the run lengths and, unless
-// every run has length 1, leaves in s.run_of[b][p] the run that covers position p. Returns the
+// Step 2 for block `b` of a loaded group, by one warp: run ends into s.run_end[b]. Returns the
 // run count, or 0 when the block is corrupt (reported).
-//
-// Lane l takes run-length entries 16l .. 16l+15 (half l & 1 of miniblock l >> 1, so one width
-// and one mask per lane), and one warp scan of the lanes' sums places every run, whatever r
-// is; one warp scan per 32 runs and a binary search per output position cost more (1.1-1.2x
-// slower at 4-11 bits per value on the H100). Then:
-//   marks   run j > 0 writes j at its start position (distinct positions: lengths are >= 1);
-//   scan    an inclusive max-scan over the 512 positions (16 per lane, then across lanes)
-//           carries each mark to the end of its run: run indexes grow with position.
-// (Also unpacking every run's value into shared memory, so that expansion reads values instead
-// of unpacking them, measured slower at >= 8 bits per value: 8 KB more per thread block cost a
-// quarter of the occupancy.)
 template <int LANE, int G>
 __device__ __forceinline__ u32 rfor_run_ends(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c, u32 b,
                                              u64* status) {
@@ -200,99 +185,53 @@ __device__ __forceinline__ u32 rfor_run_ends(RforGroupStorage<LANE, G>& s, const
     // Data without runs (RFOR chosen for a column that has none, or a block of distinct values):
     // r equals the value count, length_reference is 1 and every run-length miniblock has bit
     // width 0, so every length is exactly 1 and their sum is the count: nothing to check, no run
-    // index to build, and position p is run p (rfor_expand's identity case).
+    // ends to build, and position p is run p (rfor_expand's identity case).
     const u32 lbw_l = l < m ? s.mb_bw[b][m + l] : 0u;
     if (r == count && lref == 1 && __ballot_sync(0xFFFFFFFFu, lbw_l != 0) == 0) {
         if (l == 0) s.identity[b] = count;
         __syncwarp();
         return r;
     }
-    // This lane's entries: j0 .. j0+15 of run-length miniblock mq (entries past r are not read:
-    // the last miniblock stores only its entries' bits).
-    const u32 j0 = 16 * l, mq = l >> 1;
-    const u32 lbw = mq < m ? s.mb_bw[b][m + mq] : 0u;
-    const u32 bit0 = mq < m ? s.mb_word[b][m + mq] * 32 + (j0 & 31) * lbw : 0u;
-    u32 lane_sum = 0;
+    // Row q = entries 32q .. 32q+31 = run-length miniblock q, lane l taking entry 32q + l: one
+    // warp scan per row, so a block of few runs (RFOR's case) costs one short scan.
+    u32 carry = 0;
     bool bad = false;
-#pragma unroll
-    for (u32 i = 0; i < 16; ++i) {
-        const u32 j = j0 + i;
+    for (u32 q = 0; q < m; ++q) {
+        const u32 j = 32 * q + l;
+        const u32 lbw = s.mb_bw[b][m + q];
+        u32 len = 0;
         if (j < r) {
-            const u32 len = lref + ts_extract32(s.words, bit0 + i * lbw, lbw);
+            len = lref + ts_extract32(s.words, s.mb_word[b][m + q] * 32 + l * lbw, lbw);
             if (len < 1 || len > TS_RFOR_MAX_LENGTH) {
-                // Entry index in the detail, so the first bad entry wins the atomicMin (the
-                // lane's first is enough: the block's first is some lane's first).
-                if (!bad) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, (j << 17) | (len & 0x1FFFFu));
+                // Entry index in the detail, so the first bad entry wins the atomicMin.
+                ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, (j << 17) | (len & 0x1FFFFu));
                 bad = true;
-            } else {
-                lane_sum += len;
+                len = 0;
             }
         }
+        const u32 incl = warp_inclusive_sum(len);
+        if (j < r) s.run_end[b][j] = (u16)ts_min(carry + incl, 0xFFFFu);
+        carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
     }
-    const u32 incl = warp_inclusive_sum(lane_sum);
-    const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
     // The lengths must sum to the block's value count; a run-length error, if any, sorts first
     // in the status key (the CPU checks lengths before their sum).
     bad = __any_sync(0xFFFFFFFFu, bad);
-    if (bad || total != count) {
-        if (!bad && l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, total);
+    if (bad || carry != count) {
+        if (!bad && l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, carry);
         return 0;
     }
     // Valid lengths (each >= 1) that sum to r values are all 1.
-    if (r == count) {
-        if (l == 0) s.identity[b] = count;
-        __syncwarp();
-        return r;
-    }
-    if (l == 0) s.identity[b] = 0u;
-    u16* run_of = s.run_of[b];
-    uint4* row = reinterpret_cast<uint4*>(run_of + j0);
-    row[0] = make_uint4(0, 0, 0, 0);
-    row[1] = make_uint4(0, 0, 0, 0);
-    __syncwarp();
-    // Marks: every start is < count <= 512 (lengths >= 1 summing to count).
-    u32 start = incl - lane_sum;
-#pragma unroll
-    for (u32 i = 0; i < 16; ++i) {
-        const u32 j = j0 + i;
-        if (j < r) {
-            if (j > 0) run_of[start] = (u16)j;
-            start += lref + ts_extract32(s.words, bit0 + i * lbw, lbw);
-        }
-    }
-    __syncwarp();
-    // Max-scan: within the lane's 16 positions, then the lanes' maxima across the warp.
-    const uint4 a = row[0], z = row[1];
-    u32 w[8] = {a.x, a.y, a.z, a.w, z.x, z.y, z.z, z.w};
-    u32 run = 0;
-#pragma unroll
-    for (u32 i = 0; i < 8; ++i) {
-        const u32 lo = ts_max(run, w[i] & 0xFFFFu);
-        run = ts_max(lo, w[i] >> 16);
-        w[i] = lo | (run << 16);
-    }
-    u32 scan = run;
-#pragma unroll
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u32 y = __shfl_up_sync(0xFFFFFFFFu, scan, d);
-        if (l >= d) scan = ts_max(scan, y);
-    }
-    u32 before = __shfl_up_sync(0xFFFFFFFFu, scan, 1);
-    if (l == 0) before = 0;
-    const u32 before2 = before | (before << 16);
-#pragma unroll
-    for (u32 i = 0; i < 8; ++i) w[i] = __vmaxu2(w[i], before2);
-    row[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    row[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    if (l == 0) s.identity[b] = r == count ? count : 0u;
     __syncwarp();
     return r;
 }
 
-// Step 3: values at positions p .. p+3 of block `b` (r runs, run index ready).
+// Step 3: values at positions p .. p+3 of block `b` (r runs, run ends ready).
 template <int LANE, int G>
 __device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, u32 b, u32 r, u32 p,
                                             typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     typedef typename Lane<LANE>::T T;
+    const u32 RW = RforGroupStorage<LANE, G>::RW;
     const T vref = ts_read_lane<LANE>(s.words + s.first_word[b]);
     const u32 count = s.identity[b];
     if (count) {
@@ -307,14 +246,17 @@ __device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, 
             items[i] = p + i < count ? (T)(vref + ts_extract<LANE>(s.words, bit + i * vbw, vbw)) : (T)0;
         return;
     }
-    // Positions p .. p+3 in one 8-byte load (p is a multiple of 4); every entry is < r.
-    const uint2 pr = *reinterpret_cast<const uint2*>(s.run_of[b] + p);
-    const u32 runs[TS_ITEMS] = {pr.x & 0xFFFFu, pr.x >> 16, pr.y & 0xFFFFu, pr.y >> 16};
-    u32 have = ~0u;
+    const u16* run_end = s.run_end[b];
+    u32 lo = 0, hi = r - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi) >> 1;
+        if (run_end[mid] > p) hi = mid; else lo = mid + 1;
+    }
+    u32 run = lo, have = ~0u;
     T v = 0;
 #pragma unroll
     for (u32 i = 0; i < TS_ITEMS; ++i) {
-        const u32 run = runs[i];
+        while (run + 1 < r && run_end[run] <= p + i) ++run;
         if (run != have) {
             const u32 mq = run >> 5;
             const u32 vbw = s.mb_bw[b][mq];
@@ -323,7 +265,7 @@ __device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, 
         }
         items[i] = v;
     }
-    (void)r;
+    (void)RW;
 }
 
 // Decodes block `b` (< q.blocks) of a loaded group with one warp, up to its run ends: returns
