@@ -42,8 +42,8 @@ racecheck)
   echo "racecheck gpu_query rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck-query.log" | tail -1)"
   grep -E "hazard|Write Thread|Read Thread|at .*\.cu" "$out/racecheck-query.log" | head -30 ;;
 ab)
-  timeout 300 $B bench gpu --runs 7 --sets uniform-b4,uniform-b6,uniform-b8,uniform-b11,uniform-b12,uniform-b16,uniform-b24 --out "$out/results" > "$out/bench-ab.log" 2>&1; echo "ab rc=$?"
-  tail -11 "$out/bench-ab.log" | cut -c1-260 ;;
+  timeout 400 $B bench gpu --runs 7 --sets uniform-b4,uniform-b8,uniform-b11,uniform-b12,uniform-b16,uniform-b24,d1-sorted-2^12,d1-sorted-2^24,d3-zipf-5,runs-32 --out "$out/results" > "$out/bench-ab.log" 2>&1; echo "ab rc=$?"
+  tail -14 "$out/bench-ab.log" | cut -c1-260 ;;
 sweep)
   timeout 560 $B bench gpu --sets uniform-b --out "$out/results" > "$out/bench-gpu.log" 2>&1; echo "gpu sweep rc=$?"
   tail -36 "$out/bench-gpu.log" | cut -c1-300 ;;
