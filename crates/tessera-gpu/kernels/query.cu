@@ -88,11 +88,16 @@ extern "C" __global__ void TS_TILE_BOUNDS sum_between_dfor(TS_QUERY_ARGS) {
         const u32 ci = ts_find_chunk(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const ForGroup q = LoadDBitPackGroup<32, TS_FOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
-        for (u32 tile = 0; tile < q.tiles; ++tile) {
-            const bool ok = LoadDBitPackTile<32, TS_FOR_GROUP_L32>(s, q, tile, items, status + ci);
-            const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-            if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+        // One warp per tile (LoadDBitPackWarpStripe): no thread-block barrier per tile.
+        for (u32 tile = threadIdx.x >> 5; tile < q.tiles; tile += TS_THREADS / 32) {
+            u32 carry = ts_dfor_first_value<32, TS_FOR_GROUP_L32>(s, q, tile);
+#pragma unroll 1
+            for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+                const bool ok = LoadDBitPackWarpStripe<32, TS_FOR_GROUP_L32>(s, q, tile, k, carry, items);
+                const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + k * TS_FOR_BLOCK_VALUES + (threadIdx.x & 31) * TS_ITEMS;
+                const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+                if (ok) sum += ts_filter_sum(items, valid, lo, hi);
+            }
         }
     }
     ts_block_add(sum, result);

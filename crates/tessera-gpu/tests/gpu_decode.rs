@@ -244,3 +244,85 @@ fn slack_between_blocks_decodes_like_the_cpu() {
         );
     }
 }
+
+/// RFOR blocks are expanded run by run: a lane writes its own run up to 16 values, the warp
+/// writes longer ones together. Every mix of the two inside a row of 32 runs, rows whose
+/// run lengths are all equal (run-length bit width 0, with length_reference on either side of
+/// 16), runs that cross the 128-value stripes and blocks without runs.
+#[test]
+fn rfor_run_length_mixes_match_the_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let mut rng = rng();
+    // Each pattern yields the next run length.
+    type Pattern = Box<dyn FnMut(&mut rand::rngs::StdRng) -> usize>;
+    let patterns: Vec<(&str, Pattern)> = vec![
+        ("all 1", Box::new(|_| 1)),
+        ("all 2", Box::new(|_| 2)),
+        ("all 16", Box::new(|_| 16)),
+        ("all 17", Box::new(|_| 17)),
+        ("all 32", Box::new(|_| 32)),
+        ("all 33", Box::new(|_| 33)),
+        ("all 200", Box::new(|_| 200)),
+        ("all 512", Box::new(|_| 512)),
+        ("1s, then one of 300", {
+            let mut i = 0usize;
+            Box::new(move |_| {
+                i += 1;
+                if i % 40 == 0 {
+                    300
+                } else {
+                    1
+                }
+            })
+        }),
+        ("1..=16", Box::new(|r| r.random_range(1..=16))),
+        ("1..=40", Box::new(|r| r.random_range(1..=40))),
+        (
+            "geometric",
+            Box::new(|r| 1 + r.random::<u32>().trailing_zeros() as usize * 3),
+        ),
+        (
+            "mostly 1, a few long",
+            Box::new(|r| {
+                if r.random_bool(0.05) {
+                    r.random_range(17..600)
+                } else {
+                    1
+                }
+            }),
+        ),
+    ];
+    for (name, mut next) in patterns {
+        for ty in [LogicalType::U32, LogicalType::I64, LogicalType::U16] {
+            let n = rng.random_range(3000..9000);
+            let w = ty.width();
+            let mut raw = Vec::with_capacity(n * w);
+            let mut prev = u64::MAX;
+            while raw.len() < n * w {
+                let len = next(&mut rng);
+                // A value unlike the previous run's, so the runs stay as generated.
+                let mut v = rng.random::<u64>() >> rng.random_range(0..64);
+                if w < 8 {
+                    v &= (1u64 << (8 * w)) - 1;
+                }
+                if v == prev {
+                    v ^= 1;
+                }
+                prev = v;
+                for _ in 0..len {
+                    if raw.len() < n * w {
+                        raw.extend_from_slice(&v.to_le_bytes()[..w]);
+                    }
+                }
+            }
+            let payload = encode(ty, CodecId::Rfor, &raw);
+            check_column(
+                ty,
+                &[(CodecId::Rfor, payload, n as u32)],
+                &format!("{ty:?} RFOR runs {name} n={n}"),
+            );
+        }
+    }
+}

@@ -22,6 +22,22 @@ __device__ __forceinline__ void ts_decode_for_column(const u32* __restrict__ g, 
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const ForGroup q = DELTA ? LoadDBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci)
                                  : LoadBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
+        if (DELTA && G >= TS_THREADS / 32) {
+            // One warp per tile: the scan needs no thread-block barrier. (Lane 64 groups hold
+            // 2 tiles: half the warps would idle, so they keep the block-wide scan below.)
+            const u32 lane = threadIdx.x & 31;
+            for (u32 tile = threadIdx.x >> 5; tile < q.tiles; tile += TS_THREADS / 32) {
+                typename Lane<LANE>::T carry = ts_dfor_first_value<LANE, G>(s, q, tile);
+#pragma unroll 1
+                for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+                    const bool ok = LoadDBitPackWarpStripe<LANE, G>(s, q, tile, k, carry, items);
+                    const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + k * TS_FOR_BLOCK_VALUES + lane * TS_ITEMS;
+                    const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+                    if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
+                }
+            }
+            continue;
+        }
         for (u32 tile = 0; tile < q.tiles; ++tile) {
             const bool ok = DELTA ? LoadDBitPackTile<LANE, G>(s, q, tile, items, status + ci)
                                   : LoadBitPackTile<LANE, G>(s, q, tile, items, status + ci);

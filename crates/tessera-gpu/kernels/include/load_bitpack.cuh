@@ -191,16 +191,15 @@ __device__ __forceinline__ ForGroup ts_load_for_group(const u32* __restrict__ g,
     return q;
 }
 
-// Tile `tile` (0 .. q.tiles-1) of a loaded group: items[k] = packed value 4t + k of the tile
-// plus its block's reference. Returns whether this thread's block decoded.
+// Block j of a loaded group, the four values lane l (0..31) of its warp-sized stripe holds:
+// items[k] = packed value 4l + k of the block plus its reference. Returns whether the block
+// decoded.
 template <int LANE, int G>
-__device__ __forceinline__ bool ts_unpack_for_tile(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
-                                                   typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+__device__ __forceinline__ bool ts_unpack_for_block(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 j, u32 l,
+                                                    typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     typedef typename Lane<LANE>::T T;
-    const u32 t = threadIdx.x;
-    const u32 j = tile * TS_DFOR_TILE_BLOCKS + (t >> 5);  // block of this thread in the group
-    const u32 mb = j * TS_FOR_MINIBLOCKS + ((t & 31) >> 3);  // its miniblock
-    const u32 i0 = (t & 7) * TS_ITEMS;                     // its first value in the miniblock
+    const u32 mb = j * TS_FOR_MINIBLOCKS + (l >> 3);  // l's miniblock
+    const u32 i0 = (l & 7) * TS_ITEMS;                // its first value in the miniblock
     const bool ok = j < q.blocks && s.block_ok[j];
     const T ref = ok ? s.ref[j] : (T)0;
     const u32 bw = ok ? s.mb_bw[mb] : 0u;
@@ -208,6 +207,24 @@ __device__ __forceinline__ bool ts_unpack_for_tile(const ForGroupStorage<LANE, G
 #pragma unroll
     for (int k = 0; k < TS_ITEMS; ++k) items[k] = (T)(ref + ts_extract<LANE>(s.words, bit + k * bw, bw));
     return ok;
+}
+
+// Tile `tile` (0 .. q.tiles-1) of a loaded group: items[k] = packed value 4t + k of the tile
+// plus its block's reference. Returns whether this thread's block decoded.
+template <int LANE, int G>
+__device__ __forceinline__ bool ts_unpack_for_tile(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+                                                   typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+    const u32 t = threadIdx.x;
+    return ts_unpack_for_block<LANE, G>(s, q, tile * TS_DFOR_TILE_BLOCKS + (t >> 5), t & 31, items);
+}
+
+// The first_value of DFOR tile `tile` of a loaded group.
+template <int LANE, int G>
+__device__ __forceinline__ typename Lane<LANE>::T ts_dfor_first_value(const ForGroupStorage<LANE, G>& s, const ForGroup& q,
+                                                                      u32 tile) {
+    if (q.origin != ~0u)
+        return ts_read_lane<LANE>(s.words + (s.bs[tile * TS_DFOR_TILE_BLOCKS] - Lane<LANE>::REF_WORDS - q.origin));
+    return s.first_value[tile];
 }
 
 // ---- the API ----------------------------------------------------------------------------
@@ -242,18 +259,36 @@ __device__ __forceinline__ bool LoadDBitPackTile(ForGroupStorage<LANE, G>& s, co
     typedef typename Lane<LANE>::T T;
     (void)status;
     const bool ok = ts_unpack_for_tile<LANE, G>(s, q, tile, items);
-    T first_value;
-    if (q.origin != ~0u) {
-        first_value = ts_read_lane<LANE>(s.words + (s.bs[tile * TS_DFOR_TILE_BLOCKS] - Lane<LANE>::REF_WORDS - q.origin));
-    } else {
-        first_value = s.first_value[tile];
-    }
+    const T first_value = ts_dfor_first_value<LANE, G>(s, q, tile);
     // A corrupt block spoils the scan of its whole tile; its error is already reported and the
     // tile's output is not trusted (the decode fails).
     // Consecutive tiles alternate the scan's buffer; groups are separated by barriers.
     block_inclusive_sum(items, s.scan, tile);
 #pragma unroll
     for (int k = 0; k < TS_ITEMS; ++k) items[k] += first_value;
+    return ok;
+}
+
+// GPU-DFOR tile `tile` of a loaded group decoded by ONE WARP, with no thread-block barrier:
+// stripe k (= block k of the tile, called for k = 0, 1, 2, 3 in order) gives lane l the values
+// at tile positions 128k + 4l .. 128k + 4l + 3. `carry` enters as the tile's first_value
+// (ts_dfor_first_value) and leaves as the last value of the stripe, the same in every lane.
+// Returns false when the stripe's block is corrupt or past the chunk's last block; a corrupt
+// block spoils the rest of its tile, as in LoadDBitPackTile.
+template <int LANE, int G>
+__device__ __forceinline__ bool LoadDBitPackWarpStripe(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+                                                       u32 k, typename Lane<LANE>::T& carry,
+                                                       typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+    typedef typename Lane<LANE>::T T;
+    const u32 l = threadIdx.x & 31;
+    const bool ok = ts_unpack_for_block<LANE, G>(s, q, tile * TS_DFOR_TILE_BLOCKS + k, l, items);
+#pragma unroll
+    for (int i = 1; i < TS_ITEMS; ++i) items[i] += items[i - 1];
+    const T incl = warp_inclusive_sum(items[TS_ITEMS - 1]);
+    const T prefix = carry + incl - items[TS_ITEMS - 1];
+#pragma unroll
+    for (int i = 0; i < TS_ITEMS; ++i) items[i] += prefix;
+    carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
     return ok;
 }
 
