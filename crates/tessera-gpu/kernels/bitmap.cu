@@ -437,25 +437,44 @@ __device__ __forceinline__ u32 bm_cmp_count(const BmCmpUnit& u, u64 ug0, u64 nex
     return words;
 }
 
+// Copies n words from global memory at src (16-byte aligned) into shared memory, word i at
+// sm[BM_DEC_PAD(i)] when PAD (the decompression's bank-spread layout), else at sm[i]: 16-byte
+// loads of up to MAX words, every load issued before the first store, then the tail word by
+// word. Shared by the compression's staged tiles and the decompression's chunk loads.
+template <u32 THREADS, u32 MAX, bool PAD>
+__device__ __forceinline__ void bm_stage_words(const u32* __restrict__ src, u32 n, u32* sm) {
+    const u32 n4 = n / 4;
+    const uint4* s4 = reinterpret_cast<const uint4*>(src);
+    const u32 LOADS = (MAX / 4 + THREADS - 1) / THREADS;
+    uint4 v[LOADS];
+#pragma unroll
+    for (u32 k = 0; k < LOADS; ++k) {
+        const u32 q = threadIdx.x + k * THREADS;
+        if (q < n4) v[k] = s4[q];
+    }
+#pragma unroll
+    for (u32 k = 0; k < LOADS; ++k) {
+        const u32 q = threadIdx.x + k * THREADS;
+        if (q < n4) {
+            if (PAD) {
+                const u32 i = 4 * q;
+                sm[BM_DEC_PAD(i)] = v[k].x;
+                sm[BM_DEC_PAD(i + 1)] = v[k].y;
+                sm[BM_DEC_PAD(i + 2)] = v[k].z;
+                sm[BM_DEC_PAD(i + 3)] = v[k].w;
+            } else {
+                reinterpret_cast<uint4*>(sm)[q] = v[k];
+            }
+        }
+    }
+    for (u32 i = 4 * n4 + threadIdx.x; i < n; i += THREADS) sm[PAD ? BM_DEC_PAD(i) : i] = src[i];
+}
+
 // Loads a whole tile's input words (BM_CMP_TILE_WORDS from w0, 0 past n_words) into sm.
 __device__ __forceinline__ void bm_cmp_stage(const u32* __restrict__ bits, u64 n_words, u64 w0, u32* sm) {
     if (w0 + BM_CMP_TILE_WORDS <= n_words) {
         // w0 * 4 = tile * 15872 bytes: 16-byte aligned.
-        const uint4* src = reinterpret_cast<const uint4*>(bits + w0);
-        uint4* dst = reinterpret_cast<uint4*>(sm);
-        const u32 N4 = BM_CMP_TILE_WORDS / 4;
-        const u32 LOADS = (N4 + BM_CMP_THREADS - 1) / BM_CMP_THREADS;
-        uint4 r[LOADS];
-#pragma unroll
-        for (u32 k = 0; k < LOADS; ++k) {
-            const u32 q = threadIdx.x + k * BM_CMP_THREADS;
-            if (q < N4) r[k] = src[q];
-        }
-#pragma unroll
-        for (u32 k = 0; k < LOADS; ++k) {
-            const u32 q = threadIdx.x + k * BM_CMP_THREADS;
-            if (q < N4) dst[q] = r[k];
-        }
+        bm_stage_words<BM_CMP_THREADS, BM_CMP_TILE_WORDS, false>(bits + w0, BM_CMP_TILE_WORDS, sm);
     } else {
         for (u32 i = threadIdx.x; i < BM_CMP_TILE_WORDS; i += BM_CMP_THREADS)
             sm[i] = w0 + i < n_words ? bits[w0 + i] : 0u;
@@ -1018,29 +1037,7 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
 
     // Load: 16-byte loads (wbase is a multiple of 128 words), all issued before any is stored,
     // then the tail.
-    const u32 n4 = nw / 4;
-    const uint4* w4 = reinterpret_cast<const uint4*>(words + wbase);
-    {
-        const u32 LOADS = (BM_DEC_SMEM_WORDS / 4 + BM_DECODE_THREADS - 1) / BM_DECODE_THREADS;
-        uint4 v[LOADS];
-#pragma unroll
-        for (u32 k = 0; k < LOADS; ++k) {
-            const u32 q = threadIdx.x + k * BM_DECODE_THREADS;
-            if (q < n4) v[k] = w4[q];
-        }
-#pragma unroll
-        for (u32 k = 0; k < LOADS; ++k) {
-            const u32 q = threadIdx.x + k * BM_DECODE_THREADS;
-            if (q < n4) {
-                const u32 i = 4 * q;
-                sw[BM_DEC_PAD(i)] = v[k].x;
-                sw[BM_DEC_PAD(i + 1)] = v[k].y;
-                sw[BM_DEC_PAD(i + 2)] = v[k].z;
-                sw[BM_DEC_PAD(i + 3)] = v[k].w;
-            }
-        }
-    }
-    for (u32 i = 4 * n4 + threadIdx.x; i < nw; i += BM_DECODE_THREADS) sw[BM_DEC_PAD(i)] = words[wbase + i];
+    bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wbase, nw, sw);
     if (threadIdx.x == 0 && status) {
         const u32 start = c0 ? bm_dec_chunk_end(chunk_incl, partials, c0 - 1) : 0u;
         const u32 end = bm_dec_chunk_end(chunk_incl, partials, c1);

@@ -92,14 +92,17 @@ fn bits_of(rng: &mut StdRng, bit_len: u64, p: Pattern) -> Vec<u8> {
     out
 }
 
+/// The patterns every bitmap test covers, before its random densities.
+const FIXED_PATTERNS: [Pattern; 5] = [
+    Pattern::Zeros,
+    Pattern::Ones,
+    Pattern::Alternating,
+    Pattern::Runs,
+    Pattern::Density(1),
+];
+
 fn patterns(rng: &mut StdRng) -> Vec<Pattern> {
-    let mut v = vec![
-        Pattern::Zeros,
-        Pattern::Ones,
-        Pattern::Alternating,
-        Pattern::Runs,
-        Pattern::Density(1),
-    ];
+    let mut v = FIXED_PATTERNS.to_vec();
     v.push(Pattern::Density(rng.random_range(2..=16)));
     v
 }
@@ -578,14 +581,8 @@ fn gpu_decompression_handles_every_length_and_pattern() {
         33 * tile + 1,
     ];
     lengths.extend((0..2).map(|_| rng.random_range(1..3_000_000u64)));
-    let mut pats = vec![
-        Pattern::Zeros,
-        Pattern::Ones,
-        Pattern::Alternating,
-        Pattern::Runs,
-        Pattern::Density(1),
-        Pattern::Density(16),
-    ];
+    let mut pats = FIXED_PATTERNS.to_vec();
+    pats.push(Pattern::Density(16));
     pats.push(Pattern::Density(rng.random_range(2..=15)));
     for bit_len in lengths {
         for &p in &pats {
