@@ -12,9 +12,10 @@
 //      (1..=512), and a warp-wide scan per 32 gives every run's end (rfor_run_ends), whose total
 //      must be the block's value count;
 //   3. lane l takes output positions 128k + 4l .. 128k + 4l + 3 (k = 0..3, so every store of
-//      the warp is 512 contiguous bytes): a binary search over the run ends finds the first
-//      position's run, a short walk the next three, and each run's value is unpacked straight
-//      from the packed words.
+//      the warp is 512 contiguous bytes): a binary search over the run ends (over the runs
+//      that can hold the position: at most count - r + 1) finds the first position's run, a
+//      short walk the next three, and each run's value is unpacked straight from the packed
+//      words.
 // LoadRBitPack keeps the paper's shape (one block per thread block, thread t holding values
 // 4t .. 4t+3): warp 0 does steps 1-2, one barrier, every thread does step 3.
 // Every read stays inside the block's checked range or the two spare words after it. Failures
@@ -247,7 +248,12 @@ __device__ __forceinline__ void rfor_expand(const RforGroupStorage<LANE, G>& s, 
         return;
     }
     const u16* run_end = s.run_end[b];
-    u32 lo = 0, hi = r - 1;
+    // Every run holds at least one value, so position p lies in a run j with
+    // p - (count - r) <= j <= p (count = run_end[r - 1], checked): the search spans
+    // min(r, count - r + 1) runs, one or two steps on data with few repeats, not log2(512).
+    const u32 extra = run_end[r - 1] - r;
+    u32 hi = ts_min(p, r - 1);
+    u32 lo = ts_min(p > extra ? p - extra : 0u, hi);
     while (lo < hi) {
         const u32 mid = (lo + hi) >> 1;
         if (run_end[mid] > p) hi = mid; else lo = mid + 1;
