@@ -4,14 +4,18 @@
 // checks of lll.md §7 step 4 come first: word counts, identifier block length and padding, and
 // the word array's exact length (m + popcount of the identifiers, summed by the block while it
 // copies the identifiers into shared memory). Then its segments, in order, each in **steps** of
-// W = THREADS * 4 words (thread t takes words 4t .. 4t + 3 of the step):
+// W = THREADS * 8 words (thread t takes words 8t .. 8t + 7 of the step):
+//   Staging: the step's window of the word array (a few bytes before its first word to 2 past
+//     its last possible one, at most 2 W + 6 bytes) is copied into shared memory with 16-byte
+//     loads, one or two per thread, so the parse reads bytes from shared memory.
 //   Stage 1: a block-wide exclusive scan of the words' byte sizes (1 + identifier bit) gives
-//     every word's offset in the word array (the paper's prefix sums of w); each thread reads its
-//     words and finds their codes and code lengths (c words of LI / LRL: length 0), then a second
-//     scan of the code lengths gives every code's output position (the paper's prefix sums of c).
+//     every thread's first word offset in the word array (the paper's prefix sums of w); each
+//     thread parses its 8 words in order into packed codes (length << 16 | a fill character or
+//     a dictionary source; c words of LI / LRL: length 0), then a second scan of the threads'
+//     output lengths gives every code's output position (the paper's prefix sums of c).
 //   Stage 2: every thread takes an equal share of the step's output bytes, finds the code of
-//     its first byte by binary search over the code ends, and writes bytes into the ring (see
-//     lll.cuh): SC / RL / SRL / LRL are fills of one character, SI / LI copies from the
+//     its first byte by binary search over the code ends and writes byte by byte into the ring
+//     (see lll.cuh): SC / RL / SRL / LRL are fills of one character, SI / LI copies from the
 //     dictionary, which is complete before the segment starts, so no byte waits for another.
 // When a segment (or the strip's first 4096 bytes) is done it is written to global memory with
 // 16-byte streaming stores.
@@ -22,23 +26,32 @@
 // What a code needs from before it: a word is the c of a long code iff the word before it is a
 // 2-byte word with l = 15 (a c word has identifier 0, so the parse is unambiguous), and the
 // previous character p of SRL / LRL is the last byte of the code before, i.e. its SC character
-// or the last byte of its dictionary copy. So a thread replays the (at most two) words of the
-// segment before its first word, from the segment-start state, and then knows everything.
+// or the last byte of its dictionary copy, which the parse keeps as a ring position and reads only
+// if a run code follows). So a thread replays the (at most two) words of the segment before its
+// first word, from the segment-start state, and then knows everything.
 //
 // Hostile input: every check of lll.md §6 is made (code lengths must sum to the segment's
 // length exactly, SI / LI inside the dictionary, SRL / LRL after a set p, a long code's c word
 // present in the segment with identifier 0). A failing step stops the strip before any byte of
 // it is written (`__syncthreads_or`); the strip's status says which check failed and
 // `first_bad` receives the lowest failing strip, from which the host re-runs the CPU decoder for
-// the exact error. Word-array reads are clamped to the strip's array (which §7 step 4 makes
-// exact), ring indices are masked, and nothing is written outside the strip's output bytes.
+// the exact error. Global reads of the word array are 16-byte pieces that start inside it (§7
+// step 4 makes its length exact; the input padding covers a piece's overhang); parse reads stay
+// inside the staged window by construction (each thread's words lie in the step's bytes, which
+// the scan of the word sizes bounds by 2 W); ring indices are masked, and nothing is written
+// outside the strip's output bytes.
 #include "include/common.cuh"
 #include "include/lll.cuh"
 
 template <int THREADS>
 struct LllShared {
     static const u32 W = THREADS * LLL_WORDS_PER_THREAD;
+    // The step's word-array window: LLL_STAGE_BEFORE bytes before the step's first word (the
+    // replayed words), its at most 2 W bytes of words, 2 more (a long code's c word past the
+    // step), from 16-byte aligned loads (up to 15 bytes of misalignment).
+    static const u32 STAGE4 = (LLL_STAGE_BEFORE + 2 * W + 2 + 15) / 16 + 1;
     uint4 ring4[LLL_RING_BYTES / 16];
+    uint4 stage4[STAGE4];
     u32 ids[LLL_MAX_ID_WORDS];
     u32 desc[W];
     u16 ends[W];
@@ -49,7 +62,51 @@ struct LllShared {
     u32 flag;
 };
 
-// Stage 2 of one step: output bytes [lo, hi) of the strip from the step's nw codes.
+// One word of a dictionary segment (lll.md §5) at sb[x], identifier `two`. `pend`: the word
+// before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_FILL | ch,
+// the ring position of the last byte of a copy (read only if a run code follows: the dictionary
+// does not change during the segment), or LLL_P_UNSET. Returns the packed code: len << 16 |
+// LLL_FILL | ch (a fill) or len << 16 | the source's ring position (a copy). The word is strip
+// word i of a segment whose words end at w1 (a long code's c word must be word i + 1, identifier
+// 0). Sets `err` on a failed §6 check. SC, SI and c words (nearly every word) take no branch, so
+// the lanes of a warp, each on its own word, stay together; LI, SRL and LRL branch.
+__device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const u32* ids, u32 i, u32 w1, u32 ds,
+                                             u32 dict_len, const u8* ring, bool& pend, u32& pv, bool& err) {
+    const u32 b0 = sb[x], b1 = sb[x + 1];  // b1: the next word's byte for a 1-byte word, unused
+    const u32 t = b0 | ((b1 & 15u) << 8), l = b1 >> 4;
+    if (two && (l == LLL_LONG_L || t == LLL_RUN_T)) {
+        err |= pend;  // a long code's c word must have identifier 0
+        u32 n = l + LLL_SHORT_MIN;
+        if (l == LLL_LONG_L) {
+            err |= !(i + 1 < w1 && !lll_id(ids, i + 1));
+            n = (u32)sb[x + 2] + LLL_LONG_MIN;
+        }
+        pend = l == LLL_LONG_L;
+        if (t == LLL_RUN_T) {
+            // SRL / LRL: n copies of p, which becomes unset.
+            err |= pv == LLL_P_UNSET;
+            const u32 ch = (pv & LLL_FILL) ? (pv & 0xFFu) : (u32)ring[pv & LLL_RING_MASK];
+            pv = LLL_P_UNSET;
+            return LLL_FILL | ch | (n << 16);
+        }
+        // LI: dictionary bytes [t, t + n).
+        err |= t + n > dict_len;
+        pv = (ds + t + n - 1) & LLL_RING_MASK;
+        return (ds + t) | (n << 16);
+    }
+    // SI (dictionary bytes [t, t + n)), SC, or the c word of the long code before.
+    const u32 n = l + LLL_SHORT_MIN;
+    err |= two && (pend || t + n > dict_len);
+    const u32 code = two ? ((ds + t) | (n << 16)) : pend ? 0u : (LLL_FILL | b0 | (1u << 16));
+    pv = two ? ((ds + t + n - 1) & LLL_RING_MASK) : pend ? pv : (LLL_FILL | b0);
+    pend = false;
+    return code;
+}
+
+// Stage 2 of one step: output bytes [lo, hi) of the strip from the step's nw codes. Each thread
+// takes an equal share of the bytes, finds the code of its first byte by binary search over the
+// code ends, then writes byte by byte (so the lanes of a warp loop equally often), moving to the
+// next code where one ends: a fill, or a copy from the dictionary (lll.cuh's ring).
 template <int THREADS>
 __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u32 hi, u32 nw) {
     u8* ring = reinterpret_cast<u8*>(sh.ring4);
@@ -67,6 +124,7 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
         const u32 mid = (k + top) >> 1;
         if (sh.ends[mid] > a) top = mid; else k = mid + 1;
     }
+    // The ends never decrease and ends[nw - 1] = hi >= b, so k stays below nw.
     u32 end = sh.ends[k], d = sh.desc[k];
     for (u32 x = a; x < b; ++x) {
         while (end <= x) {
@@ -171,8 +229,10 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
     lll_block_exclusive_sum<THREADS>(ones, sh.scan_c, total_ones);  // also publishes sh.ids
     const u32 arr_at = ids_at + ids_len;
     if (n_in - arr_at != m + total_ones) return LLL_ST_ARRAY_LENGTH;
+    // The word array [A, A + alen) and the 16-byte pieces of it each step stages.
     const u8* A = p + arr_at;
-    const u32 a_last = m + total_ones - 1;  // m >= 1: the array is never empty
+    const u32 alen = m + total_ones;
+    const size_t a_end = reinterpret_cast<size_t>(A) + alen;
     u8* ring = reinterpret_cast<u8*>(sh.ring4);
 
     // lll.md §6: the segments in order.
@@ -185,86 +245,77 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         const u32 dict_len = s - ds;
         u32 pos = s;
         for (u32 step0 = w0; step0 < w1; step0 += W) {
-            // Stage 1a: word offsets.
+            // Stage the window [arr_base - LLL_STAGE_BEFORE, arr_base + 2 nw + 2) of the array
+            // (as far as the step's nw words can reach), from 16-byte aligned loads that start
+            // before the array's end (so they end at most 15 bytes past it: the input padding).
+            // Pieces past the end keep stale bytes, which no valid word uses (a 1-byte word's
+            // unused second byte, a failing long code's c). The previous step read the window
+            // before its second scan, so no thread still reads it; the scan below publishes it.
+            const u32 nw = ts_min(W, w1 - step0);
+            const size_t wa = reinterpret_cast<size_t>(A) + arr_base - LLL_STAGE_BEFORE;
+            const u32 off = (u32)(wa & 15);
+            const uint4* g = reinterpret_cast<const uint4*>(wa - off);
+            const u32 pieces = ts_min(LllShared<THREADS>::STAGE4, (off + LLL_STAGE_BEFORE + 2 * nw + 2 + 15) / 16);
+            for (u32 q = tid; q < pieces; q += THREADS)
+                if (reinterpret_cast<size_t>(g + q) < a_end) sh.stage4[q] = __ldg(g + q);
+            // sb[x] = array byte arr_base + x, for x in [-LLL_STAGE_BEFORE, 2 W + 2).
+            const u8* sb = reinterpret_cast<const u8*>(sh.stage4) + LLL_STAGE_BEFORE + off;
+
+            // Stage 1a: word offsets (relative to arr_base).
             const u32 i0 = step0 + tid * LLL_WORDS_PER_THREAD;
             const u32 nv = i0 < w1 ? ts_min(LLL_WORDS_PER_THREAD, w1 - i0) : 0;
             const u32 bits = nv ? lll_ids(sh.ids, i0, nv) : 0;
             u32 step_bytes;
-            const u32 x0 = arr_base + lll_block_exclusive_sum<THREADS>(nv + __popc(bits), sh.scan_a, step_bytes);
+            const int x0 = (int)lll_block_exclusive_sum<THREADS>(nv + __popc(bits), sh.scan_a, step_bytes);
 
-            // Stage 1b: codes and their lengths. Dictionary segments replay up to two earlier
-            // words of the segment (k < 0) to learn p and whether word i0 is a c word.
-            const bool back1 = dict && nv && i0 >= w0 + 1;
-            const bool back2 = dict && nv && i0 >= w0 + 2;
-            u32 x = x0;
-            if (back1) x -= 1 + lll_id(sh.ids, i0 - 1);
-            if (back2) x -= 1 + lll_id(sh.ids, i0 - 2);
-            u32 len[LLL_WORDS_PER_THREAD], dsc[LLL_WORDS_PER_THREAD];
-            bool bad = false, pend = false, pset = false;
-            u32 pch = 0;
+            // Stage 1b: each thread parses its words in order into packed codes (c words of long
+            // codes: length 0). x stays in [x0 - 4, step_bytes + 2): the thread's words lie in
+            // the step's step_bytes <= 2 W bytes, a replay reaches at most 4 bytes back, a long
+            // code's c byte 1 past.
+            u32 dsc[LLL_WORDS_PER_THREAD];
+            bool bad = false;
+            if (!dict) {
+                // SC, or RL: l + 2 copies of the character (lll.md §5).
+                int x = x0;
 #pragma unroll
-            for (int k = -2; k < LLL_WORDS_PER_THREAD; ++k) {
-                const bool exists = k == -2 ? back2 : k == -1 ? back1 : (u32)k < nv;
-                if (!exists) continue;
-                const u32 i = i0 + k;
-                const u32 two = k >= 0 ? (bits >> k) & 1u : lll_id(sh.ids, i);
-                const u32 b0 = __ldg(A + ts_min(x, a_last));
-                u32 n, d;
-                bool err = false;
-                if (!dict) {
-                    // SC, or RL: l + 2 copies of the character (lll.md §5).
-                    n = two ? (u32)__ldg(A + ts_min(x + 1, a_last)) + LLL_RL_MIN : 1u;
-                    d = LLL_FILL | b0;
-                } else if (!two) {
-                    if (pend) {
-                        // The c of the long code before: its head made the code.
-                        n = 0;
-                        d = 0;
-                        pend = false;
-                    } else {
-                        n = 1;
-                        d = LLL_FILL | b0;
-                        pset = true;
-                        pch = b0;
-                    }
-                } else {
-                    const u32 b1 = __ldg(A + ts_min(x + 1, a_last));
-                    const u32 t = b0 | ((b1 & 15u) << 8), l = b1 >> 4;
-                    err = pend;  // a long code's c word must have identifier 0
-                    pend = false;
-                    if (l == LLL_LONG_L) {
-                        const bool has_c = i + 1 < w1 && !lll_id(sh.ids, i + 1);
-                        err |= !has_c;
-                        n = (has_c ? (u32)__ldg(A + ts_min(x + 2, a_last)) : 0u) + LLL_LONG_MIN;
-                        pend = true;
-                    } else {
-                        n = l + LLL_SHORT_MIN;
-                    }
-                    if (t == LLL_RUN_T) {
-                        // SRL / LRL: n copies of p, which becomes unset.
-                        err |= !pset;
-                        d = LLL_FILL | pch;
-                        pset = false;
-                    } else {
-                        // SI / LI: dictionary bytes [t, t + n); d is the source's strip position
-                        // until the code's output position is known.
-                        err |= t + n > dict_len;
-                        d = ds + t;
-                        pset = true;
-                        pch = ring[(ds + t + n - 1) & LLL_RING_MASK];
+                for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
+                    dsc[k] = 0;
+                    if (k < nv) {
+                        const u32 two = (bits >> k) & 1u;
+                        const u32 n = two ? (u32)sb[x + 1] + LLL_RL_MIN : 1u;
+                        dsc[k] = LLL_FILL | (u32)sb[x] | (n << 16);
+                        x += 1 + (int)two;
                     }
                 }
-                x += 1 + two;
-                if (k >= 0) {
-                    len[k] = n;
-                    dsc[k] = d;
-                    bad |= err;
+            } else {
+                // Replay up to two earlier words of the segment (they may lie in the step
+                // before) to learn p and whether word i0 is a c word.
+                bool pend = false, ignored = false;
+                u32 pv = LLL_P_UNSET;
+                const bool back1 = nv && i0 >= w0 + 1;
+                const bool back2 = nv && i0 >= w0 + 2;
+                const u32 id1 = back1 ? lll_id(sh.ids, i0 - 1) : 0u;
+                const u32 id2 = back2 ? lll_id(sh.ids, i0 - 2) : 0u;
+                if (back2)
+                    lll_dict_word(sb, x0 - 2 - (int)(id1 + id2), id2, sh.ids, i0 - 2, w1, ds, dict_len, ring, pend,
+                                  pv, ignored);
+                if (back1)
+                    lll_dict_word(sb, x0 - 1 - (int)id1, id1, sh.ids, i0 - 1, w1, ds, dict_len, ring, pend, pv,
+                                  ignored);
+                int x = x0;
+#pragma unroll
+                for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
+                    dsc[k] = 0;
+                    if (k < nv) {
+                        const u32 two = (bits >> k) & 1u;
+                        dsc[k] = lll_dict_word(sb, x, two, sh.ids, i0 + k, w1, ds, dict_len, ring, pend, pv, bad);
+                        x += 1 + (int)two;
+                    }
                 }
             }
             u32 total_len = 0;
 #pragma unroll
-            for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k)
-                if (k < nv) total_len += len[k];
+            for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) total_len += (dsc[k] >> 16) & 0x7FFFu;
             u32 step_out;
             const u32 pre = lll_block_exclusive_sum<THREADS>(total_len, sh.scan_b, step_out);
             // The step's codes must fit the segment; the last step must end it exactly.
@@ -274,16 +325,16 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
 #pragma unroll
             for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
                 if (k < nv) {
-                    u32 d = dsc[k];
-                    if (!(d & LLL_FILL)) d = (d - at) & LLL_RING_MASK;
-                    at += len[k];
+                    const u32 d = dsc[k];
+                    const u32 v = (d & LLL_FILL) ? (d & (LLL_FILL | 0xFFu)) : (((d & 0xFFFFu) - at) & LLL_RING_MASK);
+                    at += (d >> 16) & 0x7FFFu;
                     sh.ends[tid * LLL_WORDS_PER_THREAD + k] = (u16)at;
-                    sh.desc[tid * LLL_WORDS_PER_THREAD + k] = d;
+                    sh.desc[tid * LLL_WORDS_PER_THREAD + k] = v;
                 }
             }
             if (__syncthreads_or(bad)) return LLL_ST_CODE;
             // Stage 2.
-            lll_step_write<THREADS>(sh, pos, pos + step_out, ts_min(W, w1 - step0));
+            lll_step_write<THREADS>(sh, pos, pos + step_out, nw);
             pos += step_out;
             arr_base += step_bytes;
         }

@@ -468,6 +468,9 @@ mod tests {
         assert_eq!(num("ST_STORED_LENGTH") + 1, STATUS_NAMES.len());
         assert_eq!(num("ST_CODE") + 1, num("ST_STORED_LENGTH"));
         assert_eq!(std::mem::size_of::<StripDesc>(), 32);
+        // The kernel model's shape is the kernel's.
+        assert_eq!(num("WORDS_PER_THREAD"), super::model::WPT as usize);
+        assert_eq!(num("STAGE_BEFORE"), super::model::STAGE_BEFORE);
     }
 
     #[test]
@@ -516,9 +519,85 @@ mod tests {
 mod model {
     use super::*;
 
-    const WPT: u32 = 4;
+    pub(super) const WPT: u32 = 8;
     const FILL: u32 = 0x8000_0000;
     const MASK: u32 = 8191;
+    pub(super) const STAGE_BEFORE: usize = 4;
+    const P_UNSET: u32 = 0x4000_0000;
+    const RL_MIN: u32 = cpu::RL_MIN as u32;
+
+    /// 16-byte pieces of the staged word-array window (`LllShared::STAGE4`).
+    fn stage4(w_step: u32) -> usize {
+        (STAGE_BEFORE + 2 * w_step as usize + 2).div_ceil(16) + 1
+    }
+
+    /// The parse state carried from word to word (`lll_dict_word`): whether the word before
+    /// was a long code's head (so this one is its c word), and p: `FILL | ch`, a ring position
+    /// (the last byte of a copy), or `P_UNSET`.
+    struct PState {
+        pend: bool,
+        p: u32,
+    }
+
+    /// `lll_dict_word`: one word of a dictionary segment at staged offset `x`; returns the
+    /// packed code (`len << 16 | FILL | ch`, or `len << 16 | source ring position`).
+    #[allow(clippy::too_many_arguments)]
+    fn dict_word(
+        sb: &impl Fn(i64) -> u32,
+        ring: &[u8],
+        x: i64,
+        two: u32,
+        has_c: impl Fn() -> bool,
+        ds: u32,
+        dict_len: u32,
+        ps: &mut PState,
+        err: &mut bool,
+    ) -> u32 {
+        let (b0, b1) = (sb(x), sb(x + 1));
+        let (t, l) = (b0 | (b1 & 15) << 8, b1 >> 4);
+        if two == 1 && (l == 15 || t == 4095) {
+            // LI, SRL, LRL.
+            *err |= ps.pend;
+            let mut n = l + 2;
+            if l == 15 {
+                *err |= !has_c();
+                n = sb(x + 2) + 18;
+            }
+            ps.pend = l == 15;
+            if t == 4095 {
+                *err |= ps.p == P_UNSET;
+                let ch = if ps.p & FILL != 0 {
+                    ps.p & 0xFF
+                } else {
+                    ring[(ps.p & MASK) as usize] as u32
+                };
+                ps.p = P_UNSET;
+                return FILL | ch | n << 16;
+            }
+            *err |= t + n > dict_len;
+            ps.p = (ds + t + n - 1) & MASK;
+            return (ds + t) | n << 16;
+        }
+        // SI, SC, or the c word of the long code before.
+        let n = l + 2;
+        *err |= two == 1 && (ps.pend || t + n > dict_len);
+        let code = if two == 1 {
+            (ds + t) | n << 16
+        } else if ps.pend {
+            0
+        } else {
+            FILL | b0 | 1 << 16
+        };
+        ps.p = if two == 1 {
+            (ds + t + n - 1) & MASK
+        } else if ps.pend {
+            ps.p
+        } else {
+            FILL | b0
+        };
+        ps.pend = false;
+        code
+    }
 
     fn segment_count(l: u32) -> u32 {
         let mut s = if l > 2048 {
@@ -637,10 +716,12 @@ mod model {
         if n_in - arr_at != m + ones {
             return 6;
         }
-        let a = &p[arr_at as usize..];
-        let a_last = m + ones - 1;
-        let rd_a = |x: u32| a[x.min(a_last) as usize] as u32;
+        // The word array's place in the (padded) input: the staged loads' bounds.
+        let a_at = st.in_start as usize + arr_at as usize;
+        let a_end = a_at + (m + ones) as usize;
         let mut ring = vec![0u8; 8192];
+        // Shared memory is not cleared on the GPU: stale bytes are modelled as 0xEE.
+        let mut stage = vec![0xEEu8; 16 * stage4(w_step)];
         let mut ends = vec![0u16; w_step as usize];
         let mut desc = vec![0u32; w_step as usize];
         let mut arr_base = 0u32;
@@ -652,6 +733,22 @@ mod model {
             let mut pos = s;
             let mut step0 = w0;
             while step0 < w1 {
+                // The step's window of the word array, from 16-byte aligned loads that start
+                // before the array's end.
+                let wa = a_at + arr_base as usize - STAGE_BEFORE;
+                let off = wa & 15;
+                let g = wa - off;
+                let nw = w_step.min(w1 - step0);
+                let pieces =
+                    stage4(w_step).min((off + STAGE_BEFORE + 2 * nw as usize + 2).div_ceil(16));
+                for q in 0..pieces {
+                    if g + 16 * q < a_end {
+                        stage[16 * q..16 * q + 16]
+                            .copy_from_slice(&input[g + 16 * q..g + 16 * q + 16]);
+                    }
+                }
+                // sb(x) = array byte arr_base + x, x in [-4, 2 W + 2).
+                let sb = |x: i64| stage[(x + (STAGE_BEFORE + off) as i64) as usize] as u32;
                 let nvs: Vec<u32> = (0..threads)
                     .map(|t| {
                         let i0 = step0 + t * WPT;
@@ -676,85 +773,79 @@ mod model {
                     .map(|t| nvs[t] + bitss[t].count_ones())
                     .collect();
                 let (offs, step_bytes) = exclusive(&sizes);
-                let mut lens = vec![[0u32; WPT as usize]; threads as usize];
                 let mut dscs = vec![[0u32; WPT as usize]; threads as usize];
                 let mut any_bad = false;
                 for t in 0..threads {
                     let (nv, bits) = (nvs[t as usize], bitss[t as usize]);
                     let i0 = step0 + t * WPT;
-                    let x0 = arr_base + offs[t as usize];
-                    let back1 = dict && nv > 0 && i0 > w0;
-                    let back2 = dict && nv > 0 && i0 >= w0 + 2;
-                    let mut x = x0;
-                    if back1 {
-                        x -= 1 + id(&ids, i0 - 1);
+                    let x0 = offs[t as usize] as i64;
+                    let dsc = &mut dscs[t as usize];
+                    if !dict {
+                        let mut x = x0;
+                        for k in 0..nv {
+                            let two = (bits >> k) & 1;
+                            let n = if two == 1 { sb(x + 1) + RL_MIN } else { 1 };
+                            dsc[k as usize] = FILL | sb(x) | n << 16;
+                            x += 1 + two as i64;
+                        }
+                        continue;
                     }
+                    let back1 = nv > 0 && i0 > w0;
+                    let back2 = nv > 0 && i0 >= w0 + 2;
+                    let id1 = if back1 { id(&ids, i0 - 1) } else { 0 };
+                    let id2 = if back2 { id(&ids, i0 - 2) } else { 0 };
+                    let mut ps = PState {
+                        pend: false,
+                        p: P_UNSET,
+                    };
+                    let mut ignored = false;
                     if back2 {
-                        x -= 1 + id(&ids, i0 - 2);
+                        let xb = x0 - 2 - (id1 + id2) as i64;
+                        dict_word(
+                            &sb,
+                            &ring,
+                            xb,
+                            id2,
+                            || true,
+                            ds,
+                            dict_len,
+                            &mut ps,
+                            &mut ignored,
+                        );
                     }
-                    let (mut pend, mut pset, mut pch) = (false, false, 0u32);
-                    for k in -2i32..WPT as i32 {
-                        let exists = match k {
-                            -2 => back2,
-                            -1 => back1,
-                            _ => (k as u32) < nv,
-                        };
-                        if !exists {
-                            continue;
-                        }
-                        let i = (i0 as i64 + k as i64) as u32;
-                        let two = if k >= 0 { (bits >> k) & 1 } else { id(&ids, i) };
-                        let b0 = rd_a(x);
-                        let (n, d);
+                    if back1 {
+                        let xb = x0 - 1 - id1 as i64;
+                        dict_word(
+                            &sb,
+                            &ring,
+                            xb,
+                            id1,
+                            || true,
+                            ds,
+                            dict_len,
+                            &mut ps,
+                            &mut ignored,
+                        );
+                    }
+                    let mut x = x0;
+                    for k in 0..nv {
+                        let two = (bits >> k) & 1;
+                        let i = i0 + k;
+                        let has_c = || i + 1 < w1 && id(&ids, i + 1) == 0;
                         let mut err = false;
-                        if !dict {
-                            n = if two == 1 { rd_a(x + 1) + 2 } else { 1 };
-                            d = FILL | b0;
-                        } else if two == 0 {
-                            if pend {
-                                n = 0;
-                                d = 0;
-                                pend = false;
-                            } else {
-                                n = 1;
-                                d = FILL | b0;
-                                pset = true;
-                                pch = b0;
-                            }
-                        } else {
-                            let b1 = rd_a(x + 1);
-                            let (tt, ll) = (b0 | (b1 & 15) << 8, b1 >> 4);
-                            err = pend;
-                            pend = false;
-                            if ll == 15 {
-                                let has_c = i + 1 < w1 && id(&ids, i + 1) == 0;
-                                err |= !has_c;
-                                n = if has_c { rd_a(x + 2) } else { 0 } + 18;
-                                pend = true;
-                            } else {
-                                n = ll + 2;
-                            }
-                            if tt == 4095 {
-                                err |= !pset;
-                                d = FILL | pch;
-                                pset = false;
-                            } else {
-                                err |= tt + n > dict_len;
-                                d = ds + tt;
-                                pset = true;
-                                pch = ring[((ds + tt + n - 1) & MASK) as usize] as u32;
-                            }
-                        }
-                        x += 1 + two;
-                        if k >= 0 {
-                            lens[t as usize][k as usize] = n;
-                            dscs[t as usize][k as usize] = d;
-                            any_bad |= err;
-                        }
+                        dsc[k as usize] =
+                            dict_word(&sb, &ring, x, two, has_c, ds, dict_len, &mut ps, &mut err);
+                        any_bad |= err;
+                        x += 1 + two as i64;
                     }
                 }
                 let totals: Vec<u32> = (0..threads as usize)
-                    .map(|t| lens[t][..nvs[t] as usize].iter().sum())
+                    .map(|t| {
+                        dscs[t][..nvs[t] as usize]
+                            .iter()
+                            .map(|d| (d >> 16) & 0x7FFF)
+                            .sum()
+                    })
                     .collect();
                 let (pres, step_out) = exclusive(&totals);
                 let left = e - pos;
@@ -764,20 +855,23 @@ mod model {
                 for t in 0..threads as usize {
                     let mut at = pos.wrapping_add(pres[t]);
                     for k in 0..nvs[t] as usize {
-                        let mut d = dscs[t][k];
-                        if d & FILL == 0 {
-                            d = d.wrapping_sub(at) & MASK;
-                        }
-                        at = at.wrapping_add(lens[t][k]);
+                        let d = dscs[t][k];
+                        let n = (d >> 16) & 0x7FFF;
+                        let v = if d & FILL != 0 {
+                            d & (FILL | 0xFF)
+                        } else {
+                            (d & 0xFFFF).wrapping_sub(at) & MASK
+                        };
+                        at = at.wrapping_add(n);
                         ends[t * WPT as usize + k] = at as u16;
-                        desc[t * WPT as usize + k] = d;
+                        desc[t * WPT as usize + k] = v;
                     }
                 }
                 if any_bad {
                     return 7;
                 }
-                // Stage 2.
-                let (lo, hi, nw) = (pos, pos + step_out, w_step.min(w1 - step0));
+                // Stage 2: equal shares of the step's bytes, byte by byte.
+                let (lo, hi) = (pos, pos + step_out);
                 let base = lo & !3;
                 let per = ((hi - base).div_ceil(4 * threads) | 1) * 4;
                 // The shares cover every byte of the step.

@@ -12,10 +12,12 @@
 //   out to global memory before it is overwritten two segments later.
 // - `ids` holds the strip's identifier bits as little-endian words (bit i = word i of the
 //   strip is a 2-byte word), zero past the last identifier byte.
-// - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `ends[k]` is the strip position where
-//   the code of the step's word k ends (c words of long codes: length 0), `desc[k]` says how
-//   its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL: copies of one character) or, for SI /
-//   LI, d such that output byte x comes from ring[(d + x) & 8191].
+// - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `stage` holds the step's window of the
+//   word array (LLL_STAGE_BEFORE bytes before its first word to 2 past its last possible one),
+//   `ends[k]` is the strip position where the code of the step's word k ends (c words of long
+//   codes: length 0), `desc[k]` says how its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL:
+//   copies of one character) or, for SI / LI, d such that output byte x comes from
+//   ring[(d + x) & 8191].
 #ifndef TESSERA_LLL_CUH
 #define TESSERA_LLL_CUH
 
@@ -38,8 +40,12 @@
 #define LLL_RING_MASK 8191
 // ceil(32768 identifier bits / 32): a strip has at most one word per byte.
 #define LLL_MAX_ID_WORDS 1024
-#define LLL_WORDS_PER_THREAD 4
+#define LLL_WORDS_PER_THREAD 8
 #define LLL_FILL 0x80000000u
+// p (lll.md §5) unset, in the strip decoder's parse state (a ring position or LLL_FILL | ch when set).
+#define LLL_P_UNSET 0x40000000u
+// Word-array bytes a step stages before its first word: the (at most two) replayed words.
+#define LLL_STAGE_BEFORE 4
 // Bytes the host leaves readable past the last payload byte (identifier words are read as
 // aligned 32-bit words, up to 8 bytes past an identifier block).
 #define LLL_INPUT_PADDING 16
