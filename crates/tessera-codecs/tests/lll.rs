@@ -1,5 +1,6 @@
 //! LLL (`docs/format/lll.md`): round trips at the segment and strip edges and on several data
-//! shapes, every code type emitted, stored strips (format 1.1), fast == reference == the
+//! shapes, every code type emitted, stored strips (format 1.1), fill strips (1.2), fast ==
+//! reference == the
 //! word-at-a-time oracle (bytes, and errors field for field), must-fail payloads with their
 //! specific errors, random corruption that must not panic, compression ratios, golden payloads
 //! (version 1 ones kept decode-only).
@@ -9,7 +10,8 @@ use std::path::PathBuf;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_codecs::lll::{
-    self, CodeCounts, HEADER_BYTES, SEGMENT_BYTES, STORED_STRIP, STRIP_BYTES,
+    self, CodeCounts, FILL_STRIP, HEADER_BYTES, SEGMENT_BYTES, STORED_STRIP, STRIP_BYTES,
+    STRIP_OFFSET_MASK,
 };
 use tessera_format::Error;
 
@@ -181,15 +183,47 @@ fn empty_is_a_bare_header() {
 }
 
 #[test]
-fn all_one_byte_compresses_to_runs() {
+fn all_one_byte_is_fill_strips() {
+    // Format 1.2 (lll.md §4b): every strip of one repeated byte is that byte, bit 30 set.
     let data = vec![b'x'; 3 * STRIP_BYTES + 5];
+    let (len, counts) = round_trip(&data);
+    assert_eq!(len, HEADER_BYTES + 4 * 4 + 4, "{counts:?}");
+    assert_eq!(counts.fill, 4, "{counts:?}");
+    assert_eq!(
+        counts,
+        CodeCounts {
+            fill: 4,
+            ..CodeCounts::default()
+        }
+    );
+    let (p, _) = enc(&data);
+    for k in 0..4 {
+        let entry = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"));
+        assert_eq!(entry & (FILL_STRIP | STORED_STRIP), FILL_STRIP, "strip {k}");
+    }
+    // A 1-byte strip is stored (1 byte either way); 2 equal bytes fill.
+    assert_eq!(enc(&[7]).1.stored, 1);
+    assert_eq!(enc(&[7, 7]).1.fill, 1);
+    assert_eq!(dec(&enc(&[7, 7]).0, 2), vec![7, 7]);
+}
+
+#[test]
+fn long_runs_that_are_not_a_whole_strip_compress_to_run_codes() {
+    // One odd byte per strip keeps every strip coded, so the run codes carry the rest.
+    let mut data = vec![b'x'; 3 * STRIP_BYTES + 2000];
+    for k in 0..4 {
+        data[k * STRIP_BYTES + 1000] = b'y';
+    }
     let (len, counts) = round_trip(&data);
     assert!(
         len * 50 < data.len(),
-        "{len} bytes for {} equal bytes",
+        "{len} bytes for {} nearly equal bytes",
         data.len()
     );
-    assert!(counts.rl > 0 && counts.lrl > 0, "{counts:?}");
+    assert!(
+        counts.rl > 0 && counts.lrl > 0 && counts.fill == 0,
+        "{counts:?}"
+    );
 }
 
 #[test]
@@ -229,12 +263,12 @@ fn stored_and_coded_strips_mix() {
     assert_eq!(entry(1) & STORED_STRIP, 0);
     assert_ne!(entry(2) & STORED_STRIP, 0);
     assert_eq!(dec(&p, data.len()), data);
-    // A strip of one byte codes to 4 bytes: stored. An all-equal strip codes short: coded.
+    // A strip of one byte codes to 4 bytes: stored. An all-equal strip: a fill strip.
     let (one, c) = enc(&[9]);
     assert_eq!(c.stored, 1);
     assert_eq!(one.len(), HEADER_BYTES + 4 + 1);
     let (_, c) = enc(&[9; 600]);
-    assert_eq!(c.stored, 0);
+    assert_eq!((c.stored, c.fill), (0, 1));
 }
 
 #[test]
@@ -302,6 +336,126 @@ fn stored_strip_errors() {
         fail(&p, n),
         Error::BlockStartOutOfRange { block: 2, .. }
     ));
+}
+
+/// Text, one repeated byte, random, a short run of another byte: coded, fill, stored, fill.
+fn mixed_fill_input() -> Vec<u8> {
+    let mut d = text(STRIP_BYTES, 41);
+    d.extend(std::iter::repeat_n(0u8, STRIP_BYTES));
+    d.extend(random_bytes(STRIP_BYTES, 42));
+    d.extend(std::iter::repeat_n(0xA5u8, 777));
+    d
+}
+
+#[test]
+fn fill_strips_mix_with_coded_and_stored_ones() {
+    let data = mixed_fill_input();
+    let (p, counts) = enc(&data);
+    assert_eq!((counts.fill, counts.stored), (2, 1), "{counts:?}");
+    let entry = |k: usize| u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
+    let kinds: Vec<u32> = (0..4).map(|k| entry(k) >> 30).collect();
+    assert_eq!(kinds, [0, 1, 2, 1]);
+    // Each fill strip is its one byte: strip 1 one byte before strip 2, strip 3 the last byte.
+    assert_eq!(
+        entry(2) & STRIP_OFFSET_MASK,
+        (entry(1) & STRIP_OFFSET_MASK) + 1
+    );
+    assert_eq!(p[(entry(1) & STRIP_OFFSET_MASK) as usize], 0);
+    assert_eq!(p.len(), (entry(3) & STRIP_OFFSET_MASK) as usize + 1);
+    assert_eq!(p[p.len() - 1], 0xA5);
+    assert_eq!(dec(&p, data.len()), data);
+}
+
+#[test]
+fn fill_strip_errors() {
+    let data = mixed_fill_input();
+    let n = data.len();
+    let (good, _) = enc(&data);
+    let entry = |p: &[u8], k: usize| {
+        u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
+    };
+    let set = |p: &mut Vec<u8>, k: usize, v: u32| {
+        p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes())
+    };
+    // The last (fill) strip with no byte, with one byte too many.
+    assert!(matches!(
+        fail(&good[..good.len() - 1], n),
+        Error::Truncated {
+            what: "LLL fill strip",
+            needed: 1,
+            available: 0,
+            ..
+        }
+    ));
+    let mut p = good.clone();
+    p.push(0xA5);
+    assert!(matches!(
+        fail(&p, n),
+        Error::TrailingBytes {
+            what: "LLL fill strip",
+            count: 1,
+            ..
+        }
+    ));
+    // The fill flag on the coded strip: it is far longer than one byte.
+    let mut p = good.clone();
+    set(&mut p, 0, entry(&good, 0) | FILL_STRIP);
+    assert!(matches!(
+        fail(&p, n),
+        Error::TrailingBytes {
+            what: "LLL fill strip",
+            ..
+        }
+    ));
+    // The flag moved from fill to stored: one byte is not a stored strip of 32768.
+    let mut p = good.clone();
+    set(
+        &mut p,
+        1,
+        (entry(&good, 1) & STRIP_OFFSET_MASK) | STORED_STRIP,
+    );
+    assert!(matches!(
+        fail(&p, n),
+        Error::Truncated {
+            what: "LLL stored strip",
+            ..
+        }
+    ));
+    // Both kind bits: rejected at the directory, before any strip is decoded.
+    let mut p = good.clone();
+    set(&mut p, 3, entry(&good, 3) | STORED_STRIP);
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            offset: 28,
+            found,
+            ..
+        } if found as u32 == entry(&good, 3) | STORED_STRIP
+    ));
+    // The fill flag does not widen the offset range.
+    let mut p = good.clone();
+    let past = p.len() as u32 + 1;
+    set(&mut p, 2, past | FILL_STRIP);
+    assert!(matches!(
+        fail(&p, n),
+        Error::BlockStartOutOfRange { block: 2, .. }
+    ));
+}
+
+#[test]
+fn a_version_1_1_reading_of_a_fill_entry_is_out_of_range() {
+    // What a 1.1 decoder does with bit 30 (lll.md §2): it masks only bit 31 off, so a fill
+    // entry's offset reads as at least 2^30, past the end of every payload: BlockStartOutOfRange.
+    let (p, _) = enc(&mixed_fill_input());
+    for k in 0..4 {
+        let raw = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
+        let as_1_1 = (raw & !STORED_STRIP) as usize;
+        assert_eq!(
+            raw & FILL_STRIP != 0,
+            as_1_1 > p.len(),
+            "strip {k}: {raw:#x}"
+        );
+    }
 }
 
 #[test]
@@ -694,9 +848,15 @@ fn random_corruption_never_panics_and_decoders_agree() {
     let inputs = [
         text(9000, 1),
         every_code_input()[..40_000].to_vec(),
-        vec![7u8; 5000],
+        {
+            // Runs (RL, SRL, LRL): one odd byte keeps the strip coded, not a fill strip.
+            let mut d = vec![7u8; 5000];
+            d[2500] = 8;
+            d
+        },
         gradient_image(),
         mixed_stored_input(),
+        mixed_fill_input(),
     ];
     for data in &inputs {
         let (good, _) = enc(data);
@@ -749,6 +909,7 @@ fn golden_payloads_decode_and_reencode() {
         ("gradient", gradient_image()),
         ("every_code", every_code_input()),
         ("stored", mixed_stored_input()),
+        ("fill", mixed_fill_input()),
     ] {
         let path = golden_dir().join(format!("{name}.lll"));
         let (fresh, _) = enc(&data);

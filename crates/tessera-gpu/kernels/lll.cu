@@ -21,7 +21,8 @@
 // 16-byte streaming stores.
 //
 // A stored strip (lll.md §4a, format 1.1) is a length check (its bytes must be exactly its output
-// length, else LLL_ST_STORED_LENGTH and nothing is written) and a straight copy by the block.
+// length, else LLL_ST_STORED_LENGTH and nothing is written) and a straight copy by the block; a
+// fill strip (§4b, format 1.2) is a length check (one byte, else LLL_ST_FILL_LENGTH) and a fill.
 //
 // What a code needs from before it: a word is the c of a long code iff the word before it is a
 // 2-byte word with l = 15 (a c word has identifier 0, so the parse is unambiguous), and the
@@ -170,6 +171,20 @@ __device__ __forceinline__ void lll_copy_stored(const u8* __restrict__ src, u8* 
     for (u32 i = head + 16 * body + threadIdx.x; i < n; i += THREADS) dst[i] = __ldg(src + i);
 }
 
+// n copies of b at dst: byte stores up to the first 16-byte boundary and after the last, 16-byte
+// streaming stores between. Writes exactly dst[0, n).
+template <int THREADS>
+__device__ __forceinline__ void lll_fill(u8* __restrict__ dst, u32 n, u8 b) {
+    const u32 head = ts_min((16u - (u32)(reinterpret_cast<size_t>(dst) & 15)) & 15u, n);
+    const u32 body = (n - head) / 16;
+    for (u32 i = threadIdx.x; i < head; i += THREADS) dst[i] = b;
+    const u32 w = 0x01010101u * b;
+    const uint4 v = make_uint4(w, w, w, w);
+    uint4* d4 = reinterpret_cast<uint4*>(dst + head);
+    for (u32 i = threadIdx.x; i < body; i += THREADS) __stcs(d4 + i, v);
+    for (u32 i = head + 16 * body + threadIdx.x; i < n; i += THREADS) dst[i] = b;
+}
+
 // Decodes one strip; returns its status (uniform over the thread block).
 template <int THREADS>
 __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const LllStrip st, u8* __restrict__ out,
@@ -180,10 +195,16 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
     if (L == 0 || L > LLL_STRIP_BYTES) return LLL_ST_SHAPE;
     const u8* p = in + st.in_start;
     const u32 n_in = st.in_len;
-    if (st.stored) {
+    if (st.kind == LLL_KIND_STORED) {
         // lll.md §4a: exactly L bytes, copied (the host checked they lie inside the input).
         if (n_in != L) return LLL_ST_STORED_LENGTH;
         lll_copy_stored<THREADS>(p, out + st.out_start, L);
+        return LLL_ST_OK;
+    }
+    if (st.kind == LLL_KIND_FILL) {
+        // lll.md §4b: one byte (inside the input, checked by the host), L copies.
+        if (n_in != 1) return LLL_ST_FILL_LENGTH;
+        lll_fill<THREADS>(out + st.out_start, L, __ldg(p));
         return LLL_ST_OK;
     }
     const u32 S = lll_segment_count(L);
@@ -357,7 +378,7 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
         st.out_start = __ldg(&strips[k].out_start);
         st.in_len = __ldg(&strips[k].in_len);
         st.out_len = __ldg(&strips[k].out_len);
-        st.stored = __ldg(&strips[k].stored);
+        st.kind = __ldg(&strips[k].kind);
         st.reserved = 0;
         const u32 code = lll_decode_strip<THREADS>(in, st, out, sh);
         if (threadIdx.x == 0) {

@@ -11,7 +11,9 @@
 //! [`Error`] (the CPU decoder defines the errors; the GPU only has to notice one).
 //!
 //! Stored strips (format 1.1, `lll.md` §4a: bit 31 of a `strip_starts` entry) are rows with
-//! `stored = 1`; the kernel checks their length against the output length and copies them.
+//! `kind = 1`; the kernel checks their length against the output length and copies them. Fill
+//! strips (format 1.2, §4b: bit 30) are rows with `kind = 2`; the kernel checks that they are one
+//! byte and fills the strip's output with it.
 //!
 //! Invariants: the input buffer holds the chunks' payloads back to back plus
 //! [`INPUT_PADDING`] readable bytes (the kernel reads identifier blocks as aligned words); every
@@ -31,7 +33,7 @@ use crate::PinnedBuffer;
 /// Readable bytes the kernel needs past the last payload byte (`LLL_INPUT_PADDING`).
 pub const INPUT_PADDING: usize = 16;
 /// Strip status codes (`LLL_ST_*` in lll.cuh), for diagnostics: errors come from the CPU.
-pub const STATUS_NAMES: [&str; 9] = [
+pub const STATUS_NAMES: [&str; 10] = [
     "ok",
     "strip shape",
     "word counts truncated",
@@ -41,6 +43,7 @@ pub const STATUS_NAMES: [&str; 9] = [
     "word array length",
     "code",
     "stored strip length",
+    "fill strip length",
 ];
 
 /// One strip for the kernel (`struct LllStrip` in lll.cuh).
@@ -55,14 +58,22 @@ pub struct StripDesc {
     pub in_len: u32,
     /// Output bytes, 1..=32768.
     pub out_len: u32,
-    /// 1: a stored strip (its `in_len` bytes are the output), 0: a coded strip.
-    pub stored: u32,
+    /// [`KIND_CODED`], [`KIND_STORED`] (its `in_len` bytes are the output) or [`KIND_FILL`]
+    /// (its one byte fills the output).
+    pub kind: u32,
     /// Zero (keeps the struct 8-byte aligned and 32 bytes long, like the CUDA one).
     pub reserved: u32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, laid out like the CUDA struct (32 bytes, checked by a test).
 unsafe impl DeviceRepr for StripDesc {}
+
+/// [`StripDesc::kind`] of a coded strip (`LLL_KIND_CODED`, `lll.md` §4).
+pub const KIND_CODED: u32 = 0;
+/// [`StripDesc::kind`] of a stored strip (`LLL_KIND_STORED`, §4a).
+pub const KIND_STORED: u32 = 1;
+/// [`StripDesc::kind`] of a fill strip (`LLL_KIND_FILL`, §4b).
+pub const KIND_FILL: u32 = 2;
 
 /// Threads per thread block of the decode kernel (one thread block per strip).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,49 +137,10 @@ impl std::fmt::Debug for DeviceLll {
     }
 }
 
+/// A little-endian 32-bit word at `at` (the kernel model reads the padded input with it).
+#[cfg(test)]
 fn word(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
-}
-
-/// §7 steps 1-3 on the host: each strip's payload byte range and whether it is stored (bit 31
-/// of its entry, masked off the offset), or `None` when the CPU decoder would fail on these
-/// bytes (it then says how). As strict as the CPU's `parse_directory`.
-fn strip_ranges(payload: &[u8], n: usize) -> Option<Vec<(usize, usize, bool)>> {
-    if payload.len() < cpu::HEADER_BYTES
-        || word(payload, 0) as usize != cpu::SEGMENT_BYTES
-        || word(payload, 4) as usize != cpu::SEGMENTS_PER_STRIP
-    {
-        return None;
-    }
-    let total = word(payload, 8);
-    if total > MAX_CHUNK_VALUES || total as usize != n {
-        return None;
-    }
-    let strips = word(payload, 12) as usize;
-    if strips != n.div_ceil(cpu::STRIP_BYTES) {
-        return None;
-    }
-    let data_start = cpu::HEADER_BYTES + 4 * strips;
-    if payload.len() < data_start || (strips == 0 && payload.len() > cpu::HEADER_BYTES) {
-        return None;
-    }
-    let mut ranges = Vec::with_capacity(strips);
-    let mut min = data_start;
-    for k in 0..strips {
-        let entry = word(payload, cpu::HEADER_BYTES + 4 * k);
-        let start = (entry & !cpu::STORED_STRIP) as usize;
-        let max = if k == 0 { data_start } else { payload.len() };
-        if start < min || start > max {
-            return None;
-        }
-        if k > 0 {
-            let prev: &mut (usize, usize, bool) = &mut ranges[k - 1];
-            prev.1 = start;
-        }
-        ranges.push((start, payload.len(), entry & cpu::STORED_STRIP != 0));
-        min = start;
-    }
-    Some(ranges)
 }
 
 /// The CPU decoder's verdict on bytes the GPU side rejected: its error, or (a bug) a note that it
@@ -193,19 +165,22 @@ fn plan(chunks: &[(&[u8], usize)]) -> Result<(Vec<StripDesc>, Vec<ChunkSpan>, us
                 "LLL chunk {c}: {n} output bytes exceed {MAX_CHUNK_VALUES}"
             )));
         }
-        let Some(ranges) = strip_ranges(payload, n) else {
-            return Err(cpu_error(payload, &mut vec![0u8; n], "host checks failed"));
-        };
+        // §7 steps 1-3, the CPU decoders' own checks and errors.
+        let ranges = cpu::strip_directory(payload, n)?;
         let first_strip = u32::try_from(strips.len())
             .map_err(|_| Error::InvalidArgument("more than 2^32 LLL strips".into()))?;
-        for (k, &(s, e, stored)) in ranges.iter().enumerate() {
+        for (k, r) in ranges.iter().enumerate() {
             let o = k * cpu::STRIP_BYTES;
             strips.push(StripDesc {
-                in_start: (in_at + s) as u64,
+                in_start: (in_at + r.start) as u64,
                 out_start: (out_at + o) as u64,
-                in_len: (e - s) as u32,
+                in_len: (r.end - r.start) as u32,
                 out_len: (n - o).min(cpu::STRIP_BYTES) as u32,
-                stored: u32::from(stored),
+                kind: match r.kind {
+                    cpu::StripKind::Coded => KIND_CODED,
+                    cpu::StripKind::Stored => KIND_STORED,
+                    cpu::StripKind::Fill => KIND_FILL,
+                },
                 reserved: 0,
             });
         }
@@ -410,9 +385,7 @@ pub fn decode_device(gpu: &Gpu, input: &DeviceLll, out: &mut CudaSlice<u8>) -> R
 /// Decodes one LLL chunk on the GPU: `payload` must decode to exactly `out.len()` bytes. The
 /// result (and any error) equals `tessera_codecs::lll::decode`'s.
 pub fn decode(gpu: &Gpu, payload: &[u8], out: &mut [u8]) -> Result<()> {
-    if strip_ranges(payload, out.len()).is_none() {
-        return Err(cpu_error(payload, out, "host checks failed"));
-    }
+    cpu::strip_directory(payload, out.len())?;
     if out.is_empty() {
         return Ok(());
     }
@@ -465,49 +438,16 @@ mod tests {
         assert_eq!(num("INPUT_PADDING"), INPUT_PADDING);
         assert_eq!(num("RING_BYTES"), 2 * cpu::SEGMENT_BYTES);
         assert_eq!(num("MAX_ID_WORDS"), cpu::STRIP_BYTES / 32);
-        assert_eq!(num("ST_STORED_LENGTH") + 1, STATUS_NAMES.len());
+        assert_eq!(num("ST_FILL_LENGTH") + 1, STATUS_NAMES.len());
+        assert_eq!(num("ST_STORED_LENGTH") + 1, num("ST_FILL_LENGTH"));
         assert_eq!(num("ST_CODE") + 1, num("ST_STORED_LENGTH"));
+        assert_eq!(num("KIND_CODED"), KIND_CODED as usize);
+        assert_eq!(num("KIND_STORED"), KIND_STORED as usize);
+        assert_eq!(num("KIND_FILL"), KIND_FILL as usize);
         assert_eq!(std::mem::size_of::<StripDesc>(), 32);
         // The kernel model's shape is the kernel's.
         assert_eq!(num("WORDS_PER_THREAD"), super::model::WPT as usize);
         assert_eq!(num("STAGE_BEFORE"), super::model::STAGE_BEFORE);
-    }
-
-    #[test]
-    fn host_directory_checks_agree_with_the_cpu_decoder() {
-        // Every single-byte corruption of the header and directory of a small chunk: the host
-        // accepts exactly the directories the CPU decoder gets past (it may still fail later,
-        // in a strip, which the kernel reports).
-        let data: Vec<u8> = (0..70_000u32).map(|i| (i * 7 / 13) as u8).collect();
-        let mut payload = Vec::new();
-        cpu::encode(&data, &mut payload).expect("encodes");
-        let dir_end = cpu::HEADER_BYTES + 4 * data.len().div_ceil(cpu::STRIP_BYTES);
-        let mut out = vec![0u8; data.len()];
-        for at in 0..dir_end {
-            for flip in [1u8, 0x80, 0xFF] {
-                let mut p = payload.clone();
-                p[at] ^= flip;
-                let host_ok = strip_ranges(&p, data.len()).is_some();
-                let verdict = cpu::decode(&p, &mut out);
-                let dir_error = matches!(
-                    verdict,
-                    Err(Error::InvalidHeader { offset, .. }) if (offset as usize) < cpu::HEADER_BYTES
-                ) || matches!(
-                    verdict,
-                    Err(Error::BlockStartOutOfRange { .. }
-                        | Error::CountMismatch {
-                            what: "LLL total_count against the output length",
-                            ..
-                        })
-                );
-                assert_eq!(host_ok, !dir_error, "byte {at} ^ {flip:#x}: {verdict:?}");
-            }
-        }
-        for cut in 0..dir_end {
-            assert!(strip_ranges(&payload[..cut], data.len()).is_none());
-        }
-        assert!(strip_ranges(&payload, data.len()).is_some());
-        assert!(strip_ranges(&payload, data.len() + 1).is_none());
     }
 }
 
@@ -660,12 +600,20 @@ mod model {
         }
         let p = &input[st.in_start as usize..];
         let n_in = st.in_len;
-        if st.stored != 0 {
+        if st.kind == KIND_STORED {
             // lll.md §4a: exactly L bytes, copied.
             if n_in != l {
                 return 8;
             }
             out[..l as usize].copy_from_slice(&p[..l as usize]);
+            return 0;
+        }
+        if st.kind == KIND_FILL {
+            // lll.md §4b: one byte, L copies.
+            if n_in != 1 {
+                return 9;
+            }
+            out[..l as usize].fill(p[0]);
             return 0;
         }
         let s_count = segment_count(l);
@@ -987,7 +935,13 @@ mod model {
                 }
             })
             .collect();
-        vec![vec![0; n], random, runs, text, image]
+        // All zeros: fill strips (lll.md §4b). Zeros with one odd byte a strip: coded strips of
+        // long runs (LRL).
+        let mut nearly_zero = vec![0u8; n];
+        for b in nearly_zero.iter_mut().skip(1000).step_by(32768) {
+            *b = 1;
+        }
+        vec![vec![0; n], nearly_zero, random, runs, text, image]
     }
 
     #[test]
@@ -1060,12 +1014,13 @@ mod model {
             for trial in 0..400 {
                 let mut p = payload.clone();
                 let at = if trial % 5 == 4 {
-                    // A directory entry: its stored flag (lll.md §4a) flipped, or its offset
-                    // moved by one (the strip before it one byte shorter or longer).
+                    // A directory entry: its stored or fill flag (lll.md §4a, §4b) flipped, or
+                    // its offset moved by one (the strip before it one byte shorter or longer).
                     let at = 16 + 4 * r.below(strips as u32) as usize;
                     let e = word(&p, at);
-                    let e = match r.below(3) {
+                    let e = match r.below(4) {
                         0 => e ^ cpu::STORED_STRIP,
+                        3 => e ^ cpu::FILL_STRIP,
                         1 => e.wrapping_add(1),
                         _ => e.wrapping_sub(1),
                     };

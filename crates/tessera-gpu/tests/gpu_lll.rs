@@ -111,8 +111,16 @@ fn runs_like(rng: &mut StdRng, n: usize) -> Vec<u8> {
 /// Named inputs of one size.
 fn corpus(rng: &mut StdRng, n: usize) -> Vec<(&'static str, Vec<u8>)> {
     vec![
+        // Fill strips (lll.md §4b, format 1.2).
         ("zeros", vec![0u8; n]),
-        ("one byte value", vec![0x5Au8; n]),
+        // One odd byte a strip keeps the strips coded: long runs (RL, LRL).
+        ("nearly one byte value", {
+            let mut d = vec![0x5Au8; n];
+            for b in d.iter_mut().skip(3000).step_by(32768) {
+                *b = 0x5B;
+            }
+            d
+        }),
         ("random", random_bytes(rng, n)),
         ("text", text_like(rng, n)),
         ("image", image_like(rng, n)),
@@ -204,6 +212,7 @@ fn corpus_exercises_every_code_type() {
         total.srl += c.srl;
         total.lrl += c.lrl;
         total.stored += c.stored;
+        total.fill += c.fill;
     }
     for (name, n) in [
         ("SC", total.sc),
@@ -213,6 +222,7 @@ fn corpus_exercises_every_code_type() {
         ("SRL", total.srl),
         ("LRL", total.lrl),
         ("stored strip", total.stored),
+        ("fill strip", total.fill),
     ] {
         assert!(n > 0, "no {name} code in the corpus: {total:?}");
     }
@@ -442,10 +452,12 @@ fn corrupt_bytes_give_the_cpu_error_or_the_cpu_output() {
         let strips = data.len().div_ceil(cpu::STRIP_BYTES);
         let dir_end = cpu::HEADER_BYTES + 4 * strips;
         let strip1 = (u32::from_le_bytes(payload[20..24].try_into().expect("4 bytes"))
-            & !cpu::STORED_STRIP) as usize;
-        // Every byte of the header and directory, the first strip's word counts, and random
-        // bytes of the identifier blocks and word arrays.
-        let mut spots: Vec<usize> = (0..dir_end + 2 * cpu::MAX_STRIP_SEGMENTS).collect();
+            & cpu::STRIP_OFFSET_MASK) as usize;
+        // Every byte of the header and directory, the first strip's word counts (a fill
+        // strip's payload ends sooner), and random bytes of the identifier blocks and word
+        // arrays.
+        let mut spots: Vec<usize> =
+            (0..(dir_end + 2 * cpu::MAX_STRIP_SEGMENTS).min(payload.len())).collect();
         spots.extend((0..300).map(|_| r.random_range(dir_end..payload.len())));
         spots.extend((0..100).map(|_| r.random_range(strip1..payload.len())));
         let mut failures = 0;
@@ -479,10 +491,10 @@ fn a_corrupt_chunk_among_good_ones_gives_its_cpu_error() {
     let mut payloads: Vec<Vec<u8>> = datas.iter().map(|d| encode(d).0).collect();
     // Break a word of chunk 2's second strip: its last byte becomes a long head's missing c.
     let p = &mut payloads[2];
-    let s1 =
-        (u32::from_le_bytes(p[20..24].try_into().expect("4 bytes")) & !cpu::STORED_STRIP) as usize;
-    let s2 =
-        (u32::from_le_bytes(p[24..28].try_into().expect("4 bytes")) & !cpu::STORED_STRIP) as usize;
+    let s1 = (u32::from_le_bytes(p[20..24].try_into().expect("4 bytes")) & cpu::STRIP_OFFSET_MASK)
+        as usize;
+    let s2 = (u32::from_le_bytes(p[24..28].try_into().expect("4 bytes")) & cpu::STRIP_OFFSET_MASK)
+        as usize;
     let mut found = false;
     for at in (s1..s2).rev().take(2000) {
         let mut q = p.clone();
@@ -520,6 +532,77 @@ fn mixed_stored(rng: &mut StdRng) -> Vec<u8> {
     d.extend(runs_like(rng, cpu::STRIP_BYTES));
     d.extend(random_bytes(rng, 3333));
     d
+}
+
+/// Fill (zeros), coded, fill (0xC3), stored, a short fill of 2 + 7 k bytes: lll.md §4b next to
+/// the other strip kinds.
+fn mixed_fill(rng: &mut StdRng, k: usize) -> Vec<u8> {
+    let mut d = vec![0u8; cpu::STRIP_BYTES];
+    d.extend(text_like(rng, cpu::STRIP_BYTES));
+    d.extend(std::iter::repeat_n(0xC3u8, cpu::STRIP_BYTES));
+    d.extend(random_bytes(rng, cpu::STRIP_BYTES));
+    d.extend(std::iter::repeat_n(0x3Cu8, 2 + 7 * k));
+    d
+}
+
+#[test]
+fn fill_strips_are_in_the_test_data() {
+    // Runs anywhere: the fill-strip GPU tests need fill, coded and stored strips mixed.
+    let mut r = rng();
+    let (p, c) = encode(&mixed_fill(&mut r, 3));
+    let kinds: Vec<u32> = (0..5).map(|k| entry(&p, k) >> 30).collect();
+    assert_eq!(kinds, [1, 0, 1, 2, 1], "{c:?}");
+}
+
+#[test]
+fn corrupt_fill_strips_give_the_cpu_error() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng();
+    let data = mixed_fill(&mut r, 3);
+    let n = data.len();
+    let (good, _) = encode(&data);
+    check_decode(gpu, "fill strips", &data);
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    // The last strip (fill) with no byte and with two.
+    cases.push((
+        "last fill strip empty".into(),
+        good[..good.len() - 1].to_vec(),
+    ));
+    let mut p = good.clone();
+    p.push(0x3C);
+    cases.push(("last fill strip long".into(), p));
+    for k in 0..5 {
+        let e = entry(&good, k);
+        // The fill flag flipped (a fill strip read as coded, a coded or stored one as fill),
+        // both kind bits set, the start moved by one.
+        for (what, v) in [
+            ("fill flag flipped", e ^ cpu::FILL_STRIP),
+            ("both kind bits", e | cpu::FILL_STRIP | cpu::STORED_STRIP),
+            ("start one byte back", e.wrapping_sub(1)),
+            ("start one byte on", e + 1),
+        ] {
+            if k == 0 && what.starts_with("start") {
+                continue; // strip 0's start is fixed: the host rejects a moved one
+            }
+            let mut p = good.clone();
+            set_entry(&mut p, k, v);
+            cases.push((format!("strip {k} {what}"), p));
+        }
+    }
+    let mut failed = 0;
+    for (what, p) in &cases {
+        failed += usize::from(check_same_outcome(gpu, what, p, n));
+    }
+    eprintln!(
+        "{failed} of {} fill-strip corruptions rejected",
+        cases.len()
+    );
+    assert_eq!(failed, cases.len());
+    // A changed fill byte changes the output, not the validity.
+    let mut p = good.clone();
+    let s2 = (entry(&good, 2) & cpu::STRIP_OFFSET_MASK) as usize;
+    p[s2] ^= 0x5A;
+    assert!(!check_same_outcome(gpu, "a fill strip's byte", &p, n));
 }
 
 fn entry(p: &[u8], k: usize) -> u32 {
@@ -571,15 +654,17 @@ fn gpu_equals_cpu_on_stored_strips() {
     }
     check_decode(gpu, "stored and coded strips", &mixed_stored(&mut r));
     // Device-resident, many chunks: outputs and payloads at every alignment mod 16 (1-byte and
-    // 17-byte stored chunks shift everything after them), every variant.
+    // 17-byte stored chunks shift everything after them), every variant; fill strips (format
+    // 1.2) among them, so fills start and end off 16-byte boundaries.
     let mut data = Vec::new();
     let mut lens = Vec::new();
-    for k in 0..10 {
-        let part = match k % 5 {
+    for k in 0..12 {
+        let part = match k % 6 {
             0 => random_bytes(&mut r, 1 + k),
             1 => mixed_stored(&mut r),
             2 => random_bytes(&mut r, 17),
             3 => random_bytes(&mut r, 32_768 * 2 + k),
+            4 => mixed_fill(&mut r, k),
             _ => text_like(&mut r, 40_000 + k),
         };
         lens.push(part.len());
@@ -650,7 +735,7 @@ fn corrupt_stored_strips_give_the_cpu_error() {
     cases.push(("strip 0 stored flag flipped".into(), p));
     // A flipped byte inside a stored strip changes the output, not the validity.
     let mut p = good.clone();
-    let s0 = (entry(&good, 0) & !cpu::STORED_STRIP) as usize;
+    let s0 = (entry(&good, 0) & cpu::STRIP_OFFSET_MASK) as usize;
     p[s0 + 100] ^= 0x5A;
     assert!(!check_same_outcome(gpu, "a byte of a stored strip", &p, n));
     let mut failed = 0;

@@ -44,6 +44,9 @@ const CHUNK: usize = MAX_CHUNK_VALUES as usize;
 const PEER_BLOCK: usize = 64 << 10;
 /// Bytes the single-core decoders are timed over (`--quick`: a quarter).
 const ONE_CORE_BYTES: usize = 64 << 20;
+/// Runs of each single-core decode, LLL's and the peers' (median): the GPU machine's shared host
+/// moved single figures by up to 2x over 3 runs in session 6.
+const ONE_CORE_RUNS: usize = 5;
 /// `--bytes` under `--quick`.
 const QUICK_BYTES: usize = 128 << 20;
 
@@ -87,6 +90,9 @@ pub struct SetResult {
     pub lll_compressed_bytes: usize,
     pub lll_ratio: f64,
     pub code_counts: [u64; 6],
+    /// Strips of the file written as stored (`lll.md` §4a) and as fill strips (§4b).
+    #[serde(default)]
+    pub stored_fill_strips: [u64; 2],
     /// LLL encoder, all cores, GB/s of input.
     pub encode_gbps: f64,
     pub cpu_reference_gbps_1core: f64,
@@ -184,7 +190,7 @@ fn peers(file: &[u8]) -> Result<Vec<PeerResult>> {
         .map(|b| lz4_flex::block::compress(b))
         .collect();
     let mut buf = vec![0u8; PEER_BLOCK];
-    let ms = wall_ms(3, || {
+    let ms = wall_ms(ONE_CORE_RUNS, || {
         for (c, b) in enc.iter().zip(&blocks) {
             lz4_flex::block::decompress_into(c, &mut buf[..b.len()])
                 .map_err(|e| Error::InvalidArgument(format!("lz4: {e}")))?;
@@ -206,7 +212,7 @@ fn peers(file: &[u8]) -> Result<Vec<PeerResult>> {
         })
         .collect();
     let mut d = libdeflater::Decompressor::new();
-    let ms = wall_ms(3, || {
+    let ms = wall_ms(ONE_CORE_RUNS, || {
         for (c, b) in enc.iter().zip(&blocks) {
             d.deflate_decompress(c, &mut buf[..b.len()])
                 .map_err(|e| Error::InvalidArgument(format!("deflate: {e}")))?;
@@ -220,7 +226,7 @@ fn peers(file: &[u8]) -> Result<Vec<PeerResult>> {
         .map(|b| zstd::bulk::compress(b, 3).unwrap_or_default())
         .collect();
     let mut z = zstd::bulk::Decompressor::new().map_err(|e| Error::io("zstd", e))?;
-    let ms = wall_ms(3, || {
+    let ms = wall_ms(ONE_CORE_RUNS, || {
         for (c, b) in enc.iter().zip(&blocks) {
             z.decompress_to_buffer(c, &mut buf[..b.len()])
                 .map_err(|e| Error::io("zstd", e))?;
@@ -275,6 +281,8 @@ fn bench_set(
         counts.li += k.li;
         counts.srl += k.srl;
         counts.lrl += k.lrl;
+        counts.stored += k.stored;
+        counts.fill += k.fill;
         file_payloads.push((p, c.len()));
     }
     let encode_gbps = gbps(file.len(), t0.elapsed().as_secs_f64() * 1e3);
@@ -299,7 +307,7 @@ fn bench_set(
         .count()
         .clamp(1, lens.len());
     let sample_bytes: usize = lens[..sample_chunks].iter().sum();
-    let ms = wall_ms(3.min(runs), || {
+    let ms = wall_ms(ONE_CORE_RUNS, || {
         let mut at = 0;
         for (p, &n) in payloads[..sample_chunks].iter().zip(&lens) {
             cpu::decode_reference(p, &mut out[at..at + n])?;
@@ -309,7 +317,7 @@ fn bench_set(
     })?;
     let cpu_reference_gbps_1core = gbps(sample_bytes, ms);
     let ms = one_core.install(|| {
-        wall_ms(3.min(runs), || {
+        wall_ms(ONE_CORE_RUNS, || {
             let mut at = 0;
             for (p, &n) in payloads[..sample_chunks].iter().zip(&lens) {
                 cpu::decode(p, &mut out[at..at + n])?;
@@ -409,6 +417,7 @@ fn bench_set(
         code_counts: [
             counts.sc, counts.rl, counts.si, counts.li, counts.srl, counts.lrl,
         ],
+        stored_fill_strips: [counts.stored, counts.fill],
         encode_gbps,
         cpu_reference_gbps_1core,
         cpu_fast_gbps_1core,
@@ -587,7 +596,7 @@ fn markdown(r: &Report) -> String {
          Ratios: input / compressed. LLL over the whole set (16 MiB chunks, independent 32 KiB \
          strips); peers over independent 64 KiB blocks of one copy of the file (up to 64 MiB). \
          CPU decode GB/s of output: LLL reference decoder and fast decoder on one core, fast \
-         decoder on all cores, peers on one core (single-core figures: median of 3 runs, over up \
+         decoder on all cores, peers on one core (single-core figures: median of 5 runs, over up \
          to 64 MiB, 16 MiB under --quick). GPU: device-resident decode, CUDA events, \
          GB/s of output and (payload + output) / time as % of the copy ceiling, per kernel \
          variant (threads per strip). Scenarios (wall ms, pinned host memory): A = upload the \
@@ -601,12 +610,12 @@ fn markdown(r: &Report) -> String {
             .map_or("no GPU".into(), |c| format!("**{c:.0} GB/s**")),
         r.h2d_gbps.map_or("-".into(), |c| format!("{c:.1} GB/s")),
     );
-    s.push_str("## Compression ratio\n\n| set | file bytes | LLL | lz4_flex | libdeflate-6 | zstd-3 | LLL codes (SC RL SI LI SRL LRL) | LLL encode GB/s (all cores) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n");
+    s.push_str("## Compression ratio\n\n| set | file bytes | LLL | lz4_flex | libdeflate-6 | zstd-3 | LLL codes (SC RL SI LI SRL LRL) | stored / fill strips | LLL encode GB/s (all cores) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n");
     for set in &r.sets {
         let p = |c: &str| peer_of(set, c).map_or("-".into(), |p| format!("{:.2}", p.ratio));
         let cc: Vec<String> = set.code_counts.iter().map(|c| c.to_string()).collect();
         s.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {} | {} | {} | {:.2} |\n",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} / {} | {:.2} |\n",
             set.name,
             set.file_bytes,
             set.lll_ratio,
@@ -614,6 +623,8 @@ fn markdown(r: &Report) -> String {
             p("libdeflate-6"),
             p("zstd-3"),
             cc.join(" "),
+            set.stored_fill_strips[0],
+            set.stored_fill_strips[1],
             set.encode_gbps
         ));
     }

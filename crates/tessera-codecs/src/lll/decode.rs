@@ -31,7 +31,7 @@
 //! every error is the checked loop's, exactly.
 //!
 //! A stored strip (§4a, format 1.1: bit 31 of its `strip_starts` entry) is a length check and one
-//! copy.
+//! copy; a fill strip (§4b, format 1.2: bit 30) is a length check and one fill.
 //!
 //! Bounds: the header and the strip directory are checked first (§7 steps 1-3), then each
 //! strip's word counts, identifier padding and exact word-array length (step 4), so every word
@@ -44,20 +44,42 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, Seg, HEADER_BYTES, LONG_L, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN, RUN_T,
-    SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
+    strip_segments, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN,
+    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
+    STRIP_OFFSET_MASK,
 };
 
 fn word(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
 }
 
-/// A strip's payload bytes `[start, end)` and whether it is stored (§2).
-#[derive(Clone, Copy, Debug)]
-struct StripRange {
-    start: usize,
-    end: usize,
-    stored: bool,
+/// How a strip is written (§2: bits 30 and 31 of its `strip_starts` entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StripKind {
+    /// Word counts, identifiers and words (§4).
+    Coded,
+    /// Its output bytes, as they are (§4a, format 1.1).
+    Stored,
+    /// One byte that every output byte of the strip equals (§4b, format 1.2).
+    Fill,
+}
+
+/// A strip's payload bytes `[start, end)` and how they are written (§2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripRange {
+    /// First payload byte of the strip.
+    pub start: usize,
+    /// One past its last payload byte (the next strip's start, or the payload's end).
+    pub end: usize,
+    /// Coded, stored or fill.
+    pub kind: StripKind,
+}
+
+/// §7 steps 1-3 for a payload that must decode to `n` bytes: the header, the caller's length
+/// and the strip directory, with the decoders' exact errors; returns every strip's payload range
+/// and kind. Used by the GPU host, which must trust the same things before a launch.
+pub fn strip_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
+    parse_directory(payload, n)
 }
 
 /// Checks §7 steps 1-3; returns every strip's payload range.
@@ -134,7 +156,20 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
     let mut min = data_start;
     for k in 0..strips {
         let entry = word(payload, HEADER_BYTES + 4 * k);
-        let start = (entry & !STORED_STRIP) as usize;
+        let kind = match (entry & STORED_STRIP != 0, entry & FILL_STRIP != 0) {
+            (false, false) => StripKind::Coded,
+            (true, false) => StripKind::Stored,
+            (false, true) => StripKind::Fill,
+            (true, true) => {
+                return Err(Error::InvalidHeader {
+                    field: "strip_starts kind (bits 30 and 31 both set)",
+                    offset: (HEADER_BYTES + 4 * k) as u64,
+                    expected: "at most one of fill (bit 30) and stored (bit 31)".into(),
+                    found: entry as u64,
+                });
+            }
+        };
+        let start = (entry & STRIP_OFFSET_MASK) as usize;
         let max = if k == 0 { data_start } else { payload.len() };
         if start < min || start > max {
             return Err(Error::BlockStartOutOfRange {
@@ -150,7 +185,7 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
         ranges.push(StripRange {
             start,
             end: payload.len(),
-            stored: entry & STORED_STRIP != 0,
+            kind,
         });
         min = start;
     }
@@ -177,6 +212,22 @@ fn stored_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
     }
     out.copy_from_slice(bytes);
     Ok(())
+}
+
+/// A fill strip (§4b): exactly one byte, which every output byte equals.
+fn fill_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
+    match &payload[r.start..r.end] {
+        [] => Err(Error::truncated("LLL fill strip", r.start, 1, 0)),
+        [b] => {
+            out.fill(*b);
+            Ok(())
+        }
+        more => Err(Error::TrailingBytes {
+            what: "LLL fill strip",
+            offset: (r.start + 1) as u64,
+            count: (more.len() - 1) as u64,
+        }),
+    }
 }
 
 /// A strip whose counts and lengths passed §7 step 4.
@@ -912,8 +963,10 @@ fn dict_segment(
 
 /// Decodes one strip into `out` (the strip's bytes of the output): §7 steps 4 and 5, or §4a.
 fn decode_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
-    if r.stored {
-        return stored_strip(payload, r, out);
+    match r.kind {
+        StripKind::Stored => return stored_strip(payload, r, out),
+        StripKind::Fill => return fill_strip(payload, r, out),
+        StripKind::Coded => {}
     }
     let (segs, n) = strip_segments(out.len());
     let segs = &segs[..n];
@@ -960,10 +1013,10 @@ pub fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
 pub fn decode_simple(payload: &[u8], out: &mut [u8]) -> Result<()> {
     let ranges = parse_directory(payload, out.len())?;
     for (k, strip_out) in out.chunks_mut(STRIP_BYTES).enumerate() {
-        if ranges[k].stored {
-            stored_strip(payload, ranges[k], strip_out)?;
-        } else {
-            simple_strip(payload, ranges[k], strip_out)?;
+        match ranges[k].kind {
+            StripKind::Stored => stored_strip(payload, ranges[k], strip_out)?,
+            StripKind::Fill => fill_strip(payload, ranges[k], strip_out)?,
+            StripKind::Coded => simple_strip(payload, ranges[k], strip_out)?,
         }
     }
     Ok(())

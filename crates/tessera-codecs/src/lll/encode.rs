@@ -9,14 +9,17 @@
 //! unset (at the segment start and after SRL / LRL: `lll.md` §5). The non-dictionary subsegment
 //! gets the same program over SC and RL. Cost: at most ~530 transitions per byte, cheap at 4 KiB.
 //! A strip whose coding is not shorter than its input is stored instead (`lll.md` §4a: its
-//! input bytes, bit 31 of its `strip_starts` entry set), so no strip grows.
+//! input bytes, bit 31 of its `strip_starts` entry set), so no strip grows. A strip of at least
+//! 2 bytes that are all one byte is a fill strip (§4b, format 1.2: that byte, bit 30 set): the
+//! words would spend at least 3 bytes per 273 on it, and a reader fills it without parsing.
 
 use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, CodeCounts, Seg, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, RL_MAX, RL_MIN,
-    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MAX, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
+    strip_segments, CodeCounts, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, RL_MAX,
+    RL_MIN, RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MAX, SHORT_MIN, STORED_STRIP,
+    STRIP_BYTES,
 };
 
 /// Chain links followed per position when looking for the longest dictionary match.
@@ -43,13 +46,13 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
             data.len()
         )));
     }
-    // Each strip's coding, or None where the strip is stored (its input bytes, §4a).
-    let strips: Vec<(Option<Vec<u8>>, CodeCounts)> =
+    let strips: Vec<(Coding, CodeCounts)> =
         data.par_chunks(STRIP_BYTES).map(encode_strip).collect();
     let strip_bytes = |k: usize| -> &[u8] {
         match &strips[k].0 {
-            Some(coded) => coded,
-            None => &data[k * STRIP_BYTES..((k + 1) * STRIP_BYTES).min(data.len())],
+            Coding::Coded(coded) => coded,
+            Coding::Stored => &data[k * STRIP_BYTES..((k + 1) * STRIP_BYTES).min(data.len())],
+            Coding::Fill => &data[k * STRIP_BYTES..k * STRIP_BYTES + 1],
         }
     };
     out.clear();
@@ -66,8 +69,12 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
     }
     let mut at = HEADER_BYTES + dir_bytes;
     for (k, (coded, _)) in strips.iter().enumerate() {
-        // Offsets stay below 2^25 (at most 16 + 2048 + 2^24 bytes), clear of the stored flag.
-        let flag = if coded.is_none() { STORED_STRIP } else { 0 };
+        // Offsets stay below 2^25 (at most 16 + 2048 + 2^24 bytes), clear of the kind bits.
+        let flag = match coded {
+            Coding::Coded(_) => 0,
+            Coding::Stored => STORED_STRIP,
+            Coding::Fill => FILL_STRIP,
+        };
         out.extend_from_slice(&(at as u32 | flag).to_le_bytes());
         at += strip_bytes(k).len();
     }
@@ -79,9 +86,27 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
     Ok(counts)
 }
 
-/// One strip (§4): word counts, identifier bits, word array; `None` (and counts with only
-/// `stored = 1`) when that is not shorter than the strip, which is then stored (§4a).
-fn encode_strip(strip: &[u8]) -> (Option<Vec<u8>>, CodeCounts) {
+/// How one strip is written (§2).
+enum Coding {
+    /// Word counts, identifier bits, word array (§4).
+    Coded(Vec<u8>),
+    /// The input bytes (§4a).
+    Stored,
+    /// The strip's first byte, which all its bytes equal (§4b).
+    Fill,
+}
+
+/// One strip: a fill strip when it is at least 2 copies of one byte (§4b); else word counts,
+/// identifier bits and word array (§4), or stored when that is not shorter than the strip
+/// (§4a). The counts hold only `fill = 1` or `stored = 1` for those.
+fn encode_strip(strip: &[u8]) -> (Coding, CodeCounts) {
+    if strip.len() >= 2 && strip.iter().all(|&b| b == strip[0]) {
+        let fill = CodeCounts {
+            fill: 1,
+            ..CodeCounts::default()
+        };
+        return (Coding::Fill, fill);
+    }
     let (segs, n) = strip_segments(strip.len());
     let mut counts = CodeCounts::default();
     let mut w = Words::default();
@@ -107,9 +132,9 @@ fn encode_strip(strip: &[u8]) -> (Option<Vec<u8>>, CodeCounts) {
             stored: 1,
             ..CodeCounts::default()
         };
-        return (None, stored);
+        return (Coding::Stored, stored);
     }
-    (Some(out), counts)
+    (Coding::Coded(out), counts)
 }
 
 /// Identifier bits (LSB first, §4) and the word array of a strip under construction.

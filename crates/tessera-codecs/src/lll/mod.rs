@@ -9,7 +9,8 @@
 //! and the word array (§4), so a GPU finds every word's byte offset by a prefix sum of the bits.
 //!
 //! A strip whose coding is not shorter than its input is **stored** (format 1.1): its bytes are
-//! the input bytes, flagged by bit 31 of its `strip_starts` entry (§2, §4a).
+//! the input bytes, flagged by bit 31 of its `strip_starts` entry (§2, §4a). A strip whose bytes
+//! all equal one byte is a **fill** strip (format 1.2): that one byte, flagged by bit 30 (§4b).
 //!
 //! Modules: `encode` (hash-chain match finding and an optimal parse by dynamic programming, one
 //! rayon task per strip) and `decode` (the reference decoder, the paper's sequential algorithm
@@ -22,7 +23,7 @@
 mod decode;
 mod encode;
 
-pub use decode::{decode, decode_reference, decode_simple};
+pub use decode::{decode, decode_reference, decode_simple, strip_directory, StripKind, StripRange};
 pub use encode::{encode, max_encoded_len};
 
 /// Codec id reserved for LLL in the container (`lll.md` §1; not yet in `CodecId`).
@@ -44,8 +45,12 @@ pub const MAX_STRIP_SEGMENTS: usize = SUBSEGMENT_BYTES.len() + SEGMENTS_PER_STRI
 pub const HEADER_BYTES: usize = 16;
 
 /// Bit 31 of a `strip_starts` entry: the strip is stored, its bytes are its input (§2, §4a).
-/// The offset is the entry's low 31 bits.
 pub const STORED_STRIP: u32 = 1 << 31;
+/// Bit 30 of a `strip_starts` entry (format 1.2): the strip is a fill strip, one byte that every
+/// output byte of the strip equals (§2, §4b).
+pub const FILL_STRIP: u32 = 1 << 30;
+/// The `offset` field of a `strip_starts` entry: bits 0..29 (§2).
+pub const STRIP_OFFSET_MASK: u32 = FILL_STRIP - 1;
 
 /// Offset field value that marks a run-length code, SRL or LRL (§5).
 pub const RUN_T: u16 = 4095;
@@ -65,6 +70,8 @@ pub const RL_MIN: usize = 2;
 pub const RL_MAX: usize = 257;
 
 const _: () = assert!(STRIP_BYTES == 32768);
+// Every payload offset fits the offset field: a payload is at most 16 + 4 * 512 + 2^24 bytes.
+const _: () = assert!(HEADER_BYTES + 4 * 512 + (1 << 24) <= STRIP_OFFSET_MASK as usize);
 const _: () = assert!(
     SUBSEGMENT_BYTES[0] + SUBSEGMENT_BYTES[1] + SUBSEGMENT_BYTES[2] + SUBSEGMENT_BYTES[3]
         == SEGMENT_BYTES
@@ -94,6 +101,8 @@ pub struct CodeCounts {
     pub lrl: u64,
     /// Strips stored as their input bytes (§4a; their words are not counted above).
     pub stored: u64,
+    /// Fill strips, one byte each (§4b; no words).
+    pub fill: u64,
 }
 
 impl CodeCounts {
@@ -105,6 +114,7 @@ impl CodeCounts {
         self.srl += o.srl;
         self.lrl += o.lrl;
         self.stored += o.stored;
+        self.fill += o.fill;
     }
 }
 

@@ -61,6 +61,12 @@
 #define LLL_ST_ARRAY_LENGTH 6     // word array not exactly m + popcount bytes
 #define LLL_ST_CODE 7             // a word fails lll.md §6, or a segment's codes miss its length
 #define LLL_ST_STORED_LENGTH 8    // a stored strip (lll.md §4a) not exactly its output length
+#define LLL_ST_FILL_LENGTH 9      // a fill strip (lll.md §4b) not exactly one byte
+
+// LllStrip::kind (lll.md §2: bits 30 and 31 of a strip_starts entry).
+#define LLL_KIND_CODED 0          // word counts, identifiers, words (lll.md §4)
+#define LLL_KIND_STORED 1         // its bytes are its output (lll.md §4a, format 1.1)
+#define LLL_KIND_FILL 2           // one byte that fills its output (lll.md §4b, format 1.2)
 
 // One strip to decode: its bytes in the input buffer and its place in the output.
 struct LllStrip {
@@ -68,7 +74,7 @@ struct LllStrip {
     u64 out_start;  // first output byte of the strip
     u32 in_len;     // strip bytes (directory difference, checked by the host)
     u32 out_len;    // 1..=32768
-    u32 stored;     // 1: a stored strip (lll.md §4a, bit 31 of its strip_starts entry)
+    u32 kind;       // LLL_KIND_CODED, LLL_KIND_STORED or LLL_KIND_FILL
     u32 reserved;   // 0
 };
 
