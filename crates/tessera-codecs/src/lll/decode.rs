@@ -21,24 +21,31 @@
 //!
 //! Dictionary segments (all but 512 bytes of a strip) run in two gears. The fast one
 //! (`dict_fast_windows`, `dict_window_fast`: raw pointers, one `unsafe` block per access, each
-//! with its SAFETY argument) takes a whole window while the window's word-array reach and
-//! `FAST_OUT_SLACK` bytes of output room past its limit are there: every array index of a step
-//! comes from the trailing-zero count and two counters (no chain through earlier words), and a
-//! step costs one check for the output (`npos + len <= lim`), one for the dictionary, and the
-//! long-code test. At the first step that fails a check, or that it leaves to the checked code
-//! (a long code's c word past the window, a code ending near the strip's end), it stops before
-//! that step; the checked loop (`dict_window`, indexed Rust) redoes the window from there, so
-//! every error is the checked loop's, exactly.
+//! with its SAFETY argument) takes a whole window while the window's word-array reach is there,
+//! cut to as many words as the output room past its start allows at 16 bytes a word (the most a
+//! word yields outside a long code, which checks its own room): so a step checks nothing about
+//! the output's length. Every array index and output position of a step comes from the
+//! trailing-zero count and three counters (no chain through earlier words), and a step's one
+//! other check is a table compare, `t < thr[l + 1]`, that passes exactly the SIs inside the
+//! dictionary and sends run codes, long codes and bad offsets to a cold path. Whether the window
+//! stayed inside its segment is checked once, when it ends: if it did not (a code of it passed
+//! the segment's end, which a valid segment never does), the window is given back whole and the
+//! checked loop (`dict_window`, indexed Rust) redoes it from its start. At the first step that
+//! fails a check, or that it leaves to the checked code (a long code's c word past the window, a
+//! long code near the strip's end), the fast window stops before that step, and the checked
+//! loop redoes the window from there; so every error is the checked loop's, exactly.
 //!
 //! A stored strip (§4a, format 1.1: bit 31 of its `strip_starts` entry) is a length check and one
 //! copy; a fill strip (§4b, format 1.2: bit 30) is a length check and one fill.
 //!
 //! Bounds: the header and the strip directory are checked first (§7 steps 1-3), then each
 //! strip's word counts, identifier padding and exact word-array length (step 4), so every word
-//! index is inside the strip; step 5 bounds every write by the segment and every read by the
-//! dictionary; nothing is allocated from a header field (the strip list has at most 512 entries,
+//! index is inside the strip; step 5 bounds every code by the segment (the fast gear's scratch
+//! writes, by the strip's output) and every read by the dictionary; nothing is allocated from a header field (the strip list has at most 512 entries,
 //! after the directory was checked against the payload length). Outside the fast windows all
 //! indexing is checked Rust.
+
+use std::num::NonZeroU64;
 
 use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
@@ -559,12 +566,6 @@ fn plain_segment(
 /// read of an SC run. [`dict_window_fast`] runs only when this many array bytes are left.
 const WINDOW_ARRAY_REACH: usize = 2 * WINDOW + 1 + 16;
 
-/// Output room [`dict_window_fast`] needs past its limit `lim`: a step starts at `pos <= lim`
-/// and writes its SC run as at most 4 16-byte pieces (`sc <= WINDOW = 56`), and a code ending
-/// at or before `lim` as pieces ending before `lim + 16`.
-const FAST_OUT_SLACK: usize = 64;
-const _: () = assert!(WINDOW <= FAST_OUT_SLACK && 16 <= FAST_OUT_SLACK);
-
 /// Where a dictionary segment's decode is: output position, word-array index, and whether the
 /// previous character p is set (it is then `out[pos - 1]`).
 #[derive(Clone, Copy)]
@@ -627,28 +628,6 @@ unsafe fn copy16_more(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// An SC run of `n <= 64` bytes from the word array: `max(1, ceil(n / 16))` 16-byte pieces,
-/// inline (no call, no loop: the run is at most a window long).
-///
-/// # Safety
-/// As [`copy16`], `n <= 64`.
-#[inline(always)]
-unsafe fn copy_sc(dst: *mut u8, src: *const u8, n: usize) {
-    // SAFETY: each piece q < n.next_multiple_of(16) (or q = 0) is inside both ranges.
-    unsafe {
-        piece16(dst, src, 0);
-        if n > 16 {
-            piece16(dst, src, 16);
-            if n > 32 {
-                piece16(dst, src, 32);
-                if n > 48 {
-                    piece16(dst, src, 48);
-                }
-            }
-        }
-    }
-}
-
 /// `n` copies of `b` at `dst`, as 16-byte stores.
 ///
 /// # Safety
@@ -663,131 +642,6 @@ unsafe fn fill16(dst: *mut u8, b: u8, n: usize) {
         unsafe { dst.add(q).cast::<[u8; 16]>().write_unaligned([b; 16]) };
         q += 16;
     }
-}
-
-/// One window of a dictionary segment, words `wi .. wi + span` (`raw`: their identifier bits
-/// from bit 0), without bounds checks beyond the format's own. Returns the words consumed and
-/// whether it stopped early: at the first step whose checks fail (or that it leaves to the
-/// checked loop: a long code's c word past the window, a code ending past `lim`), it stops
-/// *before* that step, with `st` as it was after the last whole step, so [`dict_window`] can
-/// redo the step and report the exact error. A step's SC run is copied before the step's checks,
-/// as scratch inside the room the step was given; nothing else is written by a failing step.
-///
-/// Per step, with `bits` the window's identifier bits not yet consumed (a stop bit at `span`):
-/// `nz` = trailing zeros = the window index of the next 2-byte word (or `span`); the SC run is
-/// words `k .. nz`; word `x` of the window starts at array index `js + x`, where `js` = the
-/// first word's array index plus the 2-byte words consumed so far (§4's prefix sum, kept as a
-/// running count). Every index of a step comes from `nz`, `k` and `js` alone, so the only values
-/// carried from step to step are `bits` (one clear-lowest-bit), `k`, `js` and `pos` (adds): no
-/// long dependency chain through the identifier bits or the word array.
-///
-/// Whether the previous character p (§5) is set is kept as `unset_at`, the output position at
-/// which it became unset (segment start or the end of a run code; `usize::MAX` if it is set on
-/// entry): every code writes at least one byte, so p is set at `npos` iff `npos != unset_at`,
-/// and the common steps never touch it.
-///
-/// # Safety
-/// `st.wj + WINDOW_ARRAY_REACH <= array.len()`; `st.pos <= lim`, `lim + FAST_OUT_SLACK <=
-/// out.len()` and `lim <=` the segment's end; the dictionary `[dict_start, dict_start +
-/// dict_len)` ends at or before the segment's start; `st.prev_set` only if a byte of the
-/// segment precedes `st.pos`; `span <= WINDOW`.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn dict_window_fast(
-    array: &[u8],
-    out: &mut [u8],
-    st: &mut SegState,
-    lim: usize,
-    dict_start: usize,
-    dict_len: usize,
-    raw: u64,
-    span: usize,
-) -> (usize, bool) {
-    let o = out.as_mut_ptr();
-    // SAFETY: dict_start + dict_len <= segment start <= lim < out.len().
-    let d = unsafe { o.add(dict_start) };
-    let mut bits = (raw & ((1u64 << span) - 1)) | (1u64 << span);
-    // ap + x = word x of the window, 2-byte words consumed counted in (js of the comment above).
-    // SAFETY: st.wj < array.len() (the reach contract).
-    let ap0 = unsafe { array.as_ptr().add(st.wj) };
-    let (mut ap, mut pos, mut k) = (ap0, st.pos, 0usize);
-    let mut unset_at = if st.prev_set { usize::MAX } else { pos };
-    let stopped = loop {
-        let nz = bits.trailing_zeros() as usize;
-        let sc = nz - k;
-        // SAFETY: writes pos .. pos + 64 at most (sc <= WINDOW = 56, in 16-byte pieces), and
-        // pos <= lim <= out.len() - FAST_OUT_SLACK; reads ap + k .. ap + nz + 16 at most,
-        // inside st.wj + 2 * WINDOW + 16 < array.len() (ap - ap0 counts 2-byte words of the
-        // window, nz <= span); array and out are different buffers.
-        unsafe { copy_sc(o.add(pos), ap.add(k), sc) };
-        let rest = bits & (bits - 1);
-        if rest == 0 {
-            // nz = span, the stop bit: the window ends with these SC words.
-            if pos + sc > lim {
-                break true;
-            }
-            pos += sc;
-            k = span;
-            break false;
-        }
-        let npos = pos + sc;
-        // SAFETY: word nz of the window is a 2-byte word: it ends at or before
-        // ap0 + 2 * WINDOW.
-        let wp = unsafe { ap.add(nz) };
-        let w = u16::from_le_bytes(unsafe { wp.cast::<[u8; 2]>().read() });
-        let l = (w >> 12) as usize;
-        let (mut len, mut nk) = (l + SHORT_MIN, nz + 1);
-        if l == LONG_L as usize {
-            cold();
-            // LI / LRL: the c word is word nz + 1, identifier 0; the stop bit at span also
-            // sends a c word past the window to the checked loop.
-            if (rest >> (nz + 1)) & 1 != 0 {
-                break true;
-            }
-            // SAFETY: nz + 1 < span, so the c word is a word of the window: wp + 2 <
-            // ap0 + 2 * WINDOW.
-            len = unsafe { *wp.add(2) } as usize + LONG_MIN;
-            nk = nz + 2;
-        }
-        // One check for the SC run and the code: npos + len <= lim <= the segment's end.
-        let end = npos + len;
-        if end > lim {
-            cold();
-            break true;
-        }
-        let t = (w & 0x0FFF) as usize;
-        if t + len <= dict_len {
-            // SI / LI: dictionary bytes [t, t + len), which end at or before the segment's
-            // start <= npos (so t != RUN_T: t + len > 4096 >= dict_len for a run code).
-            // SAFETY: reads d + t .. + roundup16(len) and writes npos .. + roundup16(len), both
-            // ending before npos + len + 16 <= lim + FAST_OUT_SLACK <= out.len(); the len bytes
-            // read lie before npos (copy16's contract).
-            unsafe { copy16(o.add(npos), d.add(t), len) };
-        } else {
-            cold();
-            // SRL / LRL (t = RUN_T) with p set; anything else fails in the checked loop.
-            if t != RUN_T as usize || npos == unset_at {
-                break true;
-            }
-            // SAFETY: p is set, so a byte of the segment precedes npos (npos >= 1); the fill
-            // ends before npos + len + 16 <= out.len() as above.
-            unsafe { fill16(o.add(npos), *o.add(npos - 1), len) };
-            unset_at = end;
-        }
-        pos = end;
-        // SAFETY: stays inside the window's reach (one per 2-byte word of the window).
-        ap = unsafe { ap.add(1) };
-        k = nk;
-        bits = rest;
-    };
-    // SAFETY: both pointers are into `array`, ap >= ap0.
-    let twos = unsafe { ap.offset_from(ap0) } as usize;
-    *st = SegState {
-        pos,
-        wj: st.wj + twos + k,
-        prev_set: pos != unset_at,
-    };
-    (k, stopped)
 }
 
 /// One window of a dictionary segment with every access checked: words `wi .. wi + span`
@@ -876,36 +730,283 @@ fn dict_window(
     Ok(k)
 }
 
-/// Runs [`dict_window_fast`] window after window from word `wi` while its conditions hold
-/// (array reach, `st.pos <= lim`, `lim > 0`) and no window stops early; returns the next word.
-/// Kept out of line so that the hot loop has the registers to itself.
+/// The fast gear's place in its window (raw pointers, owned by [`dict_fast_windows`]).
+struct FastPos {
+    /// The output pointer minus the words of the window consumed (`o - k`): with it the step's
+    /// output positions are `ok + k` (the SC run) and `ok + nz` (the 2-byte word's code), so
+    /// no step computes the SC run's length.
+    ok: *mut u8,
+    /// Word `x` of the window starts at `ap + x` (the window's first word's byte plus the
+    /// 2-byte words consumed: §4's prefix sum, kept as a running count).
+    ap: *const u8,
+    /// Where p (§5) became unset: the segment start or the end of a run code; null if p is set
+    /// at the window's start. Every code writes at least one byte, so p is set at output
+    /// pointer `np` iff `np != unset`, and the common steps never touch it.
+    unset: *mut u8,
+}
+
+/// What the fast gear reads but does not change (cold paths read it from memory).
+struct FastCtx {
+    /// The dictionary's first byte (`out[dict_start]`).
+    d: *const u8,
+    /// `thr[l + 1]`: an SI of length field `l` (`l + 2` bytes) at offset `t` is inside the
+    /// dictionary iff `t < thr[l + 1] = dict_len - (l + 1)`; `thr[16] = 0` (l = 15: a long code,
+    /// or `thr[0]`, never read) sends every long code and every run code (`t = 4095`, and
+    /// `t + len > 4096 >= dict_len`) to the cold path with one compare.
+    thr: [usize; 17],
+    dict_len: usize,
+    /// The segment's end and the output's end (long codes check their room against these).
+    olim: *mut u8,
+    oend: *mut u8,
+}
+
+/// An SC run of more than 16 bytes (words `k .. nz` of the window, `k = k16 - 16`): the
+/// pieces after the first, at most 3 more (`nz - k <= WINDOW = 56`).
+///
+/// # Safety
+/// As [`copy16`] for the run: its source `ap + k ..` and its destination `ok + k ..`, both
+/// `(nz - k).next_multiple_of(16)` bytes long.
+#[cold]
+#[inline(never)]
+unsafe fn sc_more(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
+    let k = k16 - 16;
+    let n = nz - k;
+    let (dst, src) = (ok.wrapping_add(k), ap.wrapping_add(k));
+    // SAFETY: each piece q < n.next_multiple_of(16) is inside both ranges (the contract).
+    unsafe {
+        piece16(dst, src, 16);
+        if n > 32 {
+            piece16(dst, src, 32);
+            if n > 48 {
+                piece16(dst, src, 48);
+            }
+        }
+    }
+}
+
+/// One window of a dictionary segment, words `wi .. wi + span` (`bits`: their identifier bits
+/// from bit 0, and a stop bit at `span`), without bounds checks beyond the format's own and
+/// without any check of the output's length: the caller gives the window `16 * (span + 1)`
+/// bytes of room, which a window cannot outgrow (every word outside a long code yields at most
+/// 16 bytes; a long code checks its own room), and checks afterwards that the window ended
+/// inside its segment. Returns `k + 16` (`k`: the words consumed) and whether the window ended
+/// at a long code, which it leaves after (`fp.ok` is then the output pointer minus `k`, as
+/// always). At a step whose dictionary, run or long-code checks fail it stops *before* that
+/// step, with `fp` as after the last whole step, so the checked loop ([`dict_window`]) redoes
+/// the step and reports the exact error; the step's SC run is written first, as scratch inside
+/// the room.
+///
+/// Per step, with `bits` the window's identifier bits not yet consumed: `nz` = trailing zeros =
+/// the window index of the next 2-byte word (or `span`); the SC run is words `k .. nz`, bytes
+/// `ap + k ..` to output `ok + k ..`; the code's word is at `ap + nz`, its output at `ok + nz`.
+/// What a step carries to the next is `bits` (clear lowest bit), `ok` (+ len - 1), `ap` (+ 1)
+/// and `k + 16` (`nz + 17`), none through a chain longer than one add.
+///
+/// # Safety
+/// `fp.ap + WINDOW_ARRAY_REACH` inside the word array; the output pointer `fp.ok` (`k = 0`)
+/// at or after the segment's start with `16 * (span + 1)` writable bytes of `out` from it;
+/// `ctx` describes the segment's dictionary (inside `out`, ending at or before the segment's
+/// start; `dict_len >= 16`), its end and the output's end; `fp.unset` as its comment says;
+/// `span <= WINDOW`.
+#[inline(never)]
+unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (usize, bool) {
+    let (d, thr) = (ctx.d, &ctx.thr);
+    let (mut ok, mut ap, mut k16) = (fp.ok, fp.ap, 16usize);
+    loop {
+        // SAFETY: bits != 0: the stop bit at span is cleared only by the step that finds it
+        // as the lowest, which leaves the loop.
+        let nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
+        // SAFETY: the SC run, words k .. nz (k = k16 - 16 <= nz <= span): reads ap + k ..
+        // ap + nz + 16 at most, inside the window's array reach; writes output pointer
+        // o = ok + k .. o + (nz - k).next_multiple_of(16) (at least 16): o is at most
+        // 16 * k past the window's first output byte (each word consumed yielded at most 16
+        // bytes), so this ends before 16 * (span + 1) past it, inside the room; array and out
+        // are different buffers.
+        unsafe { piece16(ok.wrapping_add(k16 - 16), ap.add(k16 - 16), 0) };
+        if nz > k16 {
+            // SAFETY: as above, for the pieces after the first.
+            unsafe { sc_more(ok, ap, k16, nz) };
+        }
+        let rest = bits & (bits - 1);
+        if rest == 0 {
+            // nz = span, the stop bit: the window ends with these SC words.
+            k16 = nz + 16;
+            break;
+        }
+        // The 2-byte word nz: output at np (at most 16 * nz past the window's first byte).
+        let np = ok.wrapping_add(nz);
+        // SAFETY: word nz < span of the window is a 2-byte word inside the array reach.
+        let w = usize::from(u16::from_le_bytes(unsafe {
+            ap.add(nz).cast::<[u8; 2]>().read()
+        }));
+        // len - 1 = l + 1 (1..=16), and the offset t.
+        let len1 = (w + (1 << 12)) >> 12;
+        let t = w & 0x0FFF;
+        if t < thr[len1] {
+            // SI: dictionary bytes [t, t + len), which end at or before the segment's start
+            // (<= np).
+            // SAFETY: reads d + t .. d + t + 16 <= the segment's start + 15 - len1 inside out
+            // (the room past np >= the segment's start); writes np .. np + 16 <= 16 * (nz + 1)
+            // past the window's first byte, inside the room; the len bytes wanted lie
+            // before np, and the 16 go through a register.
+            unsafe { piece16(np, d.add(t), 0) };
+        } else {
+            cold();
+            if len1 == LONG_L as usize + 1 {
+                // LI / LRL end the window call (they are rare): the c word makes the next SC
+                // run start a word later, which `k = nz + 1` below does not say.
+                // SAFETY: this function's contract, and ok, ap, k16 as after the last step.
+                return unsafe { long_code(fp, ctx, ok, ap, k16, nz, rest, t) };
+            }
+            // SRL with p set; anything else stops here for the checked loop.
+            if t != RUN_T as usize || np == fp.unset {
+                break;
+            }
+            // SAFETY: p is set, so a byte of the segment precedes np; the fill writes np ..
+            // np + 16, inside the room as an SI's.
+            unsafe {
+                let p = *np.sub(1);
+                np.cast::<[u8; 16]>().write_unaligned([p; 16]);
+            }
+            fp.unset = np.wrapping_add(len1 + 1);
+        }
+        ok = ok.wrapping_add(len1);
+        // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
+        ap = unsafe { ap.add(1) };
+        k16 = nz + 17;
+        bits = rest;
+    }
+    fp.ok = ok;
+    fp.ap = ap;
+    (k16, false)
+}
+
+/// A long code (LI / LRL) at word `nz` of a [`dict_window_fast`] window, which has consumed
+/// `k = k16 - 16` words (`ok`, `ap` as there). Returns as [`dict_window_fast`] does: after the
+/// c word (`(nz + 18, true)`), or stopped before the code (`(k16, false)`) when a check fails
+/// or the code's 16-byte pieces would pass the segment's or the output's end.
+///
+/// # Safety
+/// As [`dict_window_fast`], with word `nz < span` a 2-byte word of the window and `rest` the
+/// window's identifier bits after it (the stop bit at span).
+#[cold]
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
+unsafe fn long_code(
+    fp: &mut FastPos,
+    ctx: &FastCtx,
+    ok: *mut u8,
+    ap: *const u8,
+    k16: usize,
+    nz: usize,
+    rest: u64,
+    t: usize,
+) -> (usize, bool) {
+    fp.ok = ok;
+    fp.ap = ap;
+    // The c word, word nz + 1: identifier 0, inside the window (the stop bit at span also
+    // sends a c word past the window to the checked loop).
+    if (rest >> (nz + 1)) & 1 != 0 {
+        return (k16, false);
+    }
+    // SAFETY: nz + 1 < span, so the c word is a word of the window, inside the reach.
+    let len = usize::from(unsafe { *ap.add(nz + 2) }) + LONG_MIN;
+    let np = ok.wrapping_add(nz);
+    let end = np.wrapping_add(len);
+    if end > ctx.olim || np.wrapping_add(len.next_multiple_of(16)) > ctx.oend {
+        return (k16, false);
+    }
+    if t + len <= ctx.dict_len {
+        // SAFETY: dictionary bytes [t, t + len) end at or before the segment's start <= np;
+        // the pieces read end before d + t + len + 16 <= the segment's start + 16 <= out's end
+        // (the window's room) and write np .. np + len.next_multiple_of(16) <= oend.
+        unsafe { copy16(np, ctx.d.add(t), len) };
+    } else {
+        if t != RUN_T as usize || np == fp.unset {
+            return (k16, false);
+        }
+        // SAFETY: p is set, so a byte of the segment precedes np; the pieces end at or before
+        // oend (checked above).
+        unsafe { fill16(np, *np.sub(1), len) };
+        fp.unset = end;
+    }
+    // Output end after nz + 2 words (the code's and its c word).
+    fp.ok = end.wrapping_sub(nz + 2);
+    // SAFETY: one 2-byte word more, inside the reach.
+    fp.ap = unsafe { ap.add(1) };
+    (nz + 18, true)
+}
+
+/// Runs [`dict_window_fast`] window after window from word `wi` while the array reach and the
+/// output room (at least one word's: 32 bytes) are there and no window stops early; returns
+/// the next word, with `st` there. A window's span is cut so that `16 * (span + 1)` bytes of
+/// room follow its start, so only the last few hundred bytes of a strip's output run in small
+/// windows. When a window ends (or stops) past the segment's end, some code of it did not fit
+/// (a valid segment never gets there): the window is given back whole, `st` as at its start,
+/// and the checked loop finds the first error. Kept out of line: the window loop's values do not
+/// crowd the hot loop's registers.
+#[inline(never)]
 fn dict_fast_windows(
     s: &Strip<'_>,
     out: &mut [u8],
     st: &mut SegState,
     mut wi: usize,
     words_end: usize,
-    lim: usize,
-    dict_start: usize,
-    dict_len: usize,
+    seg: &Seg,
+    thr: &[usize; 17],
 ) -> usize {
-    while wi < words_end && st.wj + WINDOW_ARRAY_REACH <= s.array.len() && st.pos <= lim && lim > 0
-    {
-        let span = (words_end - wi).min(WINDOW);
-        let raw = ids_window(s.ids, wi);
-        // SAFETY: the array reach and st.pos <= lim are checked above; the caller passes
-        // lim > 0 only if lim + FAST_OUT_SLACK <= out.len(), and lim <= the segment's end; the
-        // dictionary ends at or before the segment's start; st.prev_set only after a byte of
-        // the segment was written; span <= WINDOW.
-        let (k, stopped) =
-            unsafe { dict_window_fast(s.array, out, st, lim, dict_start, dict_len, raw, span) };
+    let o0 = out.as_mut_ptr();
+    let ctx = FastCtx {
+        d: o0.wrapping_add(seg.dict_start),
+        thr: *thr,
+        dict_len: seg.dict_end - seg.dict_start,
+        olim: o0.wrapping_add(seg.end),
+        oend: o0.wrapping_add(out.len()),
+    };
+    let (mut pos, mut wj) = (st.pos, st.wj);
+    let mut fp = FastPos {
+        ok: o0.wrapping_add(pos),
+        ap: s.array.as_ptr(),
+        unset: if st.prev_set {
+            std::ptr::null_mut()
+        } else {
+            o0.wrapping_add(pos)
+        },
+    };
+    while wi < words_end && wj + WINDOW_ARRAY_REACH <= s.array.len() {
+        let room_words = ((out.len() - pos) / 16).saturating_sub(1);
+        let span = (words_end - wi).min(WINDOW).min(room_words);
+        if span == 0 {
+            break;
+        }
+        let bits = (ids_window(s.ids, wi) & ((1u64 << span) - 1)) | (1u64 << span);
+        let ap0 = s.array[wj..].as_ptr();
+        let unset0 = fp.unset;
+        fp.ok = o0.wrapping_add(pos);
+        fp.ap = ap0;
+        // SAFETY: the array reach is checked above; pos >= the segment's start (st.pos is,
+        // and pos only grows) with 16 * (span + 1) <= out.len() - pos; the dictionary is
+        // inside out and ends at or before the segment's start, and dict_len >= 512;
+        // fp.unset is null only if p is set (prev_set, or a code since); span <= WINDOW.
+        let (k16, more) = unsafe { dict_window_fast(&mut fp, &ctx, bits) };
+        let k = k16 - 16;
+        let op = fp.ok.wrapping_add(k);
+        if op > ctx.olim {
+            fp.unset = unset0;
+            break;
+        }
+        pos = op as usize - o0 as usize;
+        wj += (fp.ap as usize - ap0 as usize) + k;
         wi += k;
-        if stopped {
+        if k < span && !more {
             break;
         }
     }
+    *st = SegState {
+        pos,
+        wj,
+        prev_set: o0.wrapping_add(pos) != fp.unset,
+    };
     wi
 }
 
@@ -926,26 +1027,16 @@ fn dict_segment(
         prev_set: false,
     };
     let dict_len = seg.dict_end - seg.dict_start;
-    // The fast windows' output limit: the segment's end, or less near the strip's end so that
-    // FAST_OUT_SLACK bytes of scratch room always follow it (the codes past it run checked).
-    let lim = out
-        .len()
-        .checked_sub(FAST_OUT_SLACK)
-        .map_or(0, |l| l.min(seg.end));
+    // FastCtx::thr: dict_len >= 512, so no entry wraps.
+    let mut thr = [0usize; 17];
+    for (len1, x) in thr.iter_mut().enumerate().take(16).skip(1) {
+        *x = dict_len - len1;
+    }
     let mut wi = c.i;
     while wi < words_end {
         // As many windows as run fast, then (if words are left) one checked window: the one
         // the fast loop stopped in, or one near the array's or the strip's end.
-        wi = dict_fast_windows(
-            s,
-            out,
-            &mut st,
-            wi,
-            words_end,
-            lim,
-            seg.dict_start,
-            dict_len,
-        );
+        wi = dict_fast_windows(s, out, &mut st, wi, words_end, seg, &thr);
         if wi >= words_end {
             break;
         }
@@ -1113,4 +1204,219 @@ fn simple_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast gear's window-level paths that the integration tests (`tests/lll.rs`) reach only
+    //! by chance: a code that passes its segment's end inside a fast window (the window is
+    //! given back whole to the checked loop, also when a later step of it stops), with the
+    //! room-cut windows near a strip's end, and long codes there.
+
+    use super::*;
+    use crate::lll::encode;
+
+    type W = (bool, Vec<u8>);
+
+    fn sc(b: u8) -> W {
+        (false, vec![b])
+    }
+
+    fn two(t: u16, l: u16) -> W {
+        (true, (t | l << 12).to_le_bytes().to_vec())
+    }
+
+    /// A one-strip payload of `n` bytes from hand-picked words per segment (§2, §4).
+    fn build(n: usize, segments: &[Vec<W>]) -> Vec<u8> {
+        let mut p = Vec::new();
+        for w in [
+            SEGMENT_BYTES as u32,
+            8,
+            n as u32,
+            1,
+            (HEADER_BYTES + 4) as u32,
+        ] {
+            p.extend_from_slice(&w.to_le_bytes());
+        }
+        let words: Vec<&W> = segments.iter().flatten().collect();
+        for s in segments {
+            p.extend_from_slice(&(s.len() as u16).to_le_bytes());
+        }
+        let mut ids = vec![0u8; words.len().div_ceil(8)];
+        for (i, w) in words.iter().enumerate() {
+            ids[i / 8] |= u8::from(w.0) << (i % 8);
+        }
+        p.extend_from_slice(&ids);
+        for w in &words {
+            p.extend_from_slice(&w.1);
+        }
+        p
+    }
+
+    /// The three decoders agree (bytes, or the error with every field); returns the outcome.
+    fn agree(p: &[u8], n: usize) -> std::result::Result<Vec<u8>, String> {
+        let run = |f: fn(&[u8], &mut [u8]) -> Result<()>, poison: u8| {
+            let mut out = vec![poison; n];
+            f(p, &mut out).map(|()| out).map_err(|e| format!("{e:?}"))
+        };
+        let simple = run(decode_simple, 0x3C);
+        assert_eq!(run(decode_reference, 0x5A), simple, "reference vs oracle");
+        assert_eq!(run(decode, 0xA5), simple, "fast vs oracle");
+        simple
+    }
+
+    /// A full strip of `b'a'`, every segment SC words except segment `j`: `lead` 2-byte SI
+    /// words (which shift the words against the 56-word windows and leave room in the word
+    /// count for the tail), SC words to `left` bytes
+    /// before the segment's end, `tail`, then `after` SC words (more words of the same
+    /// segment, so the window goes on past the tail).
+    fn strip_case(j: usize, lead: usize, left: usize, tail: &[W], after: usize) -> Vec<u8> {
+        let (segs, n) = strip_segments(STRIP_BYTES);
+        let mut words = Vec::new();
+        for (x, seg) in segs[..n].iter().enumerate() {
+            let len = seg.end - seg.start;
+            if x == 0 {
+                words.push(vec![(true, vec![b'a', 255]), (true, vec![b'a', 253])]);
+            } else if x != j {
+                words.push((0..len).map(|_| sc(b'a')).collect());
+            } else {
+                let mut w: Vec<W> = (0..lead).map(|_| two(0, 0)).collect();
+                w.extend((2 * lead..len - left).map(|_| sc(b'a')));
+                w.extend_from_slice(tail);
+                w.extend((0..after).map(|_| sc(b'a')));
+                words.push(w);
+            }
+        }
+        build(STRIP_BYTES, &words)
+    }
+
+    #[test]
+    fn codes_past_a_segment_end_inside_fast_windows() {
+        // Each tail passes the segment's end at its first code (with `left` bytes left), and
+        // then meets a word the fast gear stops at (a dictionary overrun, a long code, a run
+        // after a run), so the first error is the overrun, "code length", in all decoders.
+        let tails: [(&[W], usize); 6] = [
+            (&[sc(b'a'), sc(b'a'), two(4090, 14)], 1),
+            (&[two(0, 14), sc(b'a'), two(4090, 14)], 15),
+            (&[two(0, 14), sc(b'a'), two(0, 15), sc(0)], 9),
+            (&[sc(b'a'), two(4095, 14), two(4095, 0)], 12),
+            (&[two(0, 15), sc(40)], 57),
+            (&[two(4095, 15), sc(200)], 100),
+        ];
+        // Segment 4 (bytes 4096..8192: far from the array's and the strip's ends) and the
+        // strip's last segment (the room-cut windows, up to the output's end).
+        for j in [4, 10] {
+            for lead in (200..208).chain(250..260) {
+                for (tail, left) in &tails {
+                    for after in [0, 3, 40, 150] {
+                        let p = strip_case(j, lead, *left, tail, after);
+                        let e = agree(&p, STRIP_BYTES).expect_err("must fail");
+                        assert!(
+                            e.contains("\"code length\""),
+                            "j {j}, lead {lead}, {tail:?}, after {after}: {e}"
+                        );
+                    }
+                }
+            }
+        }
+        // A long code ending 1..15 bytes before the strip's end, its 16-byte pieces past the
+        // output's end, with words after it (too many: "code length" at the first that does
+        // not fit) so that the array reach lets the fast gear meet it.
+        for lead in 200..260 {
+            for extra in [1, 7, 15] {
+                for tail in [
+                    [sc(b'a'), two(0, 15), sc(100)],
+                    [sc(b'a'), two(4095, 15), sc(100)],
+                ] {
+                    let p = strip_case(10, lead, 1 + 118 + extra, &tail, 150);
+                    let e = agree(&p, STRIP_BYTES).expect_err("must fail");
+                    assert!(e.contains("\"code length\""), "lead {lead}, {tail:?}: {e}");
+                }
+            }
+        }
+        // The same segments, valid: long codes and runs up to the last byte, and long codes
+        // ending 1..15 bytes before it (near the strip's end, their 16-byte pieces would pass
+        // the output's end: the fast gear leaves them to the checked loop).
+        for j in [4, 10] {
+            for lead in [0, 5, 55, 200] {
+                let tail = [sc(b'a'), two(4095, 14), two(0, 15), sc(40), sc(b'a')];
+                let p = strip_case(j, lead, 1 + 16 + 58 + 1, &tail, 0);
+                assert_eq!(agree(&p, STRIP_BYTES), Ok(vec![b'a'; STRIP_BYTES]));
+            }
+            for lead in 200..260 {
+                for extra in [1, 7, 15] {
+                    for c in [0u8, 20, 100] {
+                        let long = usize::from(c) + 18;
+                        let p = strip_case(j, lead, long + extra, &[two(0, 15), sc(c)], extra);
+                        assert_eq!(agree(&p, STRIP_BYTES), Ok(vec![b'a'; STRIP_BYTES]));
+                        let tail = [sc(b'a'), two(4095, 15), sc(c)];
+                        let p = strip_case(j, lead, 1 + long + extra, &tail, extra);
+                        assert_eq!(agree(&p, STRIP_BYTES), Ok(vec![b'a'; STRIP_BYTES]));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every 2-byte word's length field in the last words of a segment (where a longer code
+    /// passes the segment's end inside a fast window), set to each value, with and without a
+    /// second edit further on: all decoders agree.
+    #[test]
+    fn length_edits_near_segment_ends_agree() {
+        // Photo-like bytes (SC and short SI), then text (long SI / LI), two strips and a bit.
+        let n = 2 * STRIP_BYTES + 3000;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let data: Vec<u8> = (0..n)
+            .map(|i| {
+                if i < STRIP_BYTES + 9000 {
+                    ((i % 509) / 3 + (i / 509) / 2) as u8 ^ (next() as u8 & 3)
+                } else {
+                    b"the quick brown fox jumps over the lazy dog "[(i * 7 + (i / 300)) % 44]
+                }
+            })
+            .collect();
+        let mut p = Vec::new();
+        encode(&data, &mut p).expect("encodes");
+        assert_eq!(agree(&p, n), Ok(data.clone()));
+        let ranges = parse_directory(&p, n).expect("directory");
+        let mut cases = 0;
+        for (k, r) in ranges.iter().enumerate() {
+            assert_eq!(r.kind, StripKind::Coded);
+            let len = (n - k * STRIP_BYTES).min(STRIP_BYTES);
+            let (segs, count) = strip_segments(len);
+            let s = parse_strip(&p, *r, &segs[..count]).expect("strip");
+            let id = |i: usize| (s.ids[i / 8] >> (i % 8)) & 1 == 1;
+            // Word i's array byte, by §4's prefix sum.
+            let (mut i, mut j) = (0usize, 0usize);
+            for (x, _) in segs[..count].iter().enumerate() {
+                let end = i + s.word_counts[x] as usize;
+                while i < end {
+                    let two_byte = id(i);
+                    if two_byte && end - i <= 70 && x > 0 {
+                        let at = s.array_at + j + 1;
+                        for l in [0u8, 7, 13, 14, 15] {
+                            for second in [None, Some(at + 9), Some(at + 40)] {
+                                let mut q = p.clone();
+                                q[at] = (q[at] & 0x0F) | l << 4;
+                                if let Some(b) = second.filter(|&b| b < q.len()) {
+                                    q[b] ^= 0xF0;
+                                }
+                                let _ = agree(&q, n);
+                                cases += 1;
+                            }
+                        }
+                    }
+                    j += 1 + usize::from(two_byte);
+                    i += 1;
+                }
+            }
+        }
+        assert!(cases > 500, "{cases} cases");
+    }
 }
