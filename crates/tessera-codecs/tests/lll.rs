@@ -198,8 +198,11 @@ fn all_one_byte_is_fill_strips() {
     );
     let (p, _) = enc(&data);
     for k in 0..4 {
-        let entry = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"));
-        assert_eq!(entry & (FILL_STRIP | STORED_STRIP), FILL_STRIP, "strip {k}");
+        assert_eq!(
+            entry(&p, k) & (FILL_STRIP | STORED_STRIP),
+            FILL_STRIP,
+            "strip {k}"
+        );
     }
     // A 1-byte strip is stored (1 byte either way); 2 equal bytes fill.
     assert_eq!(enc(&[7]).1.stored, 1);
@@ -239,9 +242,21 @@ fn random_bytes_are_stored() {
     assert_eq!(counts.sc + counts.si + counts.rl, 0, "{counts:?}");
     let (p, _) = enc(&data);
     for k in 0..strips {
-        let entry = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"));
-        assert_ne!(entry & STORED_STRIP, 0, "strip {k} not flagged stored");
+        assert_ne!(
+            entry(&p, k) & STORED_STRIP,
+            0,
+            "strip {k} not flagged stored"
+        );
     }
+}
+
+/// `strip_starts[k]` of payload `p` (§2).
+fn entry(p: &[u8], k: usize) -> u32 {
+    u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
+}
+
+fn set_entry(p: &mut [u8], k: usize, v: u32) {
+    p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes())
 }
 
 /// Random, text, random: a stored strip, a coded one, a short stored last strip.
@@ -258,10 +273,9 @@ fn stored_and_coded_strips_mix() {
     let (p, counts) = enc(&data);
     assert_eq!(counts.stored, 2, "{counts:?}");
     assert!(counts.si > 0, "{counts:?}");
-    let entry = |k: usize| u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
-    assert_ne!(entry(0) & STORED_STRIP, 0);
-    assert_eq!(entry(1) & STORED_STRIP, 0);
-    assert_ne!(entry(2) & STORED_STRIP, 0);
+    assert_ne!(entry(&p, 0) & STORED_STRIP, 0);
+    assert_eq!(entry(&p, 1) & STORED_STRIP, 0);
+    assert_ne!(entry(&p, 2) & STORED_STRIP, 0);
     assert_eq!(dec(&p, data.len()), data);
     // A strip of one byte codes to 4 bytes: stored. An all-equal strip: a fill strip.
     let (one, c) = enc(&[9]);
@@ -276,12 +290,6 @@ fn stored_strip_errors() {
     let data = mixed_stored_input();
     let n = data.len();
     let (good, _) = enc(&data);
-    let entry = |p: &[u8], k: usize| {
-        u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
-    };
-    let set = |p: &mut Vec<u8>, k: usize, v: u32| {
-        p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes())
-    };
     // The last (stored) strip one byte short, one byte long.
     assert!(matches!(
         fail(&good[..good.len() - 1], n),
@@ -305,7 +313,7 @@ fn stored_strip_errors() {
     // The first stored strip made one byte shorter by moving strip 1's start back.
     let mut p = good.clone();
     let e1 = entry(&p, 1);
-    set(&mut p, 1, e1 - 1);
+    set_entry(&mut p, 1, e1 - 1);
     assert!(matches!(
         fail(&p, n),
         Error::Truncated {
@@ -316,7 +324,7 @@ fn stored_strip_errors() {
     ));
     // The stored flag on the coded strip: its length is not L.
     let mut p = good.clone();
-    set(&mut p, 1, e1 | STORED_STRIP);
+    set_entry(&mut p, 1, e1 | STORED_STRIP);
     assert!(matches!(
         fail(&p, n),
         Error::Truncated {
@@ -326,12 +334,12 @@ fn stored_strip_errors() {
     ));
     // The flag cleared on the first stored strip: its random bytes read as word counts.
     let mut p = good.clone();
-    set(&mut p, 0, entry(&good, 0) & !STORED_STRIP);
+    set_entry(&mut p, 0, entry(&good, 0) & !STORED_STRIP);
     fail(&p, n);
     // The flag does not widen the offset range: a flagged offset still has to be in range.
     let mut p = good.clone();
     let past = p.len() as u32 + 1;
-    set(&mut p, 2, past | STORED_STRIP);
+    set_entry(&mut p, 2, past | STORED_STRIP);
     assert!(matches!(
         fail(&p, n),
         Error::BlockStartOutOfRange { block: 2, .. }
@@ -352,16 +360,15 @@ fn fill_strips_mix_with_coded_and_stored_ones() {
     let data = mixed_fill_input();
     let (p, counts) = enc(&data);
     assert_eq!((counts.fill, counts.stored), (2, 1), "{counts:?}");
-    let entry = |k: usize| u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
-    let kinds: Vec<u32> = (0..4).map(|k| entry(k) >> 30).collect();
+    let kinds: Vec<u32> = (0..4).map(|k| entry(&p, k) >> 30).collect();
     assert_eq!(kinds, [0, 1, 2, 1]);
     // Each fill strip is its one byte: strip 1 one byte before strip 2, strip 3 the last byte.
     assert_eq!(
-        entry(2) & STRIP_OFFSET_MASK,
-        (entry(1) & STRIP_OFFSET_MASK) + 1
+        entry(&p, 2) & STRIP_OFFSET_MASK,
+        (entry(&p, 1) & STRIP_OFFSET_MASK) + 1
     );
-    assert_eq!(p[(entry(1) & STRIP_OFFSET_MASK) as usize], 0);
-    assert_eq!(p.len(), (entry(3) & STRIP_OFFSET_MASK) as usize + 1);
+    assert_eq!(p[(entry(&p, 1) & STRIP_OFFSET_MASK) as usize], 0);
+    assert_eq!(p.len(), (entry(&p, 3) & STRIP_OFFSET_MASK) as usize + 1);
     assert_eq!(p[p.len() - 1], 0xA5);
     assert_eq!(dec(&p, data.len()), data);
 }
@@ -371,12 +378,6 @@ fn fill_strip_errors() {
     let data = mixed_fill_input();
     let n = data.len();
     let (good, _) = enc(&data);
-    let entry = |p: &[u8], k: usize| {
-        u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4 bytes"))
-    };
-    let set = |p: &mut Vec<u8>, k: usize, v: u32| {
-        p[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_le_bytes())
-    };
     // The last (fill) strip with no byte, with one byte too many.
     assert!(matches!(
         fail(&good[..good.len() - 1], n),
@@ -399,7 +400,7 @@ fn fill_strip_errors() {
     ));
     // The fill flag on the coded strip: it is far longer than one byte.
     let mut p = good.clone();
-    set(&mut p, 0, entry(&good, 0) | FILL_STRIP);
+    set_entry(&mut p, 0, entry(&good, 0) | FILL_STRIP);
     assert!(matches!(
         fail(&p, n),
         Error::TrailingBytes {
@@ -409,7 +410,7 @@ fn fill_strip_errors() {
     ));
     // The flag moved from fill to stored: one byte is not a stored strip of 32768.
     let mut p = good.clone();
-    set(
+    set_entry(
         &mut p,
         1,
         (entry(&good, 1) & STRIP_OFFSET_MASK) | STORED_STRIP,
@@ -423,7 +424,7 @@ fn fill_strip_errors() {
     ));
     // Both kind bits: rejected at the directory, before any strip is decoded.
     let mut p = good.clone();
-    set(&mut p, 3, entry(&good, 3) | STORED_STRIP);
+    set_entry(&mut p, 3, entry(&good, 3) | STORED_STRIP);
     assert!(matches!(
         fail(&p, n),
         Error::InvalidHeader {
@@ -435,7 +436,7 @@ fn fill_strip_errors() {
     // The fill flag does not widen the offset range.
     let mut p = good.clone();
     let past = p.len() as u32 + 1;
-    set(&mut p, 2, past | FILL_STRIP);
+    set_entry(&mut p, 2, past | FILL_STRIP);
     assert!(matches!(
         fail(&p, n),
         Error::BlockStartOutOfRange { block: 2, .. }
@@ -448,7 +449,7 @@ fn a_version_1_1_reading_of_a_fill_entry_is_out_of_range() {
     // entry's offset reads as at least 2^30, past the end of every payload: BlockStartOutOfRange.
     let (p, _) = enc(&mixed_fill_input());
     for k in 0..4 {
-        let raw = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4"));
+        let raw = entry(&p, k);
         let as_1_1 = (raw & !STORED_STRIP) as usize;
         assert_eq!(
             raw & FILL_STRIP != 0,
@@ -468,7 +469,7 @@ fn a_version_1_reading_of_a_stored_entry_is_out_of_range() {
     let strips = 3;
     let data_start = HEADER_BYTES + 4 * strips;
     for k in 0..strips {
-        let raw = u32::from_le_bytes(p[16 + 4 * k..20 + 4 * k].try_into().expect("4")) as usize;
+        let raw = entry(&p, k) as usize;
         let max = if k == 0 { data_start } else { p.len() };
         let stored = raw & STORED_STRIP as usize != 0;
         assert_eq!(

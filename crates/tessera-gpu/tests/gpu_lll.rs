@@ -562,15 +562,8 @@ fn corrupt_fill_strips_give_the_cpu_error() {
     let n = data.len();
     let (good, _) = encode(&data);
     check_decode(gpu, "fill strips", &data);
-    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
     // The last strip (fill) with no byte and with two.
-    cases.push((
-        "last fill strip empty".into(),
-        good[..good.len() - 1].to_vec(),
-    ));
-    let mut p = good.clone();
-    p.push(0x3C);
-    cases.push(("last fill strip long".into(), p));
+    let mut cases = last_strip_cut_and_grown(&good, "fill");
     for k in 0..5 {
         let e = entry(&good, k);
         // The fill flag flipped (a fill strip read as coded, a coded or stored one as fill),
@@ -589,20 +582,40 @@ fn corrupt_fill_strips_give_the_cpu_error() {
             cases.push((format!("strip {k} {what}"), p));
         }
     }
-    let mut failed = 0;
-    for (what, p) in &cases {
-        failed += usize::from(check_same_outcome(gpu, what, p, n));
-    }
-    eprintln!(
-        "{failed} of {} fill-strip corruptions rejected",
-        cases.len()
-    );
-    assert_eq!(failed, cases.len());
+    assert_all_rejected(gpu, "fill-strip", &cases, n);
     // A changed fill byte changes the output, not the validity.
     let mut p = good.clone();
     let s2 = (entry(&good, 2) & cpu::STRIP_OFFSET_MASK) as usize;
     p[s2] ^= 0x5A;
     assert!(!check_same_outcome(gpu, "a fill strip's byte", &p, n));
+}
+
+/// `good` with its last byte cut and with one byte appended: the last strip one byte short and
+/// one byte long.
+fn last_strip_cut_and_grown(good: &[u8], kind: &str) -> Vec<(String, Vec<u8>)> {
+    let mut long = good.to_vec();
+    long.push(good[good.len() - 1]);
+    vec![
+        (
+            format!("last {kind} strip short"),
+            good[..good.len() - 1].to_vec(),
+        ),
+        (format!("last {kind} strip long"), long),
+    ]
+}
+
+/// GPU and CPU give the same error on every case, and every case fails.
+fn assert_all_rejected(gpu: &Gpu, what: &str, cases: &[(String, Vec<u8>)], n: usize) {
+    let failed: usize = cases
+        .iter()
+        .map(|(c, p)| usize::from(check_same_outcome(gpu, c, p, n)))
+        .sum();
+    eprintln!("{failed} of {} {what} corruptions rejected", cases.len());
+    assert_eq!(
+        failed,
+        cases.len(),
+        "{what}: some corruptions were accepted"
+    );
 }
 
 fn entry(p: &[u8], k: usize) -> u32 {
@@ -708,15 +721,8 @@ fn corrupt_stored_strips_give_the_cpu_error() {
     let n = data.len();
     let (good, _) = encode(&data);
     let strips = n.div_ceil(cpu::STRIP_BYTES);
-    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
     // The last strip (stored) one byte short and one byte long.
-    cases.push((
-        "last stored strip short".into(),
-        good[..good.len() - 1].to_vec(),
-    ));
-    let mut p = good.clone();
-    p.push(0);
-    cases.push(("last stored strip long".into(), p));
+    let mut cases = last_strip_cut_and_grown(&good, "stored");
     for k in 1..strips {
         let e = entry(&good, k);
         // Strip k - 1 one byte shorter / longer (strip k's start moved), flags kept.
@@ -738,15 +744,7 @@ fn corrupt_stored_strips_give_the_cpu_error() {
     let s0 = (entry(&good, 0) & cpu::STRIP_OFFSET_MASK) as usize;
     p[s0 + 100] ^= 0x5A;
     assert!(!check_same_outcome(gpu, "a byte of a stored strip", &p, n));
-    let mut failed = 0;
-    for (what, p) in &cases {
-        failed += usize::from(check_same_outcome(gpu, what, p, n));
-    }
-    eprintln!(
-        "{failed} of {} stored-strip corruptions rejected",
-        cases.len()
-    );
     // Every length change of a stored strip and every flag flip must fail (a moved start also
     // shortens or lengthens the strip before it, stored or coded).
-    assert_eq!(failed, cases.len());
+    assert_all_rejected(gpu, "stored-strip", &cases, n);
 }
