@@ -345,10 +345,14 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
     }
     let tiles = w.elements.div_ceil(WRITER_TILE);
     let g = grid(w.elements, WRITER_TILE)?;
-    let partials = gpu.alloc::<u32>(3 * (tiles as usize + 1))?;
+    // The partials (tiles + 1 BmAggs of 3 words) and, right after them, the overflow flag: one
+    // read brings back the total and the flag (each read is a copy and a wait, a large share of
+    // the time of an operation on small bitmaps).
+    let flag_at = 3 * (tiles as usize + 1);
+    let partials = gpu.alloc::<u32>(flag_at + 1)?;
     let out = gpu.alloc::<u32>(w.elements as usize)?;
-    let flags = gpu.alloc::<u32>(1)?;
-    let (p, o, fl) = (gpu.ptr(&partials), gpu.ptr(&out), gpu.ptr(&flags));
+    let (p, o) = (gpu.ptr(&partials), gpu.ptr(&out));
+    let fl = p + 4 * flag_at as u64;
     gpu.fill_bytes_raw(fl, 0, 4)?;
     let f_r = gpu.function(Module::Bitmap, w.reduce)?;
     let f_p = gpu.function(Module::Bitmap, "bm_agg_partials")?;
@@ -362,15 +366,15 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
     // SAFETY: `w.src` are the source's leading parameters of both kernels (set by the callers
     // below, which own the buffers they point to); then partials (tiles + 1 BmAggs), and for the
     // apply max_counter, mode, out (elements words: mode 0 writes one word per block, at most
-    // one block per element), ex_out (unused in mode 0) and flags (one word).
+    // one block per element), ex_out (unused in mode 0) and flags (the one word after the partials).
     unsafe {
         gpu.launch(&f_r, g, WRITER_THREADS, &r_args)?;
         gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&p, &count])?;
         gpu.launch(&f_a, g, WRITER_THREADS, &a_args)?;
     }
-    let total = read_words(gpu, &partials, 3 * tiles as usize, 3)?;
-    let flag = read_words(gpu, &flags, 0, 1)?[0];
-    let blocks = total[1] as usize;
+    // The last BmAgg (the total) and the flag after it.
+    let tail = read_words(gpu, &partials, 3 * tiles as usize, 4)?;
+    let (blocks, flag) = (tail[1] as usize, tail[3]);
     if flag == 0 {
         return Ok(DeviceBitmap {
             flavor: w.flavor,
