@@ -385,10 +385,12 @@ pub fn decode_device(gpu: &Gpu, input: &DeviceLll, out: &mut CudaSlice<u8>) -> R
 /// Decodes one LLL chunk on the GPU: `payload` must decode to exactly `out.len()` bytes. The
 /// result (and any error) equals `tessera_codecs::lll::decode`'s.
 pub fn decode(gpu: &Gpu, payload: &[u8], out: &mut [u8]) -> Result<()> {
-    cpu::strip_directory(payload, out.len())?;
     if out.is_empty() {
+        // Nothing to launch; the header and directory are still checked.
+        cpu::strip_directory(payload, 0)?;
         return Ok(());
     }
+    // `upload` checks §7 steps 1-3 (the CPU's errors) before anything reaches the GPU.
     let input = DeviceLll::upload(gpu, &[(payload, out.len())])?;
     let mut d_out = gpu.alloc::<u8>(out.len())?;
     enqueue_decode(gpu, &input, &mut d_out, Variant::default())?;
