@@ -14,12 +14,8 @@ use std::time::Instant;
 
 use tessera_codecs::lll;
 
-/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`, Linux), so that a
-/// busy shared machine's other work does not count; wall-clock time where it is missing.
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
+mod common;
+use common::cpu_ns;
 
 fn main() {
     let mut files = Vec::new();
@@ -38,17 +34,7 @@ fn main() {
             files.push(a);
         }
     }
-    if files.is_empty() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/data");
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .expect("bench/data")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path().display().to_string())
-            .filter(|p| p.ends_with(".gray") || p.ends_with(".txt") || p.ends_with(".xml"))
-            .collect();
-        v.sort();
-        files = v;
-    }
+    let files = common::bench_files(files);
     // One worker: the pool's thread runs every strip, and `install` runs the closure on it, so
     // the CPU-time clock read inside the closure sees all the work.
     let pool = rayon::ThreadPoolBuilder::new()
