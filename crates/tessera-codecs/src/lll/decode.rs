@@ -20,20 +20,21 @@
 //! `out[pos - 1]` whenever it is set, so only whether it is set is tracked.
 //!
 //! Dictionary segments (all but 512 bytes of a strip) run in two gears. The fast one
-//! (`dict_fast_windows`, `dict_window_fast`: raw pointers, one `unsafe` block per access, each
-//! with its SAFETY argument) takes a whole window while the window's word-array reach is there,
-//! cut to as many words as the output room past its start allows at 16 bytes a word (the most a
-//! word yields outside a long code, which checks its own room): so a step checks nothing about
-//! the output's length. Every array index and output position of a step comes from the
-//! trailing-zero count and three counters (no chain through earlier words), and a step's one
-//! other check is a table compare, `t < thr[l + 1]`, that passes exactly the SIs inside the
-//! dictionary and sends run codes, long codes and bad offsets to a cold path. Whether the window
-//! stayed inside its segment is checked once, when it ends: if it did not (a code of it passed
-//! the segment's end, which a valid segment never does), the window is given back whole and the
-//! checked loop (`dict_window`, indexed Rust) redoes it from its start. At the first step that
+//! (`dict_fast_windows`, `dict_window_fast`: raw pointers, one `unsafe` block per access, each with
+//! its SAFETY argument) takes a whole window while the window's word-array reach is there, cut to
+//! as many words as the output room past its start allows at 16 bytes a word (the most a word
+//! yields outside a long code, which checks its own room): so a step checks nothing about the
+//! output's length. One call runs window after window (`next_window` checks the one that ended and
+//! starts the next, without leaving the loop). Every array index and output position of a step
+//! comes from the trailing-zero count and three counters (no chain through earlier words), and a
+//! step's one other check is a table compare, `t < thr[l + 1]`, that passes exactly the SIs inside
+//! the dictionary and sends run codes, long codes and bad offsets to a cold path. Whether the
+//! window stayed inside its segment is checked once, when it ends: if it did not (a code of it
+//! passed the segment's end, which a valid segment never does), the window is given back whole and
+//! the checked loop (`dict_window`, indexed Rust) redoes it from its start. At the first step that
 //! fails a check, or that it leaves to the checked code (a long code's c word past the window, a
-//! long code near the strip's end), the fast window stops before that step, and the checked
-//! loop redoes the window from there; so every error is the checked loop's, exactly.
+//! long code near the strip's end), the fast window stops before that step, and the checked loop
+//! redoes the window from there; so every error is the checked loop's, exactly.
 //!
 //! A stored strip (§4a, format 1.1: bit 31 of its `strip_starts` entry) is a length check and one
 //! copy; a fill strip (§4b, format 1.2: bit 30) is a length check and one fill.
@@ -597,16 +598,17 @@ unsafe fn copy16(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// One 16-byte piece at offset `q`, through a register.
+/// One 16-byte piece at offset `q`, through a register: a 16-byte `ptr::copy` (memmove: all
+/// 16 read before any is written) is one unaligned load and one store. (A `read_unaligned` /
+/// `write_unaligned` pair of `[u8; 16]` left dead stack copies of the value in the window loop.)
 ///
 /// # Safety
 /// `src + q .. src + q + 16` readable, `dst + q .. dst + q + 16` writable.
 #[inline(always)]
 unsafe fn piece16(dst: *mut u8, src: *const u8, q: usize) {
-    // SAFETY: the caller's contract; unaligned reads and writes of plain bytes.
+    // SAFETY: the caller's contract; plain bytes, and ptr::copy allows the ranges to overlap.
     unsafe {
-        let v = src.add(q).cast::<[u8; 16]>().read_unaligned();
-        dst.add(q).cast::<[u8; 16]>().write_unaligned(v);
+        std::ptr::copy(src.add(q), dst.add(q), 16);
     }
 }
 
@@ -730,7 +732,7 @@ fn dict_window(
     Ok(k)
 }
 
-/// The fast gear's place in its window (raw pointers, owned by [`dict_fast_windows`]).
+/// The fast gear's place (raw pointers, owned by [`dict_fast_windows`]).
 struct FastPos {
     /// The output pointer minus the words of the window consumed (`o - k`): with it the step's
     /// output positions are `ok + k` (the SC run) and `ok + nz` (the 2-byte word's code), so
@@ -743,6 +745,13 @@ struct FastPos {
     /// at the window's start. Every code writes at least one byte, so p is set at output
     /// pointer `np` iff `np != unset`, and the common steps never touch it.
     unset: *mut u8,
+    /// The current window's start: its first output byte, its first word's array byte, its
+    /// first word (strip word index) and `unset` there. A window that ends past its segment's
+    /// end is given back to this state (the windows before it are done).
+    o0: *mut u8,
+    a0: *const u8,
+    wi0: usize,
+    unset0: *mut u8,
 }
 
 /// What the fast gear reads but does not change (cold paths read it from memory).
@@ -758,6 +767,13 @@ struct FastCtx {
     /// The segment's end and the output's end (long codes check their room against these).
     olim: *mut u8,
     oend: *mut u8,
+    /// The identifier block, the segment's word end, and the last array byte a window may
+    /// start at (`WINDOW_ARRAY_REACH` before the array's end): [`next_window`] checks a new
+    /// window against them.
+    ids: *const u8,
+    ids_len: usize,
+    words_end: usize,
+    alim: *const u8,
 }
 
 /// An SC run of more than 16 bytes (words `k .. nz` of the window, `k = k16 - 16`): the
@@ -784,17 +800,47 @@ unsafe fn sc_more(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
     }
 }
 
-/// One window of a dictionary segment, words `wi .. wi + span` (`bits`: their identifier bits
-/// from bit 0, and a stop bit at `span`), without bounds checks beyond the format's own and
-/// without any check of the output's length: the caller gives the window `16 * (span + 1)`
-/// bytes of room, which a window cannot outgrow (every word outside a long code yields at most
-/// 16 bytes; a long code checks its own room), and checks afterwards that the window ended
-/// inside its segment. Returns `k + 16` (`k`: the words consumed) and whether the window ended
-/// at a long code, which it leaves after (`fp.ok` is then the output pointer minus `k`, as
-/// always). At a step whose dictionary, run or long-code checks fail it stops *before* that
-/// step, with `fp` as after the last whole step, so the checked loop ([`dict_window`]) redoes
-/// the step and reports the exact error; the step's SC run is written first, as scratch inside
-/// the room.
+/// Ends the window at `k` words consumed (`ok`, `ap` as in [`dict_window_fast`]) and starts the
+/// next one there, with the checks [`dict_fast_windows`] makes before a window: the window
+/// ended inside its segment, words are left, the array reach and `16 * (span + 1)` bytes of
+/// output room are there, and the identifier bits are 8 whole bytes of the block. Returns the
+/// new window's identifier bits with the stop bit at its span (`fp`'s window start moved
+/// there), or 0 (`fp` unchanged) to leave the window to the caller, which ends it as always.
+#[inline(always)]
+fn next_window(fp: &mut FastPos, ctx: &FastCtx, ok: *mut u8, ap: *const u8, k: usize) -> u64 {
+    let o = ok.wrapping_add(k);
+    let a = ap.wrapping_add(k);
+    let wi = fp.wi0 + k;
+    if o > ctx.olim || wi >= ctx.words_end || a > ctx.alim {
+        return 0;
+    }
+    // o <= olim <= oend.
+    let room_words = ((ctx.oend as usize - o as usize) / 16).saturating_sub(1);
+    let span = (ctx.words_end - wi).min(WINDOW).min(room_words);
+    let b = wi >> 3;
+    if span == 0 || b + 8 > ctx.ids_len {
+        return 0;
+    }
+    // SAFETY: b + 8 <= ids_len: the 8 bytes are inside the identifier block.
+    let raw = u64::from_le_bytes(unsafe { ctx.ids.add(b).cast::<[u8; 8]>().read() }) >> (wi & 7);
+    fp.o0 = o;
+    fp.a0 = a;
+    fp.wi0 = wi;
+    fp.unset0 = fp.unset;
+    (raw & ((1u64 << span) - 1)) | (1u64 << span)
+}
+
+/// Windows of a dictionary segment from the window at `fp.o0`, `fp.a0`, word `fp.wi0` (`bits`:
+/// its identifier bits from bit 0, and a stop bit at its span), without bounds checks beyond
+/// the format's own and without any check of the output's length in a step: each window has
+/// `16 * (span + 1)` bytes of room, which it cannot outgrow (every word outside a long code
+/// yields at most 16 bytes; a long code checks its own room and ends its window), and whether
+/// it ended inside its segment is checked when it ends ([`next_window`], which also starts the
+/// next one, or the caller). Returns `k + 16` (`k`: the words of the last window consumed,
+/// `fp.ok`, `fp.ap` as in it) and whether it stopped early. At a step whose dictionary, run or
+/// long-code checks fail it stops *before* that step, with `fp` as after the last whole step,
+/// so the checked loop ([`dict_window`]) redoes the step and reports the exact error; the
+/// step's SC run is written first, as scratch inside the room.
 ///
 /// Per step, with `bits` the window's identifier bits not yet consumed: `nz` = trailing zeros =
 /// the window index of the next 2-byte word (or `span`); the SC run is words `k .. nz`, bytes
@@ -803,88 +849,121 @@ unsafe fn sc_more(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
 /// and `k + 16` (`nz + 17`), none through a chain longer than one add.
 ///
 /// # Safety
-/// `fp.ap + WINDOW_ARRAY_REACH` inside the word array; the output pointer `fp.ok` (`k = 0`)
-/// at or after the segment's start with `16 * (span + 1)` writable bytes of `out` from it;
-/// `ctx` describes the segment's dictionary (inside `out`, ending at or before the segment's
-/// start; `dict_len >= 16`), its end and the output's end; `fp.unset` as its comment says;
-/// `span <= WINDOW`.
+/// For the first window: `fp.a0 + WINDOW_ARRAY_REACH` inside the word array; `fp.o0` at or
+/// after the segment's start with `16 * (span + 1)` writable bytes of `out` from it; `fp.ok`,
+/// `fp.ap` equal to them, `fp.unset0` to `fp.unset`; `span <= WINDOW`. `ctx` describes the
+/// segment's dictionary (inside `out`, ending at or before the segment's start;
+/// `dict_len >= 16`), its end, the output's end, the identifier block, the segment's word end
+/// and the array's last window start; `fp.unset` as its comment says.
 #[inline(never)]
 unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (usize, bool) {
     let (d, thr) = (ctx.d, &ctx.thr);
-    let (mut ok, mut ap, mut k16) = (fp.ok, fp.ap, 16usize);
-    loop {
-        // SAFETY: bits != 0: the stop bit at span is cleared only by the step that finds it
-        // as the lowest, which leaves the loop.
-        let nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
-        // SAFETY: the SC run, words k .. nz (k = k16 - 16 <= nz <= span): reads ap + k ..
-        // ap + nz + 16 at most, inside the window's array reach; writes output pointer
-        // o = ok + k .. o + (nz - k).next_multiple_of(16) (at least 16): o is at most
-        // 16 * k past the window's first output byte (each word consumed yielded at most 16
-        // bytes), so this ends before 16 * (span + 1) past it, inside the room; array and out
-        // are different buffers.
-        unsafe { piece16(ok.wrapping_add(k16 - 16), ap.add(k16 - 16), 0) };
-        if nz > k16 {
-            // SAFETY: as above, for the pieces after the first.
-            unsafe { sc_more(ok, ap, k16, nz) };
-        }
-        let rest = bits & (bits - 1);
-        if rest == 0 {
-            // nz = span, the stop bit: the window ends with these SC words.
-            k16 = nz + 16;
-            break;
-        }
-        // The 2-byte word nz: output at np (at most 16 * nz past the window's first byte).
-        let np = ok.wrapping_add(nz);
-        // SAFETY: word nz < span of the window is a 2-byte word inside the array reach.
-        let w = usize::from(u16::from_le_bytes(unsafe {
-            ap.add(nz).cast::<[u8; 2]>().read()
-        }));
-        // len - 1 = l + 1 (1..=16), and the offset t.
-        let len1 = (w + (1 << 12)) >> 12;
-        let t = w & 0x0FFF;
-        if t < thr[len1] {
-            // SI: dictionary bytes [t, t + len), which end at or before the segment's start
-            // (<= np).
-            // SAFETY: reads d + t .. d + t + 16 <= the segment's start + 15 - len1 inside out
-            // (the room past np >= the segment's start); writes np .. np + 16 <= 16 * (nz + 1)
-            // past the window's first byte, inside the room; the len bytes wanted lie
-            // before np, and the 16 go through a register.
-            unsafe { piece16(np, d.add(t), 0) };
-        } else {
-            cold();
-            if len1 == LONG_L as usize + 1 {
-                // LI / LRL end the window call (they are rare): the c word makes the next SC
-                // run start a word later, which `k = nz + 1` below does not say.
-                // SAFETY: this function's contract, and ok, ap, k16 as after the last step.
-                return unsafe { long_code(fp, ctx, ok, ap, k16, nz, rest, t) };
+    let (mut ok, mut ap) = (fp.ok, fp.ap);
+    'windows: loop {
+        // The window's first SC run, then one step per 2-byte word (its code, then the SC run
+        // after it), while words are left before the stop bit.
+        let mut k16 = 16usize;
+        // SAFETY: bits != 0 (the stop bit at span).
+        let mut nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
+        // SAFETY: words 0 .. nz <= span of the window (sc_run's contract, k = 0).
+        unsafe { sc_run(ok, ap, k16, nz) };
+        let mut rest = bits & (bits - 1);
+        while rest != 0 {
+            // The 2-byte word nz: output at np (at most 16 * nz past the window's first byte).
+            let np = ok.wrapping_add(nz);
+            // SAFETY: word nz < span of the window is a 2-byte word inside the array reach.
+            let w = usize::from(u16::from_le_bytes(unsafe {
+                ap.add(nz).cast::<[u8; 2]>().read()
+            }));
+            // len - 1 = l + 1 (1..=16), and the offset t.
+            let len1 = (w + (1 << 12)) >> 12;
+            let t = w & 0x0FFF;
+            if t < thr[len1] {
+                // SI: dictionary bytes [t, t + len), which end at or before the segment's
+                // start (<= np).
+                // SAFETY: reads d + t .. d + t + 16 <= the segment's start + 15 - len1 inside
+                // out (the room past np >= the segment's start); writes np .. np + 16 <=
+                // 16 * (nz + 1) past the window's first byte, inside the room; the len bytes
+                // wanted lie before np, and the 16 go through a register.
+                unsafe { piece16(np, d.add(t), 0) };
+            } else {
+                cold();
+                if len1 == LONG_L as usize + 1 {
+                    // LI / LRL end the window (a window's room holds only codes of at most 16
+                    // bytes a word): the next one starts after the c word.
+                    // SAFETY: this function's contract, and ok, ap, k16 as after the last
+                    // step.
+                    let (k16l, done) = unsafe { long_code(fp, ctx, ok, ap, k16, nz, rest, t) };
+                    if !done {
+                        return (k16l, true);
+                    }
+                    bits = next_window(fp, ctx, fp.ok, fp.ap, nz + 2);
+                    if bits == 0 {
+                        return (k16l, false);
+                    }
+                    (ok, ap) = (fp.o0, fp.a0);
+                    continue 'windows;
+                }
+                // SRL with p set; anything else stops here for the checked loop.
+                if t != RUN_T as usize || np == fp.unset {
+                    fp.ok = ok;
+                    fp.ap = ap;
+                    return (k16, true);
+                }
+                // SAFETY: p is set, so a byte of the segment precedes np; the fill writes np ..
+                // np + 16, inside the room as an SI's.
+                unsafe {
+                    let p = *np.sub(1);
+                    np.cast::<[u8; 16]>().write_unaligned([p; 16]);
+                }
+                fp.unset = np.wrapping_add(len1 + 1);
             }
-            // SRL with p set; anything else stops here for the checked loop.
-            if t != RUN_T as usize || np == fp.unset {
-                break;
-            }
-            // SAFETY: p is set, so a byte of the segment precedes np; the fill writes np ..
-            // np + 16, inside the room as an SI's.
-            unsafe {
-                let p = *np.sub(1);
-                np.cast::<[u8; 16]>().write_unaligned([p; 16]);
-            }
-            fp.unset = np.wrapping_add(len1 + 1);
+            ok = ok.wrapping_add(len1);
+            // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
+            ap = unsafe { ap.add(1) };
+            k16 = nz + 17;
+            bits = rest;
+            // SAFETY: bits != 0 (rest != 0).
+            nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
+            // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span (sc_run's contract).
+            unsafe { sc_run(ok, ap, k16, nz) };
+            rest = bits & (bits - 1);
         }
-        ok = ok.wrapping_add(len1);
-        // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
-        ap = unsafe { ap.add(1) };
-        k16 = nz + 17;
-        bits = rest;
+        // nz = span, the stop bit: the window ended with the SC run just copied.
+        bits = next_window(fp, ctx, ok, ap, nz);
+        if bits == 0 {
+            fp.ok = ok;
+            fp.ap = ap;
+            return (nz + 16, false);
+        }
+        (ok, ap) = (fp.o0, fp.a0);
     }
-    fp.ok = ok;
-    fp.ap = ap;
-    (k16, false)
+}
+
+/// The SC run of a [`dict_window_fast`] step: words `k .. nz` of the window (`k = k16 - 16`),
+/// bytes `ap + k ..` to output `ok + k ..`, as 16-byte pieces (at least one).
+///
+/// # Safety
+/// `k <= nz <= span` of a window of [`dict_window_fast`], `k` words of it consumed: reads
+/// `ap + k .. ap + nz + 16` at most, inside the window's array reach; writes output pointer
+/// `o = ok + k .. o + (nz - k).next_multiple_of(16)` (at least 16): `o` is at most `16 * k`
+/// past the window's first output byte (each word consumed yielded at most 16 bytes), so this
+/// ends before `16 * (span + 1)` past it, inside the room; array and out are different buffers.
+#[inline(always)]
+unsafe fn sc_run(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
+    // SAFETY: the contract (the first piece).
+    unsafe { piece16(ok.wrapping_add(k16 - 16), ap.add(k16 - 16), 0) };
+    if nz > k16 {
+        // SAFETY: the contract, for the pieces after the first.
+        unsafe { sc_more(ok, ap, k16, nz) };
+    }
 }
 
 /// A long code (LI / LRL) at word `nz` of a [`dict_window_fast`] window, which has consumed
-/// `k = k16 - 16` words (`ok`, `ap` as there). Returns as [`dict_window_fast`] does: after the
-/// c word (`(nz + 18, true)`), or stopped before the code (`(k16, false)`) when a check fails
-/// or the code's 16-byte pieces would pass the segment's or the output's end.
+/// `k = k16 - 16` words (`ok`, `ap` as there). Returns `(nz + 18, true)` after the c word
+/// (`fp.ok`, `fp.ap` as after it), or `(k16, false)`, stopped before the code (`fp` as after
+/// the last step), when a check fails or the code's 16-byte pieces would pass the segment's or
+/// the output's end.
 ///
 /// # Safety
 /// As [`dict_window_fast`], with word `nz < span` a 2-byte word of the window and `rest` the
@@ -937,13 +1016,15 @@ unsafe fn long_code(
     (nz + 18, true)
 }
 
-/// Runs [`dict_window_fast`] window after window from word `wi` while the array reach and the
-/// output room (at least one word's: 32 bytes) are there and no window stops early; returns
-/// the next word, with `st` there. A window's span is cut so that `16 * (span + 1)` bytes of
-/// room follow its start, so only the last few hundred bytes of a strip's output run in small
-/// windows. When a window ends (or stops) past the segment's end, some code of it did not fit
-/// (a valid segment never gets there): the window is given back whole, `st` as at its start,
-/// and the checked loop finds the first error. Kept out of line: the window loop's values do not
+/// Runs [`dict_window_fast`] from word `wi` while the array reach and the output room (at
+/// least one word's: 32 bytes) are there and no window stops early; returns the next word,
+/// with `st` there. A window's span is cut so that `16 * (span + 1)` bytes of room follow its
+/// start, so only the last few hundred bytes of a strip's output run in small windows. The
+/// fast call starts each next window itself ([`next_window`]) while its identifier bits are 8
+/// whole bytes of the block; this loop starts the first one and those near the block's end.
+/// When a window ends (or stops) past the segment's end, some code of it did not fit (a valid
+/// segment never gets there): the window is given back whole, `st` as at its start, and the
+/// checked loop finds the first error. Kept out of line: the window loop's values do not
 /// crowd the hot loop's registers.
 #[inline(never)]
 fn dict_fast_windows(
@@ -956,22 +1037,33 @@ fn dict_fast_windows(
     thr: &[usize; 17],
 ) -> usize {
     let o0 = out.as_mut_ptr();
+    let arr = s.array.as_ptr();
     let ctx = FastCtx {
         d: o0.wrapping_add(seg.dict_start),
         thr: *thr,
         dict_len: seg.dict_end - seg.dict_start,
         olim: o0.wrapping_add(seg.end),
         oend: o0.wrapping_add(out.len()),
+        ids: s.ids.as_ptr(),
+        ids_len: s.ids.len(),
+        words_end,
+        // Only compared with: no window starts unless the array holds the reach (below).
+        alim: arr.wrapping_add(s.array.len().saturating_sub(WINDOW_ARRAY_REACH)),
     };
     let (mut pos, mut wj) = (st.pos, st.wj);
+    let unset = if st.prev_set {
+        std::ptr::null_mut()
+    } else {
+        o0.wrapping_add(pos)
+    };
     let mut fp = FastPos {
-        ok: o0.wrapping_add(pos),
-        ap: s.array.as_ptr(),
-        unset: if st.prev_set {
-            std::ptr::null_mut()
-        } else {
-            o0.wrapping_add(pos)
-        },
+        ok: o0,
+        ap: arr,
+        unset,
+        o0,
+        a0: arr,
+        wi0: wi,
+        unset0: unset,
     };
     while wi < words_end && wj + WINDOW_ARRAY_REACH <= s.array.len() {
         let room_words = ((out.len() - pos) / 16).saturating_sub(1);
@@ -980,25 +1072,33 @@ fn dict_fast_windows(
             break;
         }
         let bits = (ids_window(s.ids, wi) & ((1u64 << span) - 1)) | (1u64 << span);
-        let ap0 = s.array[wj..].as_ptr();
-        let unset0 = fp.unset;
-        fp.ok = o0.wrapping_add(pos);
-        fp.ap = ap0;
+        fp.o0 = o0.wrapping_add(pos);
+        fp.a0 = s.array[wj..].as_ptr();
+        fp.wi0 = wi;
+        fp.unset0 = fp.unset;
+        fp.ok = fp.o0;
+        fp.ap = fp.a0;
         // SAFETY: the array reach is checked above; pos >= the segment's start (st.pos is,
         // and pos only grows) with 16 * (span + 1) <= out.len() - pos; the dictionary is
-        // inside out and ends at or before the segment's start, and dict_len >= 512;
+        // inside out and ends at or before the segment's start, and dict_len >= 512; ctx's
+        // identifier block, word end and array limit are the strip's and the segment's;
         // fp.unset is null only if p is set (prev_set, or a code since); span <= WINDOW.
-        let (k16, more) = unsafe { dict_window_fast(&mut fp, &ctx, bits) };
+        let (k16, stopped) = unsafe { dict_window_fast(&mut fp, &ctx, bits) };
         let k = k16 - 16;
         let op = fp.ok.wrapping_add(k);
         if op > ctx.olim {
-            fp.unset = unset0;
+            // Given back: the last window's start (the windows before it ended inside the
+            // segment, checked by next_window).
+            fp.unset = fp.unset0;
+            pos = fp.o0 as usize - o0 as usize;
+            wj = fp.a0 as usize - arr as usize;
+            wi = fp.wi0;
             break;
         }
         pos = op as usize - o0 as usize;
-        wj += (fp.ap as usize - ap0 as usize) + k;
-        wi += k;
-        if k < span && !more {
+        wj = fp.ap.wrapping_add(k) as usize - arr as usize;
+        wi = fp.wi0 + k;
+        if stopped {
             break;
         }
     }
