@@ -857,91 +857,133 @@ fn next_window(fp: &mut FastPos, ctx: &FastCtx, ok: *mut u8, ap: *const u8, k: u
 /// and the array's last window start; `fp.unset` as its comment says.
 #[inline(never)]
 unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (usize, bool) {
-    let (d, thr) = (ctx.d, &ctx.thr);
     let (mut ok, mut ap) = (fp.ok, fp.ap);
-    'windows: loop {
-        // The window's first SC run, then one step per 2-byte word (its code, then the SC run
-        // after it), while words are left before the stop bit.
-        let mut k16 = 16usize;
-        // SAFETY: bits != 0 (the stop bit at span).
-        let mut nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
-        // SAFETY: words 0 .. nz <= span of the window (sc_run's contract, k = 0).
-        unsafe { sc_run(ok, ap, k16, nz) };
-        let mut rest = bits & (bits - 1);
-        while rest != 0 {
-            // The 2-byte word nz: output at np (at most 16 * nz past the window's first byte).
-            let np = ok.wrapping_add(nz);
-            // SAFETY: word nz < span of the window is a 2-byte word inside the array reach.
-            let w = usize::from(u16::from_le_bytes(unsafe {
-                ap.add(nz).cast::<[u8; 2]>().read()
-            }));
-            // len - 1 = l + 1 (1..=16), and the offset t.
-            let len1 = (w + (1 << 12)) >> 12;
-            let t = w & 0x0FFF;
-            if t < thr[len1] {
-                // SI: dictionary bytes [t, t + len), which end at or before the segment's
-                // start (<= np).
-                // SAFETY: reads d + t .. d + t + 16 <= the segment's start + 15 - len1 inside
-                // out (the room past np >= the segment's start); writes np .. np + 16 <=
-                // 16 * (nz + 1) past the window's first byte, inside the room; the len bytes
-                // wanted lie before np, and the 16 go through a register.
-                unsafe { piece16(np, d.add(t), 0) };
+    loop {
+        // Most windows have no SC run of more than 16 words: their steps copy one 16-byte
+        // piece per run and skip the length test (two instructions of about twenty a step).
+        // SAFETY: the contract, for this window (and the next ones fast_window starts).
+        let end = unsafe {
+            if has_long_sc(bits) {
+                fast_window::<true>(fp, ctx, &mut ok, &mut ap, &mut bits)
             } else {
-                cold();
-                if len1 == LONG_L as usize + 1 {
-                    // LI / LRL end the window (a window's room holds only codes of at most 16
-                    // bytes a word): the next one starts after the c word.
-                    // SAFETY: this function's contract, and ok, ap, k16 as after the last
-                    // step.
-                    let (k16l, done) = unsafe { long_code(fp, ctx, ok, ap, k16, nz, rest, t) };
-                    if !done {
-                        return (k16l, true);
-                    }
-                    bits = next_window(fp, ctx, fp.ok, fp.ap, nz + 2);
-                    if bits == 0 {
-                        return (k16l, false);
-                    }
-                    (ok, ap) = (fp.o0, fp.a0);
-                    continue 'windows;
-                }
-                // SRL with p set; anything else stops here for the checked loop.
-                if t != RUN_T as usize || np == fp.unset {
-                    fp.ok = ok;
-                    fp.ap = ap;
-                    return (k16, true);
-                }
-                // SAFETY: p is set, so a byte of the segment precedes np; the fill writes np ..
-                // np + 16, inside the room as an SI's.
-                unsafe {
-                    let p = *np.sub(1);
-                    np.cast::<[u8; 16]>().write_unaligned([p; 16]);
-                }
-                fp.unset = np.wrapping_add(len1 + 1);
+                fast_window::<false>(fp, ctx, &mut ok, &mut ap, &mut bits)
             }
-            ok = ok.wrapping_add(len1);
-            // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
-            ap = unsafe { ap.add(1) };
-            k16 = nz + 17;
-            bits = rest;
-            // SAFETY: bits != 0 (rest != 0).
-            nz = unsafe { NonZeroU64::new_unchecked(bits) }.trailing_zeros() as usize;
-            // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span (sc_run's contract).
-            unsafe { sc_run(ok, ap, k16, nz) };
-            rest = bits & (bits - 1);
+        };
+        if let Some(r) = end {
+            return r;
         }
-        // nz = span, the stop bit: the window ended with the SC run just copied.
-        bits = next_window(fp, ctx, ok, ap, nz);
-        if bits == 0 {
-            fp.ok = ok;
-            fp.ap = ap;
-            return (nz + 16, false);
-        }
-        (ok, ap) = (fp.o0, fp.a0);
     }
 }
 
+/// Whether a window's identifier bits (`bits`, the stop bit the highest set) hold a run of
+/// more than 16 zero bits below the stop bit: every SC run of the window (words `k .. nz`,
+/// identifier 0) is such a run, so without one no SC run of the window is longer than 16.
+#[inline(always)]
+fn has_long_sc(bits: u64) -> bool {
+    let top = 63 - NonZeroU64::new(bits).map_or(63, |b| b.leading_zeros());
+    let mut z = !bits & ((1u64 << top) - 1);
+    // Bit i of z: bits i .. i + r all zero, for r = 2, 4, 8, 16, then 17.
+    z &= z >> 1;
+    z &= z >> 2;
+    z &= z >> 4;
+    z &= z >> 8;
+    z &= z >> 1;
+    z != 0
+}
+
+/// One window of [`dict_window_fast`] (`ok`, `ap` as there at its start, `bits` its identifier
+/// bits with the stop bit): its steps, then the next window started ([`next_window`]: `ok`,
+/// `ap`, `bits` for it, and `None`), or `Some` of what [`dict_window_fast`] returns. Without
+/// `LONG_SC` the window must have no SC run of more than 16 words ([`has_long_sc`]).
+///
+/// # Safety
+/// As [`dict_window_fast`], for this window.
+#[inline(always)]
+unsafe fn fast_window<const LONG_SC: bool>(
+    fp: &mut FastPos,
+    ctx: &FastCtx,
+    ok: &mut *mut u8,
+    ap: &mut *const u8,
+    bits: &mut u64,
+) -> Option<(usize, bool)> {
+    let (d, thr) = (ctx.d, &ctx.thr);
+    let (mut ok_, mut ap_, mut bits_) = (*ok, *ap, *bits);
+    // The window's first SC run, then one step per 2-byte word (its code, then the SC run
+    // after it), while words are left before the stop bit.
+    let mut k16 = 16usize;
+    // SAFETY: bits != 0 (the stop bit at span).
+    let mut nz = unsafe { NonZeroU64::new_unchecked(bits_) }.trailing_zeros() as usize;
+    // SAFETY: words 0 .. nz <= span of the window (sc_run's contract, k = 0).
+    unsafe { sc_run::<LONG_SC>(ok_, ap_, k16, nz) };
+    let mut rest = bits_ & (bits_ - 1);
+    while rest != 0 {
+        // The 2-byte word nz: output at np (at most 16 * nz past the window's first byte).
+        let np = ok_.wrapping_add(nz);
+        // SAFETY: word nz < span of the window is a 2-byte word inside the array reach.
+        let w = usize::from(u16::from_le_bytes(unsafe {
+            ap_.add(nz).cast::<[u8; 2]>().read()
+        }));
+        // len - 1 = l + 1 (1..=16), and the offset t.
+        let len1 = (w + (1 << 12)) >> 12;
+        let t = w & 0x0FFF;
+        if t < thr[len1] {
+            // SI: dictionary bytes [t, t + len), which end at or before the segment's start
+            // (<= np).
+            // SAFETY: reads d + t .. d + t + 16 <= the segment's start + 15 - len1 inside out
+            // (the room past np >= the segment's start); writes np .. np + 16 <= 16 * (nz + 1)
+            // past the window's first byte, inside the room; the len bytes wanted lie before
+            // np, and the 16 go through a register.
+            unsafe { piece16(np, d.add(t), 0) };
+        } else {
+            cold();
+            if len1 == LONG_L as usize + 1 {
+                // LI / LRL end the window (a window's room holds only codes of at most 16
+                // bytes a word): the next one starts after the c word.
+                // SAFETY: this function's contract, and ok, ap, k16 as after the last step.
+                let (k16l, done) = unsafe { long_code(fp, ctx, ok_, ap_, k16, nz, rest, t) };
+                if !done {
+                    return Some((k16l, true));
+                }
+                *bits = next_window(fp, ctx, fp.ok, fp.ap, nz + 2);
+                if *bits == 0 {
+                    return Some((k16l, false));
+                }
+                (*ok, *ap) = (fp.o0, fp.a0);
+                return None;
+            }
+            // SRL with p set; anything else stops here for the checked loop.
+            // SAFETY: word nz < span of the window; ok as after the last step.
+            if !unsafe { short_run(fp, ok_, nz, len1, t) } {
+                fp.ok = ok_;
+                fp.ap = ap_;
+                return Some((k16, true));
+            }
+        }
+        ok_ = ok_.wrapping_add(len1);
+        // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
+        ap_ = unsafe { ap_.add(1) };
+        k16 = nz + 17;
+        bits_ = rest;
+        // SAFETY: bits != 0 (rest != 0).
+        nz = unsafe { NonZeroU64::new_unchecked(bits_) }.trailing_zeros() as usize;
+        // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span (sc_run's contract).
+        unsafe { sc_run::<LONG_SC>(ok_, ap_, k16, nz) };
+        rest = bits_ & (bits_ - 1);
+    }
+    // nz = span, the stop bit: the window ended with the SC run just copied.
+    *bits = next_window(fp, ctx, ok_, ap_, nz);
+    if *bits == 0 {
+        fp.ok = ok_;
+        fp.ap = ap_;
+        return Some((nz + 16, false));
+    }
+    (*ok, *ap) = (fp.o0, fp.a0);
+    None
+}
+
 /// The SC run of a [`dict_window_fast`] step: words `k .. nz` of the window (`k = k16 - 16`),
-/// bytes `ap + k ..` to output `ok + k ..`, as 16-byte pieces (at least one).
+/// bytes `ap + k ..` to output `ok + k ..`, as 16-byte pieces (at least one; only one without
+/// `LONG_SC`, which the window's [`has_long_sc`] allows: then `nz - k <= 16`).
 ///
 /// # Safety
 /// `k <= nz <= span` of a window of [`dict_window_fast`], `k` words of it consumed: reads
@@ -950,13 +992,37 @@ unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (u
 /// past the window's first output byte (each word consumed yielded at most 16 bytes), so this
 /// ends before `16 * (span + 1)` past it, inside the room; array and out are different buffers.
 #[inline(always)]
-unsafe fn sc_run(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
+unsafe fn sc_run<const LONG_SC: bool>(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
     // SAFETY: the contract (the first piece).
     unsafe { piece16(ok.wrapping_add(k16 - 16), ap.add(k16 - 16), 0) };
-    if nz > k16 {
+    if LONG_SC && nz > k16 {
         // SAFETY: the contract, for the pieces after the first.
         unsafe { sc_more(ok, ap, k16, nz) };
     }
+}
+
+/// An SRL at word `nz` of a [`dict_window_fast`] window (`ok` as there, `len1 = len - 1`):
+/// writes it and returns true, or returns false (nothing written) when `t` is not the run
+/// offset or p is unset. Out of line, so that the step's SI store takes its address from `ok`
+/// and `nz` without a register for it.
+///
+/// # Safety
+/// As [`dict_window_fast`]'s step for a 2-byte word `nz < span` of the window, `len1 <= 15`.
+#[cold]
+#[inline(never)]
+unsafe fn short_run(fp: &mut FastPos, ok: *mut u8, nz: usize, len1: usize, t: usize) -> bool {
+    let np = ok.wrapping_add(nz);
+    if t != RUN_T as usize || np == fp.unset {
+        return false;
+    }
+    // SAFETY: p is set, so a byte of the segment precedes np; the fill writes np .. np + 16,
+    // inside the room as an SI's (at most 16 * (nz + 1) past the window's first byte).
+    unsafe {
+        let p = *np.sub(1);
+        np.cast::<[u8; 16]>().write_unaligned([p; 16]);
+    }
+    fp.unset = np.wrapping_add(len1 + 1);
+    true
 }
 
 /// A long code (LI / LRL) at word `nz` of a [`dict_window_fast`] window, which has consumed
@@ -1128,10 +1194,10 @@ fn dict_segment(
     };
     let dict_len = seg.dict_end - seg.dict_start;
     // FastCtx::thr: dict_len >= 512, so no entry wraps.
-    let mut thr = [0usize; 17];
-    for (len1, x) in thr.iter_mut().enumerate().take(16).skip(1) {
-        *x = dict_len - len1;
-    }
+    let thr: [usize; 17] = std::array::from_fn(|len1| match len1 {
+        1..=15 => dict_len - len1,
+        _ => 0,
+    });
     let mut wi = c.i;
     while wi < words_end {
         // As many windows as run fast, then (if words are left) one checked window: the one
