@@ -838,15 +838,19 @@ fn next_window(fp: &mut FastPos, ctx: &FastCtx, ok: *mut u8, ap: *const u8, k: u
 /// it ended inside its segment is checked when it ends ([`next_window`], which also starts the
 /// next one, or the caller). Returns `k + 16` (`k`: the words of the last window consumed,
 /// `fp.ok`, `fp.ap` as in it) and whether it stopped early. At a step whose dictionary, run or
-/// long-code checks fail it stops *before* that step, with `fp` as after the last whole step,
-/// so the checked loop ([`dict_window`]) redoes the step and reports the exact error; the
-/// step's SC run is written first, as scratch inside the room.
+/// long-code checks fail it stops *before* that step's 2-byte word, with `fp` as after the
+/// step's SC run (written and consumed: `k = nz`), so the checked loop ([`dict_window`]) redoes
+/// the code and reports the exact error (if the SC run passed the segment's end, the caller
+/// gives the window back and the checked loop redoes it all).
 ///
 /// Per step, with `bits` the window's identifier bits not yet consumed: `nz` = trailing zeros =
 /// the window index of the next 2-byte word (or `span`); the SC run is words `k .. nz`, bytes
 /// `ap + k ..` to output `ok + k ..`; the code's word is at `ap + nz`, its output at `ok + nz`.
 /// What a step carries to the next is `bits` (clear lowest bit), `ok` (+ len - 1), `ap` (+ 1)
-/// and `k + 16` (`nz + 17`), none through a chain longer than one add.
+/// and, for the SC run's length test, `k + 16` (`nz + 17`), none through a chain longer than
+/// one add. A window with no SC run of more than 16 words ([`has_long_sc`]: most windows)
+/// runs a copy of the step loop ([`fast_window`]) that copies each run as one 16-byte piece
+/// and carries no `k`.
 ///
 /// # Safety
 /// For the first window: `fp.a0 + WINDOW_ARRAY_REACH` inside the word array; `fp.o0` at or
@@ -939,8 +943,8 @@ unsafe fn fast_window<const LONG_SC: bool>(
             if len1 == LONG_L as usize + 1 {
                 // LI / LRL end the window (a window's room holds only codes of at most 16
                 // bytes a word): the next one starts after the c word.
-                // SAFETY: this function's contract, and ok, ap, k16 as after the last step.
-                let (k16l, done) = unsafe { long_code(fp, ctx, ok_, ap_, k16, nz, rest, t) };
+                // SAFETY: this function's contract, and ok, ap as after the last step.
+                let (k16l, done) = unsafe { long_code(fp, ctx, ok_, ap_, nz, rest, t) };
                 if !done {
                     return Some((k16l, true));
                 }
@@ -951,12 +955,13 @@ unsafe fn fast_window<const LONG_SC: bool>(
                 (*ok, *ap) = (fp.o0, fp.a0);
                 return None;
             }
-            // SRL with p set; anything else stops here for the checked loop.
+            // SRL with p set; anything else stops here for the checked loop, before the code
+            // (its SC run is written and consumed: words 0 .. nz).
             // SAFETY: word nz < span of the window; ok as after the last step.
             if !unsafe { short_run(fp, ok_, nz, len1, t) } {
                 fp.ok = ok_;
                 fp.ap = ap_;
-                return Some((k16, true));
+                return Some((nz + 16, true));
             }
         }
         ok_ = ok_.wrapping_add(len1);
@@ -1025,11 +1030,11 @@ unsafe fn short_run(fp: &mut FastPos, ok: *mut u8, nz: usize, len1: usize, t: us
     true
 }
 
-/// A long code (LI / LRL) at word `nz` of a [`dict_window_fast`] window, which has consumed
-/// `k = k16 - 16` words (`ok`, `ap` as there). Returns `(nz + 18, true)` after the c word
-/// (`fp.ok`, `fp.ap` as after it), or `(k16, false)`, stopped before the code (`fp` as after
-/// the last step), when a check fails or the code's 16-byte pieces would pass the segment's or
-/// the output's end.
+/// A long code (LI / LRL) at word `nz` of a [`dict_window_fast`] window, whose words before
+/// it are consumed (`ok`, `ap` as there, the SC run before the code written). Returns
+/// `(nz + 18, true)` after the c word (`fp.ok`, `fp.ap` as after it), or `(nz + 16, false)`,
+/// stopped before the code (`fp.ok`, `fp.ap` as there), when a check fails or the code's
+/// 16-byte pieces would pass the segment's or the output's end.
 ///
 /// # Safety
 /// As [`dict_window_fast`], with word `nz < span` a 2-byte word of the window and `rest` the
@@ -1042,7 +1047,6 @@ unsafe fn long_code(
     ctx: &FastCtx,
     ok: *mut u8,
     ap: *const u8,
-    k16: usize,
     nz: usize,
     rest: u64,
     t: usize,
@@ -1052,14 +1056,14 @@ unsafe fn long_code(
     // The c word, word nz + 1: identifier 0, inside the window (the stop bit at span also
     // sends a c word past the window to the checked loop).
     if (rest >> (nz + 1)) & 1 != 0 {
-        return (k16, false);
+        return (nz + 16, false);
     }
     // SAFETY: nz + 1 < span, so the c word is a word of the window, inside the reach.
     let len = usize::from(unsafe { *ap.add(nz + 2) }) + LONG_MIN;
     let np = ok.wrapping_add(nz);
     let end = np.wrapping_add(len);
     if end > ctx.olim || np.wrapping_add(len.next_multiple_of(16)) > ctx.oend {
-        return (k16, false);
+        return (nz + 16, false);
     }
     if t + len <= ctx.dict_len {
         // SAFETY: dictionary bytes [t, t + len) end at or before the segment's start <= np;
@@ -1068,7 +1072,7 @@ unsafe fn long_code(
         unsafe { copy16(np, ctx.d.add(t), len) };
     } else {
         if t != RUN_T as usize || np == fp.unset {
-            return (k16, false);
+            return (nz + 16, false);
         }
         // SAFETY: p is set, so a byte of the segment precedes np; the pieces end at or before
         // oend (checked above).
