@@ -864,7 +864,8 @@ unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (u
     let (mut ok, mut ap) = (fp.ok, fp.ap);
     loop {
         // Most windows have no SC run of more than 16 words: their steps copy one 16-byte
-        // piece per run and skip the length test (two instructions of about twenty a step).
+        // piece per run, without the length test and the `k + 16` it needs (three or four
+        // instructions of about twenty a step).
         // SAFETY: the contract, for this window (and the next ones fast_window starts).
         let end = unsafe {
             if has_long_sc(bits) {
@@ -879,9 +880,10 @@ unsafe fn dict_window_fast(fp: &mut FastPos, ctx: &FastCtx, mut bits: u64) -> (u
     }
 }
 
-/// Whether a window's identifier bits (`bits`, the stop bit the highest set) hold a run of
-/// more than 16 zero bits below the stop bit: every SC run of the window (words `k .. nz`,
-/// identifier 0) is such a run, so without one no SC run of the window is longer than 16.
+/// Whether a window's identifier bits (`bits`, the stop bit the highest set) hold a run of at
+/// least 17 zero bits below the stop bit. An SC run of the window (words `k .. nz`, identifier
+/// 0) is a run of zero bits there, so without one no SC run of the window is longer than 16
+/// words (a long code's c word, also 0, can only make the answer yes: the slower loop).
 #[inline(always)]
 fn has_long_sc(bits: u64) -> bool {
     let top = 63 - NonZeroU64::new(bits).map_or(63, |b| b.leading_zeros());
