@@ -4,11 +4,11 @@
 // Kernels (each a thin wrapper over include/wah.cuh, device_scan.cuh, merge.cuh):
 //   bm_extend                  the paper's Algorithm 1: packed bits -> one 32-bit word per group
 //                              (31 bits + a 0), for callers that want the extended form;
-//   bm_cmp_{reduce,apply}_<flavor>, bm_cmp_scan
-//                              compression (Algorithms 1, 2 and 4, by heads): each group decides
-//                              locally whether it starts a word; a tile reduce, one small scan
-//                              (word offsets, and by suffix-min where each fill run ends), and an
-//                              apply that writes the words (see "compression by heads");
+//   bm_cmp_<flavor>            compression (Algorithms 1, 2 and 4, by heads), one pass: each
+//                              group decides locally whether it starts a word, each tile counts
+//                              and stages its words, a decoupled look-back over the tiles gives
+//                              its offset and the fill run carried into it (see "compression by
+//                              heads");
 //   bm_compress_{reduce,apply}_<flavor>
 //                              the same through the general canonical writer over the groups of
 //                              a plain bitmap (2048 groups = 1984 words per tile staged in shared
@@ -281,31 +281,26 @@ BM_COMPRESS_KERNELS(plwah, true)
 // it is local to g and g - 1 except e, which is found by a suffix-min over boundary *keys*
 // (position << 5 | fold position: unique per boundary, so the min carries the fold along).
 //
-// Three launches and one host read of the total (src/bitmap.rs):
-//   1. bm_cmp_reduce_<flavor>: per tile of BM_CMP_TILE groups (thread t: unit t, 32 groups = 31
-//      words, staged in shared memory with 16-byte loads): the words of the tile's blocks whose
-//      run ends inside the tile (cnt), the tile's first boundary key, the one *open* head (a fill
-//      head whose run leaves the tile; its ex is not known yet), and per warp the ballots of
-//      mixed units and of all-ones units (the summary). A tile with more than
-//      BM_CMP_DIRECT_MAX mixed units but at most BM_CMP_LIT_MAX literal groups also saves its
-//      *compact form* (per unit the literal and all-ones masks, then the literal groups in
-//      order) and says so in the summary's last word: pass 3 then reads ~1-2 KB instead of the
-//      tile's 15.5 KB.
-//   2. bm_cmp_scan (one block): next[t] = the least boundary key after tile t (G << 5 if none),
-//      cnt[t] += ex of the open head, then cnt becomes its exclusive prefix (cnt[tiles] = the
-//      word total).
-//   3. bm_cmp_apply_<flavor>: tiles in reverse order (the last tiles pass 1 read are still in
-//      L2); a tile with few mixed units has their threads read their 31 words directly and the
-//      uniform units (32 groups of one fill, from the summary) are not read at all; a tile with a
-//      compact form is rebuilt from it; other tiles are staged whole. Then heads again, each
-//      thread's words counted and block-scanned, written to
-//      shared memory and stored coalesced at cnt[tile] (a tile with more words than groups,
-//      only with tiny max_counter values, writes straight to global memory).
+// One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs). Block t
+// takes tile t (blocks are dispatched in index order, so every tile before it has started), and:
+//   1. stages the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
+//      t takes unit t (32 groups = 31 words), classifies it and finds its boundaries and heads;
+//   2. finds where each head's run ends (a block suffix-min of the units' first boundary keys)
+//      and counts the tile's *closed* words: every head except the *open* one, a fill head whose
+//      run leaves the tile. A fill run's words are written by the tile where the run ends;
+//   3. writes the closed words to shared memory at their block-scanned offsets (padded layout:
+//      word i at BM_DEC_PAD(i), so units of 32 literals store without bank conflicts);
+//   4. publishes its aggregate (BmCmpAgg: closed words, first boundary key, open head) and gets
+//      the aggregate of all tiles before it by a decoupled look-back (the block, 512 tiles a round,
+//      back to the nearest tile that published an inclusive aggregate), then publishes its own
+//      inclusive aggregate;
+//   5. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
+//      (its fill_words first), then its closed words, coalesced. The last tile also writes the
+//      run that is still open at the end of the bitmap and the word total (counters[0]).
 // Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
 // u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
-// last group is masked with last_mask.
-
+// last group is masked with last_mask; status (tiles 16-byte words) is zero at launch.
 #define BM_CMP_NONE 0xFFFFFFFFFFFFFFFFull
 
 __device__ __forceinline__ u64 bm_min64(u64 a, u64 b) { return a < b ? a : b; }
@@ -419,6 +414,7 @@ __device__ __forceinline__ u64 bm_cmp_key(const BmCmpUnit& u, u32 j, u64 ug0) {
 __device__ __forceinline__ u32 bm_cmp_count(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32& open) {
     u32 words = 0;
     if (!u.b) return 0;
+    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) return 32;  // 32 literal heads
     u64 nk = next;
 #pragma unroll
     for (int j = 31; j >= 0; --j) {
@@ -481,58 +477,43 @@ __device__ __forceinline__ void bm_cmp_stage(const u32* __restrict__ bits, u64 n
     }
 }
 
-// How a tile's groups are read (uniform over the block).
-#define BM_CMP_MODE_STAGED 0   // the whole tile, 16-byte loads into shared memory
-#define BM_CMP_MODE_DIRECT 1   // mixed units read by their threads, uniform ones not read
-#define BM_CMP_MODE_COMPACT 2  // pass 1's masks and literals (cmask, clits)
-
-// Everything both passes do before counting: the unit's groups (see the modes; `mixed` and
-// `ones` are the unit's summary bits), kinds, the previous group's kind, heads; returns the
-// unit's first boundary key. Pass 1 always stages. `prev_word` is word w0 - 1 of the tile (read
-// by the caller early, 0 for tile 0; only thread 0 uses it).
+// The unit's groups from the staged tile (sm, unpadded), kinds, the previous group's kind, heads;
+// returns the unit's first boundary key. `prev_word` is word w0 - 1 of the tile (read by the
+// caller early, 0 for tile 0; only thread 0 uses it).
 template <bool PLWAH>
 __device__ __forceinline__ u64 bm_cmp_unit(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 tile,
-                                           u32 prev_word, u32 mode, bool mixed, bool ones,
-                                           const u32* __restrict__ cmask, const u32* __restrict__ clits, u32* sm,
-                                           u32* s_kind, DsBlockStorage<BM_CMP_THREADS, u32>& s_scan, BmCmpUnit& u,
-                                           u64& ug0, u32& nv) {
+                                           u32 prev_word, u32* sm, u32* s_kind, BmCmpUnit& u, u64& ug0, u32& nv) {
     const u64 g0 = (u64)tile * BM_CMP_TILE;
     const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
     ug0 = g0 + (u64)threadIdx.x * 32;
     nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
     const bool has_last = nv > 0 && ug0 + nv == groups;
-    if (mode == BM_CMP_MODE_STAGED) {
-        bm_cmp_stage(bits, n_words, w0, sm);
-        __syncthreads();
-        bm_cmp_groups(sm + threadIdx.x * BM_GROUP_BITS, 31u, nv, has_last, last_mask, u.v);
-    } else if (mode == BM_CMP_MODE_COMPACT) {
-        // The unit's literal groups are its masks' literal bits in order, from the tile's
-        // literals (staged in shared memory with coalesced loads); the other groups are fills.
-        const u32 l = cmask[2 * threadIdx.x], o = cmask[2 * threadIdx.x + 1];
-        u32 n_lits;
-        const u32 lp = ds_block_exclusive<BM_CMP_THREADS>((u32)__popc(l), DsSum<u32>(), 0u, s_scan, n_lits);
-        const u32 nl = n_lits < BM_CMP_LIT_MAX ? n_lits : BM_CMP_LIT_MAX;
-        for (u32 i = threadIdx.x; i < nl; i += BM_CMP_THREADS) sm[i] = clits[i];
-        __syncthreads();
-        u32 k = lp;
+    bm_cmp_stage(bits, n_words, w0, sm);
+    __syncthreads();
+    // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
+    // 32 1-fills: most units at the extreme densities skip the group extraction.
+    const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
+    u32 any = 0, all = 0xFFFFFFFFu;
 #pragma unroll
-        for (u32 j = 0; j < 32; ++j) {
-            if ((l >> j) & 1u) {
-                u.v[j] = k < nl ? sm[k] : 0u;
-                ++k;
-            } else {
-                u.v[j] = ((o >> j) & 1u) ? BM_GROUP_ONES : 0u;
-            }
-        }
-    } else if (mixed && nv > 0) {
-        const u64 wu = w0 + (u64)threadIdx.x * BM_GROUP_BITS;
-        const u32 avail = wu >= n_words ? 0u : (n_words - wu >= 31 ? 31u : (u32)(n_words - wu));
-        bm_cmp_groups(bits + (wu < n_words ? wu : 0), avail, nv, has_last, last_mask, u.v);
-    } else {
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) u.v[j] = (ones && j < nv) ? BM_GROUP_ONES : 0u;
+    for (u32 i = 0; i < 31; ++i) {
+        any |= p[i];
+        all &= p[i];
     }
-    bm_cmp_kinds(u, nv);
+    const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
+    if (any == 0u) {
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j) u.v[j] = 0u;
+        u.z = valid;
+        u.o = u.l = 0;
+    } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j) u.v[j] = BM_GROUP_ONES;
+        u.o = valid;
+        u.z = u.l = 0;
+    } else {
+        bm_cmp_groups(p, 31u, nv, has_last, last_mask, u.v);
+        bm_cmp_kinds(u, nv);
+    }
     // The kind of the unit's last group goes to the next thread; thread 0 reads the group before
     // the tile (bits 1..31 of word w0 - 1: g0 is a multiple of 32, and that group is never the
     // bitmap's last).
@@ -546,221 +527,291 @@ __device__ __forceinline__ u64 bm_cmp_unit(const u32* __restrict__ bits, u64 n_w
     return bm_cmp_heads<PLWAH>(u, pk, ug0);
 }
 
+// Words of a fill run of n >= 1 groups: its full fill_words and the last one.
+__device__ __forceinline__ u32 bm_cmp_run_words(u32 n, u32 max_counter) {
+    if (n <= max_counter) return 1u;  // always, but with tiny test counters
+    return 1u + (n - 1) / max_counter;
+}
+
+// What a stretch of tiles contributes: `words` closed words (every head's words except the open
+// one's), `first` the key of its first boundary (BM_CMP_NONE: none), `open` its open fill head
+// as start group << 1 | fill kind (BM_CMP_NONE: none; a stretch with no boundary has no open
+// head of its own: the run through it belongs to an earlier stretch). The identity is
+// {0, NONE, NONE}.
+struct BmCmpAgg {
+    u64 first, open;
+    u32 words, pad;
+};
+__device__ __forceinline__ BmCmpAgg bm_cmp_agg_identity() {
+    BmCmpAgg r;
+    r.first = r.open = BM_CMP_NONE;
+    r.words = r.pad = 0;
+    return r;
+}
+// a then b (a earlier): a's open run ends at b's first boundary, if b has one.
+__device__ __forceinline__ BmCmpAgg bm_cmp_combine(const BmCmpAgg& a, const BmCmpAgg& b, u32 max_counter) {
+    BmCmpAgg r;
+    const bool closes = b.first != BM_CMP_NONE && a.open != BM_CMP_NONE;
+    r.words = a.words + b.words + (closes ? bm_cmp_run_words((u32)((b.first >> 5) - (a.open >> 1)), max_counter) : 0u);
+    r.first = a.first != BM_CMP_NONE ? a.first : b.first;
+    r.open = b.first != BM_CMP_NONE ? b.open : a.open;
+    r.pad = 0;
+    return r;
+}
+__device__ __forceinline__ BmCmpAgg bm_cmp_shfl_down(const BmCmpAgg& x, u32 d) {
+    BmCmpAgg r;
+    r.first = __shfl_down_sync(0xFFFFFFFFu, x.first, d);
+    r.open = __shfl_down_sync(0xFFFFFFFFu, x.open, d);
+    r.words = __shfl_down_sync(0xFFFFFFFFu, x.words, d);
+    r.pad = 0;
+    return r;
+}
+
+// A tile's published state, one 16-byte word written and read whole (as CUB's tile status
+// words are, so neither side needs a fence): x = words, y = the first boundary's group
+// (0xFFFFFFFF: none), z = the open head's start group (0xFFFFFFFF: none), w = flag (bits 0-1:
+// 0 nothing yet, 1 the tile alone, 2 tiles 0 .. t) | first boundary's fold position << 2 |
+// open head's kind << 7. Group indices are < 0xFFFFFFFF (groups < 2^32).
+#define BM_CMP_LOOK_ITEMS 4  // predecessors per thread per look-back round
+__device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const BmCmpAgg& a) {
+    const u32 fy = a.first == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.first >> 5);
+    const u32 fold = a.first == BM_CMP_NONE ? 0u : (u32)(a.first & 31);
+    const u32 oz = a.open == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.open >> 1);
+    const u32 ok = a.open == BM_CMP_NONE ? 0u : (u32)(a.open & 1);
+    const u32 w = flag | (fold << 2) | (ok << 7);
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.words), "r"(fy), "r"(oz),
+                 "r"(w)
+                 : "memory");
+}
+__device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(status + t)
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ BmCmpAgg bm_cmp_unpack(const uint4& v) {
+    BmCmpAgg r;
+    r.words = v.x;
+    r.first = v.y == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.y << 5) | ((v.w >> 2) & 31u));
+    r.open = v.z == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.z << 1) | ((v.w >> 7) & 1u));
+    r.pad = 0;
+    return r;
+}
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round
+// reads BM_CMP_THREADS * BM_CMP_LOOK_ITEMS predecessors (thread i: the i-th group of
+// BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines back
+// to the nearest one with an inclusive aggregate, if any (else it goes on with the next, older
+// window). The window is wide because a round costs an L2 round trip, and every tile published
+// in that time must fit in it for the look-back to end in one round; the whole block takes part
+// (its other threads would wait at the barrier anyway).
+__device__ __forceinline__ BmCmpAgg bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, BmCmpAgg* s_red,
+                                                    u32* s_near) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    BmCmpAgg acc = bm_cmp_agg_identity();
+    long long end = (long long)tile - 1;
+    for (;;) {
+        uint4 st[BM_CMP_LOOK_ITEMS];
+        bool waiting = false;
+#pragma unroll
+        for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
+            const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
+            // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
+            st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, 0xFFFFFFFFu, 0xFFFFFFFFu, 2u);
+            waiting |= (st[i].w & 3u) == 0u;
+        }
+        while (waiting) {
+            __nanosleep(64);
+            waiting = false;
+#pragma unroll
+            for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
+                if ((st[i].w & 3u) == 0u) {
+                    st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
+                    waiting |= (st[i].w & 3u) == 0u;
+                }
+            }
+        }
+        // The thread's items, oldest first; an inclusive item replaces everything older.
+        BmCmpAgg v = bm_cmp_agg_identity();
+        bool has_incl = false;
+#pragma unroll
+        for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
+            const BmCmpAgg x = bm_cmp_unpack(st[i]);
+            if ((st[i].w & 3u) == 2u) {
+                v = x;
+                has_incl = true;
+            } else {
+                v = bm_cmp_combine(v, x, max_counter);
+            }
+        }
+        // The nearest thread with an inclusive item; every thread past it contributes nothing.
+        const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
+        if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+        __syncthreads();
+        u32 near = 0xFFFFFFFFu;
+#pragma unroll
+        for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) near = min(near, s_near[w]);
+        if (threadIdx.x > near) v = bm_cmp_agg_identity();
+#pragma unroll
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const BmCmpAgg y = bm_cmp_shfl_down(v, d);
+            if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
+        }
+        if (lane == 0) s_red[warp] = v;
+        __syncthreads();
+        // Higher warps hold older tiles.
+        BmCmpAgg w = s_red[BM_CMP_THREADS / 32 - 1];
+#pragma unroll
+        for (int k = BM_CMP_THREADS / 32 - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
+        acc = bm_cmp_combine(w, acc, max_counter);
+        __syncthreads();  // s_near and s_red are reused by the next round
+        if (near != 0xFFFFFFFFu) return acc;
+        end -= BM_CMP_THREADS * BM_CMP_LOOK_ITEMS;
+    }
+}
+
+// The words of fill run `open` (start << 1 | kind) ending at boundary key `end_key`, stored at
+// out[at ..]: its full fill_words, then the last one (carrying end_key's fold position). The
+// block's threads share the stores.
 template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_reduce(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
-                                              u32 max_counter, u32* __restrict__ cnt, u64* __restrict__ key,
-                                              u32* __restrict__ open, u32* __restrict__ summ, u32* __restrict__ cmask,
-                                              u32* __restrict__ clits) {
-    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];
+__device__ __forceinline__ void bm_cmp_store_run(u64 open, u64 end_key, u32 max_counter, u64 at, u32* __restrict__ out,
+                                                 u64 out_cap) {
+    const u32 kind = (u32)(open & 1u);
+    const u32 n = (u32)((end_key >> 5) - (open >> 1));
+    u32 ex;
+    const u32 w = bm_fill_word<PLWAH>(kind, n, (u32)(end_key & 31), max_counter, ex);
+    const u32 full = BM_FILL_FLAG | (kind ? BM_FILL_BIT : 0u) | max_counter;
+    for (u32 e = threadIdx.x; e <= ex; e += BM_CMP_THREADS)
+        if (at + e < out_cap) out[at + e] = e < ex ? full : w;
+}
+
+// The unit's closed words, each head's at its index from `excl`: to shared memory (padded
+// layout) when `to_smem`, else to out[base + index]. The open head (a fill head with no
+// boundary after it in the tile) is skipped.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_write(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32 excl, u32 words,
+                                             bool to_smem, u32* sm, u64 base, u32* __restrict__ out, u64 out_cap) {
+    if (!u.b) return;
+    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) {  // 32 literal heads: the unit's groups
+#pragma unroll
+        for (u32 j = 0; j < 32; ++j) {
+            const u32 i = excl + j;
+            if (to_smem) {
+                if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = u.v[j];
+            } else if (base + i < out_cap) {
+                out[base + i] = u.v[j];
+            }
+        }
+        return;
+    }
+    u32 idx = excl + words;
+    u64 nk = next;
+#pragma unroll
+    for (int j = 31; j >= 0; --j) {
+        const u32 bit = 1u << j;
+        if ((u.h & bit) && ((u.l & bit) || nk != BM_CMP_NONE)) {
+            u32 w, ex = 0;
+            if (u.l & bit) {
+                w = u.v[j];
+            } else {
+                const u32 n = (u32)((nk >> 5) - (ug0 + j));
+                w = bm_fill_word<PLWAH>((u.o & bit) ? 1u : 0u, n, (u32)(nk & 31), max_counter, ex);
+            }
+            idx -= ex + 1;
+            const u32 full = BM_FILL_FLAG | ((u.o & bit) ? BM_FILL_BIT : 0u) | max_counter;
+            for (u32 e = 0; e <= ex; ++e) {
+                const u32 x = e < ex ? full : w;
+                const u32 i = idx + e;
+                if (to_smem) {
+                    if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = x;
+                } else if (base + i < out_cap) {
+                    out[base + i] = x;
+                }
+            }
+        }
+        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
+    }
+}
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
+                                       u32 max_counter, uint4* status, u32* counters, u32 tiles,
+                                       u32* __restrict__ out, u64 out_cap) {
+    // The staged input (BM_CMP_TILE_WORDS words), then the staged output (padded).
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE + BM_CMP_TILE / 32];
     __shared__ u32 s_kind[BM_CMP_THREADS];
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
-    __shared__ u32 s_words[BM_CMP_THREADS / 32];
-    __shared__ u32 s_mixed[BM_CMP_THREADS / 32];
-    __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_scan;
-    __shared__ u32 s_open;
+    __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
+    __shared__ u64 s_open;
+    __shared__ BmCmpAgg s_red[BM_CMP_THREADS / 32];
+    __shared__ u32 s_near[BM_CMP_THREADS / 32];
+    // Tile = block index: blocks are dispatched in index order, so every tile a block waits
+    // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
+    // the same). A ticket counter would cost every tile one more L2 round trip.
     const u32 tile = blockIdx.x;
-    if (threadIdx.x == 0) s_open = 0xFFFFFFFFu;
+    if (tile >= tiles) return;  // uniform; never with the host's grid
+    if (threadIdx.x == 0) s_open = BM_CMP_NONE;
     const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
     const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
     BmCmpUnit u;
     u64 ug0;
     u32 nv;
-    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, BM_CMP_MODE_STAGED, true,
-                                         false, cmask, clits, sm, s_kind, s_scan, u, ug0, nv);
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const bool mixed = nv > 0 && !(nv == 32 && (u.z == 0xFFFFFFFFu || u.o == 0xFFFFFFFFu));
-    const bool ones = nv == 32 && u.o == 0xFFFFFFFFu;
-    const u32 bm = __ballot_sync(0xFFFFFFFFu, mixed), bo = __ballot_sync(0xFFFFFFFFu, ones);
-    u32* sw = summ + (u64)tile * BM_CMP_SUMMARY_WORDS;
-    if (lane == 0) {
-        sw[warp * 2] = bm;
-        sw[warp * 2 + 1] = bo;
-        s_mixed[warp] = (u32)__popc(bm);
-    }
+    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, sm, s_kind, u, ug0, nv);
     u64 tile_first;
     const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
     u32 op = 0xFFFFFFFFu;
     u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
-    if (op != 0xFFFFFFFFu) s_open = op;  // at most one thread of the tile has an open head
-#pragma unroll
-    for (u32 d = 16; d > 0; d >>= 1) words += __shfl_xor_sync(0xFFFFFFFFu, words, d);
-    if (lane == 0) s_words[warp] = words;
-    // The compact form, for tiles that pass 2 would otherwise read whole: literals in order
-    // (staged in shared memory, whose input was read before the barriers above) and masks.
-    u32 n_lits;
-    const u32 lp = ds_block_exclusive<BM_CMP_THREADS>((u32)__popc(u.l), DsSum<u32>(), 0u, s_scan, n_lits);
-    u32 n_mixed = 0;
-#pragma unroll
-    for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) n_mixed += s_mixed[w];
-    const bool compact = n_mixed > BM_CMP_DIRECT_MAX && n_lits <= BM_CMP_LIT_MAX;  // uniform
-    if (compact) {
-        cmask[(u64)tile * BM_CMP_MASK_WORDS + 2 * threadIdx.x] = u.l;
-        cmask[(u64)tile * BM_CMP_MASK_WORDS + 2 * threadIdx.x + 1] = u.o;
-        u32 k = lp;
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j)
-            if ((u.l >> j) & 1u) sm[k++] = u.v[j];
-        __syncthreads();
-        for (u32 i = threadIdx.x; i < n_lits; i += BM_CMP_THREADS) clits[(u64)tile * BM_CMP_LIT_MAX + i] = sm[i];
+    if (op != 0xFFFFFFFFu) {  // at most one thread of the tile has the open head
+        words -= 1;
+        s_open = ((u64)op << 1) | ((u.o >> (op - (u32)ug0)) & 1u);
     }
-    if (threadIdx.x == 0) sw[BM_CMP_SUMMARY_WORDS - 1] = compact ? 1u : 0u;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        u32 t = 0;
-#pragma unroll
-        for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) t += s_words[w];
-        cnt[tile] = t;
-        key[tile] = tile_first;
-        open[tile] = s_open;
-    }
-}
-
-// One block: next keys (suffix-min, in place over `key`), the open heads' full fill_words, and
-// the exclusive prefix of the word counts (in place over `cnt`, cnt[tiles] = the total).
-extern "C" __global__ void __launch_bounds__(BM_CMP_SCAN_THREADS)
-    bm_cmp_scan(u32* __restrict__ cnt, u64* __restrict__ key, const u32* __restrict__ open, u32 tiles, u64 groups,
-                u32 max_counter) {
-    __shared__ u64 s_min[BM_CMP_SCAN_THREADS / 32];
-    __shared__ DsBlockStorage<BM_CMP_SCAN_THREADS, u32> s_sum;
-    const u32 STEP = BM_CMP_SCAN_THREADS * BM_CMP_SCAN_ITEMS;
-    const u32 steps = (tiles + STEP - 1) / STEP;
-    u64 carry = groups << 5;  // past the last tile: the end of the bitmap, no fold
-    for (u32 s = steps; s-- > 0;) {
-        const u64 base = (u64)s * STEP + (u64)threadIdx.x * BM_CMP_SCAN_ITEMS;
-        u64 k[BM_CMP_SCAN_ITEMS];
-        u64 m = BM_CMP_NONE;
-#pragma unroll
-        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
-            k[i] = base + i < tiles ? key[base + i] : BM_CMP_NONE;
-            m = bm_min64(m, k[i]);
-        }
-        u64 step_min;
-        u64 run = bm_min64(bm_block_suffix_min<BM_CMP_SCAN_THREADS>(m, s_min, step_min), carry);
-#pragma unroll
-        for (int i = BM_CMP_SCAN_ITEMS - 1; i >= 0; --i) {
-            const u64 t = base + i;
-            if (t < tiles) {
-                key[t] = run;
-                const u32 o = open[t];
-                if (o != 0xFFFFFFFFu) {
-                    const u32 n = (u32)((run >> 5) - o);
-                    if (n > max_counter) cnt[t] += (n - 1) / max_counter;
-                }
-            }
-            run = bm_min64(run, k[i]);
-        }
-        carry = bm_min64(carry, step_min);
-    }
-    u32 total = 0;
-    for (u32 s = 0; s < steps; ++s) {
-        const u64 base = (u64)s * STEP + (u64)threadIdx.x * BM_CMP_SCAN_ITEMS;
-        u32 c[BM_CMP_SCAN_ITEMS];
-        u32 acc = 0;
-#pragma unroll
-        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
-            c[i] = base + i < tiles ? cnt[base + i] : 0u;
-            acc += c[i];
-        }
-        u32 step_total;
-        u32 run = total + ds_block_exclusive<BM_CMP_SCAN_THREADS>(acc, DsSum<u32>(), 0u, s_sum, step_total);
-#pragma unroll
-        for (u32 i = 0; i < BM_CMP_SCAN_ITEMS; ++i) {
-            if (base + i < tiles) cnt[base + i] = run;
-            run += c[i];
-        }
-        total += step_total;
-    }
-    if (threadIdx.x == 0) cnt[tiles] = total;
-}
-
-template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_apply(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
-                                             u32 max_counter, const u32* __restrict__ off, const u64* __restrict__ next_key,
-                                             const u32* __restrict__ summ, const u32* __restrict__ cmask,
-                                             const u32* __restrict__ clits, u32* __restrict__ out, u64 out_cap) {
-    __shared__ __align__(16) u32 sm[BM_CMP_TILE];  // the staged input, then the staged output
-    __shared__ u32 s_kind[BM_CMP_THREADS];
-    __shared__ u64 s_min[BM_CMP_THREADS / 32];
-    __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
-    const u32 tile = gridDim.x - 1 - blockIdx.x;
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // Everything the tile needs from the earlier passes, loaded up front (independent loads).
-    const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
-    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
-    const u64 o0 = off[tile];
-    const u64 tile_next = next_key[tile];
-    const u32* sw = summ + (u64)tile * BM_CMP_SUMMARY_WORDS;
-    u32 n_mixed = 0;
-#pragma unroll
-    for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) n_mixed += __popc(sw[2 * w]);
-    const bool mixed = (sw[2 * warp] >> lane) & 1u, ones = (sw[2 * warp + 1] >> lane) & 1u;
-    // Uniform over the block. Pass 1 saved a compact form only for tiles with more mixed units.
-    const u32 mode = n_mixed <= BM_CMP_DIRECT_MAX ? BM_CMP_MODE_DIRECT
-                                                  : (sw[BM_CMP_SUMMARY_WORDS - 1] ? BM_CMP_MODE_COMPACT : BM_CMP_MODE_STAGED);
-    BmCmpUnit u;
-    u64 ug0;
-    u32 nv;
-    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, mode, mixed, ones,
-                                         cmask + (u64)tile * BM_CMP_MASK_WORDS, clits + (u64)tile * BM_CMP_LIT_MAX, sm,
-                                         s_kind, s_sum, u, ug0, nv);
-    u64 unused;
-    const u64 next = bm_min64(bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, unused), tile_next);
-    u32 op = 0;
-    const u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
     u32 tile_words;
     const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
     const bool to_smem = tile_words <= BM_CMP_TILE;  // uniform; false only with tiny max_counter
     // Every read of sm (the staged input) happened before the barriers above.
-    if (u.b) {
-        u32 idx = excl + words;
-        u64 nk = next;
-#pragma unroll
-        for (int j = 31; j >= 0; --j) {
-            const u32 bit = 1u << j;
-            if (u.h & bit) {
-                u32 w, ex = 0;
-                if (u.l & bit) {
-                    w = u.v[j];
-                } else {
-                    const u32 n = (u32)((nk >> 5) - (ug0 + j));
-                    w = bm_fill_word<PLWAH>((u.o & bit) ? 1u : 0u, n, (u32)(nk & 31), max_counter, ex);
-                }
-                idx -= ex + 1;
-                const u32 full = BM_FILL_FLAG | ((u.o & bit) ? BM_FILL_BIT : 0u) | max_counter;
-                for (u32 e = 0; e <= ex; ++e) {
-                    const u32 x = e < ex ? full : w;
-                    const u32 i = idx + e;
-                    if (to_smem) {
-                        if (i < BM_CMP_TILE) sm[i] = x;
-                    } else if (o0 + i < out_cap) {
-                        out[o0 + i] = x;
-                    }
-                }
-            }
-            if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
-        }
+    if (to_smem) bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, true, sm, 0, out, out_cap);
+    __syncthreads();  // s_open
+    BmCmpAgg local;
+    local.first = tile_first;
+    local.open = s_open;
+    local.words = tile_words;
+    local.pad = 0;
+    BmCmpAgg prefix = bm_cmp_agg_identity();
+    if (tile > 0) {
+        if (threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
+        prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
+    }
+    const BmCmpAgg incl = bm_cmp_combine(prefix, local, max_counter);
+    if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
+    u64 base = prefix.words;
+    if (tile_first != BM_CMP_NONE && prefix.open != BM_CMP_NONE) {
+        bm_cmp_store_run<PLWAH>(prefix.open, tile_first, max_counter, base, out, out_cap);
+        base += bm_cmp_run_words((u32)((tile_first >> 5) - (prefix.open >> 1)), max_counter);
     }
     if (to_smem) {
-        __syncthreads();
         for (u32 i = threadIdx.x; i < tile_words; i += BM_CMP_THREADS)
-            if (o0 + i < out_cap) out[o0 + i] = sm[i];
+            if (base + i < out_cap) out[base + i] = sm[BM_DEC_PAD(i)];
+    } else {
+        bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, false, sm, base, out, out_cap);
+    }
+    if (tile == tiles - 1) {
+        // The run still open at the end of the bitmap ends at group `groups`, with no fold.
+        u64 total = incl.words;
+        if (incl.open != BM_CMP_NONE) {
+            bm_cmp_store_run<PLWAH>(incl.open, groups << 5, max_counter, total, out, out_cap);
+            total += bm_cmp_run_words((u32)(groups - (incl.open >> 1)), max_counter);
+        }
+        if (threadIdx.x == 0) counters[0] = (u32)total;
     }
 }
 
 #define BM_CMP_KERNELS(NAME, PLWAH)                                                                                \
     extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
-        bm_cmp_reduce_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter, \
-                             u32* __restrict__ cnt, u64* __restrict__ key, u32* __restrict__ open,                 \
-                             u32* __restrict__ summ, u32* __restrict__ cmask, u32* __restrict__ clits) {           \
-        bm_cmp_reduce<PLWAH>(bits, n_words, groups, last_mask, max_counter, cnt, key, open, summ, cmask, clits);   \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
-        bm_cmp_apply_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,  \
-                            const u32* __restrict__ off, const u64* __restrict__ next_key,                         \
-                            const u32* __restrict__ summ, const u32* __restrict__ cmask,                           \
-                            const u32* __restrict__ clits, u32* __restrict__ out, u64 out_cap) {                   \
-        bm_cmp_apply<PLWAH>(bits, n_words, groups, last_mask, max_counter, off, next_key, summ, cmask, clits, out,  \
-                            out_cap);                                                                              \
+        bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,        \
+                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                           \
+                      u64 out_cap) {                                                                               \
+        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);       \
     }
 BM_CMP_KERNELS(wah, false)
 BM_CMP_KERNELS(plwah, true)

@@ -54,18 +54,10 @@ pub const DECODE_TILE: u64 = DECODE_THREADS as u64 * DECODE_GROUPS;
 pub const DEC_CHUNK: u64 = 128;
 pub const DEC_SUM_THREADS: u32 = 256;
 pub const DEC_SUM_CHUNKS: u64 = 32;
-/// Compression by heads (`BM_CMP_*`): a tile of `CMP_THREADS` units of 32 groups, the
-/// summary words per tile, and the one-block tile scan's shape.
+/// Compression by heads (`BM_CMP_*`): a tile of `CMP_THREADS` units of 32 groups.
 pub const CMP_THREADS: u32 = 128;
 pub const CMP_TILE: u64 = CMP_THREADS as u64 * 32;
 pub const CMP_TILE_WORDS: u64 = CMP_TILE / 32 * GROUP_BITS;
-pub const CMP_DIRECT_MAX: u64 = 32;
-pub const CMP_SCAN_THREADS: u32 = 1024;
-pub const CMP_SCAN_ITEMS: u64 = 16;
-pub const CMP_SUMMARY_WORDS: u64 = CMP_THREADS as u64 / 32 * 2 + 1;
-/// `BM_CMP_LIT_MAX`, `BM_CMP_MASK_WORDS`: a tile's compact form (literals, masks).
-pub const CMP_LIT_MAX: u64 = 1024;
-pub const CMP_MASK_WORDS: u64 = CMP_THREADS as u64 * 2;
 /// `DS_THREADS` x `DS_ITEMS`: items per tile of the sum scans; `DS_PARTIAL_THREADS`.
 pub const DS_THREADS: u32 = 256;
 pub const DS_ITEMS: u64 = 8;
@@ -435,10 +427,9 @@ pub fn compress_device(gpu: &Gpu, flavor: Flavor, plain: &DevicePlain) -> Result
 /// `Bitmap::compress_with_max_counter`, which makes the overflow path (the paper's
 /// Algorithm 4) reachable with small bitmaps.
 ///
-/// Compression by heads (`kernels/bitmap.cu`, "compression by heads"): `bm_cmp_reduce_*` per
-/// tile of [`CMP_TILE`] groups (word count, first boundary key, open head, unit summary),
-/// `bm_cmp_scan` (one block: where each tile's open fill run ends, its full fill_words, the
-/// tiles' word offsets), `bm_cmp_apply_*` (the words); then one read of the word total.
+/// Compression by heads (`kernels/bitmap.cu`, "compression by heads"): one launch of
+/// `bm_cmp_*`, one block per tile of [`CMP_TILE`] groups, the tiles' word offsets and the fill
+/// runs that cross tiles found by a decoupled look-back; then one read of the word total.
 #[doc(hidden)]
 pub fn compress_device_with_max_counter(
     gpu: &Gpu,
@@ -462,66 +453,40 @@ pub fn compress_device_with_max_counter(
     // groups <= ceil(MAX_BITS / 31), so tiles < 2^16 and every count below fits u32.
     let tiles = groups.div_ceil(CMP_TILE);
     let t = tiles as usize;
-    let cnt = gpu.alloc::<u32>(t + 1)?;
-    let key = gpu.alloc::<u64>(t)?;
-    let open = gpu.alloc::<u32>(t)?;
-    let summ = gpu.alloc::<u32>(t * CMP_SUMMARY_WORDS as usize)?;
-    let cmask = gpu.alloc::<u32>(t * CMP_MASK_WORDS as usize)?;
-    let clits = gpu.alloc::<u32>(t * CMP_LIT_MAX as usize)?;
+    // The look-back state: a 16-byte status word per tile (zero: nothing published yet), then
+    // the word total; one buffer, so one memset.
+    let mut state = gpu.alloc::<u32>(4 * t + 1)?;
+    gpu.fill_bytes(&mut state, 0)?;
     // Every word covers at least one group: at most `groups` words.
     let out = gpu.alloc::<u32>(groups as usize)?;
-    let (pc, pk, po, ps, pout) = (
-        gpu.ptr(&cnt),
-        gpu.ptr(&key),
-        gpu.ptr(&open),
-        gpu.ptr(&summ),
-        gpu.ptr(&out),
-    );
-    let (pm, pl) = (gpu.ptr(&cmask), gpu.ptr(&clits));
-    let (reduce, apply) = match flavor {
-        Flavor::Wah => ("bm_cmp_reduce_wah", "bm_cmp_apply_wah"),
-        Flavor::Plwah => ("bm_cmp_reduce_plwah", "bm_cmp_apply_plwah"),
+    let (ps, pout) = (gpu.ptr(&state), gpu.ptr(&out));
+    let pc = ps + 16 * tiles;
+    let name = match flavor {
+        Flavor::Wah => "bm_cmp_wah",
+        Flavor::Plwah => "bm_cmp_plwah",
     };
-    let f_r = gpu.function(Module::Bitmap, reduce)?;
-    let f_s = gpu.function(Module::Bitmap, "bm_cmp_scan")?;
-    let f_a = gpu.function(Module::Bitmap, apply)?;
+    let f = gpu.function(Module::Bitmap, name)?;
     let g = grid(groups, CMP_TILE)?;
     let nt = tiles as u32;
     let cap = groups;
-    // SAFETY: matches bm_cmp_reduce_<f>(bits, n_words, groups, last_mask, max_counter, cnt, key,
-    // open, summ, cmask, clits): `bits` holds >= n_words words (checked), one block per tile
-    // writes cnt, key, open [tile], summ[tile * CMP_SUMMARY_WORDS ..+ CMP_SUMMARY_WORDS],
-    // cmask[tile * CMP_MASK_WORDS ..+ CMP_MASK_WORDS] and clits[tile * CMP_LIT_MAX ..+
-    // CMP_LIT_MAX]; bm_cmp_scan(cnt, key, open, tiles, groups, max_counter): one block, cnt holds
-    // tiles + 1 entries, key and open tiles; bm_cmp_apply_<f>(bits, n_words, groups, last_mask,
-    // max_counter, cnt, key, summ, cmask, clits, out, out_cap): reads the same ranges, writes
-    // out[< out_cap = groups] only. The temporaries are freed stream-ordered, after the kernels.
+    // SAFETY: matches bm_cmp_<f>(bits, n_words, groups, last_mask, max_counter, status,
+    // counters, tiles, out, out_cap): `bits` holds >= n_words words (checked); `state` holds
+    // 4 * tiles + 1 zeroed words: `status` (16-byte aligned, as every allocation is) the tiles'
+    // status words, `counters` the total; one block per tile (g == tiles), each
+    // writing only its own status word; out[< out_cap = groups] only. The temporaries are
+    // freed stream-ordered, after the kernel.
     unsafe {
         gpu.launch(
-            &f_r,
+            &f,
             g,
             CMP_THREADS,
             &[
-                &bits, &n_words, &groups, &mask, &max, &pc, &pk, &po, &ps, &pm, &pl,
-            ],
-        )?;
-        gpu.launch(
-            &f_s,
-            1,
-            CMP_SCAN_THREADS,
-            &[&pc, &pk, &po, &nt, &groups, &max],
-        )?;
-        gpu.launch(
-            &f_a,
-            g,
-            CMP_THREADS,
-            &[
-                &bits, &n_words, &groups, &mask, &max, &pc, &pk, &ps, &pm, &pl, &pout, &cap,
+                &bits, &n_words, &groups, &mask, &max, &ps, &pc, &nt, &pout, &cap,
             ],
         )?;
     }
-    let len = read_words(gpu, &cnt, t, 1)?[0] as usize;
-    drop((cnt, key, open, summ, cmask, clits));
+    let len = read_words(gpu, &state, 4 * t, 1)?[0] as usize;
+    drop(state);
     if len as u64 > groups {
         return Err(Error::Gpu(format!(
             "GPU compression counted {len} words for {groups} groups"
@@ -1152,22 +1117,8 @@ mod tests {
         assert_eq!(num(&m, "BM_CMP_THREADS"), u64::from(CMP_THREADS));
         assert_eq!(num(&m, "BM_CMP_TILE"), CMP_TILE);
         assert_eq!(num(&m, "BM_CMP_TILE_WORDS"), CMP_TILE_WORDS);
-        assert_eq!(num(&m, "BM_CMP_DIRECT_MAX"), CMP_DIRECT_MAX);
-        assert_eq!(num(&m, "BM_CMP_SCAN_THREADS"), u64::from(CMP_SCAN_THREADS));
-        assert_eq!(num(&m, "BM_CMP_SCAN_ITEMS"), CMP_SCAN_ITEMS);
-        assert_eq!(
-            CMP_SUMMARY_WORDS,
-            u64::from(CMP_THREADS / 32) * 2 + 1,
-            "BM_CMP_SUMMARY_WORDS: two ballots per warp and the compact flag"
-        );
-        assert_eq!(num(&m, "BM_CMP_LIT_MAX"), CMP_LIT_MAX);
-        assert_eq!(
-            CMP_MASK_WORDS,
-            u64::from(CMP_THREADS) * 2,
-            "BM_CMP_MASK_WORDS: two masks per unit"
-        );
-        // The compact literals are staged in the tile's input buffer.
-        const { assert!(CMP_LIT_MAX <= CMP_TILE_WORDS) };
+        // The staged output (padded) and the staged input share one buffer.
+        const { assert!(CMP_TILE_WORDS <= CMP_TILE + CMP_TILE / 32) };
         // A tile starts on a 16-byte boundary of the packed words (16-byte staging loads).
         assert_eq!((CMP_TILE_WORDS * 4) % 16, 0);
         assert_eq!(num(&m, "DS_THREADS"), u64::from(DS_THREADS));

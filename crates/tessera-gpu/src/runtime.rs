@@ -9,8 +9,8 @@
 //!   (`coproc.rs`), so cudarc's per-buffer events would only cost time.
 //! - Kernel arguments are raw device pointers (`u64`) into buffers that outlive the launch's
 //!   completion: every public operation synchronizes before it returns or hands out the buffer.
-//! - No managed memory: buffers come from `cuMemAllocAsync` (the device's default pool) and
-//!   pinned host memory from `cuMemHostAlloc`.
+//! - No managed memory: buffers come from `cuMemAllocAsync` (the device's default pool, which
+//!   keeps freed memory mapped: `keep_pool_memory`) and pinned host memory from `cuMemHostAlloc`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -94,6 +94,9 @@ impl Gpu {
                 .map(|v| v.max(0) as u32)
                 .map_err(cuda("reading a device attribute"))
         };
+        if attr(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? > 0 {
+            keep_pool_memory(&ctx)?;
+        }
         let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let mut driver_version = 0i32;
@@ -319,6 +322,29 @@ impl Gpu {
         })?;
         Ok(ms)
     }
+}
+
+/// Raises the release threshold of device 0's default memory pool to "never": memory freed
+/// back to the pool stays mapped for the next `cuMemAllocAsync` instead of being returned to
+/// the driver at every synchronization (the pool's default threshold is 0). Without it every
+/// call that allocates a large buffer after a host read (a compression's output, a decode's
+/// column) pays for mapping its pages again. The memory is released with the context.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<()> {
+    use cudarc::driver::{result::mem_pool, sys};
+    // SAFETY: cu_device() is the context's valid device; the threshold attribute takes a
+    // cuuint64_t, which `keep` is, and the driver only reads it during the call.
+    unsafe {
+        let pool = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device())
+            .map_err(cuda("reading the default memory pool"))?;
+        let mut keep: u64 = u64::MAX;
+        mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+        .map_err(cuda("setting the memory pool's release threshold"))?;
+    }
+    Ok(())
 }
 
 fn poisoned() -> Error {

@@ -284,24 +284,10 @@ __device__ __forceinline__ void bm_writer_emit(const u32 (&v)[ITEMS], const u32 
 
 // ---- compression by heads (bitmap.cu, "compression") ------------------------------------------
 // A compression tile is BM_CMP_THREADS units of 32 groups (one unit per thread: 32 groups are
-// exactly 31 input words), so BM_CMP_TILE groups and BM_CMP_TILE_WORDS input words. In the apply
-// pass a tile whose mixed units (not 32 groups of one fill) number at most BM_CMP_DIRECT_MAX
-// lets each mixed unit's thread read its own 31 words and skips the uniform ones; otherwise the
-// tile is staged whole with 16-byte loads. The tile scan is one block of BM_CMP_SCAN_THREADS
-// threads, BM_CMP_SCAN_ITEMS tiles each per step.
+// exactly 31 input words), so BM_CMP_TILE groups and BM_CMP_TILE_WORDS input words, staged whole
+// with 16-byte loads. The look-back state is one 16-byte status word per tile.
 #define BM_CMP_THREADS 128
 #define BM_CMP_TILE 4096
 #define BM_CMP_TILE_WORDS 3968
-#define BM_CMP_DIRECT_MAX 32
-#define BM_CMP_SCAN_THREADS 1024
-#define BM_CMP_SCAN_ITEMS 16
-// Per-tile unit summary: for each warp of the tile, a ballot of its mixed units and one of its
-// all-ones units (u32 each), then whether pass 1 saved the tile in compact form.
-#define BM_CMP_SUMMARY_WORDS (BM_CMP_THREADS / 32 * 2 + 1)
-// Compact form of a tile (pass 1 writes it when the tile has more than BM_CMP_DIRECT_MAX mixed
-// units but at most BM_CMP_LIT_MAX literal groups): per unit its literal and all-ones masks (2
-// words), and the tile's literal groups in order (BM_CMP_LIT_MAX words reserved per tile).
-#define BM_CMP_LIT_MAX 1024
-#define BM_CMP_MASK_WORDS (BM_CMP_THREADS * 2)
 
 #endif
