@@ -42,44 +42,82 @@ __device__ __forceinline__ u64 ts_filter_sum(const u32 (&items)[TS_ITEMS], u32 v
 // memory, no barrier until the final reduction); lane l filters value l of each miniblock.
 // A warp's group is the host's FOR group (TS_FOR_GROUP_L32 tiles of 4 blocks), so the chunk
 // table's first_group indexes it.
+//
+// The kernel is issue-bound (ncu, H100, 24 bits, session 5: ~140 warp instructions per block
+// of 128 values, 0.7-0.78 issued per cycle and scheduler), so what it is shaped for is few
+// instructions per block. sm_90 SASS of the block loop (NVRTC 13.0): 58 instructions when the
+// group's blocks have equal bit_widths (q.equal; uniform data nearly always has), 89 when not,
+// against 125 for the loop this replaced (one loop for both, testing q.ok and the partial
+// block per block, four 64-bit address instructions per load, the mask and source lanes per
+// miniblock). Per group, the chunk search is ts_find_chunk_warp (2 rounds up to 1024 chunks,
+// not 8 dependent loads for 250 chunks) and the block checks are branch-free where they pass.
+// Caching the chunk across a warp's groups would not pay: with the host's grid a warp takes
+// about two groups, a grid stride apart, in different chunks.
 #define TS_FQ_BLOCKS (TS_FOR_GROUP_L32 * TS_DFOR_TILE_BLOCKS)
 #define TS_FQ_WARPS (TS_THREADS / 32)
-extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_QUERY_ARGS) {
+
+// lo <= x <= hi as one unsigned comparison: x - lo <= hi - lo = range. Adds the values of
+// items[m] (value 32m + lane of a block) that pass; with PARTIAL only those of the block's
+// first `valid` values.
+template <bool PARTIAL>
+__device__ __forceinline__ void ts_fq_add(const u32 (&items)[TS_FOR_MINIBLOCKS], u32 lo, u32 range, u32 valid,
+                                          u64& sum) {
     const u32 lane = threadIdx.x & 31;
-    // lo <= x <= hi as one unsigned comparison: x - lo <= hi - lo (an empty range adds nothing).
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
+        if ((!PARTIAL || 32 * m + lane < valid) && items[m] - lo <= range) sum += items[m];
+}
+
+// The group's blocks: [0, whole) whole, then, when whole < q.blocks, the chunk's last block
+// with its first `tail` values. EQUAL is q.equal, known before the loop, so the loop carries no
+// test of it.
+template <bool EQUAL>
+__device__ __forceinline__ void ts_fq_group(const u32* __restrict__ base, const ForWarpGroup& q, u32 whole, u32 tail,
+                                            u32 lo, u32 range, u64& sum) {
+    u32 w[TS_FOR_MINIBLOCKS] = {0, 0, 0, 0}, items[TS_FOR_MINIBLOCKS];
+#pragma unroll 1
+    for (u32 j = 0; j < whole; ++j) {
+        LoadBitPackWarpBlock<EQUAL>(base, q, j, w, items);
+        ts_fq_add<false>(items, lo, range, TS_FOR_BLOCK_VALUES, sum);
+    }
+    if (whole < q.blocks) {
+        LoadBitPackWarpBlock<EQUAL>(base, q, whole, w, items);
+        ts_fq_add<true>(items, lo, range, tail, sum);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_QUERY_ARGS) {
     const u32 range = hi - lo;
-    const bool empty = lo > hi;
+    const bool empty = lo > hi;  // an empty range adds nothing
     u64 sum = 0;
     for (u32 group = blockIdx.x * TS_FQ_WARPS + (threadIdx.x >> 5); group < total_groups;
          group += gridDim.x * TS_FQ_WARPS) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const u32 ci = ts_find_chunk_warp(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const ForWarpGroup q = LoadBitPackWarpGroup<TS_FQ_BLOCKS>(g, c, group - c.first_group, status + ci);
         if (empty) continue;  // the checks above still ran and reported
-        // (Fetching block j + 1 while unpacking block j measured slower on the H100: 0.36 ms
-        // against 0.33 ms at 8 bits per value, 250 M values. So did issuing the loads of 2 or
-        // 4 blocks before unpacking any, on 2026-11-22: 0.368 / 0.370 ms (2 / 4 blocks)
-        // against 0.331 ms at 8 bits, 0.379 / 0.389 against 0.350 at 24 bits. The kernel is
-        // issue-bound, not latency-bound: more loads in flight only cost registers. ncu, 24 bits,
-        // session 5: ~140 warp instructions per block of 128 values, 0.7-0.78 issued per cycle
-        // and scheduler, the most-sampled stall the first use of the block's loads. One 64-bit
-        // base per block with 32-bit miniblock offsets, instead of six address instructions per
-        // load, measured slower: 0.419 against 0.353 ms at 24 bits, 0.395 against 0.334 at 16.)
-        for (u32 j = 0; j < q.blocks; ++j) {
-            if (!((q.ok >> j) & 1u)) continue;  // warp-uniform; the block's error is reported
-            u32 items[TS_FOR_MINIBLOCKS];
-            LoadBitPackWarpBlock(g, q, j, items);
-            const u32 first = (q.k0 + j) * TS_FOR_BLOCK_VALUES;
-            if (first + TS_FOR_BLOCK_VALUES <= c.total_count) {
-#pragma unroll
-                for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
-                    if (items[m] - lo <= range) sum += items[m];
-            } else {  // the chunk's last, partial block
-#pragma unroll
-                for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
-                    if (first + 32 * m + lane < c.total_count && items[m] - lo <= range) sum += items[m];
-            }
-        }
+        // Per block: three shuffles (block_starts entry, reference, bit-width word), a 64-bit
+        // multiply-add per load from `base`, no test of q.ok (a failed block decodes to zeros
+        // and adds 0) and no test for a partial block: only the chunk's last block can be one,
+        // and it is taken after the loop.
+        const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
+        const u32 tail = c.total_count % TS_FOR_BLOCK_VALUES;
+        const u32 whole = q.blocks - (tail != 0 && q.k0 + q.blocks == q.L.block_count ? 1u : 0u);
+        if (q.equal) ts_fq_group<true>(base, q, whole, tail, lo, range, sum);
+        else ts_fq_group<false>(base, q, whole, tail, lo, range, sum);
+        // (Tried and measured on the H100, 250 M values, before this shape: fetching block
+        // j + 1 while unpacking block j: 0.36 ms against 0.33 ms at 8 bits per value. Issuing
+        // the loads of 2 or 4 blocks before unpacking any, on 2026-11-22: 0.368 / 0.370 ms (2 /
+        // 4 blocks) against 0.331 ms at 8 bits, 0.379 / 0.389 against 0.350 at 24 bits. The
+        // kernel is issue-bound, not latency-bound: more loads in flight only cost registers
+        // (the most-sampled stall was the first use of the block's loads). A first "one 64-bit
+        // base per block with 32-bit miniblock offsets" measured slower: 0.419 against 0.353 ms
+        // at 24 bits, 0.395 against 0.334 at 16; its SASS was not kept. Here the base is per
+        // group and each load address one IMAD.WIDE.U32 (ts_opaque_ptr keeps the compiler from
+        // folding it back into 64-bit index arithmetic).
+        // Tried for SASS count only: the EQUAL loop unrolled by 2, 115 instructions per 2
+        // blocks against 2 x 58; the general path's loads as `mov 0; @p ld` (93 against 89) or
+        // as `w = l < bw ? __ldg(p) : 0` in C++ (a zero or a predicated move per load).)
     }
     ts_block_add(sum, result);
 }

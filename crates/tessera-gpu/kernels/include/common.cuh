@@ -107,6 +107,23 @@ __device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunk
     return lo;
 }
 
+// ts_find_chunk for a whole warp asking about the same group (every lane must call it): a
+// 32-way search, each lane testing one row per round, so ceil(log32(n_chunks)) rounds (2 up to
+// 1024 chunks) of one load each instead of log2(n_chunks) dependent loads.
+__device__ __forceinline__ u32 ts_find_chunk_warp(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
+    const u32 l = threadIdx.x & 31;
+    u32 lo = 0, n = n_chunks;  // the row is in [lo, lo + n), and row lo qualifies
+    while (n > 1) {
+        const u32 step = (n + 31) >> 5;
+        const u32 i = l * step;  // lane 0 tests row lo, known to qualify
+        const bool le = i < n && (l == 0 || __ldg(&chunks[lo + i].first_group) <= group);
+        const u32 k = 31 - __clz(__ballot_sync(0xFFFFFFFFu, le));
+        lo += k * step;
+        n = ts_min(step, n - k * step);
+    }
+    return lo;
+}
+
 // The same search by tile, for kernels that take one tile at a time (the paper's loaders).
 __device__ __forceinline__ u32 ts_find_chunk_by_tile(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 tile) {
     u32 lo = 0, hi = n_chunks;

@@ -319,18 +319,20 @@ __device__ __forceinline__ bool LoadDBitPack(const u32* __restrict__ g, const Ch
 //     k0 + t's reference and bit-width word (two coalesced loads for the whole group), and
 //     checks them with ts_for_block_check, as ts_load_for_group does (same status keys);
 //   LoadBitPackWarpBlock: block j's four miniblocks, each read with ONE coalesced load (lane l
-//     holds word l of the miniblock, l < bit_width), and lane l's value of each assembled from
-//     two shuffled words: items[m] = value 32m + l of the block.
-// Reads stay inside a block that passed its checks: a miniblock's words are [0, bit_width) of
-// its range, and only those lanes load.
+//     holds word l of the miniblock), and lane l's value of each assembled from two shuffled
+//     words: items[m] = value 32m + l of the block.
+// Reads stay inside a block that passed its checks. A block that failed one keeps a reference
+// and a bit-width word of 0 here: it reads nothing and decodes to 128 zeros (a sum may add it).
 struct ForWarpGroup {
     ChunkLayout L;
     u32 k0;      // first block of the group inside the chunk
     u32 blocks;  // blocks in the group (<= 32)
     u32 start;   // lane t < blocks: block_starts entry of block k0 + t
-    u32 ref;     // lane t < blocks: its reference
-    u32 bww;     // lane t < blocks: its bit-width word (0 when the block failed a check)
+    u32 ref;     // lane t < blocks: its reference (0 when the block failed a check)
+    u32 bww;     // lane t < blocks: its bit-width word (0 when the block failed a check);
+                 // when `equal`, 2^bw - 1 for its bit_width bw (the four are equal)
     u32 ok;      // bit t: block k0 + t passed every check
+    bool equal;  // warp-uniform: every block passed its checks and has four equal bit_widths
 };
 
 template <u32 BLOCKS>
@@ -360,48 +362,98 @@ __device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restri
             ref = __ldg(&g[q.L.data + e]);
             bww = __ldg(&g[q.L.data + e + 1]);
         }
-        u32 detail;
-        const u32 code = ts_for_block_check<32>(bww, len, 1, detail);
-        ok = code == 0;
-        if (!ok) ts_report(status, TS_CLASS_BLOCK, q.k0 + l, code, detail);
+        // The checks of ts_for_block_check without a branch per miniblock: every byte of
+        // bww <= 32 (bit 7 set, or bits 0..6 + 0x5F reaching 0x80) and then the four summed
+        // (<= 128: byte 3 of bww * 0x01010101) fit the range. Only a block that fails runs
+        // ts_for_block_check, for its status key.
+        const bool widths_ok = ((bww | ((bww & 0x7F7F7F7Fu) + 0x5F5F5F5Fu)) & 0x80808080u) == 0;
+        ok = len >= 2 && widths_ok && 2 + ((bww * 0x01010101u) >> 24) <= len;
+        if (!ok) {
+            u32 detail;
+            const u32 code = ts_for_block_check<32>(bww, len, 1, detail);
+            ts_report(status, TS_CLASS_BLOCK, q.k0 + l, code, detail);
+        }
     }
     q.start = e;
-    q.ref = ref;
+    q.ref = ok ? ref : 0u;
     q.bww = ok ? bww : 0u;
     q.ok = __ballot_sync(0xFFFFFFFFu, ok);
+    q.equal = __all_sync(0xFFFFFFFFu, l >= q.blocks || (ok && bww == (bww & 0xFFu) * 0x01010101u));
+    // An equal group's blocks need bw and the mask 2^bw - 1: the mask it is, bw = popc(mask)
+    // per block (one instruction; computing the mask from bw there takes three, the all-ones
+    // operand included).
+    if (q.equal) q.bww = __funnelshift_lc(0xFFFFFFFFu, 0u, q.bww & 0xFFu);
     return q;
 }
 
-// Block j (< q.blocks) of a warp group: items[m] = value 32m + lane (reference added). A block
-// that failed its checks has a bit-width word of 0 here, so nothing is read for it (callers
-// skip it by q.ok). Lean on purpose, since a scan does little else per value: per value a 32nd
-// of a load, two shuffles, two funnel shifts and an AND.
-__device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ g, const ForWarpGroup& q, u32 j,
-                                                     u32 (&items)[TS_FOR_MINIBLOCKS]) {
+// w = *p where `load` holds, else w keeps its value: one predicated load into w's register.
+// (Written as `w = load ? __ldg(p) : 0`, the compiler adds an instruction per load: a zero,
+// or a move from a scratch register.)
+__device__ __forceinline__ void ts_ldg_if(u32& w, const u32* p, bool load) {
+    asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
+        : "+r"(w)
+        : "l"(p), "r"((u32)load));
+}
+
+// The pointer itself, as computed: left to itself the compiler folds a sum of pointer and
+// offsets back into one 64-bit index per load (a 64-bit add, a shift and an add to g: four
+// instructions a load, against one IMAD.WIDE.U32 from a pointer).
+__device__ __forceinline__ const u32* ts_opaque_ptr(const u32* p) {
+    asm("mov.b64 %0, %0;" : "+l"(p));
+    return p;
+}
+
+// Block j (< q.blocks) of a warp group: items[m] = value 32m + lane (reference added).
+// `base` = g + q.L.data + 1, set once per group: every load address is then one
+// IMAD.WIDE.U32 away. `w` is scratch for the block's words, carried from call to call (lanes
+// that load nothing need no zero; any value they hold is masked away below). Lean on purpose,
+// since a scan does little else per value: per value a 32nd of a load, two shuffles, a funnel
+// shift, an AND and an add.
+//
+// EQUAL (q.equal, the common case: every block of the group passed its checks and has four
+// equal bit_widths bw): the shuffle source lanes, the shift and the mask are computed once per
+// block, and the loads need no predicate: lane l reads word min(l + 1, bw) - 1 of each
+// miniblock, that is word l for l < bw, the miniblock's last word for l >= bw, and for bw = 0
+// the word before the miniblocks (the bit-width word): all inside the block's checked range,
+// and what lanes >= bw read is masked away. Otherwise (mixed widths, or a group with a block
+// that failed its checks) everything is per miniblock, lane l loading word l only when
+// l < bit_width, so a failed block (bit-width word 0) loads nothing.
+template <bool EQUAL>
+__device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ base, const ForWarpGroup& q, u32 j,
+                                                     u32 (&w)[TS_FOR_MINIBLOCKS], u32 (&items)[TS_FOR_MINIBLOCKS]) {
     const u32 l = threadIdx.x & 31;
     const u32 start = __shfl_sync(0xFFFFFFFFu, q.start, j);
     const u32 ref = __shfl_sync(0xFFFFFFFFu, q.ref, j);
-    const u32 bww = __shfl_sync(0xFFFFFFFFu, q.bww, j);
-    const u32* __restrict__ data = g + q.L.data;
-    u32 w[TS_FOR_MINIBLOCKS];
-    u32 off = start + 2;
+    const u32 bww = __shfl_sync(0xFFFFFFFFu, q.bww, j);  // EQUAL: 2^bw - 1
+    const u32 bw_eq = EQUAL ? __popc(bww) : 0u;
+    if (EQUAL) {
+        // Miniblock m + 1 starts bw words after miniblock m.
+        const u32* __restrict__ p = base + (start + ts_min(l + 1, bw_eq));
 #pragma unroll
-    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
-        const u32 bw = (bww >> (8 * m)) & 0xFF;
-        w[m] = l < bw ? __ldg(&data[off + l]) : 0u;
-        off += bw;
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m, p += bw_eq) w[m] = __ldg(p);
+    } else {
+        // Byte m: the word offset of miniblock m from the block's first miniblock word (at
+        // most 3 * 32: no carry between bytes, as every bit_width <= 32).
+        const u32 offs = bww * 0x01010100u;
+        const u32* __restrict__ p = ts_opaque_ptr(base + (start + 1 + l));
+#pragma unroll
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
+            ts_ldg_if(w[m], p + __byte_perm(offs, 0u, 0x4440u + m), l < __byte_perm(bww, 0u, 0x4440u + m));
     }
 #pragma unroll
     for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
-        const u32 bw = (bww >> (8 * m)) & 0xFF;
-        // Value l spans bits [l*bw, l*bw + bw): word i = l*bw/32 <= 31 and, when it crosses a
-        // word edge, word i + 1 <= bw - 1 (both loaded above). Otherwise the second word is not
-        // used (lane i + 1 = 32 reads lane 0: shuffles take the source lane modulo 32).
+        const u32 bw = EQUAL ? bw_eq : __byte_perm(bww, 0u, 0x4440u + m);  // byte m
+        // Value l spans bits [l*bw, l*bw + bw): word i = l*bw/32 <= bw - 1 and, when it
+        // crosses a word edge, word i + 1 <= bw - 1 (both loaded above by lanes i, i + 1 < bw).
+        // Otherwise the second word (of a lane >= bw, or lane i + 1 = 32, read as lane 0:
+        // shuffles take the source lane modulo 32) only feeds bits that the mask clears; bw = 0
+        // masks everything.
         const u32 bit = l * bw;
         const u32 lo_w = __shfl_sync(0xFFFFFFFFu, w[m], bit >> 5);
         const u32 hi_w = __shfl_sync(0xFFFFFFFFu, w[m], (bit >> 5) + 1);
-        // __funnelshift_lc(~0, 0, bw) = 2^bw - 1 for bw in 0..=32, in one instruction.
-        items[m] = ref + (__funnelshift_r(lo_w, hi_w, bit & 31) & __funnelshift_lc(0xFFFFFFFFu, 0u, bw));
+        // __funnelshift_r shifts by bit mod 32; __funnelshift_lc(~0, 0, bw) = 2^bw - 1 for bw
+        // in 0..=32, in one instruction.
+        items[m] = ref + (__funnelshift_r(lo_w, hi_w, bit) & (EQUAL ? bww : __funnelshift_lc(0xFFFFFFFFu, 0u, bw)));
     }
 }
 
