@@ -1089,16 +1089,21 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     // Load: 16-byte loads (wbase is a multiple of 128 words), all issued before any is stored,
     // then the tail.
     bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wbase, nw, sw);
+    const u32 start = c0 ? bm_dec_chunk_end(chunk_incl, partials, c0 - 1) : 0u;
+    const u32 end = bm_dec_chunk_end(chunk_incl, partials, c1);
     if (threadIdx.x == 0 && status) {
-        const u32 start = c0 ? bm_dec_chunk_end(chunk_incl, partials, c0 - 1) : 0u;
-        const u32 end = bm_dec_chunk_end(chunk_incl, partials, c1);
         if (bad || (u64)start > g_lo || (u64)end < g_lo + rn) atomicOr(status, 1u);
     }
+    // Dense tile: the loaded words cover exactly as many groups as there are words, so (every
+    // word of a valid stream covering at least one group) each covers one, and group r of the
+    // tile is word g_lo - start + r. No word ends to scan, no search: the common case of dense
+    // bitmaps, whose words are nearly all literals. (Uniform per block.)
+    const bool dense = !bad && end - start == nw && (u64)start <= g_lo;
     __syncthreads();
 
     // Word ends: warp w scans chunks w, w + 4, ... from the chunk's start.
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (u32 k = warp; k < nc; k += BM_DECODE_THREADS / 32) {
+    for (u32 k = warp; !dense && k < nc; k += BM_DECODE_THREADS / 32) {
         const u32 c = c0 + k;
         u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
 #pragma unroll
@@ -1117,7 +1122,19 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     // The walk: thread t's groups 32t .. 32t + 31 of the tile.
     const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
     u32 o[BM_DECODE_GROUPS - 1];
-    {
+    if (dense) {
+        // Group r is word d + r (clamped reads: a hostile stream only gets wrong output). The
+        // padded layout keeps the 32 threads' reads of one step in 32 banks.
+        const u32 d = (u32)(g_lo - start);
+        u32 prev = 0;
+#pragma unroll
+        for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
+            const u32 r = r0 + j, s = d + r;
+            const u32 x = (r < rn && s < nw) ? bm_word_group<PLWAH>(sw[BM_DEC_PAD(s)], r + 1, r) : 0u;
+            if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
+            prev = x;
+        }
+    } else {
         u32 lo = 0, hi = nw;
         while (lo < hi) {
             const u32 mid = (lo + hi) >> 1;
