@@ -35,6 +35,7 @@
 //                              empty element), and the writer compacts the fills; no merged
 //                              array, pair arrays or extra scans are materialized;
 //   bm_scatter_fills           the overflow path: block i's `ex` full fill_words and last word;
+//   bm_overflow_fills          the same with the scan of ex, in one thread block (small results);
 //   bm_count_ones_<flavor>     cardinality on the compressed words;
 //   bm_plain_op                word-wise op on plain bitmaps (the decompress-operate baseline);
 //   ds_* and ds_merge_u32      the device scan and merge primitives, exported for their tests.
@@ -882,6 +883,47 @@ extern "C" __global__ void bm_scatter_fills(const u32* __restrict__ words, const
         for (u32 j = 0; j < e; ++j) out[base + j] = full;
         out[base + e] = w;
     }
+}
+
+// The overflow path in one launch of one thread block, for results of few blocks (the common
+// overflow: two sparse PLWAH operands whose AND is one fill longer than a 25-bit counter): the
+// exclusive scan of ex and the scatter of bm_scatter_fills, then out_len[0] = blocks + the sum
+// of ex. `out` holds `room` = blocks + floor(groups / max_counter) words (sum(ex) is at most
+// that: each ex word stands for max_counter of the result's groups). One launch and one read instead of a
+// three-launch scan, a read and a fourth launch: on small results those round trips are the
+// whole cost.
+#define BM_OVF_ITEMS 4
+extern "C" __global__ void __launch_bounds__(DS_PARTIAL_THREADS)
+    bm_overflow_fills(const u32* __restrict__ words, const u32* __restrict__ ex, u32 blocks, u32 max_counter,
+                      u32* __restrict__ out, u64 room, u32* __restrict__ out_len) {
+    __shared__ DsBlockStorage<DS_PARTIAL_THREADS, u32> s;
+    u32 carry = 0;
+    for (u32 step = 0; step < blocks; step += DS_PARTIAL_THREADS * BM_OVF_ITEMS) {
+        const u32 base = step + threadIdx.x * BM_OVF_ITEMS;
+        u32 e[BM_OVF_ITEMS], acc = 0;
+#pragma unroll
+        for (u32 k = 0; k < BM_OVF_ITEMS; ++k) {
+            e[k] = base + k < blocks ? ex[base + k] : 0u;
+            acc += e[k];
+        }
+        u32 total;
+        u32 run = carry + ds_block_exclusive<DS_PARTIAL_THREADS>(acc, DsSum<u32>(), 0u, s, total);
+#pragma unroll
+        for (u32 k = 0; k < BM_OVF_ITEMS; ++k) {
+            const u32 i = base + k;
+            if (i < blocks) {
+                const u32 w = words[i];
+                const u64 at = (u64)i + run;
+                const u32 full = (w & (BM_FILL_FLAG | BM_FILL_BIT)) | max_counter;
+                // Bounded by `room` all the same (the host reports a total past it as an error).
+                for (u32 j = 0; j < e[k] && at + j < room; ++j) out[at + j] = full;
+                if (at + e[k] < room) out[at + e[k]] = w;
+            }
+            run += e[k];
+        }
+        carry += total;
+    }
+    if (threadIdx.x == 0) out_len[0] = blocks + carry;
 }
 
 // ---- slot ends (validation, and the scans of decompression and the operations) -----------------

@@ -326,6 +326,10 @@ struct WriterRun<'a> {
 
 /// Runs the canonical writer (module docs of `wah.cuh`): reduce, partials, apply; then, only if
 /// some run needs full fill_words, the overflow path. Waits for the word count.
+/// Results of at most this many blocks take the overflow path's one-launch form
+/// (`bm_overflow_fills`: one thread block loops over them, 4096 a step).
+const OVERFLOW_ONE_BLOCK: usize = 1 << 16;
+
 fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
     if w.elements == 0 {
         return Ok(DeviceBitmap {
@@ -378,14 +382,47 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
     // Overflow: (word, ex) per block, a scan of ex, then the scatter.
     let last = gpu.alloc::<u32>(blocks)?;
     let ex = gpu.alloc::<u32>(blocks)?;
-    let ex_prefix = gpu.alloc::<u32>(blocks)?;
-    let (pl, pe, pep) = (gpu.ptr(&last), gpu.ptr(&ex), gpu.ptr(&ex_prefix));
+    let (pl, pe) = (gpu.ptr(&last), gpu.ptr(&ex));
     let mode1 = 1u32;
     let mut a_args = w.src.clone();
     a_args.extend_from_slice(&[&p as &dyn KernelArg, &w.max_counter, &mode1, &pl, &pe, &fl]);
     // SAFETY: as above; in mode 1 the apply writes words[b] and ex[b] for every block b <
     // blocks, both arrays holding `blocks` words.
     unsafe { gpu.launch(&f_a, g, WRITER_THREADS, &a_args)? };
+    if blocks <= OVERFLOW_ONE_BLOCK {
+        // sum(ex) <= floor(groups / max_counter): every ex word holds max_counter groups.
+        let room = blocks + (group_count(w.bit_len) / u64::from(w.max_counter.max(1))) as usize;
+        let words = gpu.alloc::<u32>(room)?;
+        let len = gpu.alloc::<u32>(1)?;
+        let (pw, pn) = (gpu.ptr(&words), gpu.ptr(&len));
+        let f_o = gpu.function(Module::Bitmap, "bm_overflow_fills")?;
+        let (nb, room64) = (blocks as u32, room as u64);
+        // SAFETY: matches bm_overflow_fills(words, ex, blocks, max_counter, out, room, out_len):
+        // `last` and `ex` hold `blocks` words, `words` room words (the kernel writes below
+        // room), `len` one.
+        unsafe {
+            gpu.launch(
+                &f_o,
+                1,
+                DS_PARTIAL_THREADS,
+                &[&pl, &pe, &nb, &w.max_counter, &pw, &room64, &pn],
+            )?;
+        }
+        let total = read_words(gpu, &len, 0, 1)?[0] as usize;
+        if total > room {
+            return Err(Error::Gpu(format!(
+                "bitmap writer: {total} words after splitting fills, room for {room}"
+            )));
+        }
+        return Ok(DeviceBitmap {
+            flavor: w.flavor,
+            bit_len: w.bit_len,
+            words,
+            len: total,
+        });
+    }
+    let ex_prefix = gpu.alloc::<u32>(blocks)?;
+    let pep = gpu.ptr(&ex_prefix);
     let (ex_partials, ex_tiles) = sum_scan(gpu, "u32", pe, blocks as u64, pep, false)?;
     // The u32 partials live in the u64 buffer: u32 entry `ex_tiles` is the low (even) or high
     // (odd) half of u64 entry ex_tiles / 2.

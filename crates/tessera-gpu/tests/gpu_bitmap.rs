@@ -899,6 +899,23 @@ fn compression_by_heads_splits_runs_at_small_max_counters() {
     for m in maxes {
         check_compression(gpu, &bits, bit_len, Some(m), "staircase");
     }
+    // More words before the split than the overflow path's one-block form takes (2^16): 40,000
+    // literals and 40,000 two-group fills, each split in two at max 1, through the scan-and-
+    // scatter form; a fifth of that goes through the one-block form.
+    for runs in [40_000usize, 8_000] {
+        let g: Vec<u32> = (0..3 * runs)
+            .map(|i| {
+                if i % 3 == 0 {
+                    plain_literal(&mut rng)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let bit_len = g.len() as u64 * 31;
+        let bits = bits_from_groups(&g, bit_len);
+        check_compression(gpu, &bits, bit_len, Some(1), &format!("{runs} split fills"));
+    }
 }
 
 #[test]
