@@ -1143,20 +1143,28 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     const bool dense = !bad && end - start == nw && (u64)start <= g_lo;
     __syncthreads();
 
-    // Word ends: warp w scans chunks w, w + 4, ... from the chunk's start.
+    // Word ends: warp w scans chunks w, w + 4, ... from the chunk's start, one warp scan per
+    // chunk: lane l sums words 4l .. 4l+3 (the padded layout puts the 32 lanes' words in 32
+    // banks). Ends are u32 (a valid stream has fewer than 2^32 groups, so g_lo fits) and
+    // clamped to [0, rn + 1] relative to the tile.
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 g_lo32 = (u32)g_lo;
     for (u32 k = warp; !dense && k < nc; k += BM_DECODE_THREADS / 32) {
         const u32 c = c0 + k;
-        u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
+        const u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
+        const u32 i0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 cnt[BM_DEC_CHUNK / 32], sum = 0;
 #pragma unroll
-        for (u32 r = 0; r < BM_DEC_CHUNK / 32; ++r) {
-            const u32 i = k * BM_DEC_CHUNK + r * 32 + lane;
-            const u32 cnt = i < nw ? bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i)]) : 0u;
-            const u32 incl = ds_warp_inclusive(cnt, DsSum<u32>());
-            long long rel = (long long)(u64)(base + incl) - (long long)g_lo;
-            rel = rel < 0 ? 0 : (rel > (long long)rn + 1 ? (long long)rn + 1 : rel);
-            if (i < nw) se[BM_DEC_PAD(i)] = (u32)rel;
-            base += __shfl_sync(0xFFFFFFFFu, incl, 31);
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            cnt[q] = i0 + q < nw ? bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]) : 0u;
+            sum += cnt[q];
+        }
+        u32 end = base + ds_warp_inclusive(sum, DsSum<u32>()) - sum;
+#pragma unroll
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            end += cnt[q];
+            const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
+            if (i0 + q < nw) se[BM_DEC_PAD(i0 + q)] = rel;
         }
     }
     __syncthreads();
