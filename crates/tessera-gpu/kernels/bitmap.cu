@@ -871,18 +871,21 @@ BM_OP_KERNELS(or_plwah, true, BM_OP_OR)
 BM_OP_KERNELS(xor_plwah, true, BM_OP_XOR)
 BM_OP_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
 
+// A split block's words from out[at] on: e fill_words of counter max_counter (the kind of its
+// last word w), then w; nothing at or past `room`.
+__device__ __forceinline__ void bm_write_split(u32* __restrict__ out, u64 at, u32 w, u32 e, u32 max_counter, u64 room) {
+    const u32 full = (w & (BM_FILL_FLAG | BM_FILL_BIT)) | max_counter;
+    for (u32 j = 0; j < e && at + j < room; ++j) out[at + j] = full;
+    if (at + e < room) out[at + e] = w;
+}
+
 // The overflow path's last step: block i (of `blocks`) writes ex[i] fill_words of counter
 // max_counter, then its last word, from word i + ex_prefix[i] on.
 extern "C" __global__ void bm_scatter_fills(const u32* __restrict__ words, const u32* __restrict__ ex,
                                             const u32* __restrict__ ex_prefix, u32 blocks, u32 max_counter,
                                             u32* __restrict__ out) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < blocks; i += (u64)gridDim.x * blockDim.x) {
-        const u32 w = words[i], e = ex[i];
-        const u64 base = i + ex_prefix[i];
-        const u32 full = (w & (BM_FILL_FLAG | BM_FILL_BIT)) | max_counter;
-        for (u32 j = 0; j < e; ++j) out[base + j] = full;
-        out[base + e] = w;
-    }
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < blocks; i += (u64)gridDim.x * blockDim.x)
+        bm_write_split(out, i + ex_prefix[i], words[i], ex[i], max_counter, ~0ull);
 }
 
 // The overflow path in one launch of one thread block, for results of few blocks (the common
@@ -911,14 +914,8 @@ extern "C" __global__ void __launch_bounds__(DS_PARTIAL_THREADS)
 #pragma unroll
         for (u32 k = 0; k < BM_OVF_ITEMS; ++k) {
             const u32 i = base + k;
-            if (i < blocks) {
-                const u32 w = words[i];
-                const u64 at = (u64)i + run;
-                const u32 full = (w & (BM_FILL_FLAG | BM_FILL_BIT)) | max_counter;
-                // Bounded by `room` all the same (the host reports a total past it as an error).
-                for (u32 j = 0; j < e[k] && at + j < room; ++j) out[at + j] = full;
-                if (at + e[k] < room) out[at + e[k]] = w;
-            }
+            // Bounded by `room` all the same (the host reports a total past it as an error).
+            if (i < blocks) bm_write_split(out, (u64)i + run, words[i], e[k], max_counter, room);
             run += e[k];
         }
         carry += total;
