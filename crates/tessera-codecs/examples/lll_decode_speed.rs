@@ -16,20 +16,9 @@ mod common;
 use common::cpu_ns;
 
 fn main() {
-    let mut files = Vec::new();
-    let mut runs = 9usize;
-    let mut bytes = 100_000_000usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--runs" {
-            runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N");
-        } else if a == "--bytes" {
-            bytes = args.next().and_then(|v| v.parse().ok()).expect("--bytes N");
-        } else {
-            files.push(a);
-        }
-    }
-    let files = common::bench_files(files);
+    let common::Args {
+        files, runs, bytes, ..
+    } = common::parse_args(9, 100_000_000, false);
     let simple = std::env::var_os("LLL_SIMPLE").is_some();
     println!(
         "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10}",

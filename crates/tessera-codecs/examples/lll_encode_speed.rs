@@ -18,23 +18,12 @@ mod common;
 use common::cpu_ns;
 
 fn main() {
-    let mut files = Vec::new();
-    let mut runs = 5usize;
-    let mut bytes = 4_000_000usize;
-    let mut dump = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--runs" {
-            runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N");
-        } else if a == "--bytes" {
-            bytes = args.next().and_then(|v| v.parse().ok()).expect("--bytes N");
-        } else if a == "--dump" {
-            dump = Some(args.next().expect("--dump DIR"));
-        } else {
-            files.push(a);
-        }
-    }
-    let files = common::bench_files(files);
+    let common::Args {
+        files,
+        runs,
+        bytes,
+        dump,
+    } = common::parse_args(5, 4_000_000, true);
     // One worker: the pool's thread runs every strip, and `install` runs the closure on it, so
     // the CPU-time clock read inside the closure sees all the work.
     let pool = rayon::ThreadPoolBuilder::new()

@@ -1,5 +1,5 @@
-//! What the LLL speed examples (`lll_decode_speed`, `lll_encode_speed`) share: the thread's CPU
-//! clock and the default list of bench files.
+//! What the LLL speed examples (`lll_decode_speed`, `lll_encode_speed`) share: their command
+//! line, the thread's CPU clock and the default list of bench files.
 
 /// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`, Linux), so that a
 /// busy shared machine's other work does not count; `None` where it is missing (callers fall
@@ -24,4 +24,34 @@ pub fn bench_files(files: Vec<String>) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// The examples' command line: `[--runs N] [--bytes N] [--dump DIR] FILES...`, with the
+/// example's defaults for runs and bytes; files as [`bench_files`] gives them. `--dump` is
+/// taken only where the example allows it.
+pub struct Args {
+    pub files: Vec<String>,
+    pub runs: usize,
+    pub bytes: usize,
+    pub dump: Option<String>,
+}
+
+pub fn parse_args(runs: usize, bytes: usize, allow_dump: bool) -> Args {
+    let mut a = Args {
+        files: Vec::new(),
+        runs,
+        bytes,
+        dump: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            "--bytes" => a.bytes = it.next().and_then(|v| v.parse().ok()).expect("--bytes N"),
+            "--dump" if allow_dump => a.dump = Some(it.next().expect("--dump DIR")),
+            _ => a.files.push(x),
+        }
+    }
+    a.files = bench_files(std::mem::take(&mut a.files));
+    a
 }
