@@ -1,0 +1,193 @@
+//! GPU-only bitmap timings for quick A/B runs on the GPU machine: compression, decompression and
+//! AND / OR on compressed bitmaps at densities 2^-k, next to a device copy ceiling measured in
+//! the same run. `tessera bench bitmap` is the full benchmark (CPU figures, roaring, the query
+//! variants, JSON and plots); this skips everything but the GPU kernels, so one variant takes
+//! seconds instead of minutes.
+//!
+//! Usage: `bitmap_gpu_speed [--densities 1,4,8,12,16] [--flavors wah,plwah] [--runs 7]
+//! [--bits N] [--only comp,dec,and,or]`. Every figure is the median of `--runs` CUDA-event
+//! timings after a warm-up. Each result is first checked against the CPU codec (compression
+//! word for word, decompression byte for byte, AND / OR word for word); a mismatch is printed
+//! and makes the exit status 1.
+
+use std::time::Instant;
+
+use tessera_codecs::bitmap::{Bitmap, Flavor};
+use tessera_gpu::bitmap as gb;
+use tessera_gpu::Gpu;
+
+struct Args {
+    densities: Vec<u32>,
+    flavors: Vec<Flavor>,
+    runs: usize,
+    bits: u64,
+    only: Vec<String>,
+}
+
+fn parse() -> Args {
+    let mut a = Args {
+        densities: vec![1, 4, 8, 12, 16],
+        flavors: vec![Flavor::Wah, Flavor::Plwah],
+        runs: 7,
+        bits: 1_677_721_600,
+        only: vec!["comp".into(), "dec".into(), "and".into(), "or".into()],
+    };
+    let mut it = std::env::args().skip(1);
+    let list = |v: Option<String>| -> Vec<String> {
+        v.expect("a comma-separated list")
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    };
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--densities" => {
+                a.densities = list(it.next())
+                    .iter()
+                    .map(|k| k.parse().expect("--densities k,k,..."))
+                    .collect()
+            }
+            "--flavors" => {
+                a.flavors = list(it.next())
+                    .iter()
+                    .map(|f| match f.as_str() {
+                        "wah" => Flavor::Wah,
+                        "plwah" => Flavor::Plwah,
+                        _ => panic!("--flavors wah,plwah"),
+                    })
+                    .collect()
+            }
+            "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            "--bits" => a.bits = it.next().and_then(|v| v.parse().ok()).expect("--bits N"),
+            "--only" => a.only = list(it.next()),
+            _ => panic!("unknown argument {x}"),
+        }
+    }
+    a
+}
+
+/// Uniform random bits, each set with probability 2^-k (the AND of k xorshift words).
+fn random_bits(bit_len: u64, k: u32, seed: u64) -> Vec<u8> {
+    let n = bit_len.div_ceil(8) as usize;
+    let mut out = vec![0u8; n];
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    for c in out.chunks_mut(8) {
+        let mut x = u64::MAX;
+        for _ in 0..k.max(1) {
+            x &= next();
+        }
+        c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
+    }
+    if bit_len % 8 != 0 {
+        out[n - 1] &= (1u8 << (bit_len % 8)) - 1;
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn gpu_ms<R>(
+    gpu: &Gpu,
+    runs: usize,
+    mut work: impl FnMut() -> tessera_format::Result<R>,
+) -> tessera_format::Result<f64> {
+    gpu.timed(&mut work)?;
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        t.push(f64::from(gpu.timed(&mut work)?.1));
+    }
+    Ok(median(t))
+}
+
+fn main() -> tessera_format::Result<()> {
+    let args = parse();
+    let gpu = Gpu::new()?;
+    let t0 = Instant::now();
+    let plain_bytes = args.bits.div_ceil(8) as usize;
+    let src = gpu.alloc::<u8>(plain_bytes)?;
+    let mut dst = gpu.alloc::<u8>(plain_bytes)?;
+    gpu.time_copy(&src, &mut dst)?;
+    let copy = median(
+        (0..5)
+            .map(|_| gpu.time_copy(&src, &mut dst).map(f64::from))
+            .collect::<tessera_format::Result<Vec<_>>>()?,
+    );
+    drop((src, dst));
+    let ceiling = 2.0 * plain_bytes as f64 / copy / 1e6; // GB/s, read + write
+    println!(
+        "{} bits, copy ceiling {ceiling:.0} GB/s, median of {} runs",
+        args.bits, args.runs
+    );
+    println!("| k | flavor | words | comp ms | comp % | dec ms | dec % | and ms | or ms | ok |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut all_ok = true;
+    let has = |s: &str| args.only.iter().any(|o| o == s);
+    for &k in &args.densities {
+        let a_bits = random_bits(args.bits, k, 1 + u64::from(k));
+        let b_bits = random_bits(args.bits, k, 1000 + u64::from(k));
+        for &flavor in &args.flavors {
+            let a = Bitmap::compress(flavor, &a_bits, args.bits)?;
+            let b = Bitmap::compress(flavor, &b_bits, args.bits)?;
+            let pa = gb::upload_plain(&gpu, &a_bits, args.bits)?;
+            let frac = |ms: f64, payload: usize| {
+                (plain_bytes + 4 * payload) as f64 / ms / 1e6 / ceiling * 100.0
+            };
+            let mut ok = true;
+            let mut cells = vec![String::from("-"); 6];
+            if has("comp") {
+                let c = gb::compress_device(&gpu, flavor, &pa)?;
+                ok &= gb::download(&gpu, &c)? == a;
+                let ms = gpu_ms(&gpu, args.runs, || gb::compress_device(&gpu, flavor, &pa))?;
+                cells[0] = format!("{ms:.3}");
+                cells[1] = format!("{:.0}%", frac(ms, a.words().len()));
+            }
+            let da = gb::upload(&gpu, &a)?;
+            let db = gb::upload(&gpu, &b)?;
+            if has("dec") {
+                let mut out = gb::decompress_device(&gpu, &da)?;
+                ok &= gb::download_plain(&gpu, &out)? == a_bits;
+                let ms = gpu_ms(&gpu, args.runs, || {
+                    gb::decompress_device_into(&gpu, &da, &mut out.words)
+                })?;
+                cells[2] = format!("{ms:.3}");
+                cells[3] = format!("{:.0}%", frac(ms, a.words().len()));
+            }
+            for (i, (name, op)) in [
+                ("and", tessera_codecs::bitmap::ops::Op::And),
+                ("or", tessera_codecs::bitmap::ops::Op::Or),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if !has(name) {
+                    continue;
+                }
+                let r = gb::binary_device(&gpu, op, &da, &db)?;
+                ok &= gb::download(&gpu, &r)? == tessera_codecs::bitmap::ops::binary(op, &a, &b)?;
+                let ms = gpu_ms(&gpu, args.runs, || gb::binary_device(&gpu, op, &da, &db))?;
+                cells[4 + i] = format!("{ms:.4}");
+            }
+            all_ok &= ok;
+            println!(
+                "| 2^-{k} | {flavor:?} | {} | {} | {} |",
+                a.words().len(),
+                cells.join(" | "),
+                if ok { "yes" } else { "MISMATCH" }
+            );
+        }
+    }
+    println!("({:.1} s)", t0.elapsed().as_secs_f64());
+    if !all_ok {
+        std::process::exit(1);
+    }
+    Ok(())
+}
