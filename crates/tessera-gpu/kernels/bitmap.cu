@@ -34,6 +34,10 @@
 //                              groups, repeated for the gap to the previous item; ties give an
 //                              empty element), and the writer compacts the fills; no merged
 //                              array, pair arrays or extra scans are materialized;
+//   bm_op1_<op>_<flavor>       the same writer in one launch (decoupled look-back), and
+//   bm_slots_pair_<flavor>     both operands' slot ends in one launch: the path of operations on
+//                              short bitmaps, where launches and waits cost more than the data;
+//   bm_overflow_fixup          its overflow path (a short list of blocks needing full fill_words);
 //   bm_scatter_fills           the overflow path: block i's `ex` full fill_words and last word;
 //   bm_overflow_fills          the same with the scan of ex, in one thread block (small results);
 //   bm_count_ones_<flavor>     cardinality on the compressed words;
@@ -140,8 +144,23 @@ template <bool PLWAH> struct BmSlotsSrc {
 // src/bitmap.rs prove it); an item equal to the previous one gives an empty element. A value
 // appears at most twice in each sequence (a PLWAH fill and its empty position slot), so at
 // most 3 empty elements come in a row: LOOK = 4.
+//
+// Staged per tile (tile_begin, every thread of the block): warps 0 and 1 find the merge-path
+// split of the first and the last diagonal any thread of the tile visits (dlo = tile0 - LOOK,
+// dhi = tile0 + TILE + LOOK, clipped), one 32-way warp search each; then the block copies a's
+// ends ea[ia_lo - 1 .. ia_hi] and the groups of a's slots ia_lo .. ia_hi (slot indices clamped
+// to na - 1), and the same of b, into shared memory. Every later step of every thread reads
+// shared memory only: before, each thread binary-searched its diagonal in global memory and
+// took two dependent global loads per item, and a tile was a chain of about 40 L2 round trips.
+// Bounds: the path from (ia_lo, ib_lo) to (ia_hi, ib_hi) is monotone, so every diagonal in
+// [dlo, dhi] has ia in [ia_lo, ia_hi] and ib in [ib_lo, ib_hi]; la + lb = dhi - dlo <=
+// BM_MERGE_SPAN.
+#define BM_MERGE_LOOK 4
+#define BM_MERGE_SPAN (BM_WRITER_TILE + 2 * BM_MERGE_LOOK)
+#define BM_MERGE_ENDS (BM_MERGE_SPAN + 4)  // a: la + 2 ends, then b: lb + 2
+#define BM_MERGE_VALS (BM_MERGE_SPAN + 2)  // a: la + 1 groups, then b: lb + 1
 template <bool PLWAH, int OP> struct BmMergeSrc {
-    static const u32 LOOK = 4;
+    static const u32 LOOK = BM_MERGE_LOOK;
     const u32* __restrict__ wa;
     const u32* __restrict__ ea;
     u32 na;
@@ -149,30 +168,61 @@ template <bool PLWAH, int OP> struct BmMergeSrc {
     const u32* __restrict__ eb;
     u32 nb;
     u64 n;  // na + nb
+    u32* s_end;
+    u32* s_val;
+    u32* s_split;
+    u64 dlo;
+    u32 ia_lo, ib_lo, la, lb;
     u32 ia, ib, prev_e;
-    u32 ca, va, cb, vb;  // cached: slot index ca of a has group va (0xFFFFFFFF: none)
 
-    __device__ __forceinline__ void tile_begin(u64) {}
+    __device__ __forceinline__ u32 end_a(u32 i) const { return s_end[i - ia_lo + 1]; }
+    __device__ __forceinline__ u32 end_b(u32 i) const { return s_end[la + 2 + (i - ib_lo + 1)]; }
+
+    __device__ __forceinline__ void tile_begin(u64 tile0) {
+        dlo = tile0 >= LOOK ? tile0 - LOOK : 0;
+        const u64 dhi = tile0 + BM_WRITER_TILE + LOOK < n ? tile0 + BM_WRITER_TILE + LOOK : n;
+        const u32 warp = threadIdx.x >> 5;
+        if (warp < 2) {
+            const u32 i = ds_merge_path_warp(ea, na, eb, nb, warp ? dhi : dlo);
+            if ((threadIdx.x & 31u) == 0) s_split[warp] = i;
+        }
+        __syncthreads();
+        ia_lo = s_split[0];
+        ib_lo = (u32)(dlo - ia_lo);
+        la = s_split[1] - ia_lo;
+        lb = (u32)(dhi - s_split[1]) - ib_lo;
+        for (u32 p = threadIdx.x; p < la + 2; p += BM_WRITER_THREADS) {
+            const u32 g = ia_lo + p - 1;  // wraps to 0xFFFFFFFF for p = 0 at ia_lo = 0: not read
+            s_end[p] = (p + ia_lo >= 1 && g < na) ? ea[g] : 0u;
+        }
+        for (u32 p = threadIdx.x; p < lb + 2; p += BM_WRITER_THREADS) {
+            const u32 g = ib_lo + p - 1;
+            s_end[la + 2 + p] = (p + ib_lo >= 1 && g < nb) ? eb[g] : 0u;
+        }
+        for (u32 p = threadIdx.x; p < la + 1; p += BM_WRITER_THREADS) {
+            u32 v = 0, c;
+            if (na) bm_slot_at<PLWAH>(wa, min(ia_lo + p, na - 1), v, c);
+            s_val[p] = v;
+        }
+        for (u32 p = threadIdx.x; p < lb + 1; p += BM_WRITER_THREADS) {
+            u32 v = 0, c;
+            if (nb) bm_slot_at<PLWAH>(wb, min(ib_lo + p, nb - 1), v, c);
+            s_val[la + 1 + p] = v;
+        }
+        __syncthreads();
+    }
     __device__ __forceinline__ void seek(u64 d) {
-        ia = ds_merge_path(ea, na, eb, nb, d);
+        ia = ia_lo + ds_merge_path(s_end + 1, la, s_end + la + 3, lb, d - dlo);
         ib = (u32)(d - ia);
-        const u32 x = ia ? ea[ia - 1] : 0u, y = ib ? eb[ib - 1] : 0u;
+        const u32 x = ia ? end_a(ia - 1) : 0u, y = ib ? end_b(ib - 1) : 0u;
         prev_e = x > y ? x : y;
-        ca = cb = 0xFFFFFFFFu;
     }
     __device__ __forceinline__ void next(u32& v, u32& c) {
-        const bool ta = ds_merge_takes_a(ea, na, eb, nb, ia, ib);
-        const u32 e = ta ? ea[ia] : eb[ib];
+        const bool ta = ib >= nb || (ia < na && end_a(ia) <= end_b(ib));
+        const u32 e = ta ? end_a(ia) : end_b(ib);
         const u32 sa = ia < na ? ia : na - 1, sb = ib < nb ? ib : nb - 1;
-        u32 cnt;
-        if (sa != ca) {
-            bm_slot_at<PLWAH>(wa, sa, va, cnt);
-            ca = sa;
-        }
-        if (sb != cb) {
-            bm_slot_at<PLWAH>(wb, sb, vb, cnt);
-            cb = sb;
-        }
+        const u32 va = s_val[sa >= ia_lo ? sa - ia_lo : 0u];
+        const u32 vb = s_val[la + 1 + (sb >= ib_lo ? sb - ib_lo : 0u)];
         v = bm_op<OP>(va, vb);
         c = e - prev_e;
         prev_e = e;
@@ -836,6 +886,9 @@ BM_CONVERT_KERNELS(wah_to_plwah, false, true)
 
 // Binary operations on two valid streams of one flavor and length, with their slot ends.
 #define BM_OP_SRC(PLWAH, OP)                                                      \
+    __shared__ u32 s_end[BM_MERGE_ENDS];                                          \
+    __shared__ u32 s_val[BM_MERGE_VALS];                                          \
+    __shared__ u32 s_split[2];                                                    \
     BmMergeSrc<PLWAH, OP> src;                                                    \
     src.wa = wa;                                                                  \
     src.ea = ea;                                                                  \
@@ -844,9 +897,12 @@ BM_CONVERT_KERNELS(wah_to_plwah, false, true)
     src.eb = eb;                                                                  \
     src.nb = nb;                                                                  \
     src.n = (u64)na + nb;                                                         \
-    src.ia = src.ib = src.prev_e = 0;                                             \
-    src.ca = src.cb = 0xFFFFFFFFu;                                                \
-    src.va = src.vb = 0;
+    src.s_end = s_end;                                                            \
+    src.s_val = s_val;                                                            \
+    src.s_split = s_split;                                                        \
+    src.dlo = 0;                                                                  \
+    src.ia_lo = src.ib_lo = src.la = src.lb = 0;                                  \
+    src.ia = src.ib = src.prev_e = 0;
 
 #define BM_OP_KERNELS(NAME, PLWAH, OP)                                                                             \
     extern "C" __global__ void __launch_bounds__(BM_WRITER_THREADS)                                                \
@@ -870,6 +926,72 @@ BM_OP_KERNELS(and_plwah, true, BM_OP_AND)
 BM_OP_KERNELS(or_plwah, true, BM_OP_OR)
 BM_OP_KERNELS(xor_plwah, true, BM_OP_XOR)
 BM_OP_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
+
+// ---- operations in one pass (short inputs: src/bitmap.rs `binary_device`) ------------------------
+// The same writer as bm_op_{reduce,apply}, with the tiles' prefixes from a decoupled look-back
+// (device_scan.cuh) instead of a partials pass: one launch instead of three, and the inputs are
+// read once. counters: [0] the result's block count (written by the last tile), [1] 1 if some
+// block needs full fill_words before its last word (counter overflow, wah.md §4 rule 2), [2]
+// how many such blocks; the first `cap` of them go to `ovf` as (block, ex) for
+// bm_overflow_fixup. status: one zeroed 16-byte word per tile.
+struct BmStageListEmit {
+    u32* stage;
+    u32 b0;
+    u32* counters;
+    uint2* ovf;
+    u32 cap;
+    __device__ __forceinline__ void operator()(u32 b, u32 word, u32 ex) const {
+        const u32 i = b - b0;
+        if (i < BM_WRITER_TILE) stage[i] = word;
+        if (ex) {
+            counters[1] = 1u;
+            const u32 k = atomicAdd(&counters[2], 1u);
+            if (k < cap) ovf[k] = make_uint2(b, ex);
+        }
+    }
+};
+
+template <bool PLWAH, typename Src>
+__device__ __forceinline__ void bm_writer_onepass(Src& src, uint4* status, u32 tiles, u32 max_counter, u32* __restrict__ out,
+                                                  u64 out_cap, u32* counters, uint2* ovf, u32 cap) {
+    __shared__ DsBlockStorage<BM_WRITER_THREADS, BmAgg> s;
+    __shared__ u32 stage[BM_WRITER_TILE];
+    __shared__ BmAgg s_prefix;
+    const u32 tile = blockIdx.x;
+    const u64 tile0 = (u64)tile * BM_WRITER_TILE;
+    src.tile_begin(tile0);
+    u32 v[BM_WRITER_ITEMS], c[BM_WRITER_ITEMS], em, fm, pk;
+    const BmAgg a = bm_writer_load<PLWAH, BM_WRITER_ITEMS>(src, tile0 + threadIdx.x * BM_WRITER_ITEMS, v, c, em, fm, pk);
+    BmAgg total;
+    const BmAgg excl = ds_block_exclusive<BM_WRITER_THREADS>(a, BmAggOp(), bm_agg_zero(), s, total);
+    const BmAgg tile_prefix = ds_lookback_block<BmAgg>(status, tile, total, BmAggOp(), bm_agg_zero(), &s_prefix);
+    const BmAgg prefix = BmAggOp()(tile_prefix, excl);
+    BmStageListEmit e{stage, tile_prefix.b, counters, ovf, cap};
+    bm_writer_emit<PLWAH, BM_WRITER_ITEMS>(v, c, em, fm, pk, prefix, max_counter, e);
+    __syncthreads();
+    const u32 nb = total.b < BM_WRITER_TILE ? total.b : BM_WRITER_TILE;
+    for (u32 i = threadIdx.x; i < nb; i += BM_WRITER_THREADS)
+        if ((u64)tile_prefix.b + i < out_cap) out[tile_prefix.b + i] = stage[i];
+    if (tile + 1 == tiles && threadIdx.x == 0) counters[0] = tile_prefix.b + total.b;
+}
+
+#define BM_OP1_KERNEL(NAME, PLWAH, OP)                                                                             \
+    extern "C" __global__ void __launch_bounds__(BM_WRITER_THREADS)                                                \
+        bm_op1_##NAME(const u32* __restrict__ wa, const u32* __restrict__ ea, u32 na, const u32* __restrict__ wb,  \
+                      const u32* __restrict__ eb, u32 nb, uint4* status, u32 tiles, u32 max_counter,             \
+                      u32* __restrict__ out, u64 out_cap, u32* counters, uint2* ovf, u32 cap) {                  \
+        BM_OP_SRC(PLWAH, OP)                                                                                       \
+        bm_writer_onepass<PLWAH>(src, status, tiles, max_counter, out, out_cap, counters, ovf, cap);              \
+    }
+BM_OP1_KERNEL(and_wah, false, BM_OP_AND)
+BM_OP1_KERNEL(or_wah, false, BM_OP_OR)
+BM_OP1_KERNEL(xor_wah, false, BM_OP_XOR)
+BM_OP1_KERNEL(andnot_wah, false, BM_OP_ANDNOT)
+BM_OP1_KERNEL(and_plwah, true, BM_OP_AND)
+BM_OP1_KERNEL(or_plwah, true, BM_OP_OR)
+BM_OP1_KERNEL(xor_plwah, true, BM_OP_XOR)
+BM_OP1_KERNEL(andnot_plwah, true, BM_OP_ANDNOT)
+
 
 // A split block's words from out[at] on: e fill_words of counter max_counter (the kind of its
 // last word w), then w; nothing at or past `room`.
@@ -921,6 +1043,58 @@ extern "C" __global__ void __launch_bounds__(DS_PARTIAL_THREADS)
         carry += total;
     }
     if (threadIdx.x == 0) out_len[0] = blocks + carry;
+}
+
+// The overflow path of a one-pass result with at most BM_FIXUP_CAP overflowing blocks: the
+// result with every listed block b's ex full fill_words inserted before its last word. Block b
+// moves to b + S(b), S(b) = the sum of ex over listed blocks <= b. Every thread block sorts the
+// (short) list in shared memory by rank (block indices are distinct), then copies its share of
+// the words. Does nothing without overflow (counters[1] == 0) or with a list longer than `cap`
+// (the host then takes the general overflow path); otherwise counters[3] = the word total.
+// Writes stay below `room`; reads of `out` below counters[0] <= out_cap.
+extern "C" __global__ void __launch_bounds__(BM_FIXUP_THREADS)
+    bm_overflow_fixup(const u32* __restrict__ out, u64 out_cap, u32* counters, const uint2* __restrict__ ovf, u32 cap,
+                      u32 max_counter, u32* __restrict__ words, u64 room) {
+    __shared__ u32 s_b[BM_FIXUP_CAP], s_x[BM_FIXUP_CAP], s_sorted[BM_FIXUP_CAP], s_incl[BM_FIXUP_CAP];
+    if (counters[1] == 0u) return;
+    const u32 n = counters[2];
+    if (n > cap || n > BM_FIXUP_CAP) return;
+    const u32 blocks = counters[0];
+    if ((u64)blocks > out_cap) return;
+    for (u32 i = threadIdx.x; i < n; i += BM_FIXUP_THREADS) {
+        const uint2 e = ovf[i];
+        s_b[i] = e.x;
+        s_x[i] = e.y;
+    }
+    __syncthreads();
+    u64 total_ex = 0;
+    for (u32 i = threadIdx.x; i < n; i += BM_FIXUP_THREADS) {
+        u32 rank = 0;
+        u64 incl = s_x[i];
+        for (u32 j = 0; j < n; ++j) {
+            if (s_b[j] < s_b[i]) {
+                ++rank;
+                incl += s_x[j];
+            }
+        }
+        s_sorted[rank] = s_b[i];
+        s_incl[rank] = (u32)incl;  // <= groups / max_counter < 2^32
+    }
+    for (u32 j = 0; j < n; ++j) total_ex += s_x[j];
+    __syncthreads();
+    for (u64 b = (u64)blockIdx.x * BM_FIXUP_THREADS + threadIdx.x; b < blocks; b += (u64)gridDim.x * BM_FIXUP_THREADS) {
+        // k = the number of listed blocks <= b.
+        const u32 k = ds_upper_bound(s_sorted, 0u, n, (u32)b);
+        const u64 at = b + (k ? s_incl[k - 1] : 0u);
+        const u32 w = out[b];
+        if (k && s_sorted[k - 1] == (u32)b) {
+            const u32 ex = s_incl[k - 1] - (k > 1 ? s_incl[k - 2] : 0u);
+            bm_write_split(words, at - ex, w, ex, max_counter, room);
+        } else if (at < room) {
+            words[at] = w;
+        }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) counters[3] = (u32)(blocks + total_ex);
 }
 
 // ---- slot ends (validation, and the scans of decompression and the operations) -----------------
@@ -978,6 +1152,49 @@ struct BmEndsStore {
     }
 BM_SLOTS_KERNELS(wah, false)
 BM_SLOTS_KERNELS(plwah, true)
+
+// Slot ends of both operands of an operation in one launch (src/bitmap.rs `binary_device`):
+// blocks 0 .. tiles_a - 1 scan a's slots, the rest b's, each operand with its own decoupled
+// look-back (status: tiles_a then tiles_b zeroed words; b's tiles wait only on b's, which have
+// lower block indices). Only for validated streams (DeviceBitmap): group totals < 2^32, so the
+// u32 ends are exact. Each thread keeps its DS_ITEMS counts in registers between the tile's
+// fold and its stores, so the words are read once.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_slots_onepass(const u32* __restrict__ words, u64 m, u32* __restrict__ ends, uint4* status,
+                                                 u32 tile) {
+    __shared__ DsBlockStorage<DS_THREADS, u64> s;
+    __shared__ u64 s_prefix;
+    const u64 n = PLWAH ? 2 * m : m;
+    const u64 base = (u64)tile * DS_TILE + (u64)threadIdx.x * DS_ITEMS;
+    u32 c[DS_ITEMS];
+    u64 acc = 0;
+#pragma unroll
+    for (int k = 0; k < DS_ITEMS; ++k) {
+        c[k] = 0;
+        if (base + k < n) {
+            u32 v;
+            bm_slot_at<PLWAH>(words, base + k, v, c[k]);
+        }
+        acc += c[k];
+    }
+    u64 total;
+    const u64 excl = ds_block_exclusive<DS_THREADS>(acc, DsSum<u64>(), (u64)0, s, total);
+    u64 run = ds_lookback_block<u64>(status, tile, total, DsSum<u64>(), (u64)0, &s_prefix) + excl;
+#pragma unroll
+    for (int k = 0; k < DS_ITEMS; ++k) {
+        run += c[k];
+        if (base + k < n) ends[base + k] = (u32)run;
+    }
+}
+#define BM_SLOTS_PAIR_KERNEL(NAME, PLWAH)                                                                          \
+    extern "C" __global__ void __launch_bounds__(DS_THREADS)                                                       \
+        bm_slots_pair_##NAME(const u32* __restrict__ wa, u64 ma, u32* __restrict__ ea, const u32* __restrict__ wb, \
+                             u64 mb, u32* __restrict__ eb, uint4* status, u32 tiles_a) {                         \
+        if (blockIdx.x < tiles_a) bm_slots_onepass<PLWAH>(wa, ma, ea, status, blockIdx.x);                         \
+        else bm_slots_onepass<PLWAH>(wb, mb, eb, status + tiles_a, blockIdx.x - tiles_a);                          \
+    }
+BM_SLOTS_PAIR_KERNEL(wah, false)
+BM_SLOTS_PAIR_KERNEL(plwah, true)
 
 // Cardinality: per-tile sums of the set bits of each slot (c copies of v).
 template <bool PLWAH> struct BmOnesLoad {

@@ -14,7 +14,9 @@
 //! - [`binary`]: AND / OR / XOR / AND-NOT on the compressed words: merge path over the two
 //!   slot-ends sequences, each merged item one element of the result, then the writer (better
 //!   than Algorithm 7, which materializes merged, pair and counter arrays and scans them three
-//!   more times).
+//!   more times). Two launches and one wait ([`binary_device`]): both operands' slot ends, then
+//!   the merge and the writer, each a single pass with a decoupled look-back; PLWAH results
+//!   with fills longer than the counter add a fix-up launch.
 //! - [`count_ones`], and `*_device` variants that keep everything on the GPU (the bench).
 //!
 //! Hostile input: a payload's header is checked on the CPU ([`payload_bit_len`]); the words go
@@ -63,6 +65,10 @@ pub const DS_THREADS: u32 = 256;
 pub const DS_ITEMS: u64 = 8;
 pub const DS_TILE: u64 = DS_THREADS as u64 * DS_ITEMS;
 pub const DS_PARTIAL_THREADS: u32 = 1024;
+/// `BM_FIXUP_CAP`: most overflowing blocks `bm_overflow_fixup` takes (the list it sorts).
+pub const FIXUP_CAP: u32 = 1024;
+/// `BM_FIXUP_THREADS`.
+pub const FIXUP_THREADS: u32 = 256;
 /// `DS_MERGE_ITEMS`: merged items per thread of the merge test kernel.
 pub const DS_MERGE_ITEMS: u64 = 8;
 /// Word layout constants of `wah.cuh` (checked against `tessera_codecs` and the header).
@@ -125,6 +131,19 @@ fn op_code(op: Op) -> u32 {
         Op::Or => 1,
         Op::Xor => 2,
         Op::AndNot => 3,
+    }
+}
+
+fn op1_kernel(op: Op, f: Flavor) -> &'static str {
+    match (op, f) {
+        (Op::And, Flavor::Wah) => "bm_op1_and_wah",
+        (Op::Or, Flavor::Wah) => "bm_op1_or_wah",
+        (Op::Xor, Flavor::Wah) => "bm_op1_xor_wah",
+        (Op::AndNot, Flavor::Wah) => "bm_op1_andnot_wah",
+        (Op::And, Flavor::Plwah) => "bm_op1_and_plwah",
+        (Op::Or, Flavor::Plwah) => "bm_op1_or_plwah",
+        (Op::Xor, Flavor::Plwah) => "bm_op1_xor_plwah",
+        (Op::AndNot, Flavor::Plwah) => "bm_op1_andnot_plwah",
     }
 }
 
@@ -969,32 +988,225 @@ pub fn to_wah(gpu: &Gpu, plwah_payload: &[u8]) -> Result<Vec<u8>> {
     Ok(download(gpu, &convert_device(gpu, &d, Flavor::Wah)?)?.to_payload())
 }
 
-/// `op(a, b)` on the compressed words, on the device (module docs).
+/// `op(a, b)` on the compressed words, on the device (module docs): both operands' slot ends
+/// in one launch (`bm_slots_pair_*`), the merge and the writer in one more (`bm_op1_*`, tile
+/// prefixes by decoupled look-back), and, where a result run can exceed the counter (PLWAH,
+/// more than `2^25 - 1` groups), the overflow fix-up (`bm_overflow_fixup`), queued before the
+/// one read of the result's size when the inputs are short. A result with more than
+/// [`FIXUP_CAP`] overflowing blocks takes the three-launch writer's overflow path instead.
 pub fn binary_device(
     gpu: &Gpu,
     op: Op,
     a: &DeviceBitmap,
     b: &DeviceBitmap,
 ) -> Result<DeviceBitmap> {
+    binary_device_with(gpu, op, a, b, FIXUP_CAP, EAGER_FIXUP_ELEMENTS)
+}
+
+/// Operations on at most this many slots in all queue the overflow fix-up before reading the
+/// result's size (so a short PLWAH operation waits once); longer ones launch it only when the
+/// read shows an overflow (its output buffer is as large as the inputs).
+const EAGER_FIXUP_ELEMENTS: u64 = 1 << 20;
+
+fn check_operands(a: &DeviceBitmap, b: &DeviceBitmap) -> Result<()> {
     if a.flavor != b.flavor || a.bit_len != b.bit_len {
         return Err(Error::InvalidArgument(format!(
             "bitmap operands differ: {:?} of {} bits and {:?} of {} bits",
             a.flavor, a.bit_len, b.flavor, b.bit_len
         )));
     }
+    Ok(())
+}
+
+fn empty_result(gpu: &Gpu, a: &DeviceBitmap) -> Result<DeviceBitmap> {
+    Ok(DeviceBitmap {
+        flavor: a.flavor,
+        bit_len: a.bit_len,
+        words: gpu.alloc::<u32>(1)?,
+        len: 0,
+    })
+}
+
+/// [`binary_device`] with its overflow list capacity (at most [`FIXUP_CAP`]; 0 sends every
+/// overflow to the general path) and the input size up to which the fix-up is queued before
+/// the read: test hooks, so that every overflow path runs in the tests.
+#[doc(hidden)]
+pub fn binary_device_with(
+    gpu: &Gpu,
+    op: Op,
+    a: &DeviceBitmap,
+    b: &DeviceBitmap,
+    cap: u32,
+    eager_elements: u64,
+) -> Result<DeviceBitmap> {
+    check_operands(a, b)?;
+    let groups = group_count(a.bit_len);
+    if groups == 0 {
+        return empty_result(gpu, a);
+    }
+    let cap = cap.min(FIXUP_CAP);
+    let too_large = || Error::InvalidArgument("bitmap too large".into());
+    let (na, nb) = (
+        u32::try_from(a.slots()).map_err(|_| too_large())?,
+        u32::try_from(b.slots()).map_err(|_| too_large())?,
+    );
+    let elements = u64::from(na) + u64::from(nb);
+    let (ta, tb) = (
+        u64::from(na).div_ceil(DS_TILE).max(1),
+        u64::from(nb).div_ceil(DS_TILE).max(1),
+    );
+    let wt = elements.div_ceil(WRITER_TILE);
+    // One zeroed buffer: the look-back status words (16 bytes per tile) of a's slots, b's
+    // slots and the writer, then the writer's four counters.
+    let status_words = 4 * (ta + tb + wt) as usize;
+    let scratch = gpu.alloc::<u32>(status_words + 4)?;
+    let ends = gpu.alloc::<u32>(elements as usize)?;
+    let out = gpu.alloc::<u32>(elements as usize)?;
+    let ovf = gpu.alloc::<u32>(2 * cap.max(1) as usize)?;
+    let (ps, pe, po, pv) = (
+        gpu.ptr(&scratch),
+        gpu.ptr(&ends),
+        gpu.ptr(&out),
+        gpu.ptr(&ovf),
+    );
+    gpu.fill_bytes_raw(ps, 0, 4 * (status_words + 4))?;
+    let (ps_w, pc) = (ps + 16 * (ta + tb), ps + 4 * status_words as u64);
+    let (pwa, pwb, pea, peb) = (
+        gpu.ptr(&a.words),
+        gpu.ptr(&b.words),
+        pe,
+        pe + 4 * u64::from(na),
+    );
+    let pair = gpu.function(
+        Module::Bitmap,
+        match a.flavor {
+            Flavor::Wah => "bm_slots_pair_wah",
+            Flavor::Plwah => "bm_slots_pair_plwah",
+        },
+    )?;
+    let f_op = gpu.function(Module::Bitmap, op1_kernel(op, a.flavor))?;
+    let (ma, mb, ta32) = (a.len as u64, b.len as u64, ta as u32);
+    let (wt32, max_counter, out_cap) = (
+        u32::try_from(wt).map_err(|_| too_large())?,
+        a.flavor.max_counter() as u32,
+        elements,
+    );
+    let grid_pair = u32::try_from(ta + tb).map_err(|_| too_large())?;
+    // SAFETY: bm_slots_pair_<f>(wa, ma, ea, wb, mb, eb, status, tiles_a): a's and b's words
+    // hold ma and mb words (valid DeviceBitmaps), ea and eb na and nb u32 (ends), status ta +
+    // tb zeroed 16-byte words. bm_op1_<op>_<f>(wa, ea, na, wb, eb, nb, status, tiles,
+    // max_counter, out, out_cap, counters, ovf, cap): status wt zeroed words, out
+    // `elements` words (at most one block per element), counters 4 zeroed words, ovf 2 * cap
+    // words. Every buffer outlives the read below, which waits for the launches.
+    unsafe {
+        gpu.launch(
+            &pair,
+            grid_pair,
+            DS_THREADS,
+            &[&pwa, &ma, &pea, &pwb, &mb, &peb, &ps, &ta32],
+        )?;
+        gpu.launch(
+            &f_op,
+            wt32,
+            WRITER_THREADS,
+            &[
+                &pwa,
+                &pea,
+                &na,
+                &pwb,
+                &peb,
+                &nb,
+                &ps_w,
+                &wt32,
+                &max_counter,
+                &po,
+                &out_cap,
+                &pc,
+                &pv,
+                &cap,
+            ],
+        )?;
+    }
+    // A run longer than the counter exists only in PLWAH results of more than 2^25 - 1 groups.
+    let may_overflow = groups > u64::from(max_counter);
+    // sum(ex) <= floor(groups / max_counter): every full fill_word holds max_counter groups.
+    let room = elements + groups / u64::from(max_counter.max(1));
+    let fixup = |words: &CudaSlice<u32>| -> Result<()> {
+        let f = gpu.function(Module::Bitmap, "bm_overflow_fixup")?;
+        let pw = gpu.ptr(words);
+        let g = grid(elements, u64::from(FIXUP_THREADS))?.min(1024);
+        // SAFETY: bm_overflow_fixup(out, out_cap, counters, ovf, cap, max_counter, words,
+        // room): out holds out_cap words, counters 4, ovf 2 * cap, words room (every store is
+        // checked against room).
+        unsafe {
+            gpu.launch(
+                &f,
+                g,
+                FIXUP_THREADS,
+                &[&po, &out_cap, &pc, &pv, &cap, &max_counter, &pw, &room],
+            )
+        }
+    };
+    let eager = may_overflow && elements <= eager_elements;
+    let mut fixed = None;
+    if eager {
+        let words = gpu.alloc::<u32>(room as usize)?;
+        fixup(&words)?;
+        fixed = Some(words);
+    }
+    let c = read_words(gpu, &scratch, status_words, 4)?;
+    let (blocks, overflow, listed, total) = (c[0] as usize, c[1] != 0, c[2], c[3] as usize);
+    if !overflow {
+        if blocks as u64 > elements {
+            return Err(Error::Gpu(format!(
+                "bitmap operation: {blocks} blocks from {elements} elements"
+            )));
+        }
+        return Ok(DeviceBitmap {
+            flavor: a.flavor,
+            bit_len: a.bit_len,
+            words: out,
+            len: blocks,
+        });
+    }
+    if listed > cap {
+        return binary_device_staged(gpu, op, a, b);
+    }
+    let (words, total) = match fixed {
+        Some(w) => (w, total),
+        None => {
+            let w = gpu.alloc::<u32>(room as usize)?;
+            fixup(&w)?;
+            let t = read_words(gpu, &scratch, status_words + 3, 1)?[0] as usize;
+            (w, t)
+        }
+    };
+    if total as u64 > room {
+        return Err(Error::Gpu(format!(
+            "bitmap operation: {total} words after splitting fills, room for {room}"
+        )));
+    }
+    Ok(DeviceBitmap {
+        flavor: a.flavor,
+        bit_len: a.bit_len,
+        words,
+        len: total,
+    })
+}
+
+/// `op(a, b)` through the three-launch writer (slot ends per operand, then reduce, partials,
+/// apply, and the general overflow path): the path of results with many overflowing blocks,
+/// and a cross-check for the tests.
+#[doc(hidden)]
+pub fn binary_device_staged(
+    gpu: &Gpu,
+    op: Op,
+    a: &DeviceBitmap,
+    b: &DeviceBitmap,
+) -> Result<DeviceBitmap> {
+    check_operands(a, b)?;
     if group_count(a.bit_len) == 0 {
-        return run_writer(
-            gpu,
-            WriterRun {
-                flavor: a.flavor,
-                bit_len: a.bit_len,
-                elements: 0,
-                reduce: "",
-                apply: "",
-                src: vec![],
-                max_counter: 1,
-            },
-        );
+        return empty_result(gpu, a);
     }
     let (ea, eb) = (slot_ends(gpu, a)?, slot_ends(gpu, b)?);
     let (na, nb) = (
@@ -1161,6 +1373,8 @@ mod tests {
         assert_eq!(num(&m, "DS_THREADS"), u64::from(DS_THREADS));
         assert_eq!(num(&m, "DS_ITEMS"), DS_ITEMS);
         assert_eq!(num(&m, "DS_PARTIAL_THREADS"), u64::from(DS_PARTIAL_THREADS));
+        assert_eq!(num(&m, "BM_FIXUP_CAP"), u64::from(FIXUP_CAP));
+        assert_eq!(num(&m, "BM_FIXUP_THREADS"), u64::from(FIXUP_THREADS));
         assert_eq!(FILL_FLAG, bitmap::wah::FILL_FLAG);
         assert_eq!(FILL_BIT, bitmap::plwah::FILL_BIT);
         assert_eq!(WAH_COUNTER_MASK, bitmap::wah::COUNTER_MASK);

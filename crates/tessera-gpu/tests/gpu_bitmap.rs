@@ -355,6 +355,100 @@ fn gpu_bitwise_operations_equal_the_cpu() {
     }
 }
 
+/// The one-launch operations (`binary_device`) against the three-launch writer and the CPU, on
+/// bitmaps large enough for many writer and slot tiles (the decoupled look-backs), with
+/// operands of very different lengths (most of the merge path on one side).
+#[test]
+fn one_pass_operations_equal_the_staged_writer_and_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let bit_len = 31 * 3_000_000 + 7;
+    let dense = bits_of(&mut rng, bit_len, Pattern::Density(1));
+    let sparse = bits_of(&mut rng, bit_len, Pattern::Density(12));
+    let runs = bits_of(&mut rng, bit_len, Pattern::Runs);
+    for f in FLAVORS {
+        let bms: Vec<Bitmap> = [&dense, &sparse, &runs]
+            .iter()
+            .map(|x| cpu_words(f, x, bit_len))
+            .collect();
+        let dev: Vec<gb::DeviceBitmap> = bms
+            .iter()
+            .map(|b| gb::upload(gpu, b).expect("upload"))
+            .collect();
+        for (i, j) in [(0, 1), (1, 0), (1, 2), (2, 0), (1, 1)] {
+            for op in OPS {
+                let want = bitmap::ops::binary(op, &bms[i], &bms[j]).expect("CPU op");
+                let one = gb::binary_device(gpu, op, &dev[i], &dev[j]).expect("one pass");
+                let staged = gb::binary_device_staged(gpu, op, &dev[i], &dev[j]).expect("staged");
+                assert!(
+                    gb::download(gpu, &one).expect("valid") == want,
+                    "{f:?} {op:?} {i} {j}: one pass"
+                );
+                assert!(
+                    gb::download(gpu, &staged).expect("valid") == want,
+                    "{f:?} {op:?} {i} {j}: staged"
+                );
+            }
+        }
+    }
+}
+
+/// PLWAH results with fills longer than the counter (2^25 - 1 groups): none, one and several
+/// overflowing blocks, through every overflow path of `binary_device`: the fix-up queued before
+/// the read (short inputs), the fix-up after it (`eager_elements` 0), and the three-launch
+/// writer's path when the list is too short (`cap` 0 and 1).
+#[test]
+fn one_pass_operations_split_fills_longer_than_the_plwah_counter() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let m = plwah::MAX_COUNTER as u64;
+    let groups = 3 * m + 12_345;
+    let bit_len = 31 * groups - 3;
+    let mut xa = vec![0u8; bit_len.div_ceil(8) as usize];
+    let mut xb = xa.clone();
+    // Bits both operands share, more than the counter apart (AND and OR keep them: long fills
+    // between them), and bits of one operand only in the first stretch.
+    for g in [5, m + 777, 2 * m + 1_000, 3 * m + 12_000] {
+        set_bit(&mut xa, 31 * g + 3, true);
+        set_bit(&mut xb, 31 * g + 3, true);
+    }
+    for _ in 0..3_000 {
+        let i = rng.random_range(0..31 * 1_000_000u64);
+        set_bit(if rng.random() { &mut xa } else { &mut xb }, i, true);
+    }
+    let a = cpu_words(Flavor::Plwah, &xa, bit_len);
+    let b = cpu_words(Flavor::Plwah, &xb, bit_len);
+    let zeros = cpu_words(Flavor::Plwah, &vec![0u8; xa.len()], bit_len);
+    let (da, db, dz) = (
+        gb::upload(gpu, &a).expect("upload"),
+        gb::upload(gpu, &b).expect("upload"),
+        gb::upload(gpu, &zeros).expect("upload"),
+    );
+    let pairs = [
+        (&a, &b, &da, &db),
+        (&a, &zeros, &da, &dz),
+        (&zeros, &zeros, &dz, &dz),
+    ];
+    for (x, y, dx, dy) in pairs {
+        for op in OPS {
+            let want = bitmap::ops::binary(op, x, y).expect("CPU op");
+            for (cap, eager) in [
+                (gb::FIXUP_CAP, u64::MAX),
+                (gb::FIXUP_CAP, 0),
+                (0, u64::MAX),
+                (1, 0),
+            ] {
+                let got = gb::binary_device_with(gpu, op, dx, dy, cap, eager).expect("GPU op");
+                assert!(
+                    gb::download(gpu, &got).expect("valid") == want,
+                    "{op:?} cap {cap} eager {eager}: {} words",
+                    want.words().len()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn mismatched_operands_give_the_cpu_error() {
     let Some(gpu) = gpu() else { return };

@@ -15,7 +15,8 @@
 // Invariants: an operator must be associative and `identity` its neutral element; tiles hold
 // DS_THREADS * DS_ITEMS items and thread t of a tile holds items t*DS_ITEMS .. t*DS_ITEMS+
 // DS_ITEMS-1 (consecutive, so the apply pass can carry a running prefix serially). Every
-// thread of a block must call the block-level functions (they synchronize).
+// thread of a block must call the block-level functions (they synchronize). The single-pass
+// form (decoupled look-back, at the end) is for short inputs and relies on in-order dispatch.
 #ifndef TESSERA_DEVICE_SCAN_CUH
 #define TESSERA_DEVICE_SCAN_CUH
 #include "common.cuh"
@@ -147,6 +148,99 @@ template <typename T> struct DsArrayStore {
     u32 inclusive;
     __device__ __forceinline__ void operator()(u64 i, T excl, T incl) const { out[i] = inclusive ? incl : excl; }
 };
+
+// ---- single pass: decoupled look-back (Merrill and Garland) --------------------------------------
+// For short inputs, where each launch and each wait costs more than the data, a scan in one
+// launch: tile t folds its items, publishes that aggregate (flag 1), and warp 0 looks back over
+// the statuses of the tiles before it, 32 a round, back to the nearest tile that published an
+// inclusive prefix (flag 2); then tile t publishes its own inclusive prefix. A status is one
+// 16-byte word (three u32 of value, then the flag), written and read whole with volatile vector
+// accesses, so no fence is needed to order a flag against its value (CUB's tile status words
+// do the same). Forward progress: the tile index is the block index, and blocks are dispatched
+// in index order, so a block only ever waits for blocks that are already running (CUB's
+// single-pass scans rely on the same). The status array holds one word per tile, zero at launch.
+//
+// DsPack<T> converts an item to and from the three status u32 (specialised per item type).
+template <typename T> struct DsPack;
+template <> struct DsPack<u64> {
+    static __device__ __forceinline__ uint3 to(u64 x) { return make_uint3((u32)x, (u32)(x >> 32), 0u); }
+    static __device__ __forceinline__ u64 from(uint3 v) { return (u64)v.x | ((u64)v.y << 32); }
+};
+
+__device__ __forceinline__ void ds_status_publish(uint4* status, u32 t, uint3 v, u32 flag) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + t), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(flag)
+                 : "memory");
+}
+__device__ __forceinline__ uint4 ds_status_read(const uint4* status, u32 t) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(status + t)
+                 : "memory");
+    return v;
+}
+
+// The fold of tiles 0 .. tile - 1 (tile > 0), in every lane of the calling warp (all 32 lanes
+// call it). Lane l reads tile end - l; lanes past the nearest inclusive status contribute the
+// identity, and the rest fold oldest first (the operator need not commute).
+template <typename T, typename Op>
+__device__ __forceinline__ T ds_lookback_warp(const uint4* status, u32 tile, Op op, T identity) {
+    const u32 lane = threadIdx.x & 31u;
+    T acc = identity;
+    long long end = (long long)tile - 1;
+    for (;;) {
+        const long long t = end - (long long)lane;
+        const uint3 id = DsPack<T>::to(identity);
+        // Before tile 0: an inclusive identity.
+        uint4 st = t >= 0 ? ds_status_read(status, (u32)t) : make_uint4(id.x, id.y, id.z, 2u);
+        while (__any_sync(0xFFFFFFFFu, (st.w & 3u) == 0u)) {
+            if ((st.w & 3u) == 0u) {
+                __nanosleep(32);
+                st = ds_status_read(status, (u32)t);
+            }
+        }
+        const u32 incl = __ballot_sync(0xFFFFFFFFu, (st.w & 3u) == 2u);
+        const u32 near = incl ? (u32)__ffs(incl) - 1u : 32u;
+        T v = lane <= near ? DsPack<T>::from(make_uint3(st.x, st.y, st.z)) : identity;
+#pragma unroll
+        for (u32 d = 1; d < 32; d <<= 1) {
+            uint3 q = DsPack<T>::to(v);
+            q.x = __shfl_down_sync(0xFFFFFFFFu, q.x, d);
+            q.y = __shfl_down_sync(0xFFFFFFFFu, q.y, d);
+            q.z = __shfl_down_sync(0xFFFFFFFFu, q.z, d);
+            if (lane + d < 32) v = op(DsPack<T>::from(q), v);  // the higher lane is the older tile
+        }
+        uint3 w = DsPack<T>::to(v);
+        w.x = __shfl_sync(0xFFFFFFFFu, w.x, 0);
+        w.y = __shfl_sync(0xFFFFFFFFu, w.y, 0);
+        w.z = __shfl_sync(0xFFFFFFFFu, w.z, 0);
+        acc = op(DsPack<T>::from(w), acc);
+        if (incl) return acc;
+        end -= 32;
+    }
+}
+
+// The exclusive prefix of tile `tile` (its blocks' fold of all earlier tiles), given the tile's
+// aggregate `agg` (the same in every thread); publishes the tile's statuses. Every thread of the
+// block calls it and gets the prefix; one barrier (`s_prefix` is block shared memory).
+template <typename T, typename Op>
+__device__ __forceinline__ T ds_lookback_block(uint4* status, u32 tile, T agg, Op op, T identity, T* s_prefix) {
+    if (tile == 0) {
+        if (threadIdx.x == 0) ds_status_publish(status, 0, DsPack<T>::to(agg), 2u);
+        return identity;
+    }
+    if (threadIdx.x == 0) ds_status_publish(status, tile, DsPack<T>::to(agg), 1u);
+    if (threadIdx.x < 32) {
+        const T p = ds_lookback_warp<T>(status, tile, op, identity);
+        if (threadIdx.x == 0) {
+            ds_status_publish(status, tile, DsPack<T>::to(op(p, agg)), 2u);
+            *s_prefix = p;
+        }
+    }
+    __syncthreads();
+    return *s_prefix;
+}
 
 #define DS_SUM_SCAN_KERNELS(T)                                                                              \
     extern "C" __global__ void __launch_bounds__(DS_THREADS) ds_reduce_##T(const T* __restrict__ in, u64 n,     \

@@ -181,6 +181,17 @@ __device__ __forceinline__ BmAgg bm_agg_zero() {
     z.s = z.b = z.l = 0;
     return z;
 }
+// A BmAgg is exactly the three u32 of a look-back status word (device_scan.cuh).
+template <> struct DsPack<BmAgg> {
+    static __device__ __forceinline__ uint3 to(const BmAgg& a) { return make_uint3(a.s, a.b, a.l); }
+    static __device__ __forceinline__ BmAgg from(uint3 v) {
+        BmAgg a;
+        a.s = v.x;
+        a.b = v.y;
+        a.l = v.z;
+        return a;
+    }
+};
 
 // One thread's elements k0 .. k0 + ITEMS - 1, classified. `prev_kind` is the kind of the last
 // non-empty element before k0 (3 = none); bit i of endmask / foldmask: element k0 + i ends a
@@ -289,5 +300,10 @@ __device__ __forceinline__ void bm_writer_emit(const u32 (&v)[ITEMS], const u32 
 #define BM_CMP_THREADS 128
 #define BM_CMP_TILE 4096
 #define BM_CMP_TILE_WORDS 3968
+
+// The one-pass operations' overflow fix-up (bitmap.cu, bm_overflow_fixup): the most blocks
+// needing full fill_words it takes, and its threads per block.
+#define BM_FIXUP_CAP 1024
+#define BM_FIXUP_THREADS 256
 
 #endif
