@@ -333,105 +333,77 @@ __device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) 
     return excl;
 }
 
-// One thread's unit: 32 group values and their kind / boundary / fold / head masks (bit j:
-// group j of the unit).
-struct BmCmpUnit {
-    u32 v[32];
-    u32 z, o, l;  // 0-fill, 1-fill, literal groups (only the unit's nv valid groups)
-    u32 zp, op;   // the same for the group before each (bit 0: the unit's previous group)
-    u32 b, f, h;  // boundaries, folded literals, heads
-};
+// Group j (0..31) of the unit whose 31 words start at p: bits 31j .. 31j + 30. Word 30's top
+// bit is group 31's last, so group 31 reads no word past the unit.
+__device__ __forceinline__ u32 bm_cmp_group(const u32* p, u32 j) {
+    const u32 b = j * BM_GROUP_BITS;
+    const u32 lo = p[b >> 5];
+    const u32 hi = j < 31 ? p[(b >> 5) + 1] : 0u;
+    return __funnelshift_r(lo, hi, b & 31) & BM_GROUP_ONES;
+}
+// The position (1..31) of a folded literal x: the bit in which it differs from its fill group
+// (0 when x has one bit set, all ones when it has 30: never both).
+__device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
+    return (u32)__ffs(__popc(x) == 1 ? x : x ^ BM_GROUP_ONES);
+}
 
-// The unit's groups from its 31 words at p (`avail` of them readable, the rest 0), masked:
-// groups past nv are 0, the bitmap's last group is ANDed with last_mask.
-__device__ __forceinline__ void bm_cmp_groups(const u32* p, u32 avail, u32 nv, bool has_last, u32 last_mask,
-                                              u32 (&v)[32]) {
+// Phase 1, one thread per unit (thread t: groups 32t .. 32t + 31 of the tile, from the staged
+// words p = sm + 31t): the masks of the unit's nv valid groups (bit j: group j), built on the
+// fly without keeping the 32 group values (a thread holds only its 31 words). `pk` is the kind
+// of the group before the unit (3: none). b = boundaries, f = folded literals (PLWAH), l =
+// literals, o = 1-fills; heads are b & ~f. Returns the key of the unit's first boundary
+// (position << 5 | fold position), BM_CMP_NONE if none.
+template <bool PLWAH>
+__device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, bool has_last, u32 last_mask, u64 ug0,
+                                               u32& b, u32& f, u32& l, u32& o) {
     u32 w[31];
+    u32 any = 0, all = 0xFFFFFFFFu;
 #pragma unroll
-    for (u32 i = 0; i < 31; ++i) w[i] = i < avail ? p[i] : 0u;
-#pragma unroll
-    for (u32 j = 0; j < 32; ++j) {
-        const u32 b = j * BM_GROUP_BITS;
-        const u32 lo = w[b >> 5];
-        const u32 hi = (b >> 5) + 1 < 31 ? w[(b >> 5) + 1] : 0u;
-        u32 x = __funnelshift_r(lo, hi, b & 31) & BM_GROUP_ONES;
-        if (j >= nv) x = 0u;
-        if (has_last && j + 1 == nv) x &= last_mask;
-        v[j] = x;
+    for (u32 i = 0; i < 31; ++i) {
+        w[i] = p[i];
+        any |= w[i];
+        all &= w[i];
     }
-}
-
-// Kind masks of the unit's first nv groups.
-__device__ __forceinline__ void bm_cmp_kinds(BmCmpUnit& u, u32 nv) {
-    u.z = u.o = u.l = 0;
+    const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
+    u32 z = 0;
+    o = f = 0;
+    // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
+    // 32 1-fills: most units at the extreme densities skip the group extraction.
+    if (any == 0u) {
+        z = valid;
+    } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
+        o = valid;
+    } else {
+        bool prev_fill = pk < 2u, prev_one = pk == 1u;
 #pragma unroll
-    for (u32 j = 0; j < 32; ++j) {
-        if (j < nv) {
-            if (u.v[j] == 0u) u.z |= 1u << j;
-            else if (u.v[j] == BM_GROUP_ONES) u.o |= 1u << j;
-            else u.l |= 1u << j;
-        }
-    }
-}
-
-// Boundaries, folds and heads, given the kind of the group before the unit (3: none). Returns
-// the key of the unit's first boundary (BM_CMP_NONE if none).
-template <bool PLWAH> __device__ __forceinline__ u64 bm_cmp_heads(BmCmpUnit& u, u32 pk, u64 ug0) {
-    u.zp = (u.z << 1) | (pk == 0u ? 1u : 0u);
-    u.op = (u.o << 1) | (pk == 1u ? 1u : 0u);
-    u.b = u.l | (u.z & ~u.zp) | (u.o & ~u.op);
-    u.f = 0;
-    const u32 j0 = u.b ? (u32)__ffs(u.b) - 1 : 32u;
-    u32 fold0 = 0;
-    if (PLWAH) {
-        const u32 c = u.l & (u.zp | u.op);
-        if (c) {
-#pragma unroll
-            for (u32 j = 0; j < 32; ++j) {
-                if ((c >> j) & 1u) {
-                    const u32 d = u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u);
-                    if (__popc(d) == 1) {
-                        u.f |= 1u << j;
-                        if (j == j0) fold0 = (u32)__ffs(d);
-                    }
-                }
+        for (u32 j = 0; j < 32; ++j) {
+            const u32 bb = j * BM_GROUP_BITS;
+            const u32 lo = w[bb >> 5];
+            const u32 hi = (bb >> 5) + 1 < 31 ? w[(bb >> 5) + 1] : 0u;
+            u32 x = __funnelshift_r(lo, hi, bb & 31) & BM_GROUP_ONES;
+            if (has_last && j + 1 == nv) x &= last_mask;
+            const bool iz = x == 0u, io = x == BM_GROUP_ONES;
+            z |= iz ? 1u << j : 0u;
+            o |= io ? 1u << j : 0u;
+            if (PLWAH) {
+                const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
+                f |= fold ? 1u << j : 0u;
+                prev_fill = iz || io;
+                prev_one = io;
             }
         }
+        z &= valid;
+        o &= valid;
+        f &= valid;
     }
-    u.h = u.b & ~u.f;
-    return u.b ? ((ug0 + j0) << 5) | fold0 : BM_CMP_NONE;
-}
-
-// The key of boundary j of the unit (j a compile-time index after unrolling).
-__device__ __forceinline__ u64 bm_cmp_key(const BmCmpUnit& u, u32 j, u64 ug0) {
-    u32 fold = 0;
-    if ((u.f >> j) & 1u) fold = (u32)__ffs(u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u));
-    return ((ug0 + j) << 5) | fold;
-}
-
-// Words of the unit's blocks, given the key of the first boundary after the unit (`next`;
-// BM_CMP_NONE in pass 1 when it lies past the tile: then the run of the unit's last head, if
-// it is an open fill, counts one word and its position goes to `open`).
-__device__ __forceinline__ u32 bm_cmp_count(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32& open) {
-    u32 words = 0;
-    if (!u.b) return 0;
-    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) return 32;  // 32 literal heads
-    u64 nk = next;
-#pragma unroll
-    for (int j = 31; j >= 0; --j) {
-        const u32 bit = 1u << j;
-        if (u.h & bit) {
-            if ((u.l & bit) || nk == BM_CMP_NONE) {
-                words += 1;
-                if (!(u.l & bit)) open = (u32)(ug0 + j);
-            } else {
-                const u32 n = (u32)((nk >> 5) - (ug0 + j));
-                words += 1 + (n > max_counter ? (n - 1) / max_counter : 0u);
-            }
-        }
-        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
-    }
-    return words;
+    l = valid & ~z & ~o;
+    const u32 zp = (z << 1) | (pk == 0u ? 1u : 0u);
+    const u32 op = (o << 1) | (pk == 1u ? 1u : 0u);
+    b = l | (z & ~zp) | (o & ~op);
+    if (!b) return BM_CMP_NONE;
+    const u32 j0 = (u32)__ffs(b) - 1;
+    const u32 fold0 = PLWAH && ((f >> j0) & 1u) ? bm_cmp_fold_position(bm_cmp_group(p, j0) & (has_last && j0 + 1 == nv ? last_mask : BM_GROUP_ONES)) : 0u;
+    return ((ug0 + j0) << 5) | fold0;
 }
 
 // Copies n words from global memory at src (16-byte aligned) into shared memory, word i at
@@ -476,56 +448,6 @@ __device__ __forceinline__ void bm_cmp_stage(const u32* __restrict__ bits, u64 n
         for (u32 i = threadIdx.x; i < BM_CMP_TILE_WORDS; i += BM_CMP_THREADS)
             sm[i] = w0 + i < n_words ? bits[w0 + i] : 0u;
     }
-}
-
-// The unit's groups from the staged tile (sm, unpadded), kinds, the previous group's kind, heads;
-// returns the unit's first boundary key. `prev_word` is word w0 - 1 of the tile (read by the
-// caller early, 0 for tile 0; only thread 0 uses it).
-template <bool PLWAH>
-__device__ __forceinline__ u64 bm_cmp_unit(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 tile,
-                                           u32 prev_word, u32* sm, u32* s_kind, BmCmpUnit& u, u64& ug0, u32& nv) {
-    const u64 g0 = (u64)tile * BM_CMP_TILE;
-    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
-    ug0 = g0 + (u64)threadIdx.x * 32;
-    nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
-    const bool has_last = nv > 0 && ug0 + nv == groups;
-    bm_cmp_stage(bits, n_words, w0, sm);
-    __syncthreads();
-    // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
-    // 32 1-fills: most units at the extreme densities skip the group extraction.
-    const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
-    u32 any = 0, all = 0xFFFFFFFFu;
-#pragma unroll
-    for (u32 i = 0; i < 31; ++i) {
-        any |= p[i];
-        all &= p[i];
-    }
-    const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
-    if (any == 0u) {
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) u.v[j] = 0u;
-        u.z = valid;
-        u.o = u.l = 0;
-    } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) u.v[j] = BM_GROUP_ONES;
-        u.o = valid;
-        u.z = u.l = 0;
-    } else {
-        bm_cmp_groups(p, 31u, nv, has_last, last_mask, u.v);
-        bm_cmp_kinds(u, nv);
-    }
-    // The kind of the unit's last group goes to the next thread; thread 0 reads the group before
-    // the tile (bits 1..31 of word w0 - 1: g0 is a multiple of 32, and that group is never the
-    // bitmap's last).
-    u32 lk = 3;
-    if (nv == 32) lk = (u.z >> 31) ? 0u : ((u.o >> 31) ? 1u : 2u);
-    s_kind[threadIdx.x] = lk;
-    u32 tile_pk = 3;
-    if (tile > 0) tile_pk = bm_kind(prev_word >> 1);
-    __syncthreads();
-    const u32 pk = threadIdx.x ? s_kind[threadIdx.x - 1] : tile_pk;
-    return bm_cmp_heads<PLWAH>(u, pk, ug0);
 }
 
 // Words of a fill run of n >= 1 groups: its full fill_words and the last one.
@@ -687,51 +609,110 @@ __device__ __forceinline__ void bm_cmp_store_run(u64 open, u64 end_key, u32 max_
         if (at + e < out_cap) out[at + e] = e < ex ? full : w;
 }
 
-// The unit's closed words, each head's at its index from `excl`: to shared memory (padded
-// layout) when `to_smem`, else to out[base + index]. The open head (a fill head with no
-// boundary after it in the tile) is skipped.
-template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_write(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32 excl, u32 words,
-                                             bool to_smem, u32* sm, u64 base, u32* __restrict__ out, u64 out_cap) {
-    if (!u.b) return;
-    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) {  // 32 literal heads: the unit's groups
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) {
-            const u32 i = excl + j;
-            if (to_smem) {
-                if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = u.v[j];
-            } else if (base + i < out_cap) {
-                out[base + i] = u.v[j];
-            }
-        }
-        return;
+// Phase 1's word count of the unit, given `next`, the key of the first boundary after the unit in
+// the tile (BM_CMP_NONE if none): every head is one word (a literal, or a fill run that ends at
+// the next boundary), except the *open* head, a fill head with no boundary after it in the tile,
+// whose run is counted and written by a later tile (its start and kind go to `open`). `hc` gets
+// the closed heads. A run closed inside the tile has n < BM_CMP_TILE groups, so with
+// max_counter >= BM_CMP_TILE (every real counter) it is one word and the count is a popcount;
+// only tiny test counters walk the heads for their full fill_words.
+__device__ __forceinline__ u32 bm_cmp_count(u32 b, u32 h, u32 l, u32 o, u64 ug0, u64 next, u32 max_counter, u32& hc,
+                                            u64& open) {
+    hc = h;
+    open = BM_CMP_NONE;
+    if (!h) return 0;
+    const u32 jh = 31u - (u32)__clz(h);
+    if (next == BM_CMP_NONE && !((l >> jh) & 1u) && (b >> jh) == 1u) {
+        hc &= ~(1u << jh);
+        open = ((ug0 + jh) << 1) | ((o >> jh) & 1u);
     }
-    u32 idx = excl + words;
-    u64 nk = next;
-#pragma unroll
-    for (int j = 31; j >= 0; --j) {
-        const u32 bit = 1u << j;
-        if ((u.h & bit) && ((u.l & bit) || nk != BM_CMP_NONE)) {
-            u32 w, ex = 0;
-            if (u.l & bit) {
-                w = u.v[j];
+    if (max_counter >= BM_CMP_TILE) return (u32)__popc(hc);
+    u32 words = 0;
+    for (u32 x = hc; x; x &= x - 1) {
+        const u32 j = (u32)__ffs(x) - 1;
+        if ((l >> j) & 1u) {
+            words += 1;
+        } else {
+            const u32 nb = b & (0xFFFFFFFEu << j);
+            const u32 n = nb ? (u32)__ffs(nb) - 1 - j : (u32)((next >> 5) - (ug0 + j));
+            words += bm_cmp_run_words(n, max_counter);
+        }
+    }
+    return words;
+}
+
+// Phase 2, one warp per unit (lane j: group j), after the look-back: the closed words of the
+// warp's BM_CMP_THREADS / 4 units, stored at out[base + index] (the unit's first index from the
+// block scan, excl, plus the closed heads below the lane). Per-thread loops over a unit's 32
+// groups cost every group a long serial step at the middle densities, where most units have
+// several heads; here a group costs a few instructions, and a unit without closed heads (most
+// of them at the sparse densities) costs one shared-memory read. A warp's store instruction
+// writes a unit's words, which are consecutive. s_unit[u] = (closed heads, boundaries, folded
+// literals, excl); s_next[u] = the unit's `next` key relative to the tile (group - g0) << 5 |
+// fold position (0xFFFFFFFF: none).
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit, const u32* s_next, u64 g0, u64 groups,
+                                             u32 last_mask, u32 max_counter, u64 base, u32* __restrict__ out,
+                                             u64 out_cap) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 below = (1u << lane) - 1u;
+    const bool small = max_counter < BM_CMP_TILE;  // uniform; only tiny test counters
+    const u32 per_warp = BM_CMP_THREADS / (BM_CMP_THREADS / 32);
+    for (u32 i = 0; i < per_warp; ++i) {
+        const u32 unit = warp * per_warp + i;
+        const uint4 m = s_unit[unit];
+        if (!m.x) continue;  // uniform across the warp
+        // Group `lane` of the unit: bits 31 lane .. 31 lane + 30 of its words, i.e. of words
+        // lane - 1 and lane (lane 0: word 0 alone), read once per lane and shared by a shuffle.
+        const u32* p = sm + unit * BM_GROUP_BITS;
+        const u32 x = lane < 31 ? p[lane] : 0u;
+        const u32 lo = __shfl_up_sync(0xFFFFFFFFu, x, 1);
+        const u32 tg = unit * 32 + lane;  // the group's index in the tile
+        u32 v = __funnelshift_r(lo, x, (lane * BM_GROUP_BITS) & 31) & BM_GROUP_ONES;
+        if (g0 + tg + 1 == groups) v &= last_mask;
+        // A fill head's run ends at the next boundary in the unit, else at `next`.
+        const u32 nb = m.y & (0xFFFFFFFEu << lane);
+        const u32 e = nb ? (u32)__ffs(nb) - 1 : 0u;
+        u32 efp = 0;
+        if (PLWAH) {
+            const u32 fp = ((m.z >> lane) & 1u) ? bm_cmp_fold_position(v) : 0u;
+            efp = __shfl_sync(0xFFFFFFFFu, fp, e);
+        }
+        const bool head = (m.x >> lane) & 1u;
+        u32 w = v, ex = 0;
+        if (v == 0u || v == BM_GROUP_ONES) {
+            u32 n, pos;
+            if (nb) {
+                n = e - lane;
+                pos = efp;
             } else {
-                const u32 n = (u32)((nk >> 5) - (ug0 + j));
-                w = bm_fill_word<PLWAH>((u.o & bit) ? 1u : 0u, n, (u32)(nk & 31), max_counter, ex);
+                const u32 nx = s_next[unit];
+                n = (nx >> 5) - tg;
+                pos = nx & 31u;
             }
-            idx -= ex + 1;
-            const u32 full = BM_FILL_FLAG | ((u.o & bit) ? BM_FILL_BIT : 0u) | max_counter;
-            for (u32 e = 0; e <= ex; ++e) {
-                const u32 x = e < ex ? full : w;
-                const u32 i = idx + e;
-                if (to_smem) {
-                    if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = x;
-                } else if (base + i < out_cap) {
-                    out[base + i] = x;
-                }
+            if (!small) {
+                w = BM_FILL_FLAG | (v ? BM_FILL_BIT : 0u) | (PLWAH ? (pos << BM_PLWAH_POSITION_SHIFT) : 0u) | n;
+            } else if (head) {
+                w = bm_fill_word<PLWAH>(v ? 1u : 0u, n, pos, max_counter, ex);
             }
         }
-        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
+        if (!small) {
+            const u64 at = base + m.w + (u32)__popc(m.x & below);
+            if (head && at < out_cap) out[at] = w;
+        } else {
+            // Full fill_words first: each head's words start at the scan of (1 + ex).
+            const u32 c = head ? ex + 1 : 0u;
+            u32 inc = c;
+#pragma unroll
+            for (u32 d = 1; d < 32; d <<= 1) {
+                const u32 y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+                if (lane >= d) inc += y;
+            }
+            const u64 at = base + m.w + inc - c;
+            const u32 full = BM_FILL_FLAG | (v ? BM_FILL_BIT : 0u) | max_counter;
+            for (u32 k = 0; k < c; ++k)
+                if (at + k < out_cap) out[at + k] = k < ex ? full : w;
+        }
     }
 }
 
@@ -739,9 +720,9 @@ template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
                                        u32* __restrict__ out, u64 out_cap) {
-    // The staged input (BM_CMP_TILE_WORDS words), then the staged output (padded).
-    __shared__ __align__(16) u32 sm[BM_CMP_TILE + BM_CMP_TILE / 32];
-    __shared__ u32 s_kind[BM_CMP_THREADS];
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];  // the staged input
+    __shared__ uint4 s_unit[BM_CMP_THREADS];
+    __shared__ u32 s_next[BM_CMP_THREADS];
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
     __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
     __shared__ u64 s_open;
@@ -753,26 +734,35 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     const u32 tile = blockIdx.x;
     if (tile >= tiles) return;  // uniform; never with the host's grid
     if (threadIdx.x == 0) s_open = BM_CMP_NONE;
-    const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
-    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
-    BmCmpUnit u;
-    u64 ug0;
-    u32 nv;
-    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, sm, s_kind, u, ug0, nv);
+    const u64 g0 = (u64)tile * BM_CMP_TILE;
+    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
+    // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and that
+    // group is never the bitmap's last); read early, by thread 0 only.
+    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) ? bits[w0 - 1] : 0u;
+    const u64 ug0 = g0 + (u64)threadIdx.x * 32;
+    const u32 nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
+    const bool has_last = nv > 0 && ug0 + nv == groups;
+    bm_cmp_stage(bits, n_words, w0, sm);
+    __syncthreads();
+    // Phase 1: thread t classifies unit t; the group before it is the top 31 bits of the word
+    // before its words (the previous unit's group 31), or of prev_word for the tile's first.
+    const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
+    u32 pk = 3;
+    if (threadIdx.x > 0) pk = bm_kind(p[-1] >> 1);
+    else if (tile > 0) pk = bm_kind(prev_word >> 1);
+    u32 b, f, l, o;
+    const u64 first = bm_cmp_classify<PLWAH>(p, pk, nv, has_last, last_mask, ug0, b, f, l, o);
     u64 tile_first;
     const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
-    u32 op = 0xFFFFFFFFu;
-    u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
-    if (op != 0xFFFFFFFFu) {  // at most one thread of the tile has the open head
-        words -= 1;
-        s_open = ((u64)op << 1) | ((u.o >> (op - (u32)ug0)) & 1u);
-    }
+    u32 hc;
+    u64 open;
+    const u32 words = bm_cmp_count(b, b & ~f, l, o, ug0, next, max_counter, hc, open);
+    if (open != BM_CMP_NONE) s_open = open;  // at most one thread of the tile has the open head
     u32 tile_words;
     const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
-    const bool to_smem = tile_words <= BM_CMP_TILE;  // uniform; false only with tiny max_counter
-    // Every read of sm (the staged input) happened before the barriers above.
-    if (to_smem) bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, true, sm, 0, out, out_cap);
-    __syncthreads();  // s_open
+    s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
+    s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
+    __syncthreads();  // s_open, s_unit, s_next
     BmCmpAgg local;
     local.first = tile_first;
     local.open = s_open;
@@ -790,12 +780,7 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
         bm_cmp_store_run<PLWAH>(prefix.open, tile_first, max_counter, base, out, out_cap);
         base += bm_cmp_run_words((u32)((tile_first >> 5) - (prefix.open >> 1)), max_counter);
     }
-    if (to_smem) {
-        for (u32 i = threadIdx.x; i < tile_words; i += BM_CMP_THREADS)
-            if (base + i < out_cap) out[base + i] = sm[BM_DEC_PAD(i)];
-    } else {
-        bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, false, sm, base, out, out_cap);
-    }
+    bm_cmp_write<PLWAH>(sm, s_unit, s_next, g0, groups, last_mask, max_counter, base, out, out_cap);
     if (tile == tiles - 1) {
         // The run still open at the end of the bitmap ends at group `groups`, with no fold.
         u64 total = incl.words;
