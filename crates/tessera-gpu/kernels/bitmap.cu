@@ -285,19 +285,20 @@ BM_COMPRESS_KERNELS(plwah, true)
 // One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs). Block t
 // takes tile t (blocks are dispatched in index order, so every tile before it has started), and:
 //   1. stages the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
-//      t takes unit t (32 groups = 31 words), classifies it and finds its boundaries and heads;
+//      t classifies unit t (32 groups = 31 words) into masks (boundaries, folds, heads) on the
+//      fly, and takes the kind of the group before it from the staged word before its own;
 //   2. finds where each head's run ends (a block suffix-min of the units' first boundary keys)
 //      and counts the tile's *closed* words: every head except the *open* one, a fill head whose
-//      run leaves the tile. A fill run's words are written by the tile where the run ends;
-//   3. writes the closed words to shared memory at their block-scanned offsets (padded layout:
-//      word i at BM_DEC_PAD(i), so units of 32 literals store without bank conflicts);
-//   4. publishes its aggregate (BmCmpAgg: closed words, first boundary key, open head) and gets
-//      the aggregate of all tiles before it by a decoupled look-back (the block, 512 tiles a round,
-//      back to the nearest tile that published an inclusive aggregate), then publishes its own
-//      inclusive aggregate;
-//   5. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
-//      (its fill_words first), then its closed words, coalesced. The last tile also writes the
-//      run that is still open at the end of the bitmap and the word total (counters[0]).
+//      run leaves the tile (a fill run's words are written by the tile where the run ends). A run
+//      closed in the tile is one word with every real counter, so a unit's count is a popcount;
+//   3. publishes its aggregate (closed words, first boundary, open head; one uint4) and gets the
+//      aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64 tiles a
+//      round, back to the nearest tile that published an inclusive aggregate; then publishes its
+//      own inclusive aggregate;
+//   4. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
+//      (its fill_words first), then its closed words, one unit per warp and one group per lane
+//      (bm_cmp_write), straight to global memory. The last tile also writes the run that is
+//      still open at the end of the bitmap and the word total (counters[0]).
 // Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
 // u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
@@ -347,6 +348,32 @@ __device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
     return (u32)__ffs(__popc(x) == 1 ? x : x ^ BM_GROUP_ONES);
 }
 
+// The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
+// the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
+// units' loop carries no per-group test for it).
+template <bool PLWAH, bool LAST>
+__device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 nv, u32 last_mask, u32& z, u32& o,
+                                               u32& f) {
+    bool prev_fill = pk < 2u, prev_one = pk == 1u;
+#pragma unroll
+    for (u32 j = 0; j < 32; ++j) {
+        const u32 bb = j * BM_GROUP_BITS;
+        const u32 lo = w[bb >> 5];
+        const u32 hi = (bb >> 5) + 1 < 31 ? w[(bb >> 5) + 1] : 0u;
+        u32 x = __funnelshift_r(lo, hi, bb & 31) & BM_GROUP_ONES;
+        if (LAST && j + 1 == nv) x &= last_mask;
+        const bool iz = x == 0u, io = x == BM_GROUP_ONES;
+        z |= iz ? 1u << j : 0u;
+        o |= io ? 1u << j : 0u;
+        if (PLWAH) {
+            const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
+            f |= fold ? 1u << j : 0u;
+            prev_fill = iz || io;
+            prev_one = io;
+        }
+    }
+}
+
 // Phase 1, one thread per unit (thread t: groups 32t .. 32t + 31 of the tile, from the staged
 // words p = sm + 31t): the masks of the unit's nv valid groups (bit j: group j), built on the
 // fly without keeping the 32 group values (a thread holds only its 31 words). `pk` is the kind
@@ -374,24 +401,8 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
         o = valid;
     } else {
-        bool prev_fill = pk < 2u, prev_one = pk == 1u;
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) {
-            const u32 bb = j * BM_GROUP_BITS;
-            const u32 lo = w[bb >> 5];
-            const u32 hi = (bb >> 5) + 1 < 31 ? w[(bb >> 5) + 1] : 0u;
-            u32 x = __funnelshift_r(lo, hi, bb & 31) & BM_GROUP_ONES;
-            if (has_last && j + 1 == nv) x &= last_mask;
-            const bool iz = x == 0u, io = x == BM_GROUP_ONES;
-            z |= iz ? 1u << j : 0u;
-            o |= io ? 1u << j : 0u;
-            if (PLWAH) {
-                const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
-                f |= fold ? 1u << j : 0u;
-                prev_fill = iz || io;
-                prev_one = io;
-            }
-        }
+        if (has_last) bm_cmp_extract<PLWAH, true>(w, pk, nv, last_mask, z, o, f);
+        else bm_cmp_extract<PLWAH, false>(w, pk, nv, last_mask, z, o, f);
         z &= valid;
         o &= valid;
         f &= valid;
@@ -456,54 +467,43 @@ __device__ __forceinline__ u32 bm_cmp_run_words(u32 n, u32 max_counter) {
     return 1u + (n - 1) / max_counter;
 }
 
-// What a stretch of tiles contributes: `words` closed words (every head's words except the open
-// one's), `first` the key of its first boundary (BM_CMP_NONE: none), `open` its open fill head
-// as start group << 1 | fill kind (BM_CMP_NONE: none; a stretch with no boundary has no open
-// head of its own: the run through it belongs to an earlier stretch). The identity is
-// {0, NONE, NONE}.
-struct BmCmpAgg {
-    u64 first, open;
-    u32 words, pad;
-};
-__device__ __forceinline__ BmCmpAgg bm_cmp_agg_identity() {
-    BmCmpAgg r;
-    r.first = r.open = BM_CMP_NONE;
-    r.words = r.pad = 0;
+// What a stretch of tiles contributes, packed as the tile status word it is published in (one
+// uint4, so the look-back combines what it reads without unpacking, in 32-bit operations):
+//   x = closed words (every head's words except the open one's),
+//   y = the group of its first boundary (BM_CMP_NONE32: none),
+//   z = the start group of its open fill head (BM_CMP_NONE32: none; a stretch with no boundary
+//       has no open head of its own: the run through it belongs to an earlier stretch),
+//   w = flag (bits 0-1: 0 nothing published yet, 1 the tile alone, 2 tiles 0 .. t) | the first
+//       boundary's fold position << 2 | the open head's fill kind << 7.
+// Group indices are < 0xFFFFFFFF (groups < 2^32). The identity is {0, NONE, NONE, 0}.
+#define BM_CMP_NONE32 0xFFFFFFFFu
+#define BM_CMP_FOLD_BITS (31u << 2)
+#define BM_CMP_KIND_BIT (1u << 7)
+__device__ __forceinline__ uint4 bm_cmp_agg_identity() { return make_uint4(0u, BM_CMP_NONE32, BM_CMP_NONE32, 0u); }
+// a then b (a earlier): a's open run ends at b's first boundary, if b has one. Flags are dropped.
+__device__ __forceinline__ uint4 bm_cmp_combine(const uint4& a, const uint4& b, u32 max_counter) {
+    const bool bf = b.y != BM_CMP_NONE32, af = a.y != BM_CMP_NONE32;
+    uint4 r;
+    r.x = a.x + b.x + (bf && a.z != BM_CMP_NONE32 ? bm_cmp_run_words(b.y - a.z, max_counter) : 0u);
+    r.y = af ? a.y : b.y;
+    r.z = bf ? b.z : a.z;
+    r.w = ((af ? a.w : b.w) & BM_CMP_FOLD_BITS) | ((bf ? b.w : a.w) & BM_CMP_KIND_BIT);
     return r;
 }
-// a then b (a earlier): a's open run ends at b's first boundary, if b has one.
-__device__ __forceinline__ BmCmpAgg bm_cmp_combine(const BmCmpAgg& a, const BmCmpAgg& b, u32 max_counter) {
-    BmCmpAgg r;
-    const bool closes = b.first != BM_CMP_NONE && a.open != BM_CMP_NONE;
-    r.words = a.words + b.words + (closes ? bm_cmp_run_words((u32)((b.first >> 5) - (a.open >> 1)), max_counter) : 0u);
-    r.first = a.first != BM_CMP_NONE ? a.first : b.first;
-    r.open = b.first != BM_CMP_NONE ? b.open : a.open;
-    r.pad = 0;
-    return r;
-}
-__device__ __forceinline__ BmCmpAgg bm_cmp_shfl_down(const BmCmpAgg& x, u32 d) {
-    BmCmpAgg r;
-    r.first = __shfl_down_sync(0xFFFFFFFFu, x.first, d);
-    r.open = __shfl_down_sync(0xFFFFFFFFu, x.open, d);
-    r.words = __shfl_down_sync(0xFFFFFFFFu, x.words, d);
-    r.pad = 0;
+__device__ __forceinline__ uint4 bm_cmp_shfl_down(const uint4& x, u32 d) {
+    uint4 r;
+    r.x = __shfl_down_sync(0xFFFFFFFFu, x.x, d);
+    r.y = __shfl_down_sync(0xFFFFFFFFu, x.y, d);
+    r.z = __shfl_down_sync(0xFFFFFFFFu, x.z, d);
+    r.w = __shfl_down_sync(0xFFFFFFFFu, x.w, d);
     return r;
 }
 
-// A tile's published state, one 16-byte word written and read whole (as CUB's tile status
-// words are, so neither side needs a fence): x = words, y = the first boundary's group
-// (0xFFFFFFFF: none), z = the open head's start group (0xFFFFFFFF: none), w = flag (bits 0-1:
-// 0 nothing yet, 1 the tile alone, 2 tiles 0 .. t) | first boundary's fold position << 2 |
-// open head's kind << 7. Group indices are < 0xFFFFFFFF (groups < 2^32).
-#define BM_CMP_LOOK_ITEMS 4  // predecessors per thread per look-back round
-__device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const BmCmpAgg& a) {
-    const u32 fy = a.first == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.first >> 5);
-    const u32 fold = a.first == BM_CMP_NONE ? 0u : (u32)(a.first & 31);
-    const u32 oz = a.open == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.open >> 1);
-    const u32 ok = a.open == BM_CMP_NONE ? 0u : (u32)(a.open & 1);
-    const u32 w = flag | (fold << 2) | (ok << 7);
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.words), "r"(fy), "r"(oz),
-                 "r"(w)
+// A tile's status word is written and read whole (as CUB's tile status words are, so neither
+// side needs a fence).
+__device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const uint4& a) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.x), "r"(a.y), "r"(a.z),
+                 "r"((a.w & ~3u) | flag)
                  : "memory");
 }
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
@@ -514,84 +514,100 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
                  : "memory");
     return v;
 }
-__device__ __forceinline__ BmCmpAgg bm_cmp_unpack(const uint4& v) {
-    BmCmpAgg r;
-    r.words = v.x;
-    r.first = v.y == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.y << 5) | ((v.w >> 2) & 31u));
-    r.open = v.z == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.z << 1) | ((v.w >> 7) & 1u));
-    r.pad = 0;
-    return r;
-}
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round
-// reads BM_CMP_THREADS * BM_CMP_LOOK_ITEMS predecessors (thread i: the i-th group of
-// BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines back
-// to the nearest one with an inclusive aggregate, if any (else it goes on with the next, older
-// window). The window is wide because a round costs an L2 round trip, and every tile published
-// in that time must fit in it for the look-back to end in one round; the whole block takes part
-// (its other threads would wait at the barrier anyway).
-__device__ __forceinline__ BmCmpAgg bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, BmCmpAgg* s_red,
-                                                    u32* s_near) {
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round,
+// BM_CMP_LOOK_WARPS warps read LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS predecessors (thread i: the
+// i-th group of BM_CMP_LOOK_ITEMS, newest first), wait until each has published something, and
+// combine back to the nearest one with an inclusive aggregate, if any (else they go on with the
+// next, older window). Measured (H100, 2026-11-22, WAH at 2^-16, bitmap_gpu_speed): the whole
+// block with 4 items (512 tiles a round) 0.219 ms, warp 0 alone with 4 items 0.161 ms in the
+// same run (the block's combines cost every tile issue slots, and each round two barriers);
+// in another run warp 0 with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
+#ifndef BM_CMP_LOOK_WARPS
+#define BM_CMP_LOOK_WARPS 1
+#endif
+#define BM_CMP_LOOK_ITEMS 2
+__device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, uint4* s_red,
+                                                 u32* s_near) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    BmCmpAgg acc = bm_cmp_agg_identity();
+    uint4 acc = bm_cmp_agg_identity();
     long long end = (long long)tile - 1;
-    for (;;) {
+    // With one look-back warp the others skip the rounds (which then have no block barrier).
+    static_assert(BM_CMP_LOOK_WARPS == 1 || BM_CMP_LOOK_WARPS == BM_CMP_THREADS / 32, "one warp or all");
+    if (BM_CMP_LOOK_WARPS > 1 || warp == 0) for (;;) {
         uint4 st[BM_CMP_LOOK_ITEMS];
-        bool waiting = false;
-#pragma unroll
-        for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
-            const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
-            // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
-            st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, 0xFFFFFFFFu, 0xFFFFFFFFu, 2u);
-            waiting |= (st[i].w & 3u) == 0u;
-        }
-        while (waiting) {
-            __nanosleep(64);
-            waiting = false;
+        bool has_incl = false;
+        uint4 v = bm_cmp_agg_identity();
+        {
+            bool waiting = false;
 #pragma unroll
             for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
-                if ((st[i].w & 3u) == 0u) {
-                    st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
-                    waiting |= (st[i].w & 3u) == 0u;
+                const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
+                // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
+                st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, BM_CMP_NONE32, BM_CMP_NONE32, 2u);
+                waiting |= (st[i].w & 3u) == 0u;
+            }
+            while (waiting) {
+                __nanosleep(64);
+                waiting = false;
+#pragma unroll
+                for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
+                    if ((st[i].w & 3u) == 0u) {
+                        st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
+                        waiting |= (st[i].w & 3u) == 0u;
+                    }
                 }
             }
-        }
-        // The thread's items, oldest first; an inclusive item replaces everything older.
-        BmCmpAgg v = bm_cmp_agg_identity();
-        bool has_incl = false;
+            // The thread's items, oldest first; an inclusive item replaces everything older.
 #pragma unroll
-        for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
-            const BmCmpAgg x = bm_cmp_unpack(st[i]);
-            if ((st[i].w & 3u) == 2u) {
-                v = x;
-                has_incl = true;
-            } else {
-                v = bm_cmp_combine(v, x, max_counter);
+            for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
+                if ((st[i].w & 3u) == 2u) {
+                    v = st[i];
+                    has_incl = true;
+                } else {
+                    v = bm_cmp_combine(v, st[i], max_counter);
+                }
             }
         }
         // The nearest thread with an inclusive item; every thread past it contributes nothing.
         const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
-        if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
-        __syncthreads();
-        u32 near = 0xFFFFFFFFu;
+        u32 near;
+        if (BM_CMP_LOOK_WARPS > 1) {
+            if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+            __syncthreads();
+            near = 0xFFFFFFFFu;
 #pragma unroll
-        for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) near = min(near, s_near[w]);
+            for (u32 w = 0; w < BM_CMP_LOOK_WARPS; ++w) near = min(near, s_near[w]);
+        } else {
+            near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+        }
         if (threadIdx.x > near) v = bm_cmp_agg_identity();
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
-            const BmCmpAgg y = bm_cmp_shfl_down(v, d);
+            const uint4 y = bm_cmp_shfl_down(v, d);
             if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
         }
-        if (lane == 0) s_red[warp] = v;
-        __syncthreads();
-        // Higher warps hold older tiles.
-        BmCmpAgg w = s_red[BM_CMP_THREADS / 32 - 1];
+        if (BM_CMP_LOOK_WARPS > 1) {
+            if (lane == 0) s_red[warp] = v;
+            __syncthreads();
+            // Higher warps hold older tiles.
+            uint4 w = s_red[BM_CMP_LOOK_WARPS - 1];
 #pragma unroll
-        for (int k = BM_CMP_THREADS / 32 - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
-        acc = bm_cmp_combine(w, acc, max_counter);
-        __syncthreads();  // s_near and s_red are reused by the next round
-        if (near != 0xFFFFFFFFu) return acc;
-        end -= BM_CMP_THREADS * BM_CMP_LOOK_ITEMS;
+            for (int k = BM_CMP_LOOK_WARPS - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
+            acc = bm_cmp_combine(w, acc, max_counter);
+            __syncthreads();  // s_near and s_red are reused by the next round
+        } else {
+            acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
+        }
+        if (near != 0xFFFFFFFFu) break;
+        end -= BM_CMP_LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS;
     }
+    if (BM_CMP_LOOK_WARPS == 1) {
+        // Warp 0's lane 0 holds the aggregate; the other warps skipped the rounds.
+        if (threadIdx.x == 0) s_red[0] = acc;
+        __syncthreads();
+        acc = s_red[0];
+    }
+    return acc;
 }
 
 // The words of fill run `open` (start << 1 | kind) ending at boundary key `end_key`, stored at
@@ -647,13 +663,14 @@ __device__ __forceinline__ u32 bm_cmp_count(u32 b, u32 h, u32 l, u32 o, u64 ug0,
 // groups cost every group a long serial step at the middle densities, where most units have
 // several heads; here a group costs a few instructions, and a unit without closed heads (most
 // of them at the sparse densities) costs one shared-memory read. A warp's store instruction
-// writes a unit's words, which are consecutive. s_unit[u] = (closed heads, boundaries, folded
+// writes a unit's words, which are consecutive. Word i of the tile goes to ob[i] if i < room (the
+// output's capacity left past the tile's base, so every store stays checked). `last_tg` is the
+// bitmap's last group's index in the tile (0xFFFFFFFF: not in this tile). s_unit[u] = (closed heads, boundaries, folded
 // literals, excl); s_next[u] = the unit's `next` key relative to the tile (group - g0) << 5 |
 // fold position (0xFFFFFFFF: none).
 template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit, const u32* s_next, u64 g0, u64 groups,
-                                             u32 last_mask, u32 max_counter, u64 base, u32* __restrict__ out,
-                                             u64 out_cap) {
+__device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit, const u32* s_next, u32 last_tg,
+                                             u32 last_mask, u32 max_counter, u32* __restrict__ ob, u32 room) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const u32 below = (1u << lane) - 1u;
     const bool small = max_counter < BM_CMP_TILE;  // uniform; only tiny test counters
@@ -669,7 +686,7 @@ __device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit,
         const u32 lo = __shfl_up_sync(0xFFFFFFFFu, x, 1);
         const u32 tg = unit * 32 + lane;  // the group's index in the tile
         u32 v = __funnelshift_r(lo, x, (lane * BM_GROUP_BITS) & 31) & BM_GROUP_ONES;
-        if (g0 + tg + 1 == groups) v &= last_mask;
+        if (tg == last_tg) v &= last_mask;
         // A fill head's run ends at the next boundary in the unit, else at `next`.
         const u32 nb = m.y & (0xFFFFFFFEu << lane);
         const u32 e = nb ? (u32)__ffs(nb) - 1 : 0u;
@@ -697,8 +714,8 @@ __device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit,
             }
         }
         if (!small) {
-            const u64 at = base + m.w + (u32)__popc(m.x & below);
-            if (head && at < out_cap) out[at] = w;
+            const u32 at = m.w + (u32)__popc(m.x & below);
+            if (head && at < room) ob[at] = w;
         } else {
             // Full fill_words first: each head's words start at the scan of (1 + ex).
             const u32 c = head ? ex + 1 : 0u;
@@ -708,10 +725,10 @@ __device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit,
                 const u32 y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
                 if (lane >= d) inc += y;
             }
-            const u64 at = base + m.w + inc - c;
+            const u32 at = m.w + inc - c;
             const u32 full = BM_FILL_FLAG | (v ? BM_FILL_BIT : 0u) | max_counter;
             for (u32 k = 0; k < c; ++k)
-                if (at + k < out_cap) out[at + k] = k < ex ? full : w;
+                if (at + k < room) ob[at + k] = k < ex ? full : w;
         }
     }
 }
@@ -726,7 +743,7 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
     __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
     __shared__ u64 s_open;
-    __shared__ BmCmpAgg s_red[BM_CMP_THREADS / 32];
+    __shared__ uint4 s_red[BM_CMP_THREADS / 32];
     __shared__ u32 s_near[BM_CMP_THREADS / 32];
     // Tile = block index: blocks are dispatched in index order, so every tile a block waits
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
@@ -763,41 +780,49 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
     s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
     __syncthreads();  // s_open, s_unit, s_next
-    BmCmpAgg local;
-    local.first = tile_first;
-    local.open = s_open;
-    local.words = tile_words;
-    local.pad = 0;
-    BmCmpAgg prefix = bm_cmp_agg_identity();
+    const u64 so = s_open;
+    const uint4 local = make_uint4(tile_words, tile_first == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(tile_first >> 5),
+                                   so == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(so >> 1),
+                                   ((u32)(tile_first & 31) << 2) | (so == BM_CMP_NONE ? 0u : (u32)(so & 1) << 7));
+    uint4 prefix = bm_cmp_agg_identity();
     if (tile > 0) {
         if (threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
         prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
     }
-    const BmCmpAgg incl = bm_cmp_combine(prefix, local, max_counter);
+    const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
-    u64 base = prefix.words;
-    if (tile_first != BM_CMP_NONE && prefix.open != BM_CMP_NONE) {
-        bm_cmp_store_run<PLWAH>(prefix.open, tile_first, max_counter, base, out, out_cap);
-        base += bm_cmp_run_words((u32)((tile_first >> 5) - (prefix.open >> 1)), max_counter);
+    u64 base = prefix.x;
+    if (tile_first != BM_CMP_NONE && prefix.z != BM_CMP_NONE32) {
+        const u64 po = ((u64)prefix.z << 1) | ((prefix.w & BM_CMP_KIND_BIT) ? 1u : 0u);
+        bm_cmp_store_run<PLWAH>(po, tile_first, max_counter, base, out, out_cap);
+        base += bm_cmp_run_words((u32)(tile_first >> 5) - prefix.z, max_counter);
     }
-    bm_cmp_write<PLWAH>(sm, s_unit, s_next, g0, groups, last_mask, max_counter, base, out, out_cap);
+    {
+        const u64 left = base < out_cap ? out_cap - base : 0;
+        const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
+        const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
+        bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
+    }
     if (tile == tiles - 1) {
         // The run still open at the end of the bitmap ends at group `groups`, with no fold.
-        u64 total = incl.words;
-        if (incl.open != BM_CMP_NONE) {
-            bm_cmp_store_run<PLWAH>(incl.open, groups << 5, max_counter, total, out, out_cap);
-            total += bm_cmp_run_words((u32)(groups - (incl.open >> 1)), max_counter);
+        u64 total = incl.x;
+        if (incl.z != BM_CMP_NONE32) {
+            const u64 io = ((u64)incl.z << 1) | ((incl.w & BM_CMP_KIND_BIT) ? 1u : 0u);
+            bm_cmp_store_run<PLWAH>(io, groups << 5, max_counter, total, out, out_cap);
+            total += bm_cmp_run_words((u32)groups - incl.z, max_counter);
         }
         if (threadIdx.x == 0) counters[0] = (u32)total;
     }
 }
 
-#define BM_CMP_KERNELS(NAME, PLWAH)                                                                                \
-    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
-        bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,        \
-                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                           \
-                      u64 out_cap) {                                                                               \
-        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);       \
+// At most 48 registers (10 blocks of 128 threads per SM, as shared memory allows): PLWAH's
+// classification otherwise takes 64 and 8 blocks.
+#define BM_CMP_KERNELS(NAME, PLWAH)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS, 10)                                                 \
+        bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,         \
+                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                                \
+                      u64 out_cap) {                                                                                 \
+        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);         \
     }
 BM_CMP_KERNELS(wah, false)
 BM_CMP_KERNELS(plwah, true)
