@@ -335,19 +335,20 @@ BM_COMPRESS_KERNELS(plwah, true)
 // One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs). Block t
 // takes tile t (blocks are dispatched in index order, so every tile before it has started), and:
 //   1. stages the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
-//      t takes unit t (32 groups = 31 words), classifies it and finds its boundaries and heads;
+//      t classifies unit t (32 groups = 31 words) into masks (boundaries, folds, heads) on the
+//      fly, and takes the kind of the group before it from the staged word before its own;
 //   2. finds where each head's run ends (a block suffix-min of the units' first boundary keys)
 //      and counts the tile's *closed* words: every head except the *open* one, a fill head whose
-//      run leaves the tile. A fill run's words are written by the tile where the run ends;
-//   3. writes the closed words to shared memory at their block-scanned offsets (padded layout:
-//      word i at BM_DEC_PAD(i), so units of 32 literals store without bank conflicts);
-//   4. publishes its aggregate (BmCmpAgg: closed words, first boundary key, open head) and gets
-//      the aggregate of all tiles before it by a decoupled look-back (the block, 512 tiles a round,
-//      back to the nearest tile that published an inclusive aggregate), then publishes its own
-//      inclusive aggregate;
-//   5. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
-//      (its fill_words first), then its closed words, coalesced. The last tile also writes the
-//      run that is still open at the end of the bitmap and the word total (counters[0]).
+//      run leaves the tile (a fill run's words are written by the tile where the run ends). A run
+//      closed in the tile is one word with every real counter, so a unit's count is a popcount;
+//   3. publishes its aggregate (closed words, first boundary, open head; one uint4) and gets the
+//      aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64 tiles a
+//      round, back to the nearest tile that published an inclusive aggregate; then publishes its
+//      own inclusive aggregate;
+//   4. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
+//      (its fill_words first), then its closed words, one unit per warp and one group per lane
+//      (bm_cmp_write), straight to global memory. The last tile also writes the run that is
+//      still open at the end of the bitmap and the word total (counters[0]).
 // Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
 // u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
@@ -383,105 +384,87 @@ __device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) 
     return excl;
 }
 
-// One thread's unit: 32 group values and their kind / boundary / fold / head masks (bit j:
-// group j of the unit).
-struct BmCmpUnit {
-    u32 v[32];
-    u32 z, o, l;  // 0-fill, 1-fill, literal groups (only the unit's nv valid groups)
-    u32 zp, op;   // the same for the group before each (bit 0: the unit's previous group)
-    u32 b, f, h;  // boundaries, folded literals, heads
-};
+// Group j (0..31) of the unit whose 31 words start at p: bits 31j .. 31j + 30. Word 30's top
+// bit is group 31's last, so group 31 reads no word past the unit.
+__device__ __forceinline__ u32 bm_cmp_group(const u32* p, u32 j) {
+    const u32 b = j * BM_GROUP_BITS;
+    const u32 lo = p[b >> 5];
+    const u32 hi = j < 31 ? p[(b >> 5) + 1] : 0u;
+    return __funnelshift_r(lo, hi, b & 31) & BM_GROUP_ONES;
+}
+// The position (1..31) of a folded literal x: the bit in which it differs from its fill group
+// (0 when x has one bit set, all ones when it has 30: never both).
+__device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
+    return (u32)__ffs(__popc(x) == 1 ? x : x ^ BM_GROUP_ONES);
+}
 
-// The unit's groups from its 31 words at p (`avail` of them readable, the rest 0), masked:
-// groups past nv are 0, the bitmap's last group is ANDed with last_mask.
-__device__ __forceinline__ void bm_cmp_groups(const u32* p, u32 avail, u32 nv, bool has_last, u32 last_mask,
-                                              u32 (&v)[32]) {
+// The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
+// the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
+// units' loop carries no per-group test for it).
+template <bool PLWAH, bool LAST>
+__device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 nv, u32 last_mask, u32& z, u32& o,
+                                               u32& f) {
+    bool prev_fill = pk < 2u, prev_one = pk == 1u;
+#pragma unroll
+    for (u32 j = 0; j < 32; ++j) {
+        const u32 bb = j * BM_GROUP_BITS;
+        const u32 lo = w[bb >> 5];
+        const u32 hi = (bb >> 5) + 1 < 31 ? w[(bb >> 5) + 1] : 0u;
+        u32 x = __funnelshift_r(lo, hi, bb & 31) & BM_GROUP_ONES;
+        if (LAST && j + 1 == nv) x &= last_mask;
+        const bool iz = x == 0u, io = x == BM_GROUP_ONES;
+        z |= iz ? 1u << j : 0u;
+        o |= io ? 1u << j : 0u;
+        if (PLWAH) {
+            const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
+            f |= fold ? 1u << j : 0u;
+            prev_fill = iz || io;
+            prev_one = io;
+        }
+    }
+}
+
+// Phase 1, one thread per unit (thread t: groups 32t .. 32t + 31 of the tile, from the staged
+// words p = sm + 31t): the masks of the unit's nv valid groups (bit j: group j), built on the
+// fly without keeping the 32 group values (a thread holds only its 31 words). `pk` is the kind
+// of the group before the unit (3: none). b = boundaries, f = folded literals (PLWAH), l =
+// literals, o = 1-fills; heads are b & ~f. Returns the key of the unit's first boundary
+// (position << 5 | fold position), BM_CMP_NONE if none.
+template <bool PLWAH>
+__device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, bool has_last, u32 last_mask, u64 ug0,
+                                               u32& b, u32& f, u32& l, u32& o) {
     u32 w[31];
+    u32 any = 0, all = 0xFFFFFFFFu;
 #pragma unroll
-    for (u32 i = 0; i < 31; ++i) w[i] = i < avail ? p[i] : 0u;
-#pragma unroll
-    for (u32 j = 0; j < 32; ++j) {
-        const u32 b = j * BM_GROUP_BITS;
-        const u32 lo = w[b >> 5];
-        const u32 hi = (b >> 5) + 1 < 31 ? w[(b >> 5) + 1] : 0u;
-        u32 x = __funnelshift_r(lo, hi, b & 31) & BM_GROUP_ONES;
-        if (j >= nv) x = 0u;
-        if (has_last && j + 1 == nv) x &= last_mask;
-        v[j] = x;
+    for (u32 i = 0; i < 31; ++i) {
+        w[i] = p[i];
+        any |= w[i];
+        all &= w[i];
     }
-}
-
-// Kind masks of the unit's first nv groups.
-__device__ __forceinline__ void bm_cmp_kinds(BmCmpUnit& u, u32 nv) {
-    u.z = u.o = u.l = 0;
-#pragma unroll
-    for (u32 j = 0; j < 32; ++j) {
-        if (j < nv) {
-            if (u.v[j] == 0u) u.z |= 1u << j;
-            else if (u.v[j] == BM_GROUP_ONES) u.o |= 1u << j;
-            else u.l |= 1u << j;
-        }
+    const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
+    u32 z = 0;
+    o = f = 0;
+    // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
+    // 32 1-fills: most units at the extreme densities skip the group extraction.
+    if (any == 0u) {
+        z = valid;
+    } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
+        o = valid;
+    } else {
+        if (has_last) bm_cmp_extract<PLWAH, true>(w, pk, nv, last_mask, z, o, f);
+        else bm_cmp_extract<PLWAH, false>(w, pk, nv, last_mask, z, o, f);
+        z &= valid;
+        o &= valid;
+        f &= valid;
     }
-}
-
-// Boundaries, folds and heads, given the kind of the group before the unit (3: none). Returns
-// the key of the unit's first boundary (BM_CMP_NONE if none).
-template <bool PLWAH> __device__ __forceinline__ u64 bm_cmp_heads(BmCmpUnit& u, u32 pk, u64 ug0) {
-    u.zp = (u.z << 1) | (pk == 0u ? 1u : 0u);
-    u.op = (u.o << 1) | (pk == 1u ? 1u : 0u);
-    u.b = u.l | (u.z & ~u.zp) | (u.o & ~u.op);
-    u.f = 0;
-    const u32 j0 = u.b ? (u32)__ffs(u.b) - 1 : 32u;
-    u32 fold0 = 0;
-    if (PLWAH) {
-        const u32 c = u.l & (u.zp | u.op);
-        if (c) {
-#pragma unroll
-            for (u32 j = 0; j < 32; ++j) {
-                if ((c >> j) & 1u) {
-                    const u32 d = u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u);
-                    if (__popc(d) == 1) {
-                        u.f |= 1u << j;
-                        if (j == j0) fold0 = (u32)__ffs(d);
-                    }
-                }
-            }
-        }
-    }
-    u.h = u.b & ~u.f;
-    return u.b ? ((ug0 + j0) << 5) | fold0 : BM_CMP_NONE;
-}
-
-// The key of boundary j of the unit (j a compile-time index after unrolling).
-__device__ __forceinline__ u64 bm_cmp_key(const BmCmpUnit& u, u32 j, u64 ug0) {
-    u32 fold = 0;
-    if ((u.f >> j) & 1u) fold = (u32)__ffs(u.v[j] ^ (((u.op >> j) & 1u) ? BM_GROUP_ONES : 0u));
-    return ((ug0 + j) << 5) | fold;
-}
-
-// Words of the unit's blocks, given the key of the first boundary after the unit (`next`;
-// BM_CMP_NONE in pass 1 when it lies past the tile: then the run of the unit's last head, if
-// it is an open fill, counts one word and its position goes to `open`).
-__device__ __forceinline__ u32 bm_cmp_count(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32& open) {
-    u32 words = 0;
-    if (!u.b) return 0;
-    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) return 32;  // 32 literal heads
-    u64 nk = next;
-#pragma unroll
-    for (int j = 31; j >= 0; --j) {
-        const u32 bit = 1u << j;
-        if (u.h & bit) {
-            if ((u.l & bit) || nk == BM_CMP_NONE) {
-                words += 1;
-                if (!(u.l & bit)) open = (u32)(ug0 + j);
-            } else {
-                const u32 n = (u32)((nk >> 5) - (ug0 + j));
-                words += 1 + (n > max_counter ? (n - 1) / max_counter : 0u);
-            }
-        }
-        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
-    }
-    return words;
+    l = valid & ~z & ~o;
+    const u32 zp = (z << 1) | (pk == 0u ? 1u : 0u);
+    const u32 op = (o << 1) | (pk == 1u ? 1u : 0u);
+    b = l | (z & ~zp) | (o & ~op);
+    if (!b) return BM_CMP_NONE;
+    const u32 j0 = (u32)__ffs(b) - 1;
+    const u32 fold0 = PLWAH && ((f >> j0) & 1u) ? bm_cmp_fold_position(bm_cmp_group(p, j0) & (has_last && j0 + 1 == nv ? last_mask : BM_GROUP_ONES)) : 0u;
+    return ((ug0 + j0) << 5) | fold0;
 }
 
 // Copies n words from global memory at src (16-byte aligned) into shared memory, word i at
@@ -528,110 +511,49 @@ __device__ __forceinline__ void bm_cmp_stage(const u32* __restrict__ bits, u64 n
     }
 }
 
-// The unit's groups from the staged tile (sm, unpadded), kinds, the previous group's kind, heads;
-// returns the unit's first boundary key. `prev_word` is word w0 - 1 of the tile (read by the
-// caller early, 0 for tile 0; only thread 0 uses it).
-template <bool PLWAH>
-__device__ __forceinline__ u64 bm_cmp_unit(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 tile,
-                                           u32 prev_word, u32* sm, u32* s_kind, BmCmpUnit& u, u64& ug0, u32& nv) {
-    const u64 g0 = (u64)tile * BM_CMP_TILE;
-    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
-    ug0 = g0 + (u64)threadIdx.x * 32;
-    nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
-    const bool has_last = nv > 0 && ug0 + nv == groups;
-    bm_cmp_stage(bits, n_words, w0, sm);
-    __syncthreads();
-    // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
-    // 32 1-fills: most units at the extreme densities skip the group extraction.
-    const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
-    u32 any = 0, all = 0xFFFFFFFFu;
-#pragma unroll
-    for (u32 i = 0; i < 31; ++i) {
-        any |= p[i];
-        all &= p[i];
-    }
-    const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
-    if (any == 0u) {
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) u.v[j] = 0u;
-        u.z = valid;
-        u.o = u.l = 0;
-    } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) u.v[j] = BM_GROUP_ONES;
-        u.o = valid;
-        u.z = u.l = 0;
-    } else {
-        bm_cmp_groups(p, 31u, nv, has_last, last_mask, u.v);
-        bm_cmp_kinds(u, nv);
-    }
-    // The kind of the unit's last group goes to the next thread; thread 0 reads the group before
-    // the tile (bits 1..31 of word w0 - 1: g0 is a multiple of 32, and that group is never the
-    // bitmap's last).
-    u32 lk = 3;
-    if (nv == 32) lk = (u.z >> 31) ? 0u : ((u.o >> 31) ? 1u : 2u);
-    s_kind[threadIdx.x] = lk;
-    u32 tile_pk = 3;
-    if (tile > 0) tile_pk = bm_kind(prev_word >> 1);
-    __syncthreads();
-    const u32 pk = threadIdx.x ? s_kind[threadIdx.x - 1] : tile_pk;
-    return bm_cmp_heads<PLWAH>(u, pk, ug0);
-}
-
 // Words of a fill run of n >= 1 groups: its full fill_words and the last one.
 __device__ __forceinline__ u32 bm_cmp_run_words(u32 n, u32 max_counter) {
     if (n <= max_counter) return 1u;  // always, but with tiny test counters
     return 1u + (n - 1) / max_counter;
 }
 
-// What a stretch of tiles contributes: `words` closed words (every head's words except the open
-// one's), `first` the key of its first boundary (BM_CMP_NONE: none), `open` its open fill head
-// as start group << 1 | fill kind (BM_CMP_NONE: none; a stretch with no boundary has no open
-// head of its own: the run through it belongs to an earlier stretch). The identity is
-// {0, NONE, NONE}.
-struct BmCmpAgg {
-    u64 first, open;
-    u32 words, pad;
-};
-__device__ __forceinline__ BmCmpAgg bm_cmp_agg_identity() {
-    BmCmpAgg r;
-    r.first = r.open = BM_CMP_NONE;
-    r.words = r.pad = 0;
+// What a stretch of tiles contributes, packed as the tile status word it is published in (one
+// uint4, so the look-back combines what it reads without unpacking, in 32-bit operations):
+//   x = closed words (every head's words except the open one's),
+//   y = the group of its first boundary (BM_CMP_NONE32: none),
+//   z = the start group of its open fill head (BM_CMP_NONE32: none; a stretch with no boundary
+//       has no open head of its own: the run through it belongs to an earlier stretch),
+//   w = flag (bits 0-1: 0 nothing published yet, 1 the tile alone, 2 tiles 0 .. t) | the first
+//       boundary's fold position << 2 | the open head's fill kind << 7.
+// Group indices are < 0xFFFFFFFF (groups < 2^32). The identity is {0, NONE, NONE, 0}.
+#define BM_CMP_NONE32 0xFFFFFFFFu
+#define BM_CMP_FOLD_BITS (31u << 2)
+#define BM_CMP_KIND_BIT (1u << 7)
+__device__ __forceinline__ uint4 bm_cmp_agg_identity() { return make_uint4(0u, BM_CMP_NONE32, BM_CMP_NONE32, 0u); }
+// a then b (a earlier): a's open run ends at b's first boundary, if b has one. Flags are dropped.
+__device__ __forceinline__ uint4 bm_cmp_combine(const uint4& a, const uint4& b, u32 max_counter) {
+    const bool bf = b.y != BM_CMP_NONE32, af = a.y != BM_CMP_NONE32;
+    uint4 r;
+    r.x = a.x + b.x + (bf && a.z != BM_CMP_NONE32 ? bm_cmp_run_words(b.y - a.z, max_counter) : 0u);
+    r.y = af ? a.y : b.y;
+    r.z = bf ? b.z : a.z;
+    r.w = ((af ? a.w : b.w) & BM_CMP_FOLD_BITS) | ((bf ? b.w : a.w) & BM_CMP_KIND_BIT);
     return r;
 }
-// a then b (a earlier): a's open run ends at b's first boundary, if b has one.
-__device__ __forceinline__ BmCmpAgg bm_cmp_combine(const BmCmpAgg& a, const BmCmpAgg& b, u32 max_counter) {
-    BmCmpAgg r;
-    const bool closes = b.first != BM_CMP_NONE && a.open != BM_CMP_NONE;
-    r.words = a.words + b.words + (closes ? bm_cmp_run_words((u32)((b.first >> 5) - (a.open >> 1)), max_counter) : 0u);
-    r.first = a.first != BM_CMP_NONE ? a.first : b.first;
-    r.open = b.first != BM_CMP_NONE ? b.open : a.open;
-    r.pad = 0;
-    return r;
-}
-__device__ __forceinline__ BmCmpAgg bm_cmp_shfl_down(const BmCmpAgg& x, u32 d) {
-    BmCmpAgg r;
-    r.first = __shfl_down_sync(0xFFFFFFFFu, x.first, d);
-    r.open = __shfl_down_sync(0xFFFFFFFFu, x.open, d);
-    r.words = __shfl_down_sync(0xFFFFFFFFu, x.words, d);
-    r.pad = 0;
+__device__ __forceinline__ uint4 bm_cmp_shfl_down(const uint4& x, u32 d) {
+    uint4 r;
+    r.x = __shfl_down_sync(0xFFFFFFFFu, x.x, d);
+    r.y = __shfl_down_sync(0xFFFFFFFFu, x.y, d);
+    r.z = __shfl_down_sync(0xFFFFFFFFu, x.z, d);
+    r.w = __shfl_down_sync(0xFFFFFFFFu, x.w, d);
     return r;
 }
 
-// A tile's published state, one 16-byte word written and read whole (as CUB's tile status
-// words are, so neither side needs a fence): x = words, y = the first boundary's group
-// (0xFFFFFFFF: none), z = the open head's start group (0xFFFFFFFF: none), w = flag (bits 0-1:
-// 0 nothing yet, 1 the tile alone, 2 tiles 0 .. t) | first boundary's fold position << 2 |
-// open head's kind << 7. Group indices are < 0xFFFFFFFF (groups < 2^32).
-#define BM_CMP_LOOK_ITEMS 4  // predecessors per thread per look-back round
-__device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const BmCmpAgg& a) {
-    const u32 fy = a.first == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.first >> 5);
-    const u32 fold = a.first == BM_CMP_NONE ? 0u : (u32)(a.first & 31);
-    const u32 oz = a.open == BM_CMP_NONE ? 0xFFFFFFFFu : (u32)(a.open >> 1);
-    const u32 ok = a.open == BM_CMP_NONE ? 0u : (u32)(a.open & 1);
-    const u32 w = flag | (fold << 2) | (ok << 7);
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.words), "r"(fy), "r"(oz),
-                 "r"(w)
+// A tile's status word is written and read whole (as CUB's tile status words are, so neither
+// side needs a fence).
+__device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const uint4& a) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.x), "r"(a.y), "r"(a.z),
+                 "r"((a.w & ~3u) | flag)
                  : "memory");
 }
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
@@ -642,84 +564,100 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
                  : "memory");
     return v;
 }
-__device__ __forceinline__ BmCmpAgg bm_cmp_unpack(const uint4& v) {
-    BmCmpAgg r;
-    r.words = v.x;
-    r.first = v.y == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.y << 5) | ((v.w >> 2) & 31u));
-    r.open = v.z == 0xFFFFFFFFu ? BM_CMP_NONE : (((u64)v.z << 1) | ((v.w >> 7) & 1u));
-    r.pad = 0;
-    return r;
-}
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round
-// reads BM_CMP_THREADS * BM_CMP_LOOK_ITEMS predecessors (thread i: the i-th group of
-// BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines back
-// to the nearest one with an inclusive aggregate, if any (else it goes on with the next, older
-// window). The window is wide because a round costs an L2 round trip, and every tile published
-// in that time must fit in it for the look-back to end in one round; the whole block takes part
-// (its other threads would wait at the barrier anyway).
-__device__ __forceinline__ BmCmpAgg bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, BmCmpAgg* s_red,
-                                                    u32* s_near) {
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round,
+// BM_CMP_LOOK_WARPS warps read LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS predecessors (thread i: the
+// i-th group of BM_CMP_LOOK_ITEMS, newest first), wait until each has published something, and
+// combine back to the nearest one with an inclusive aggregate, if any (else they go on with the
+// next, older window). Measured (H100, 2026-11-22, WAH at 2^-16, bitmap_gpu_speed): the whole
+// block with 4 items (512 tiles a round) 0.219 ms, warp 0 alone with 4 items 0.161 ms in the
+// same run (the block's combines cost every tile issue slots, and each round two barriers);
+// in another run warp 0 with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
+#ifndef BM_CMP_LOOK_WARPS
+#define BM_CMP_LOOK_WARPS 1
+#endif
+#define BM_CMP_LOOK_ITEMS 2
+__device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, uint4* s_red,
+                                                 u32* s_near) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    BmCmpAgg acc = bm_cmp_agg_identity();
+    uint4 acc = bm_cmp_agg_identity();
     long long end = (long long)tile - 1;
-    for (;;) {
+    // With one look-back warp the others skip the rounds (which then have no block barrier).
+    static_assert(BM_CMP_LOOK_WARPS == 1 || BM_CMP_LOOK_WARPS == BM_CMP_THREADS / 32, "one warp or all");
+    if (BM_CMP_LOOK_WARPS > 1 || warp == 0) for (;;) {
         uint4 st[BM_CMP_LOOK_ITEMS];
-        bool waiting = false;
-#pragma unroll
-        for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
-            const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
-            // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
-            st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, 0xFFFFFFFFu, 0xFFFFFFFFu, 2u);
-            waiting |= (st[i].w & 3u) == 0u;
-        }
-        while (waiting) {
-            __nanosleep(64);
-            waiting = false;
+        bool has_incl = false;
+        uint4 v = bm_cmp_agg_identity();
+        {
+            bool waiting = false;
 #pragma unroll
             for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
-                if ((st[i].w & 3u) == 0u) {
-                    st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
-                    waiting |= (st[i].w & 3u) == 0u;
+                const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
+                // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
+                st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, BM_CMP_NONE32, BM_CMP_NONE32, 2u);
+                waiting |= (st[i].w & 3u) == 0u;
+            }
+            while (waiting) {
+                __nanosleep(64);
+                waiting = false;
+#pragma unroll
+                for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
+                    if ((st[i].w & 3u) == 0u) {
+                        st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
+                        waiting |= (st[i].w & 3u) == 0u;
+                    }
                 }
             }
-        }
-        // The thread's items, oldest first; an inclusive item replaces everything older.
-        BmCmpAgg v = bm_cmp_agg_identity();
-        bool has_incl = false;
+            // The thread's items, oldest first; an inclusive item replaces everything older.
 #pragma unroll
-        for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
-            const BmCmpAgg x = bm_cmp_unpack(st[i]);
-            if ((st[i].w & 3u) == 2u) {
-                v = x;
-                has_incl = true;
-            } else {
-                v = bm_cmp_combine(v, x, max_counter);
+            for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
+                if ((st[i].w & 3u) == 2u) {
+                    v = st[i];
+                    has_incl = true;
+                } else {
+                    v = bm_cmp_combine(v, st[i], max_counter);
+                }
             }
         }
         // The nearest thread with an inclusive item; every thread past it contributes nothing.
         const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
-        if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
-        __syncthreads();
-        u32 near = 0xFFFFFFFFu;
+        u32 near;
+        if (BM_CMP_LOOK_WARPS > 1) {
+            if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+            __syncthreads();
+            near = 0xFFFFFFFFu;
 #pragma unroll
-        for (u32 w = 0; w < BM_CMP_THREADS / 32; ++w) near = min(near, s_near[w]);
+            for (u32 w = 0; w < BM_CMP_LOOK_WARPS; ++w) near = min(near, s_near[w]);
+        } else {
+            near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+        }
         if (threadIdx.x > near) v = bm_cmp_agg_identity();
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
-            const BmCmpAgg y = bm_cmp_shfl_down(v, d);
+            const uint4 y = bm_cmp_shfl_down(v, d);
             if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
         }
-        if (lane == 0) s_red[warp] = v;
-        __syncthreads();
-        // Higher warps hold older tiles.
-        BmCmpAgg w = s_red[BM_CMP_THREADS / 32 - 1];
+        if (BM_CMP_LOOK_WARPS > 1) {
+            if (lane == 0) s_red[warp] = v;
+            __syncthreads();
+            // Higher warps hold older tiles.
+            uint4 w = s_red[BM_CMP_LOOK_WARPS - 1];
 #pragma unroll
-        for (int k = BM_CMP_THREADS / 32 - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
-        acc = bm_cmp_combine(w, acc, max_counter);
-        __syncthreads();  // s_near and s_red are reused by the next round
-        if (near != 0xFFFFFFFFu) return acc;
-        end -= BM_CMP_THREADS * BM_CMP_LOOK_ITEMS;
+            for (int k = BM_CMP_LOOK_WARPS - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
+            acc = bm_cmp_combine(w, acc, max_counter);
+            __syncthreads();  // s_near and s_red are reused by the next round
+        } else {
+            acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
+        }
+        if (near != 0xFFFFFFFFu) break;
+        end -= BM_CMP_LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS;
     }
+    if (BM_CMP_LOOK_WARPS == 1) {
+        // Warp 0's lane 0 holds the aggregate; the other warps skipped the rounds.
+        if (threadIdx.x == 0) s_red[0] = acc;
+        __syncthreads();
+        acc = s_red[0];
+    }
+    return acc;
 }
 
 // The words of fill run `open` (start << 1 | kind) ending at boundary key `end_key`, stored at
@@ -737,51 +675,111 @@ __device__ __forceinline__ void bm_cmp_store_run(u64 open, u64 end_key, u32 max_
         if (at + e < out_cap) out[at + e] = e < ex ? full : w;
 }
 
-// The unit's closed words, each head's at its index from `excl`: to shared memory (padded
-// layout) when `to_smem`, else to out[base + index]. The open head (a fill head with no
-// boundary after it in the tile) is skipped.
-template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_write(const BmCmpUnit& u, u64 ug0, u64 next, u32 max_counter, u32 excl, u32 words,
-                                             bool to_smem, u32* sm, u64 base, u32* __restrict__ out, u64 out_cap) {
-    if (!u.b) return;
-    if (u.h == 0xFFFFFFFFu && u.l == 0xFFFFFFFFu) {  // 32 literal heads: the unit's groups
-#pragma unroll
-        for (u32 j = 0; j < 32; ++j) {
-            const u32 i = excl + j;
-            if (to_smem) {
-                if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = u.v[j];
-            } else if (base + i < out_cap) {
-                out[base + i] = u.v[j];
-            }
-        }
-        return;
+// Phase 1's word count of the unit, given `next`, the key of the first boundary after the unit in
+// the tile (BM_CMP_NONE if none): every head is one word (a literal, or a fill run that ends at
+// the next boundary), except the *open* head, a fill head with no boundary after it in the tile,
+// whose run is counted and written by a later tile (its start and kind go to `open`). `hc` gets
+// the closed heads. A run closed inside the tile has n < BM_CMP_TILE groups, so with
+// max_counter >= BM_CMP_TILE (every real counter) it is one word and the count is a popcount;
+// only tiny test counters walk the heads for their full fill_words.
+__device__ __forceinline__ u32 bm_cmp_count(u32 b, u32 h, u32 l, u32 o, u64 ug0, u64 next, u32 max_counter, u32& hc,
+                                            u64& open) {
+    hc = h;
+    open = BM_CMP_NONE;
+    if (!h) return 0;
+    const u32 jh = 31u - (u32)__clz(h);
+    if (next == BM_CMP_NONE && !((l >> jh) & 1u) && (b >> jh) == 1u) {
+        hc &= ~(1u << jh);
+        open = ((ug0 + jh) << 1) | ((o >> jh) & 1u);
     }
-    u32 idx = excl + words;
-    u64 nk = next;
-#pragma unroll
-    for (int j = 31; j >= 0; --j) {
-        const u32 bit = 1u << j;
-        if ((u.h & bit) && ((u.l & bit) || nk != BM_CMP_NONE)) {
-            u32 w, ex = 0;
-            if (u.l & bit) {
-                w = u.v[j];
+    if (max_counter >= BM_CMP_TILE) return (u32)__popc(hc);
+    u32 words = 0;
+    for (u32 x = hc; x; x &= x - 1) {
+        const u32 j = (u32)__ffs(x) - 1;
+        if ((l >> j) & 1u) {
+            words += 1;
+        } else {
+            const u32 nb = b & (0xFFFFFFFEu << j);
+            const u32 n = nb ? (u32)__ffs(nb) - 1 - j : (u32)((next >> 5) - (ug0 + j));
+            words += bm_cmp_run_words(n, max_counter);
+        }
+    }
+    return words;
+}
+
+// Phase 2, one warp per unit (lane j: group j), after the look-back: the closed words of the
+// warp's BM_CMP_THREADS / 4 units, stored at out[base + index] (the unit's first index from the
+// block scan, excl, plus the closed heads below the lane). Per-thread loops over a unit's 32
+// groups cost every group a long serial step at the middle densities, where most units have
+// several heads; here a group costs a few instructions, and a unit without closed heads (most
+// of them at the sparse densities) costs one shared-memory read. A warp's store instruction
+// writes a unit's words, which are consecutive. Word i of the tile goes to ob[i] if i < room (the
+// output's capacity left past the tile's base, so every store stays checked). `last_tg` is the
+// bitmap's last group's index in the tile (0xFFFFFFFF: not in this tile). s_unit[u] = (closed heads, boundaries, folded
+// literals, excl); s_next[u] = the unit's `next` key relative to the tile (group - g0) << 5 |
+// fold position (0xFFFFFFFF: none).
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit, const u32* s_next, u32 last_tg,
+                                             u32 last_mask, u32 max_counter, u32* __restrict__ ob, u32 room) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 below = (1u << lane) - 1u;
+    const bool small = max_counter < BM_CMP_TILE;  // uniform; only tiny test counters
+    const u32 per_warp = BM_CMP_THREADS / (BM_CMP_THREADS / 32);
+    for (u32 i = 0; i < per_warp; ++i) {
+        const u32 unit = warp * per_warp + i;
+        const uint4 m = s_unit[unit];
+        if (!m.x) continue;  // uniform across the warp
+        // Group `lane` of the unit: bits 31 lane .. 31 lane + 30 of its words, i.e. of words
+        // lane - 1 and lane (lane 0: word 0 alone), read once per lane and shared by a shuffle.
+        const u32* p = sm + unit * BM_GROUP_BITS;
+        const u32 x = lane < 31 ? p[lane] : 0u;
+        const u32 lo = __shfl_up_sync(0xFFFFFFFFu, x, 1);
+        const u32 tg = unit * 32 + lane;  // the group's index in the tile
+        u32 v = __funnelshift_r(lo, x, (lane * BM_GROUP_BITS) & 31) & BM_GROUP_ONES;
+        if (tg == last_tg) v &= last_mask;
+        // A fill head's run ends at the next boundary in the unit, else at `next`.
+        const u32 nb = m.y & (0xFFFFFFFEu << lane);
+        const u32 e = nb ? (u32)__ffs(nb) - 1 : 0u;
+        u32 efp = 0;
+        if (PLWAH) {
+            const u32 fp = ((m.z >> lane) & 1u) ? bm_cmp_fold_position(v) : 0u;
+            efp = __shfl_sync(0xFFFFFFFFu, fp, e);
+        }
+        const bool head = (m.x >> lane) & 1u;
+        u32 w = v, ex = 0;
+        if (v == 0u || v == BM_GROUP_ONES) {
+            u32 n, pos;
+            if (nb) {
+                n = e - lane;
+                pos = efp;
             } else {
-                const u32 n = (u32)((nk >> 5) - (ug0 + j));
-                w = bm_fill_word<PLWAH>((u.o & bit) ? 1u : 0u, n, (u32)(nk & 31), max_counter, ex);
+                const u32 nx = s_next[unit];
+                n = (nx >> 5) - tg;
+                pos = nx & 31u;
             }
-            idx -= ex + 1;
-            const u32 full = BM_FILL_FLAG | ((u.o & bit) ? BM_FILL_BIT : 0u) | max_counter;
-            for (u32 e = 0; e <= ex; ++e) {
-                const u32 x = e < ex ? full : w;
-                const u32 i = idx + e;
-                if (to_smem) {
-                    if (i < BM_CMP_TILE) sm[BM_DEC_PAD(i)] = x;
-                } else if (base + i < out_cap) {
-                    out[base + i] = x;
-                }
+            if (!small) {
+                w = BM_FILL_FLAG | (v ? BM_FILL_BIT : 0u) | (PLWAH ? (pos << BM_PLWAH_POSITION_SHIFT) : 0u) | n;
+            } else if (head) {
+                w = bm_fill_word<PLWAH>(v ? 1u : 0u, n, pos, max_counter, ex);
             }
         }
-        if (u.b & bit) nk = bm_cmp_key(u, (u32)j, ug0);
+        if (!small) {
+            const u32 at = m.w + (u32)__popc(m.x & below);
+            if (head && at < room) ob[at] = w;
+        } else {
+            // Full fill_words first: each head's words start at the scan of (1 + ex).
+            const u32 c = head ? ex + 1 : 0u;
+            u32 inc = c;
+#pragma unroll
+            for (u32 d = 1; d < 32; d <<= 1) {
+                const u32 y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+                if (lane >= d) inc += y;
+            }
+            const u32 at = m.w + inc - c;
+            const u32 full = BM_FILL_FLAG | (v ? BM_FILL_BIT : 0u) | max_counter;
+            for (u32 k = 0; k < c; ++k)
+                if (at + k < room) ob[at + k] = k < ex ? full : w;
+        }
     }
 }
 
@@ -789,13 +787,13 @@ template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
                                        u32* __restrict__ out, u64 out_cap) {
-    // The staged input (BM_CMP_TILE_WORDS words), then the staged output (padded).
-    __shared__ __align__(16) u32 sm[BM_CMP_TILE + BM_CMP_TILE / 32];
-    __shared__ u32 s_kind[BM_CMP_THREADS];
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];  // the staged input
+    __shared__ uint4 s_unit[BM_CMP_THREADS];
+    __shared__ u32 s_next[BM_CMP_THREADS];
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
     __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
     __shared__ u64 s_open;
-    __shared__ BmCmpAgg s_red[BM_CMP_THREADS / 32];
+    __shared__ uint4 s_red[BM_CMP_THREADS / 32];
     __shared__ u32 s_near[BM_CMP_THREADS / 32];
     // Tile = block index: blocks are dispatched in index order, so every tile a block waits
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
@@ -803,66 +801,78 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     const u32 tile = blockIdx.x;
     if (tile >= tiles) return;  // uniform; never with the host's grid
     if (threadIdx.x == 0) s_open = BM_CMP_NONE;
-    const u64 pw = (u64)tile * BM_CMP_TILE_WORDS - 1;
-    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && pw < n_words) ? bits[pw] : 0u;
-    BmCmpUnit u;
-    u64 ug0;
-    u32 nv;
-    const u64 first = bm_cmp_unit<PLWAH>(bits, n_words, groups, last_mask, tile, prev_word, sm, s_kind, u, ug0, nv);
+    const u64 g0 = (u64)tile * BM_CMP_TILE;
+    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
+    // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and that
+    // group is never the bitmap's last); read early, by thread 0 only.
+    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) ? bits[w0 - 1] : 0u;
+    const u64 ug0 = g0 + (u64)threadIdx.x * 32;
+    const u32 nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
+    const bool has_last = nv > 0 && ug0 + nv == groups;
+    bm_cmp_stage(bits, n_words, w0, sm);
+    __syncthreads();
+    // Phase 1: thread t classifies unit t; the group before it is the top 31 bits of the word
+    // before its words (the previous unit's group 31), or of prev_word for the tile's first.
+    const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
+    u32 pk = 3;
+    if (threadIdx.x > 0) pk = bm_kind(p[-1] >> 1);
+    else if (tile > 0) pk = bm_kind(prev_word >> 1);
+    u32 b, f, l, o;
+    const u64 first = bm_cmp_classify<PLWAH>(p, pk, nv, has_last, last_mask, ug0, b, f, l, o);
     u64 tile_first;
     const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
-    u32 op = 0xFFFFFFFFu;
-    u32 words = bm_cmp_count(u, ug0, next, max_counter, op);
-    if (op != 0xFFFFFFFFu) {  // at most one thread of the tile has the open head
-        words -= 1;
-        s_open = ((u64)op << 1) | ((u.o >> (op - (u32)ug0)) & 1u);
-    }
+    u32 hc;
+    u64 open;
+    const u32 words = bm_cmp_count(b, b & ~f, l, o, ug0, next, max_counter, hc, open);
+    if (open != BM_CMP_NONE) s_open = open;  // at most one thread of the tile has the open head
     u32 tile_words;
     const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
-    const bool to_smem = tile_words <= BM_CMP_TILE;  // uniform; false only with tiny max_counter
-    // Every read of sm (the staged input) happened before the barriers above.
-    if (to_smem) bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, true, sm, 0, out, out_cap);
-    __syncthreads();  // s_open
-    BmCmpAgg local;
-    local.first = tile_first;
-    local.open = s_open;
-    local.words = tile_words;
-    local.pad = 0;
-    BmCmpAgg prefix = bm_cmp_agg_identity();
+    s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
+    s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
+    __syncthreads();  // s_open, s_unit, s_next
+    const u64 so = s_open;
+    const uint4 local = make_uint4(tile_words, tile_first == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(tile_first >> 5),
+                                   so == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(so >> 1),
+                                   ((u32)(tile_first & 31) << 2) | (so == BM_CMP_NONE ? 0u : (u32)(so & 1) << 7));
+    uint4 prefix = bm_cmp_agg_identity();
     if (tile > 0) {
         if (threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
         prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
     }
-    const BmCmpAgg incl = bm_cmp_combine(prefix, local, max_counter);
+    const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
-    u64 base = prefix.words;
-    if (tile_first != BM_CMP_NONE && prefix.open != BM_CMP_NONE) {
-        bm_cmp_store_run<PLWAH>(prefix.open, tile_first, max_counter, base, out, out_cap);
-        base += bm_cmp_run_words((u32)((tile_first >> 5) - (prefix.open >> 1)), max_counter);
+    u64 base = prefix.x;
+    if (tile_first != BM_CMP_NONE && prefix.z != BM_CMP_NONE32) {
+        const u64 po = ((u64)prefix.z << 1) | ((prefix.w & BM_CMP_KIND_BIT) ? 1u : 0u);
+        bm_cmp_store_run<PLWAH>(po, tile_first, max_counter, base, out, out_cap);
+        base += bm_cmp_run_words((u32)(tile_first >> 5) - prefix.z, max_counter);
     }
-    if (to_smem) {
-        for (u32 i = threadIdx.x; i < tile_words; i += BM_CMP_THREADS)
-            if (base + i < out_cap) out[base + i] = sm[BM_DEC_PAD(i)];
-    } else {
-        bm_cmp_write<PLWAH>(u, ug0, next, max_counter, excl, words, false, sm, base, out, out_cap);
+    {
+        const u64 left = base < out_cap ? out_cap - base : 0;
+        const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
+        const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
+        bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
     }
     if (tile == tiles - 1) {
         // The run still open at the end of the bitmap ends at group `groups`, with no fold.
-        u64 total = incl.words;
-        if (incl.open != BM_CMP_NONE) {
-            bm_cmp_store_run<PLWAH>(incl.open, groups << 5, max_counter, total, out, out_cap);
-            total += bm_cmp_run_words((u32)(groups - (incl.open >> 1)), max_counter);
+        u64 total = incl.x;
+        if (incl.z != BM_CMP_NONE32) {
+            const u64 io = ((u64)incl.z << 1) | ((incl.w & BM_CMP_KIND_BIT) ? 1u : 0u);
+            bm_cmp_store_run<PLWAH>(io, groups << 5, max_counter, total, out, out_cap);
+            total += bm_cmp_run_words((u32)groups - incl.z, max_counter);
         }
         if (threadIdx.x == 0) counters[0] = (u32)total;
     }
 }
 
-#define BM_CMP_KERNELS(NAME, PLWAH)                                                                                \
-    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS)                                                   \
-        bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,        \
-                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                           \
-                      u64 out_cap) {                                                                               \
-        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);       \
+// At most 48 registers (10 blocks of 128 threads per SM, as shared memory allows): PLWAH's
+// classification otherwise takes 64 and 8 blocks.
+#define BM_CMP_KERNELS(NAME, PLWAH)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS, 10)                                                 \
+        bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,         \
+                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                                \
+                      u64 out_cap) {                                                                                 \
+        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);         \
     }
 BM_CMP_KERNELS(wah, false)
 BM_CMP_KERNELS(plwah, true)
