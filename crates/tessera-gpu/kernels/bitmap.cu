@@ -1326,7 +1326,7 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
                                               u32 n_chunks, u64 groups, u32* __restrict__ out, u64 out_words,
                                               u32* __restrict__ status) {
     __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
-    __shared__ u32 se[BM_DEC_SMEM_PADDED];                // word ends, relative to the tile
+    __shared__ u16 se[BM_DEC_SMEM_PADDED16];              // word ends, relative to the tile (u16)
     const u32 b = blockIdx.x;
     const u64 g_lo = (u64)b * BM_DECODE_TILE;
     if (g_lo >= groups || n_chunks == 0) return;  // uniform per block
@@ -1388,7 +1388,7 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
         for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
             end += cnt[q];
             const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
-            if (i0 + q < nw) se[BM_DEC_PAD(i0 + q)] = rel;
+            if (i0 + q < nw) se[BM_DEC_PAD16(i0 + q)] = (u16)rel;
         }
     }
     __syncthreads();
@@ -1412,17 +1412,17 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
         u32 lo = 0, hi = nw;
         while (lo < hi) {
             const u32 mid = (lo + hi) >> 1;
-            if (se[BM_DEC_PAD(mid)] <= r0) lo = mid + 1; else hi = mid;
+            if (se[BM_DEC_PAD16(mid)] <= r0) lo = mid + 1; else hi = mid;
         }
         u32 s = lo < nw ? lo : nw - 1;
-        u32 e = se[BM_DEC_PAD(s)], w = sw[BM_DEC_PAD(s)];
+        u32 e = se[BM_DEC_PAD16(s)], w = sw[BM_DEC_PAD(s)];
         u32 prev = 0;
 #pragma unroll
         for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
             const u32 r = r0 + j;
             while (e <= r && s + 1 < nw) {
                 ++s;
-                e = se[BM_DEC_PAD(s)];
+                e = se[BM_DEC_PAD16(s)];
                 w = sw[BM_DEC_PAD(s)];
             }
             const u32 x = (r < rn && e > r) ? bm_word_group<PLWAH>(w, e, r) : 0u;

@@ -71,6 +71,11 @@
 #define BM_DEC_SMEM_WORDS (BM_DEC_MAX_CHUNKS * BM_DEC_CHUNK)
 #define BM_DEC_PAD(i) ((i) + ((i) >> 5))
 #define BM_DEC_SMEM_PADDED (BM_DEC_SMEM_WORDS + BM_DEC_SMEM_WORDS / 32)
+// Word ends are u16 (relative to the tile, at most BM_DECODE_TILE + 1): two per bank word, so
+// the padding is two entries per 32, keeping lanes whose words lie ~32 apart in distinct banks.
+// Half the shared memory of u32 ends: 8 decode blocks per SM instead of 6.
+#define BM_DEC_PAD16(i) ((i) + 2 * ((i) >> 5))
+#define BM_DEC_SMEM_PADDED16 (BM_DEC_SMEM_WORDS + 2 * (BM_DEC_SMEM_WORDS / 32))
 // Output words per decode tile: 32 groups are exactly 31 words.
 #define BM_DECODE_TILE_WORDS (BM_DECODE_TILE / 32 * BM_GROUP_BITS)
 
