@@ -19,7 +19,7 @@
 //                              the first word with a zero counter) and summing in u64, so the
 //                              host can compare the total with ceil(bit_len / 31) before any
 //                              kernel trusts `ends`;
-//   bm_dec_{sums,expand}_<flavor>
+//   bm_dec_{sums,expand}_<flavor>, bm_dec_tile_chunks
 //                              Algorithm 5, output-partitioned: per-chunk group sums and a
 //                              search giving each decode tile its chunks; then each tile loads
 //                              its chunks' words into shared memory, scans their ends there,
@@ -1229,19 +1229,18 @@ BM_ONES_KERNEL(plwah, true)
 
 // ---- decompression (Algorithm 5, output-partitioned) -------------------------------------------
 //
-// Two passes and a one-block scan between them: only the first and the last read the
-// compressed words, the first writes C / 128 entries; traffic ~2C + P (C compressed bytes, P
-// plain bytes), every global access coalesced. Words are grouped into chunks of BM_DEC_CHUNK.
+// Three passes (only the first reads the compressed words, and it writes C / 128 entries), then
+// one pass that reads the words again and writes the plain words; traffic ~2C + P (C compressed bytes, P plain bytes), every global access
+// coalesced. Words are grouped into chunks of BM_DEC_CHUNK words.
 //   1. bm_dec_sums_<flavor>: per chunk, the sum of its words' group counts (one 16-byte load per
 //      lane), scanned inside the thread block: chunk_incl[c] = inclusive sum of the chunks of
 //      c's pass-1 block up to c; partials[p] = pass-1 block p's total.
 //   2. ds_partials_u32 turns partials into exclusive prefixes (partials[np] = the total), so
 //      chunk c ends at group end(c) = partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c].
-//   3. (in 4) tile b's first chunk c0 is the first with end(c) > b * BM_DECODE_TILE, c1 the
-//      first with end(c) > (b + 1) * BM_DECODE_TILE (n_chunks if none): warps 0 and 1 search
-//      them, 32 probes a round (a separate launch did this until session 10: 8 us at 2^-4).
-//   4. bm_dec_expand_<flavor>: tile b covers groups [b*T, b*T + T). Its chunks are c0 .. c1
-//      (clamped; at most BM_DEC_MAX_CHUNKS for a valid
+//   3. bm_dec_tile_chunks: for every decode tile b (and b = tiles), tile_chunk[b] = the first
+//      chunk with end(c) > b * BM_DECODE_TILE (two binary searches), or n_chunks if none.
+//   4. bm_dec_expand_<flavor>: tile b covers groups [b*T, b*T + T). Its chunks are c0 =
+//      tile_chunk[b] .. c1 = tile_chunk[b+1] (clamped; at most BM_DEC_MAX_CHUNKS for a valid
 //      stream). It loads their words into shared memory (16-byte loads), computes each word's
 //      end in groups (one warp per chunk: a warp scan per 32 words, starting from end(c - 1)),
 //      stored relative to the tile and clamped to [0, rn + 1] (rn = groups in the tile; rn + 1
@@ -1303,43 +1302,38 @@ __device__ __forceinline__ u32 bm_dec_chunk_end(const u32* __restrict__ chunk_in
     return partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c];
 }
 
-// The first chunk ending after group x (n_chunks: none), by one warp (all lanes get it): a
-// 32-way search over the pass-1 block totals, then one probe per lane of that block's 32 chunks.
-__device__ __forceinline__ u32 bm_dec_first_chunk_warp(const u32* __restrict__ chunk_incl, const u32* __restrict__ partials,
-                                                       u32 n_chunks, u32 n_sums, u32 x) {
+extern "C" __global__ void __launch_bounds__(256)
+    bm_dec_tile_chunks(const u32* __restrict__ chunk_incl, const u32* __restrict__ partials, u32 n_chunks, u32 n_sums,
+                       u32 tiles, u32* __restrict__ tile_chunk) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b > tiles) return;
+    const u32 x = b * BM_DECODE_TILE;
     // Pass-1 block p ends at partials[p + 1]: the first one ending after x ...
-    const u32 p = ds_upper_bound_warp(partials + 1, 0u, n_sums, x);
-    if (p >= n_sums) return n_chunks;
-    // ... and in it the first chunk ending after x (partials[p] <= x).
-    const u32 lo = p * BM_DEC_SUM_CHUNKS;
-    const u32 hi = lo + BM_DEC_SUM_CHUNKS < n_chunks ? lo + BM_DEC_SUM_CHUNKS : n_chunks;
-    const u32 c = lo + (threadIdx.x & 31u);
-    const bool before = c < hi && chunk_incl[c] <= x - partials[p];
-    return lo + (u32)__popc(__ballot_sync(0xFFFFFFFFu, before));
+    const u32 p = ds_upper_bound(partials + 1, 0u, n_sums, x);
+    u32 c = n_chunks;
+    if (p < n_sums) {
+        // ... and in it the first chunk ending after x (partials[p] <= x).
+        const u32 lo = p * BM_DEC_SUM_CHUNKS;
+        const u32 hi = lo + BM_DEC_SUM_CHUNKS < n_chunks ? lo + BM_DEC_SUM_CHUNKS : n_chunks;
+        c = ds_upper_bound(chunk_incl, lo, hi, x - partials[p]);
+    }
+    tile_chunk[b] = c;
 }
 
 template <bool PLWAH>
 __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,
-                                              const u32* __restrict__ partials, u32 n_sums, u32 n_chunks, u64 groups,
-                                              u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {
+                                              const u32* __restrict__ partials, const u32* __restrict__ tile_chunk,
+                                              u32 n_chunks, u64 groups, u32* __restrict__ out, u64 out_words,
+                                              u32* __restrict__ status) {
     __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
     __shared__ u16 se[BM_DEC_SMEM_PADDED16];              // word ends, relative to the tile (u16)
-    __shared__ u32 s_chunk[2];
     const u32 b = blockIdx.x;
     const u64 g_lo = (u64)b * BM_DECODE_TILE;
     if (g_lo >= groups || n_chunks == 0) return;  // uniform per block
     const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
 
-    // The tile's chunks: from the first ending after its first group to the first ending after
-    // the next tile's first group (warps 0 and 1, one search each; the block waits for both),
-    // clamped.
-    if (threadIdx.x < 64) {
-        const u32 c = bm_dec_first_chunk_warp(chunk_incl, partials, n_chunks, n_sums,
-                                              (u32)g_lo + (threadIdx.x < 32 ? 0u : (u32)BM_DECODE_TILE));
-        if ((threadIdx.x & 31u) == 0) s_chunk[threadIdx.x >> 5] = c;
-    }
-    __syncthreads();
-    u32 c0 = s_chunk[0], c1 = s_chunk[1];
+    // The tile's chunks, clamped.
+    u32 c0 = tile_chunk[b], c1 = tile_chunk[b + 1];
     bool bad = false;
     if (c0 >= n_chunks) {
         c0 = n_chunks - 1;
@@ -1463,9 +1457,9 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(BM_DECODE_THREADS)                                                \
         bm_dec_expand_##NAME(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,             \
-                             const u32* __restrict__ partials, u32 n_sums, u32 n_chunks, u64 groups,               \
-                             u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {                     \
-        bm_dec_expand<PLWAH>(words, m, chunk_incl, partials, n_sums, n_chunks, groups, out, out_words, status);     \
+                             const u32* __restrict__ partials, const u32* __restrict__ tile_chunk, u32 n_chunks,   \
+                             u64 groups, u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {         \
+        bm_dec_expand<PLWAH>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out, out_words, status); \
     }
 BM_DEC_KERNELS(wah, false)
 BM_DEC_KERNELS(plwah, true)

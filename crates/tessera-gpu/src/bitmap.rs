@@ -831,30 +831,36 @@ fn decompress_queue(
         .map_err(|_| Error::InvalidArgument("too many words for one GPU bitmap".into()))?;
     let n_chunks = u64::from(m).div_ceil(DEC_CHUNK);
     let n_sums = n_chunks.div_ceil(DEC_SUM_CHUNKS);
+    let tiles = groups.div_ceil(DECODE_TILE);
     let chunk_incl = gpu.alloc::<u32>(n_chunks as usize)?;
     let partials = gpu.alloc::<u32>(n_sums as usize + 1)?;
+    let tile_chunk = gpu.alloc::<u32>(tiles as usize + 1)?;
     let (sums, expand) = match d.flavor {
         Flavor::Wah => ("bm_dec_sums_wah", "bm_dec_expand_wah"),
         Flavor::Plwah => ("bm_dec_sums_plwah", "bm_dec_expand_plwah"),
     };
     let f_s = gpu.function(Module::Bitmap, sums)?;
     let f_p = gpu.function(Module::Bitmap, "ds_partials_u32")?;
+    let f_t = gpu.function(Module::Bitmap, "bm_dec_tile_chunks")?;
     let f_e = gpu.function(Module::Bitmap, expand)?;
-    let (pw, pc, pp, po) = (
+    let (pw, pc, pp, pt, po) = (
         gpu.ptr(&d.words),
         gpu.ptr(&chunk_incl),
         gpu.ptr(&partials),
+        gpu.ptr(&tile_chunk),
         gpu.ptr(out),
     );
-    // All < 2^32: m is, n_chunks <= m.
-    let (nc, ns) = (n_chunks as u32, n_sums as u32);
+    // All < 2^32: m is, n_chunks <= m, tiles <= MAX_BITS / 31 / DECODE_TILE.
+    let (nc, ns, nt) = (n_chunks as u32, n_sums as u32, tiles as u32);
     // SAFETY: matches bm_dec_sums_<f>(words, m, chunk_incl, partials): `words` holds >= m words
     // (checked above), chunk_incl n_chunks entries, partials n_sums + 1 (the grid is n_sums
     // blocks, block p writing partials[p] and chunk_incl of its chunks < n_chunks);
-    // ds_partials_u32(partials, n_sums); bm_dec_expand_<f>(words, m, chunk_incl, partials,
-    // n_sums, n_chunks, groups, out, out_words, status): reads clamped to those lengths, writes
-    // < out_words <= out.len() words, status is 0 or one u32. The temporaries are dropped after
-    // the launches: cudarc frees device memory stream-ordered, so only after the kernels ran.
+    // ds_partials_u32(partials, n_sums); bm_dec_tile_chunks(chunk_incl, partials, n_chunks,
+    // n_sums, tiles, tile_chunk): tile_chunk holds tiles + 1 entries, one per thread b <= tiles;
+    // bm_dec_expand_<f>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out,
+    // out_words, status): reads clamped to those lengths, writes < out_words <= out.len() words,
+    // status is 0 or one u32. The temporaries are dropped after the launches: cudarc frees
+    // device memory stream-ordered, so only after the kernels ran.
     unsafe {
         gpu.launch(
             &f_s,
@@ -864,15 +870,21 @@ fn decompress_queue(
         )?;
         gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&pp, &ns])?;
         gpu.launch(
+            &f_t,
+            grid(tiles + 1, 256)?,
+            256,
+            &[&pc, &pp, &nc, &ns, &nt, &pt],
+        )?;
+        gpu.launch(
             &f_e,
             grid(groups, DECODE_TILE)?,
             DECODE_THREADS,
             &[
-                &pw, &m, &pc, &pp, &ns, &nc, &groups, &po, &out_words, &status,
+                &pw, &m, &pc, &pp, &pt, &nc, &groups, &po, &out_words, &status,
             ],
         )?;
     }
-    drop((chunk_incl, partials));
+    drop((chunk_incl, partials, tile_chunk));
     Ok(())
 }
 

@@ -67,23 +67,4 @@ template <typename T> __device__ __forceinline__ u32 ds_upper_bound(const T* __r
     return lo;
 }
 
-// ds_upper_bound by a whole warp (all 32 lanes call it alike; every lane gets the result): 32
-// probes a round, as ds_merge_path_warp.
-template <typename T> __device__ __forceinline__ u32 ds_upper_bound_warp(const T* __restrict__ v, u32 lo, u32 hi, T x) {
-    const u32 lane = threadIdx.x & 31u;
-    while (lo < hi) {
-        const u32 mid = lo + (u32)(((u64)(hi - lo) * lane) >> 5);  // lo <= mid < hi
-        const u32 t = __popc(__ballot_sync(0xFFFFFFFFu, v[mid] <= x));
-        const u32 m_last = __shfl_sync(0xFFFFFFFFu, mid, t ? t - 1 : 0);
-        const u32 m_next = __shfl_sync(0xFFFFFFFFu, mid, t < 32 ? t : 31);
-        if (t == 0) {
-            hi = lo;
-        } else {
-            lo = m_last + 1;
-            if (t < 32) hi = m_next;
-        }
-    }
-    return lo;
-}
-
 #endif
