@@ -346,14 +346,31 @@ BM_COMPRESS_KERNELS(plwah, true)
 //      round, back to the nearest tile that published an inclusive aggregate; then publishes its
 //      own inclusive aggregate;
 //   4. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
-//      (its fill_words first), then its closed words, one unit per warp and one group per lane
-//      (bm_cmp_write), straight to global memory. The last tile also writes the run that is
-//      still open at the end of the bitmap and the word total (counters[0]).
+//      (its fill_words first), then its closed words: thread t walks unit t's closed heads and
+//      writes their words over the unit's staged words (bm_cmp_heads; warps 1.. do so during
+//      warp 0's look-back, as tile-relative offsets need no prefix), then each warp copies its
+//      units' words to global memory, coalesced (bm_cmp_copy). Tiny test counters instead write
+//      one unit per warp and one group per lane (bm_cmp_write). The last tile also writes the
+//      run that is still open at the end of the bitmap and the word total (counters[0]).
 // Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
 // u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
 // last group is masked with last_mask; status (tiles 16-byte words) is zero at launch.
 #define BM_CMP_NONE 0xFFFFFFFFFFFFFFFFull
+// Measured choices (H100, 2026-11-22, bitmap_gpu_speed, same run): where PLWAH tests folds
+// (bm_cmp_classify; 0 in the extraction loop, 1 after it, 2 by warp) at 2^-4 / 2^-12: 0.342 /
+// 0.159, 0.347 / 0.156, 0.331 / 0.156 ms. How a warp copies its words (bm_cmp_copy; 0 a unit a
+// round, 1 a binary search for 32 words a round, 2 by warp), WAH 2^-1 / 2^-4 / 2^-8 (an
+// earlier head walk): 0.238 / 0.267 / -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms.
+#ifndef BM_CMP_LAZY_FOLD
+#define BM_CMP_LAZY_FOLD 2
+#endif
+#ifndef BM_CMP_COPY
+#define BM_CMP_COPY 2
+#endif
+#ifndef BM_CMP_COPY_SEARCH_COST
+#define BM_CMP_COPY_SEARCH_COST 3
+#endif
 
 __device__ __forceinline__ u64 bm_min64(u64 a, u64 b) { return a < b ? a : b; }
 
@@ -401,7 +418,7 @@ __device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
 // The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
 // the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
 // units' loop carries no per-group test for it).
-template <bool PLWAH, bool LAST>
+template <bool PLWAH, bool LAST, bool FOLD>
 __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 nv, u32 last_mask, u32& z, u32& o,
                                                u32& f) {
     bool prev_fill = pk < 2u, prev_one = pk == 1u;
@@ -415,7 +432,7 @@ __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 n
         const bool iz = x == 0u, io = x == BM_GROUP_ONES;
         z |= iz ? 1u << j : 0u;
         o |= io ? 1u << j : 0u;
-        if (PLWAH) {
+        if (PLWAH && FOLD) {
             const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
             f |= fold ? 1u << j : 0u;
             prev_fill = iz || io;
@@ -442,6 +459,20 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
         all &= w[i];
     }
     const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
+    // PLWAH folds: tested for every group in the extraction loop when the whole warp extracts
+    // (the dense densities: a divergent loop over the literals after a fill costs more there),
+    // else afterwards, for only the literals right after a fill (the sparse densities, where
+    // most warps have units of zero words and nothing to test; BM_CMP_LAZY_FOLD above).
+    const bool extracts = any != 0u && !(all == 0xFFFFFFFFu && nv == 32 && !has_last);
+#if BM_CMP_LAZY_FOLD == 0
+    const bool fold_in_loop = true;
+#elif BM_CMP_LAZY_FOLD == 1
+    const bool fold_in_loop = has_last;
+#else
+    // (every lane votes: has_last must not skip the __all_sync)
+    const bool warp_extracts = PLWAH && __all_sync(0xFFFFFFFFu, extracts);
+    const bool fold_in_loop = has_last || warp_extracts;
+#endif
     u32 z = 0;
     o = f = 0;
     // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
@@ -451,8 +482,9 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
         o = valid;
     } else {
-        if (has_last) bm_cmp_extract<PLWAH, true>(w, pk, nv, last_mask, z, o, f);
-        else bm_cmp_extract<PLWAH, false>(w, pk, nv, last_mask, z, o, f);
+        if (has_last) bm_cmp_extract<PLWAH, true, true>(w, pk, nv, last_mask, z, o, f);
+        else if (fold_in_loop) bm_cmp_extract<PLWAH, false, true>(w, pk, nv, last_mask, z, o, f);
+        else bm_cmp_extract<PLWAH, false, false>(w, pk, nv, last_mask, z, o, f);
         z &= valid;
         o &= valid;
         f &= valid;
@@ -460,6 +492,15 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     l = valid & ~z & ~o;
     const u32 zp = (z << 1) | (pk == 0u ? 1u : 0u);
     const u32 op = (o << 1) | (pk == 1u ? 1u : 0u);
+    if (PLWAH && !fold_in_loop) {
+        // Only a literal right after a fill can fold: test those few (about 3 a unit at 2^-8,
+        // none at 2^-1) instead of every group in the extraction loop.
+        for (u32 x = l & (zp | op); x; x &= x - 1) {
+            const u32 j = (u32)__ffs(x) - 1;
+            const u32 g = bm_cmp_group(p, j) & (has_last && j + 1 == nv ? last_mask : BM_GROUP_ONES);
+            if (__popc(g ^ (((op >> j) & 1u) ? BM_GROUP_ONES : 0u)) == 1) f |= 1u << j;
+        }
+    }
     b = l | (z & ~zp) | (o & ~op);
     if (!b) return BM_CMP_NONE;
     const u32 j0 = (u32)__ffs(b) - 1;
@@ -707,8 +748,9 @@ __device__ __forceinline__ u32 bm_cmp_count(u32 b, u32 h, u32 l, u32 o, u64 ug0,
     return words;
 }
 
-// Phase 2, one warp per unit (lane j: group j), after the look-back: the closed words of the
-// warp's BM_CMP_THREADS / 4 units, stored at out[base + index] (the unit's first index from the
+// Phase 2 with tiny test counters (max_counter < BM_CMP_TILE, full fill_words; real counters
+// use bm_cmp_heads and bm_cmp_copy), one warp per unit (lane j: group j), after the look-back:
+// the closed words of the warp's BM_CMP_THREADS / 4 units, stored at out[base + index] (the unit's first index from the
 // block scan, excl, plus the closed heads below the lane). Per-thread loops over a unit's 32
 // groups cost every group a long serial step at the middle densities, where most units have
 // several heads; here a group costs a few instructions, and a unit without closed heads (most
@@ -783,6 +825,96 @@ __device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit,
     }
 }
 
+// Phase 2 with real counters (max_counter >= BM_CMP_TILE: one word per closed head), one thread
+// per unit: thread t walks its unit's closed heads (hc) and, in PLWAH, its folded literals (f),
+// in order, and writes head k's word over its own staged words, at p[k] (k < 31) or *extra
+// (k = 31: a unit of 32 literal heads has one word more than its 31 input words). A fill head's
+// word is held until the next boundary: a folded literal there ORs its position into it (the
+// boundary before a folded literal is always its fill head, unless the fold is the unit's first
+// boundary, whose run started in an earlier unit and took its position from `next`). So only
+// literals read their group, once, and a fill head no other group. In place is safe: at
+// boundary j >= k (k heads before it) the thread reads staged words >= floor(31 j / 32) >= j - 1
+// and has stored words <= k - 2 only (one word held back). Only the thread itself reads its
+// unit's words after phase 1, so no barrier is needed; the heads are tile-relative, so warps 1..
+// run this during warp 0's look-back. `lastj`: the unit's index of the bitmap's last group (32:
+// not in the unit), masked with last_mask.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, u32 f, u32 l, u32 o, u64 ug0,
+                                             u64 next, u32 lastj, u32 last_mask) {
+    // A fill head without a boundary after it in the unit ends at `next` (another unit of the
+    // tile: the open head, whose run leaves the tile, is not in hc).
+    const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
+    u32 k = 0, held = 0;
+    for (u32 x = PLWAH ? (hc | f) : hc; x; x &= x - 1) {
+        const u32 j = (u32)__ffs(x) - 1;
+        const bool lit = (l >> j) & 1u;
+        u32 w = 0;
+        if (lit) w = bm_cmp_group(p, j) & (j == lastj ? last_mask : BM_GROUP_ONES);
+        if (PLWAH && ((f >> j) & 1u)) {
+            if (k) held |= bm_cmp_fold_position(w) << BM_PLWAH_POSITION_SHIFT;
+            continue;
+        }
+        if (!lit) {
+            const u32 nb = b & (0xFFFFFFFEu << j);
+            const u32 n = nb ? (u32)__ffs(nb) - 1 - j : nx - j;
+            w = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) | n;
+            if (PLWAH && !nb) w |= npos << BM_PLWAH_POSITION_SHIFT;
+        }
+        if (k) p[k - 1] = held;  // k - 1 <= 30
+        held = w;
+        ++k;
+    }
+    if (k) {
+        if (k < 32) p[k - 1] = held;
+        else *extra = held;
+    }
+}
+
+// Stores a warp's units' words (written in place by bm_cmp_heads) to ob[excl ..] (excl: the
+// unit's offset in the tile, c: its words; lane i holds unit 32 warp + i's), coalesced. Units
+// with few words (the middle and sparse densities) are copied 32 words a round, each lane
+// finding its word's unit by a binary search over the warp's offsets (shuffles); units with
+// many (the dense ones) one unit a round. Word i of the tile goes to ob[i] if i < room.
+__device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u32 c, u32 excl, u32* __restrict__ ob,
+                                            u32 room) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 busy = __ballot_sync(0xFFFFFFFFu, c != 0u);
+    if (!busy) return;
+    const u32 wbase = __shfl_sync(0xFFFFFFFFu, excl, 0);
+    const u32 wend = __shfl_sync(0xFFFFFFFFu, excl + c, 31);
+    const u32 rounds = (wend - wbase + 31) / 32;
+#if BM_CMP_COPY == 0
+    if (false) {
+#elif BM_CMP_COPY == 1
+    if (true) {
+#else
+    if (BM_CMP_COPY_SEARCH_COST * rounds < (u32)__popc(busy)) {
+#endif
+        for (u32 r = 0; r < rounds; ++r) {
+            const u32 i = wbase + r * 32 + lane;  // the tile word this lane copies
+            // The last unit u with excl_u <= i (it has words when i < wend).
+            u32 u = 0, eu = wbase;
+#pragma unroll
+            for (u32 d = 16; d; d >>= 1) {
+                const u32 y = __shfl_sync(0xFFFFFFFFu, excl, u + d);
+                if (y <= i) {
+                    u += d;
+                    eu = y;
+                }
+            }
+            const u32 kk = i - eu, unit = warp * 32 + u;
+            if (i < wend && i < room) ob[i] = kk < 31 ? sm[unit * BM_GROUP_BITS + kk] : s_extra[unit];
+        }
+    } else {
+        for (u32 todo = busy; todo; todo &= todo - 1) {
+            const u32 u = (u32)__ffs(todo) - 1;
+            const u32 cu = __shfl_sync(0xFFFFFFFFu, c, u), eu = __shfl_sync(0xFFFFFFFFu, excl, u);
+            const u32 unit = warp * 32 + u, at = eu + lane;
+            if (lane < cu && at < room) ob[at] = lane < 31 ? sm[unit * BM_GROUP_BITS + lane] : s_extra[unit];
+        }
+    }
+}
+
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
@@ -795,6 +927,7 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     __shared__ u64 s_open;
     __shared__ uint4 s_red[BM_CMP_THREADS / 32];
     __shared__ u32 s_near[BM_CMP_THREADS / 32];
+    __shared__ u32 s_extra[BM_CMP_THREADS];  // the 32nd word of a unit of 32 literal heads
     // Tile = block index: blocks are dispatched in index order, so every tile a block waits
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
     // the same). A ticket counter would cost every tile one more L2 round trip.
@@ -827,20 +960,30 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     if (open != BM_CMP_NONE) s_open = open;  // at most one thread of the tile has the open head
     u32 tile_words;
     const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
-    s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
-    s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
+    // Tiny test counters: the warp-per-unit writer (bm_cmp_write), which handles full
+    // fill_words; every real counter: the in-place head walk and a copy (bm_cmp_heads).
+    const bool small = max_counter < BM_CMP_TILE;  // uniform
+    if (small) {
+        s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
+        s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
+    }
     __syncthreads();  // s_open, s_unit, s_next
     const u64 so = s_open;
     const uint4 local = make_uint4(tile_words, tile_first == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(tile_first >> 5),
                                    so == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(so >> 1),
                                    ((u32)(tile_first & 31) << 2) | (so == BM_CMP_NONE ? 0u : (u32)(so & 1) << 7));
     uint4 prefix = bm_cmp_agg_identity();
-    if (tile > 0) {
-        if (threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
-        prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
-    }
+    const u32 warp = threadIdx.x >> 5;
+    const u32 lastj = has_last ? nv - 1 : 32u;
+    u32* const pw = sm + threadIdx.x * BM_GROUP_BITS;
+    if (tile > 0 && threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
+    // Warps 1.. write their units' words in place while warp 0 looks back.
+    if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next, lastj, last_mask);
+    if (tile > 0) prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
+    if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next, lastj, last_mask);
+    __syncwarp();  // a warp copies its own units' words
     u64 base = prefix.x;
     if (tile_first != BM_CMP_NONE && prefix.z != BM_CMP_NONE32) {
         const u64 po = ((u64)prefix.z << 1) | ((prefix.w & BM_CMP_KIND_BIT) ? 1u : 0u);
@@ -851,7 +994,8 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
         const u64 left = base < out_cap ? out_cap - base : 0;
         const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
         const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
-        bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
+        if (small) bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
+        else bm_cmp_copy(sm, s_extra, words, excl, room ? out + base : out, room);
     }
     if (tile == tiles - 1) {
         // The run still open at the end of the bitmap ends at group `groups`, with no fold.
