@@ -590,20 +590,14 @@ __device__ __forceinline__ uint4 bm_cmp_shfl_down(const uint4& x, u32 d) {
     return r;
 }
 
-// A tile's status word is written and read whole (as CUB's tile status words are, so neither
-// side needs a fence).
+// A tile's status word is written and read whole with device_scan.cuh's volatile vector
+// accesses (as CUB's tile status words are, so neither side needs a fence); the flag is the low
+// two bits of its last u32, beside the fold position and the open head's kind.
 __device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag, const uint4& a) {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(status + tile), "r"(a.x), "r"(a.y), "r"(a.z),
-                 "r"((a.w & ~3u) | flag)
-                 : "memory");
+    ds_status_publish(status, tile, make_uint3(a.x, a.y, a.z), (a.w & ~3u) | flag);
 }
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(status + t)
-                 : "memory");
-    return v;
+    return ds_status_read(status + t, 0u);
 }
 // The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round,
 // BM_CMP_LOOK_WARPS warps read LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS predecessors (thread i: the
