@@ -1066,14 +1066,6 @@ BM_CONVERT_KERNELS(wah_to_plwah, false, true)
         BM_OP_SRC(PLWAH, OP)                                                                                       \
         bm_writer_apply<PLWAH>(src, partials, max_counter, mode, out, ex_out, flags);                              \
     }
-BM_OP_KERNELS(and_wah, false, BM_OP_AND)
-BM_OP_KERNELS(or_wah, false, BM_OP_OR)
-BM_OP_KERNELS(xor_wah, false, BM_OP_XOR)
-BM_OP_KERNELS(andnot_wah, false, BM_OP_ANDNOT)
-BM_OP_KERNELS(and_plwah, true, BM_OP_AND)
-BM_OP_KERNELS(or_plwah, true, BM_OP_OR)
-BM_OP_KERNELS(xor_plwah, true, BM_OP_XOR)
-BM_OP_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
 
 // ---- operations in one pass (short inputs: src/bitmap.rs `binary_device`) ------------------------
 // The same writer as bm_op_{reduce,apply}, with the tiles' prefixes from a decoupled look-back
@@ -1131,14 +1123,18 @@ __device__ __forceinline__ void bm_writer_onepass(Src& src, uint4* status, u32 t
         BM_OP_SRC(PLWAH, OP)                                                                                       \
         bm_writer_onepass<PLWAH>(src, status, tiles, max_counter, out, out_cap, counters, ovf, cap);              \
     }
-BM_OP1_KERNEL(and_wah, false, BM_OP_AND)
-BM_OP1_KERNEL(or_wah, false, BM_OP_OR)
-BM_OP1_KERNEL(xor_wah, false, BM_OP_XOR)
-BM_OP1_KERNEL(andnot_wah, false, BM_OP_ANDNOT)
-BM_OP1_KERNEL(and_plwah, true, BM_OP_AND)
-BM_OP1_KERNEL(or_plwah, true, BM_OP_OR)
-BM_OP1_KERNEL(xor_plwah, true, BM_OP_XOR)
-BM_OP1_KERNEL(andnot_plwah, true, BM_OP_ANDNOT)
+// Every operation and flavor: the three-launch writer's reduce and apply, and the one-pass form.
+#define BM_OP_ALL_KERNELS(NAME, PLWAH, OP) \
+    BM_OP_KERNELS(NAME, PLWAH, OP)         \
+    BM_OP1_KERNEL(NAME, PLWAH, OP)
+BM_OP_ALL_KERNELS(and_wah, false, BM_OP_AND)
+BM_OP_ALL_KERNELS(or_wah, false, BM_OP_OR)
+BM_OP_ALL_KERNELS(xor_wah, false, BM_OP_XOR)
+BM_OP_ALL_KERNELS(andnot_wah, false, BM_OP_ANDNOT)
+BM_OP_ALL_KERNELS(and_plwah, true, BM_OP_AND)
+BM_OP_ALL_KERNELS(or_plwah, true, BM_OP_OR)
+BM_OP_ALL_KERNELS(xor_plwah, true, BM_OP_XOR)
+BM_OP_ALL_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
 
 
 // A split block's words from out[at] on: e fill_words of counter max_counter (the kind of its

@@ -134,29 +134,33 @@ fn op_code(op: Op) -> u32 {
     }
 }
 
-fn op1_kernel(op: Op, f: Flavor) -> &'static str {
-    match (op, f) {
-        (Op::And, Flavor::Wah) => "bm_op1_and_wah",
-        (Op::Or, Flavor::Wah) => "bm_op1_or_wah",
-        (Op::Xor, Flavor::Wah) => "bm_op1_xor_wah",
-        (Op::AndNot, Flavor::Wah) => "bm_op1_andnot_wah",
-        (Op::And, Flavor::Plwah) => "bm_op1_and_plwah",
-        (Op::Or, Flavor::Plwah) => "bm_op1_or_plwah",
-        (Op::Xor, Flavor::Plwah) => "bm_op1_xor_plwah",
-        (Op::AndNot, Flavor::Plwah) => "bm_op1_andnot_plwah",
-    }
+/// The kernels of `op` on flavor `f` (`BM_OP_ALL_KERNELS` in bitmap.cu): the three-launch
+/// writer's reduce and apply, and the one-pass form.
+struct OpKernels {
+    reduce: &'static str,
+    apply: &'static str,
+    one_pass: &'static str,
 }
 
-fn op_kernels(op: Op, f: Flavor) -> (&'static str, &'static str) {
+fn op_kernels(op: Op, f: Flavor) -> OpKernels {
+    macro_rules! k {
+        ($n:literal) => {
+            OpKernels {
+                reduce: concat!("bm_op_reduce_", $n),
+                apply: concat!("bm_op_apply_", $n),
+                one_pass: concat!("bm_op1_", $n),
+            }
+        };
+    }
     match (op, f) {
-        (Op::And, Flavor::Wah) => ("bm_op_reduce_and_wah", "bm_op_apply_and_wah"),
-        (Op::Or, Flavor::Wah) => ("bm_op_reduce_or_wah", "bm_op_apply_or_wah"),
-        (Op::Xor, Flavor::Wah) => ("bm_op_reduce_xor_wah", "bm_op_apply_xor_wah"),
-        (Op::AndNot, Flavor::Wah) => ("bm_op_reduce_andnot_wah", "bm_op_apply_andnot_wah"),
-        (Op::And, Flavor::Plwah) => ("bm_op_reduce_and_plwah", "bm_op_apply_and_plwah"),
-        (Op::Or, Flavor::Plwah) => ("bm_op_reduce_or_plwah", "bm_op_apply_or_plwah"),
-        (Op::Xor, Flavor::Plwah) => ("bm_op_reduce_xor_plwah", "bm_op_apply_xor_plwah"),
-        (Op::AndNot, Flavor::Plwah) => ("bm_op_reduce_andnot_plwah", "bm_op_apply_andnot_plwah"),
+        (Op::And, Flavor::Wah) => k!("and_wah"),
+        (Op::Or, Flavor::Wah) => k!("or_wah"),
+        (Op::Xor, Flavor::Wah) => k!("xor_wah"),
+        (Op::AndNot, Flavor::Wah) => k!("andnot_wah"),
+        (Op::And, Flavor::Plwah) => k!("and_plwah"),
+        (Op::Or, Flavor::Plwah) => k!("or_plwah"),
+        (Op::Xor, Flavor::Plwah) => k!("xor_plwah"),
+        (Op::AndNot, Flavor::Plwah) => k!("andnot_plwah"),
     }
 }
 
@@ -1084,7 +1088,7 @@ pub fn binary_device_with(
             Flavor::Plwah => "bm_slots_pair_plwah",
         },
     )?;
-    let f_op = gpu.function(Module::Bitmap, op1_kernel(op, a.flavor))?;
+    let f_op = gpu.function(Module::Bitmap, op_kernels(op, a.flavor).one_pass)?;
     let (ma, mb, ta32) = (a.len as u64, b.len as u64, ta as u32);
     let (wt32, max_counter, out_cap) = (
         u32::try_from(wt).map_err(|_| too_large())?,
@@ -1219,7 +1223,7 @@ pub fn binary_device_staged(
         gpu.ptr(&b.words),
         gpu.ptr(&eb.ends),
     );
-    let (reduce, apply) = op_kernels(op, a.flavor);
+    let OpKernels { reduce, apply, .. } = op_kernels(op, a.flavor);
     run_writer(
         gpu,
         WriterRun {
