@@ -19,12 +19,12 @@
 //                              the first word with a zero counter) and summing in u64, so the
 //                              host can compare the total with ceil(bit_len / 31) before any
 //                              kernel trusts `ends`;
-//   bm_dec_{sums,expand}_<flavor>, bm_dec_tile_chunks
-//                              Algorithm 5, output-partitioned: per-chunk group sums and a
-//                              search giving each decode tile its chunks; then each tile loads
-//                              its chunks' words into shared memory, scans their ends there,
-//                              and each thread walks 32 groups = 31 output words (see the
-//                              "decompression" section);
+//   bm_dec_expand_<flavor>     Algorithm 5, output-partitioned: tile b (4096 groups) loads the
+//                              words from its *tile start* (the word covering its first group,
+//                              which the compressor writes as it goes) into shared memory, scans
+//                              their ends there, and each thread walks 32 groups = 31 output
+//                              words; bm_dec_{sums,tile_starts}_<flavor> compute the tile starts
+//                              of a bitmap that has none (see "decompression");
 //   bm_convert_*               Algorithm 6 (PLWAH -> WAH, and WAH -> PLWAH): the writer over the
 //                              input's slots, which also merges fills longer than the PLWAH
 //                              counter into one WAH fill_word;
@@ -344,7 +344,8 @@ BM_COMPRESS_KERNELS(plwah, true)
 //   3. publishes its aggregate (closed words, first boundary, open head; one uint4) and gets the
 //      aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64 tiles a
 //      round, back to the nearest tile that published an inclusive aggregate; then publishes its
-//      own inclusive aggregate;
+//      own inclusive aggregate, and writes its *tile start* for decompression (the word covering
+//      its first group: bm_cmp_tile_start);
 //   4. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
 //      (its fill_words first), then its closed words: thread t walks unit t's closed heads and
 //      writes their words over the unit's staged words (bm_cmp_heads; warps 1.. do so during
@@ -909,10 +910,39 @@ __device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u
     }
 }
 
+// Tile t's tile start (see "decompression": the word covering group g0 = t * BM_CMP_TILE and the
+// group it starts at), from the aggregate of the tiles before it and the tile's first boundary
+// key. Thread 0, after the look-back.
+//   - No run carried in (prefix.z = NONE): the stretch before g0 ends with a literal (or a fill
+//     run closed by a folded literal), so g0 is a head and its word is the tile's first.
+//   - A fill run from group h carried in (written at prefix.x, by the tile where it ends: the
+//     tiles between have no closed words): if g0 is an unfolded boundary, the run ended at g0
+//     and g0's head comes after the run's words; if g0 is the run's folded literal, the run's last
+//     word covers it (n = g0 - h fill groups, word (n - 1) / max_counter); else g0 is fill group
+//     g0 - h of the run, in word (g0 - h) / max_counter (<= the run's last, (n - 1) / max).
+__device__ __forceinline__ void bm_cmp_tile_start(u32* __restrict__ tile_starts, u32 tile, u32 g0, const uint4& prefix,
+                                                  u64 tile_first, u32 max_counter) {
+    u32 word = prefix.x, start = g0;
+    if (prefix.z != BM_CMP_NONE32) {
+        const u32 h = prefix.z;
+        const bool at_g0 = tile_first != BM_CMP_NONE && (u32)(tile_first >> 5) == g0;
+        if (at_g0 && (tile_first & 31) == 0) {
+            word += bm_cmp_run_words(g0 - h, max_counter);
+        } else {
+            const u32 k = at_g0 ? (g0 - h - 1) / max_counter : (g0 - h) / max_counter;
+            word += k;
+            start = h + k * max_counter;
+        }
+    }
+    tile_starts[2 * tile] = word;
+    tile_starts[2 * tile + 1] = start;
+}
+
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
-                                       u32* __restrict__ out, u64 out_cap) {
+                                       u32* __restrict__ out, u64 out_cap, u32* __restrict__ tile_starts) {
+    static_assert(BM_CMP_TILE == BM_DECODE_TILE, "a compression tile is a decode tile");
     __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];  // the staged input
     __shared__ uint4 s_unit[BM_CMP_THREADS];
     __shared__ u32 s_next[BM_CMP_THREADS];
@@ -976,6 +1006,7 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     if (tile > 0) prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
+    if (threadIdx.x == 0) bm_cmp_tile_start(tile_starts, tile, (u32)g0, prefix, tile_first, max_counter);
     if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next, lastj, last_mask);
     __syncwarp();  // a warp copies its own units' words
     u64 base = prefix.x;
@@ -999,7 +1030,11 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
             bm_cmp_store_run<PLWAH>(io, groups << 5, max_counter, total, out, out_cap);
             total += bm_cmp_run_words((u32)groups - incl.z, max_counter);
         }
-        if (threadIdx.x == 0) counters[0] = (u32)total;
+        if (threadIdx.x == 0) {
+            counters[0] = (u32)total;
+            tile_starts[2 * tiles] = (u32)total;  // the end entry: (m, groups)
+            tile_starts[2 * tiles + 1] = (u32)groups;
+        }
     }
 }
 
@@ -1009,8 +1044,9 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS, 10)                                                 \
         bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,         \
                       uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                                \
-                      u64 out_cap) {                                                                                 \
-        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap);         \
+                      u64 out_cap, u32* __restrict__ tile_starts) {                                                  \
+        bm_cmp<PLWAH>(bits, n_words, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,         \
+                      tile_starts);                                                                                  \
     }
 BM_CMP_KERNELS(wah, false)
 BM_CMP_KERNELS(plwah, true)
@@ -1363,31 +1399,36 @@ BM_ONES_KERNEL(plwah, true)
 
 // ---- decompression (Algorithm 5, output-partitioned) -------------------------------------------
 //
-// Three passes (only the first reads the compressed words, and it writes C / 128 entries), then
-// one pass that reads the words again and writes the plain words; traffic ~2C + P (C compressed bytes, P plain bytes), every global access
-// coalesced. Words are grouped into chunks of BM_DEC_CHUNK words.
-//   1. bm_dec_sums_<flavor>: per chunk, the sum of its words' group counts (one 16-byte load per
-//      lane), scanned inside the thread block: chunk_incl[c] = inclusive sum of the chunks of
-//      c's pass-1 block up to c; partials[p] = pass-1 block p's total.
-//   2. ds_partials_u32 turns partials into exclusive prefixes (partials[np] = the total), so
-//      chunk c ends at group end(c) = partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c].
-//   3. bm_dec_tile_chunks: for every decode tile b (and b = tiles), tile_chunk[b] = the first
-//      chunk with end(c) > b * BM_DECODE_TILE (two binary searches), or n_chunks if none.
-//   4. bm_dec_expand_<flavor>: tile b covers groups [b*T, b*T + T). Its chunks are c0 =
-//      tile_chunk[b] .. c1 = tile_chunk[b+1] (clamped; at most BM_DEC_MAX_CHUNKS for a valid
-//      stream). It loads their words into shared memory (16-byte loads), computes each word's
-//      end in groups (one warp per chunk: a warp scan per 32 words, starting from end(c - 1)),
-//      stored relative to the tile and clamped to [0, rn + 1] (rn = groups in the tile; rn + 1
-//      keeps a PLWAH fill's dirty group out of the tile when the fill runs past it); then
-//      thread t binary-searches the word covering its first group 32t and walks its 32 groups
-//      (= 31 output words, kept in registers), the block stages the 3968 words in shared
-//      memory and writes them with 16-byte stores.
-// Sums are u32: the input is a valid stream (`DeviceBitmap`), whose group total is
-// ceil(bit_len / 31) < 2^32 (MAX_BITS = 2^32), so no partial sum wraps. A hostile stream can only
-// make the output wrong, never a read or write out of bounds: every chunk index is clamped to
-// [0, n_chunks), every word index to the words loaded, every store to out_words; and a tile
-// whose chunks do not cover its groups, or need more than BM_DEC_MAX_CHUNKS, sets *status
-// (when status is not null).
+// Decode tile b covers groups [b*T, b*T + T) (T = BM_DECODE_TILE = BM_CMP_TILE) and writes their
+// BM_DECODE_TILE_WORDS plain words. What it needs of the stream is its *tile start*:
+// tile_starts[2b] = the index of the word covering group b*T, tile_starts[2b + 1] = the group
+// that word starts at (<= b*T); entry b = tiles is (m, groups). The words covering the tile are
+// then tile_starts[2b] ..= tile_starts[2b + 2] (at most T + 1 of them: each covers >= 1 group).
+//   - A GPU compressor writes them as it compresses (bm_cmp: each tile knows, after its
+//     look-back, which word covers its first group), so decompressing its output reads the
+//     compressed words once: traffic C + P (compressed bytes, plain bytes).
+//   - Otherwise (a stream uploaded, or written by an operation) three passes make them first,
+//     reading the words one more time (traffic 2C + P):
+//     1. bm_dec_sums_<flavor>: per chunk of BM_DEC_CHUNK words, the sum of its words' group
+//        counts (one 16-byte load per lane), scanned inside the thread block: chunk_incl[c] =
+//        inclusive sum of the chunks of c's pass-1 block up to c; partials[p] = block p's total.
+//     2. ds_partials_u32 turns partials into exclusive prefixes (partials[np] = the total), so
+//        chunk c ends at group end(c) = partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c].
+//     3. bm_dec_tile_starts_<flavor>: one warp per tile b <= tiles: the first chunk ending after
+//        b*T (two binary searches), then a warp scan of that chunk's words finds the word.
+// bm_dec_expand_<flavor>: tile b loads its words into shared memory (16-byte loads from the
+// anchor word rounded down to 4; the up to 3 words before it count no groups), computes each
+// word's end in groups relative to the tile, clamped to [0, rn + 1] (rn = groups in the tile;
+// rn + 1 keeps a PLWAH fill's dirty group out of the tile when the fill runs past it): each warp
+// scans its chunks of 128 words (lane: 4 words), then scans the chunk totals itself (no second
+// barrier), and stores each word end as u16. Thread t binary-searches the word covering its first group
+// 32t and walks its 32 groups (= 31 output words, kept in registers); the block stages the 3968
+// words in shared memory and writes them with 16-byte stores.
+// Sums are u32: a valid stream (`DeviceBitmap`) has ceil(bit_len / 31) < 2^32 groups (MAX_BITS =
+// 2^32), so no sum wraps. Hostile tile starts or words can only make the output wrong, never a
+// read or write out of bounds: every word index is clamped to [0, m), the words loaded to
+// BM_DEC_SMEM_WORDS, every store to out_words; and a tile whose words do not cover its groups
+// sets *status (when status is not null).
 
 template <bool PLWAH>
 __device__ __forceinline__ void bm_dec_sums(const u32* __restrict__ words, u32 m, u32* __restrict__ chunk_incl,
@@ -1436,12 +1477,24 @@ __device__ __forceinline__ u32 bm_dec_chunk_end(const u32* __restrict__ chunk_in
     return partials[c / BM_DEC_SUM_CHUNKS] + chunk_incl[c];
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    bm_dec_tile_chunks(const u32* __restrict__ chunk_incl, const u32* __restrict__ partials, u32 n_chunks, u32 n_sums,
-                       u32 tiles, u32* __restrict__ tile_chunk) {
-    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b > tiles) return;
+// Pass 3 of the fallback: warp b's tile start (b <= tiles; entry `tiles` is (m, groups)). A tile
+// whose group no chunk reaches (only with an invalid stream) gets (m, x), which the expand
+// flags.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_tile_starts(const u32* __restrict__ words, u32 m,
+                                                   const u32* __restrict__ chunk_incl,
+                                                   const u32* __restrict__ partials, u32 n_chunks, u32 n_sums,
+                                                   u32 tiles, u64 groups, u32* __restrict__ tile_starts) {
+    const u32 b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (b > tiles) return;  // uniform per warp
     const u32 x = b * BM_DECODE_TILE;
+    if (b == tiles) {
+        if (lane == 0) {
+            tile_starts[2 * b] = m;
+            tile_starts[2 * b + 1] = (u32)groups;
+        }
+        return;
+    }
     // Pass-1 block p ends at partials[p + 1]: the first one ending after x ...
     const u32 p = ds_upper_bound(partials + 1, 0u, n_sums, x);
     u32 c = n_chunks;
@@ -1451,76 +1504,142 @@ extern "C" __global__ void __launch_bounds__(256)
         const u32 hi = lo + BM_DEC_SUM_CHUNKS < n_chunks ? lo + BM_DEC_SUM_CHUNKS : n_chunks;
         c = ds_upper_bound(chunk_incl, lo, hi, x - partials[p]);
     }
-    tile_chunk[b] = c;
+    if (c >= n_chunks) {
+        if (lane == 0) {
+            tile_starts[2 * b] = m;
+            tile_starts[2 * b + 1] = x;
+        }
+        return;
+    }
+    // The chunk's words: lane l has words 4l .. 4l + 3; the first word ending after x.
+    const u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
+    const u64 i0 = (u64)c * BM_DEC_CHUNK + lane * 4;
+    u32 cnt[4], sum = 0;
+#pragma unroll
+    for (u32 q = 0; q < 4; ++q) {
+        cnt[q] = i0 + q < m ? bm_word_groups<PLWAH>(words[i0 + q]) : 0u;
+        sum += cnt[q];
+    }
+    const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
+    const u32 hit = __ballot_sync(0xFFFFFFFFu, base + incl > x);
+    if (!hit) {  // the chunk ends after x: only an invalid stream gets here
+        if (lane == 0) {
+            tile_starts[2 * b] = m;
+            tile_starts[2 * b + 1] = x;
+        }
+        return;
+    }
+    if (lane == (u32)__ffs(hit) - 1) {
+        u32 end = base + incl - sum;
+#pragma unroll
+        for (u32 q = 0; q < 4; ++q) {
+            const u32 start = end;
+            end += cnt[q];
+            if (start <= x && end > x) {
+                tile_starts[2 * b] = (u32)(i0 + q);
+                tile_starts[2 * b + 1] = start;
+            }
+        }
+    }
 }
 
+// Chunks of 128 words a decode tile scans: its words start at the anchor rounded down to a
+// multiple of 4, so at most BM_DECODE_TILE + 4 words, in BM_DEC_MAX_CHUNKS chunks.
+#define BM_DEC_WARP_CHUNKS ((BM_DEC_MAX_CHUNKS + BM_DECODE_THREADS / 32 - 1) / (BM_DECODE_THREADS / 32))
+
 template <bool PLWAH>
-__device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,
-                                              const u32* __restrict__ partials, const u32* __restrict__ tile_chunk,
-                                              u32 n_chunks, u64 groups, u32* __restrict__ out, u64 out_words,
-                                              u32* __restrict__ status) {
+__device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m,
+                                              const u32* __restrict__ tile_starts, u64 groups,
+                                              u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {
     __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
     __shared__ u16 se[BM_DEC_SMEM_PADDED16];              // word ends, relative to the tile (u16)
+    __shared__ u32 s_chunk[BM_DEC_MAX_CHUNKS];            // chunk totals
     const u32 b = blockIdx.x;
     const u64 g_lo = (u64)b * BM_DECODE_TILE;
-    if (g_lo >= groups || n_chunks == 0) return;  // uniform per block
+    if (g_lo >= groups || m == 0) return;  // uniform per block
     const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
 
-    // The tile's chunks, clamped.
-    u32 c0 = tile_chunk[b], c1 = tile_chunk[b + 1];
+    // The tile's words, clamped: from its anchor (rounded down to a 16-byte boundary) to the
+    // next tile's anchor.
+    const uint2 a0 = reinterpret_cast<const uint2*>(tile_starts)[b];
+    const u32 a1 = tile_starts[2 * b + 2];
+    u32 first = a0.x, last = a1;
+    const u32 s0 = a0.y;
     bool bad = false;
-    if (c0 >= n_chunks) {
-        c0 = n_chunks - 1;
+    if (first >= m) {
+        first = m - 1;
         bad = true;
     }
-    if (c1 >= n_chunks) c1 = n_chunks - 1;  // the last tile's normal case
-    if (c1 < c0) {
-        c1 = c0;
+    if (last >= m) last = m - 1;  // the last tile's normal case (its entry is m)
+    if (last < first) {
+        last = first;
         bad = true;
     }
-    if (c1 - c0 >= BM_DEC_MAX_CHUNKS) {
-        c1 = c0 + BM_DEC_MAX_CHUNKS - 1;
+    const u32 wa = first & ~3u;
+    if (last - wa >= BM_DEC_SMEM_WORDS) {
+        last = wa + BM_DEC_SMEM_WORDS - 1;
         bad = true;
     }
-    const u32 nc = c1 - c0 + 1;
-    const u64 wbase = (u64)c0 * BM_DEC_CHUNK;
-    const u32 nw = (u32)((u64)nc * BM_DEC_CHUNK < (u64)m - wbase ? (u64)nc * BM_DEC_CHUNK : (u64)m - wbase);
+    const u32 nw = last + 1 - wa, skip = first - wa;
+    const u32 nc = (nw + BM_DEC_CHUNK - 1) / BM_DEC_CHUNK;
 
-    // Load: 16-byte loads (wbase is a multiple of 128 words), all issued before any is stored,
-    // then the tail.
-    bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wbase, nw, sw);
-    const u32 start = c0 ? bm_dec_chunk_end(chunk_incl, partials, c0 - 1) : 0u;
-    const u32 end = bm_dec_chunk_end(chunk_incl, partials, c1);
-    if (threadIdx.x == 0 && status) {
-        if (bad || (u64)start > g_lo || (u64)end < g_lo + rn) atomicOr(status, 1u);
-    }
-    // Dense tile: the loaded words cover exactly as many groups as there are words, so (every
-    // word of a valid stream covering at least one group) each covers one, and group r of the
-    // tile is word g_lo - start + r. No word ends to scan, no search: the common case of dense
-    // bitmaps, whose words are nearly all literals. (Uniform per block.)
-    const bool dense = !bad && end - start == nw && (u64)start <= g_lo;
+    // Load: 16-byte loads (wa is a multiple of 4), all issued before any is stored, then the tail.
+    bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wa, nw, sw);
     __syncthreads();
 
-    // Word ends: warp w scans chunks w, w + 4, ... from the chunk's start, one warp scan per
-    // chunk: lane l sums words 4l .. 4l+3 (the padded layout puts the 32 lanes' words in 32
-    // banks). Ends are u32 (a valid stream has fewer than 2^32 groups, so g_lo fits) and
-    // clamped to [0, rn + 1] relative to the tile.
+    // Word ends, step 1: warp w takes chunks w, w + 4, ... (< nc); lane l sums the group counts
+    // of the chunk's words 4l .. 4l + 3 (the padded layout puts the 32 lanes' words in 32 banks;
+    // words before the anchor count 0) and keeps its exclusive prefix in the chunk; lane 31
+    // stores the chunk's total.
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const u32 g_lo32 = (u32)g_lo;
-    for (u32 k = warp; !dense && k < nc; k += BM_DECODE_THREADS / 32) {
-        const u32 c = c0 + k;
-        const u32 base = c ? bm_dec_chunk_end(chunk_incl, partials, c - 1) : 0u;
+    u32 lane_excl[BM_DEC_WARP_CHUNKS];
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (k >= nc) break;  // uniform per warp
         const u32 i0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 cnt[BM_DEC_CHUNK / 32], sum = 0;
+        u32 sum = 0;
+        // Reads past nw stay inside sw (k < nc <= BM_DEC_MAX_CHUNKS) and are masked: selects,
+        // not branches.
 #pragma unroll
         for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            cnt[q] = i0 + q < nw ? bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]) : 0u;
-            sum += cnt[q];
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]);
+            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
         }
-        u32 end = base + ds_warp_inclusive(sum, DsSum<u32>()) - sum;
+        const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
+        lane_excl[i] = incl - sum;
+        if (lane == 31) s_chunk[k] = incl;
+    }
+    static_assert(BM_DEC_MAX_CHUNKS <= 64, "two chunk totals per lane");
+    __syncthreads();
+    // Step 2: every warp scans the chunk totals (two per lane; no further barrier): chunk k of
+    // the warp starts at its exclusive prefix, the tile's words cover `total` groups.
+    const u32 t0 = 2 * lane < nc ? s_chunk[2 * lane] : 0u, t1 = 2 * lane + 1 < nc ? s_chunk[2 * lane + 1] : 0u;
+    const u32 t_incl = ds_warp_inclusive(t0 + t1, DsSum<u32>());
+    const u32 total = __shfl_sync(0xFFFFFFFFu, t_incl, 31);
+    if (threadIdx.x == 0 && status) {
+        if (bad || (u64)s0 > g_lo || (u64)s0 + total < g_lo + rn) atomicOr(status, 1u);
+    }
+    // Dense tile: every loaded word from the anchor on covers one group (total = words), so group
+    // r of the tile is word skip + (g_lo - s0) + r. No word ends to store, no search: the common
+    // case of dense bitmaps, whose words are nearly all literals. (Uniform per block.)
+    const bool dense = !bad && total == nw - skip && (u64)s0 <= g_lo;
+    // Step 3: the ends, u32 (a valid stream has fewer than 2^32 groups, so g_lo fits), clamped
+    // to [0, rn + 1] relative to the tile.
+    const u32 g_lo32 = (u32)g_lo;
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (dense || k >= nc) break;  // uniform per warp
+        // Chunk k's prefix: lane k / 2's exclusive sum, plus its first total when k is odd.
+        const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
+        const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
+        const u32 i0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) + lane_excl[i];
 #pragma unroll
         for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            end += cnt[q];
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]);
+            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
             const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
             if (i0 + q < nw) se[BM_DEC_PAD16(i0 + q)] = (u16)rel;
         }
@@ -1531,9 +1650,9 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
     u32 o[BM_DECODE_GROUPS - 1];
     if (dense) {
-        // Group r is word d + r (clamped reads: a hostile stream only gets wrong output). The
-        // padded layout keeps the 32 threads' reads of one step in 32 banks.
-        const u32 d = (u32)(g_lo - start);
+        // Clamped reads: a hostile stream only gets wrong output. The padded layout keeps the
+        // 32 threads' reads of one step in 32 banks.
+        const u32 d = skip + (u32)(g_lo - s0);
         u32 prev = 0;
 #pragma unroll
         for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
@@ -1554,12 +1673,17 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
 #pragma unroll
         for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
             const u32 r = r0 + j;
-            while (e <= r && s + 1 < nw) {
+            // One step suffices: the ends strictly increase inside the tile (every word of a
+            // valid stream covers >= 1 group; a hostile one only gets wrong output), so the
+            // word after the one ending at r covers r. An `if`, not a loop: no divergent loop
+            // per group.
+            if (e <= r && s + 1 < nw) {
                 ++s;
                 e = se[BM_DEC_PAD16(s)];
                 w = sw[BM_DEC_PAD(s)];
             }
-            const u32 x = (r < rn && e > r) ? bm_word_group<PLWAH>(w, e, r) : 0u;
+            // Masked rather than selected, so that no branch skips bm_word_group.
+            const u32 x = bm_word_group<PLWAH>(w, e, r) & (0u - (u32)(r < rn && e > r));
             // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
             if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
             prev = x;
@@ -1589,11 +1713,16 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
                            u32* __restrict__ partials) {                                                           \
         bm_dec_sums<PLWAH>(words, m, chunk_incl, partials);                                                        \
     }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256)                                                              \
+        bm_dec_tile_starts_##NAME(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,        \
+                                  const u32* __restrict__ partials, u32 n_chunks, u32 n_sums, u32 tiles,           \
+                                  u64 groups, u32* __restrict__ tile_starts) {                                     \
+        bm_dec_tile_starts<PLWAH>(words, m, chunk_incl, partials, n_chunks, n_sums, tiles, groups, tile_starts);   \
+    }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(BM_DECODE_THREADS)                                                \
-        bm_dec_expand_##NAME(const u32* __restrict__ words, u32 m, const u32* __restrict__ chunk_incl,             \
-                             const u32* __restrict__ partials, const u32* __restrict__ tile_chunk, u32 n_chunks,   \
-                             u64 groups, u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {         \
-        bm_dec_expand<PLWAH>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out, out_words, status); \
+        bm_dec_expand_##NAME(const u32* __restrict__ words, u32 m, const u32* __restrict__ tile_starts, u64 groups, \
+                             u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {                     \
+        bm_dec_expand<PLWAH>(words, m, tile_starts, groups, out, out_words, status);                               \
     }
 BM_DEC_KERNELS(wah, false)
 BM_DEC_KERNELS(plwah, true)

@@ -6,9 +6,12 @@
 //!   offsets, and by suffix-min where every fill run ends), and an apply that reads only the
 //!   units of 32 groups that are not one fill (`kernels/bitmap.cu`, "compression by heads").
 //!   [`compress_device_writer`] is the former path through the general canonical writer.
-//! - [`decompress`]: Algorithm 5, output-partitioned: chunk sums of the group counts, then each
-//!   decode tile stages the words covering its groups in shared memory and each thread expands
-//!   32 groups (`kernels/bitmap.cu`, "decompression").
+//! - [`decompress`]: Algorithm 5, output-partitioned: each decode tile stages the words covering
+//!   its groups in shared memory, found from its *tile start* (the word covering its first group),
+//!   and each thread expands 32 groups (`kernels/bitmap.cu`, "decompression"). A bitmap the GPU
+//!   compressed carries its tile starts ([`DeviceBitmap::tile_starts`]: the compressor writes them
+//!   on the way), so its decompression reads the compressed words once; any other bitmap gets them
+//!   from chunk sums of the group counts first (one more read of the words).
 //! - [`to_wah`] / [`convert`]: Algorithm 6, through the same writer, so fills longer than the
 //!   PLWAH counter merge into one WAH fill_word as on the CPU.
 //! - [`binary`]: AND / OR / XOR / AND-NOT on the compressed words: merge path over the two
@@ -103,6 +106,13 @@ pub struct DeviceBitmap {
     /// The words; `len` of them are used.
     pub words: CudaSlice<u32>,
     pub len: usize,
+    /// Decompression's directory, when a GPU compressor wrote it: for each decode tile b of
+    /// [`DECODE_TILE`] groups, entry `2b` = the index of the word covering group `b * DECODE_TILE`
+    /// and entry `2b + 1` = the group that word starts at; then the end entry `(len, groups)`
+    /// (`2 * (tiles + 1)` u32s). `None`: [`decompress_device`] computes them (one more pass over
+    /// the words). Wrong entries only give wrong output (flagged by
+    /// [`decompress_device_checked`]), never an access out of bounds.
+    pub tile_starts: Option<CudaSlice<u32>>,
 }
 
 impl DeviceBitmap {
@@ -360,6 +370,7 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
             bit_len: w.bit_len,
             words: gpu.alloc::<u32>(1)?,
             len: 0,
+            tile_starts: None,
         });
     }
     let tiles = w.elements.div_ceil(WRITER_TILE);
@@ -400,6 +411,7 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
             bit_len: w.bit_len,
             words: out,
             len: blocks,
+            tile_starts: None,
         });
     }
     // Overflow: (word, ex) per block, a scan of ex, then the scatter.
@@ -442,6 +454,7 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
             bit_len: w.bit_len,
             words,
             len: total,
+            tile_starts: None,
         });
     }
     let ex_prefix = gpu.alloc::<u32>(blocks)?;
@@ -475,6 +488,7 @@ fn run_writer(gpu: &Gpu, w: WriterRun<'_>) -> Result<DeviceBitmap> {
         bit_len: w.bit_len,
         words,
         len: blocks + ex_total,
+        tile_starts: None,
     })
 }
 
@@ -504,6 +518,7 @@ pub fn compress_device_with_max_counter(
             bit_len: plain.bit_len,
             words: gpu.alloc::<u32>(1)?,
             len: 0,
+            tile_starts: None,
         });
     }
     let bits = gpu.ptr(&plain.words);
@@ -519,7 +534,10 @@ pub fn compress_device_with_max_counter(
     gpu.fill_bytes(&mut state, 0)?;
     // Every word covers at least one group: at most `groups` words.
     let out = gpu.alloc::<u32>(groups as usize)?;
-    let (ps, pout) = (gpu.ptr(&state), gpu.ptr(&out));
+    // A compression tile is a decode tile (`BM_CMP_TILE == BM_DECODE_TILE`): tile t writes its
+    // tile start, the last tile also the end entry.
+    let tile_starts = gpu.alloc::<u32>(2 * (t + 1))?;
+    let (ps, pout, pts) = (gpu.ptr(&state), gpu.ptr(&out), gpu.ptr(&tile_starts));
     let pc = ps + 16 * tiles;
     let name = match flavor {
         Flavor::Wah => "bm_cmp_wah",
@@ -530,18 +548,19 @@ pub fn compress_device_with_max_counter(
     let nt = tiles as u32;
     let cap = groups;
     // SAFETY: matches bm_cmp_<f>(bits, n_words, groups, last_mask, max_counter, status,
-    // counters, tiles, out, out_cap): `bits` holds >= n_words words (checked); `state` holds
-    // 4 * tiles + 1 zeroed words: `status` (16-byte aligned, as every allocation is) the tiles'
-    // status words, `counters` the total; one block per tile (g == tiles), each
-    // writing only its own status word; out[< out_cap = groups] only. The temporaries are
-    // freed stream-ordered, after the kernel.
+    // counters, tiles, out, out_cap, tile_starts): `bits` holds >= n_words words (checked);
+    // `state` holds 4 * tiles + 1 zeroed words: `status` (16-byte aligned, as every allocation
+    // is) the tiles' status words, `counters` the total; one block per tile (g == tiles), each
+    // writing only its own status word and tile_starts[2t], [2t + 1] (the last tile also
+    // [2 tiles], [2 tiles + 1]: 2 (tiles + 1) entries); out[< out_cap = groups] only. The
+    // temporaries are freed stream-ordered, after the kernel.
     unsafe {
         gpu.launch(
             &f,
             g,
             CMP_THREADS,
             &[
-                &bits, &n_words, &groups, &mask, &max, &ps, &pc, &nt, &pout, &cap,
+                &bits, &n_words, &groups, &mask, &max, &ps, &pc, &nt, &pout, &cap, &pts,
             ],
         )?;
     }
@@ -557,6 +576,7 @@ pub fn compress_device_with_max_counter(
         bit_len: plain.bit_len,
         words: out,
         len,
+        tile_starts: Some(tile_starts),
     })
 }
 
@@ -663,6 +683,7 @@ pub fn upload(gpu: &Gpu, b: &Bitmap) -> Result<DeviceBitmap> {
         bit_len: b.bit_len(),
         words: gpu.upload(b.words())?,
         len: b.words().len(),
+        tile_starts: None,
     })
 }
 
@@ -784,6 +805,7 @@ pub fn upload_payload(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Devic
         bit_len,
         words: gpu.upload(&words)?,
         len: words.len(),
+        tile_starts: None,
     };
     let e = slot_ends(gpu, &d)?;
     let status = read_u64(gpu, &e.status, 0)?;
@@ -801,21 +823,19 @@ pub fn decompress_device_into(gpu: &Gpu, d: &DeviceBitmap, out: &mut CudaSlice<u
     decompress_queue(gpu, d, out, 0)
 }
 
-/// The decompression passes (`bitmap.cu`, "decompression"): chunk sums, their scan, each
-/// decode tile's first chunk, then the tiles. `status` is 0 or the address of one u32 that
-/// the tiles OR 1 into when a stream's chunks do not cover a tile (an invalid `DeviceBitmap`).
-/// Queued, not waited for.
+/// The decompression (`bitmap.cu`, "decompression"): the tile starts (the bitmap's own, or
+/// computed by [`tile_starts_queue`]), then the tiles. `status` is 0 or the address of one u32
+/// that the tiles OR 1 into when a tile's words do not cover its groups (an invalid
+/// `DeviceBitmap`). Queued, not waited for.
 fn decompress_queue(
     gpu: &Gpu,
     d: &DeviceBitmap,
     out: &mut CudaSlice<u32>,
     status: u64,
 ) -> Result<()> {
-    if d.bit_len > bitmap::MAX_BITS || d.len > d.words.len() {
-        return Err(Error::InvalidArgument(
-            "bitmap longer than MAX_BITS or than its word buffer".into(),
-        ));
-    }
+    let Some(m) = decode_args(d)? else {
+        return Ok(());
+    };
     let groups = group_count(d.bit_len);
     let out_words = d.bit_len.div_ceil(32);
     if (out.len() as u64) < out_words {
@@ -823,48 +843,100 @@ fn decompress_queue(
             "decompression output buffer too small".into(),
         ));
     }
-    if groups == 0 {
-        return Ok(());
+    let tiles = groups.div_ceil(DECODE_TILE);
+    let computed;
+    let starts = match &d.tile_starts {
+        Some(ts) if ts.len() as u64 >= 2 * (tiles + 1) => ts,
+        Some(_) => {
+            return Err(Error::InvalidArgument(
+                "tile_starts shorter than 2 * (tiles + 1) entries".into(),
+            ))
+        }
+        None => {
+            computed = tile_starts_queue(gpu, d)?;
+            &computed
+        }
+    };
+    let expand = match d.flavor {
+        Flavor::Wah => "bm_dec_expand_wah",
+        Flavor::Plwah => "bm_dec_expand_plwah",
+    };
+    let f_e = gpu.function(Module::Bitmap, expand)?;
+    let (pw, pts, po) = (gpu.ptr(&d.words), gpu.ptr(starts), gpu.ptr(out));
+    // SAFETY: matches bm_dec_expand_<f>(words, m, tile_starts, groups, out, out_words, status):
+    // `words` holds >= m words (decode_args), tile_starts 2 * (tiles + 1) entries (one block
+    // per tile b reads entries 2b .. 2b + 2), out >= out_words words (checked above), status is
+    // 0 or one u32; reads are clamped to those lengths. `computed` is dropped after the launch:
+    // cudarc frees device memory stream-ordered, so only after the kernel ran.
+    unsafe {
+        gpu.launch(
+            &f_e,
+            grid(groups, DECODE_TILE)?,
+            DECODE_THREADS,
+            &[&pw, &m, &pts, &groups, &po, &out_words, &status],
+        )?;
+    }
+    Ok(())
+}
+
+/// The checks of a bitmap about to be decoded; `None` when it has no groups, else its word
+/// count `m` (> 0, < 2^32).
+fn decode_args(d: &DeviceBitmap) -> Result<Option<u32>> {
+    if d.bit_len > bitmap::MAX_BITS || d.len > d.words.len() {
+        return Err(Error::InvalidArgument(
+            "bitmap longer than MAX_BITS or than its word buffer".into(),
+        ));
+    }
+    if group_count(d.bit_len) == 0 {
+        return Ok(None);
     }
     if d.len == 0 {
         return Err(Error::InvalidArgument(
             "a compressed bitmap of no words cannot hold any bits".into(),
         ));
     }
-    let m = u32::try_from(d.len)
-        .map_err(|_| Error::InvalidArgument("too many words for one GPU bitmap".into()))?;
+    u32::try_from(d.len)
+        .map(Some)
+        .map_err(|_| Error::InvalidArgument("too many words for one GPU bitmap".into()))
+}
+
+/// The tile starts of any valid stream (`bitmap.cu`, "decompression", the three passes: chunk
+/// sums, their scan, one warp per tile), in a new buffer of `2 * (tiles + 1)` u32s. Queued,
+/// not waited for.
+fn tile_starts_queue(gpu: &Gpu, d: &DeviceBitmap) -> Result<CudaSlice<u32>> {
+    let groups = group_count(d.bit_len);
+    let tiles = groups.div_ceil(DECODE_TILE);
+    let mut ts = gpu.alloc::<u32>(2 * (tiles as usize + 1))?;
+    let Some(m) = decode_args(d)? else {
+        gpu.fill_bytes(&mut ts, 0)?;
+        return Ok(ts);
+    };
     let n_chunks = u64::from(m).div_ceil(DEC_CHUNK);
     let n_sums = n_chunks.div_ceil(DEC_SUM_CHUNKS);
-    let tiles = groups.div_ceil(DECODE_TILE);
     let chunk_incl = gpu.alloc::<u32>(n_chunks as usize)?;
     let partials = gpu.alloc::<u32>(n_sums as usize + 1)?;
-    let tile_chunk = gpu.alloc::<u32>(tiles as usize + 1)?;
-    let (sums, expand) = match d.flavor {
-        Flavor::Wah => ("bm_dec_sums_wah", "bm_dec_expand_wah"),
-        Flavor::Plwah => ("bm_dec_sums_plwah", "bm_dec_expand_plwah"),
+    let (sums, starts) = match d.flavor {
+        Flavor::Wah => ("bm_dec_sums_wah", "bm_dec_tile_starts_wah"),
+        Flavor::Plwah => ("bm_dec_sums_plwah", "bm_dec_tile_starts_plwah"),
     };
     let f_s = gpu.function(Module::Bitmap, sums)?;
     let f_p = gpu.function(Module::Bitmap, "ds_partials_u32")?;
-    let f_t = gpu.function(Module::Bitmap, "bm_dec_tile_chunks")?;
-    let f_e = gpu.function(Module::Bitmap, expand)?;
-    let (pw, pc, pp, pt, po) = (
+    let f_t = gpu.function(Module::Bitmap, starts)?;
+    let (pw, pc, pp, pt) = (
         gpu.ptr(&d.words),
         gpu.ptr(&chunk_incl),
         gpu.ptr(&partials),
-        gpu.ptr(&tile_chunk),
-        gpu.ptr(out),
+        gpu.ptr(&ts),
     );
     // All < 2^32: m is, n_chunks <= m, tiles <= MAX_BITS / 31 / DECODE_TILE.
     let (nc, ns, nt) = (n_chunks as u32, n_sums as u32, tiles as u32);
     // SAFETY: matches bm_dec_sums_<f>(words, m, chunk_incl, partials): `words` holds >= m words
-    // (checked above), chunk_incl n_chunks entries, partials n_sums + 1 (the grid is n_sums
+    // (decode_args), chunk_incl n_chunks entries, partials n_sums + 1 (the grid is n_sums
     // blocks, block p writing partials[p] and chunk_incl of its chunks < n_chunks);
-    // ds_partials_u32(partials, n_sums); bm_dec_tile_chunks(chunk_incl, partials, n_chunks,
-    // n_sums, tiles, tile_chunk): tile_chunk holds tiles + 1 entries, one per thread b <= tiles;
-    // bm_dec_expand_<f>(words, m, chunk_incl, partials, tile_chunk, n_chunks, groups, out,
-    // out_words, status): reads clamped to those lengths, writes < out_words <= out.len() words,
-    // status is 0 or one u32. The temporaries are dropped after the launches: cudarc frees
-    // device memory stream-ordered, so only after the kernels ran.
+    // ds_partials_u32(partials, n_sums); bm_dec_tile_starts_<f>(words, m, chunk_incl, partials,
+    // n_chunks, n_sums, tiles, groups, tile_starts): one warp per tile b <= tiles (8 a block of
+    // 256), writing entries 2b and 2b + 1 of the 2 (tiles + 1). The temporaries are dropped after
+    // the launches: cudarc frees device memory stream-ordered.
     unsafe {
         gpu.launch(
             &f_s,
@@ -875,21 +947,21 @@ fn decompress_queue(
         gpu.launch(&f_p, 1, DS_PARTIAL_THREADS, &[&pp, &ns])?;
         gpu.launch(
             &f_t,
-            grid(tiles + 1, 256)?,
+            grid(tiles + 1, 8)?,
             256,
-            &[&pc, &pp, &nc, &ns, &nt, &pt],
-        )?;
-        gpu.launch(
-            &f_e,
-            grid(groups, DECODE_TILE)?,
-            DECODE_THREADS,
-            &[
-                &pw, &m, &pc, &pp, &pt, &nc, &groups, &po, &out_words, &status,
-            ],
+            &[&pw, &m, &pc, &pp, &nc, &ns, &nt, &groups, &pt],
         )?;
     }
-    drop((chunk_incl, partials, tile_chunk));
-    Ok(())
+    drop((chunk_incl, partials));
+    Ok(ts)
+}
+
+/// [`DeviceBitmap::tile_starts`] as decompression computes them for a bitmap without them (the
+/// tests compare them with the compressor's). `2 * (tiles + 1)` u32s; waits.
+#[doc(hidden)]
+pub fn compute_tile_starts(gpu: &Gpu, d: &DeviceBitmap) -> Result<Vec<u32>> {
+    let ts = tile_starts_queue(gpu, d)?;
+    read_words(gpu, &ts, 0, ts.len())
 }
 
 /// Decompresses on the device into a new plain bitmap.
@@ -1028,6 +1100,7 @@ fn empty_result(gpu: &Gpu, a: &DeviceBitmap) -> Result<DeviceBitmap> {
         bit_len: a.bit_len,
         words: gpu.alloc::<u32>(1)?,
         len: 0,
+        tile_starts: None,
     })
 }
 
@@ -1171,6 +1244,7 @@ pub fn binary_device_with(
             bit_len: a.bit_len,
             words: out,
             len: blocks,
+            tile_starts: None,
         });
     }
     if listed > cap {
@@ -1195,6 +1269,7 @@ pub fn binary_device_with(
         bit_len: a.bit_len,
         words,
         len: total,
+        tile_starts: None,
     })
 }
 

@@ -608,6 +608,31 @@ fn staircase(rng: &mut StdRng, segments: usize, fill_len: impl Fn(usize) -> usiz
     g
 }
 
+/// Decompression's tile starts (`DeviceBitmap::tile_starts`) by their definition, from the CPU's
+/// words: for each decode tile b, the word covering group `b * DECODE_TILE` and the group it
+/// starts at; then `(words, groups)`.
+fn cpu_tile_starts(b: &Bitmap) -> Vec<u32> {
+    let groups = bitmap::group_count(b.bit_len());
+    let tiles = groups.div_ceil(gb::DECODE_TILE);
+    let mut out = Vec::new();
+    let (mut start, mut t) = (0u64, 0u64);
+    for (i, &w) in b.words().iter().enumerate() {
+        let n = match b.flavor().decode_word(w) {
+            bitmap::Word::Literal(_) => 1,
+            bitmap::Word::Fill {
+                counter, position, ..
+            } => u64::from(counter) + u64::from(position != 0),
+        };
+        while t < tiles && t * gb::DECODE_TILE < start + n {
+            out.extend([i as u32, start as u32]);
+            t += 1;
+        }
+        start += n;
+    }
+    out.extend([b.words().len() as u32, groups as u32]);
+    out
+}
+
 /// GPU decompression of `bits` (both flavors) equals the CPU's: through `decompress` (validated
 /// payload) and through `decompress_device_into` into a larger buffer whose words past
 /// `ceil(bit_len / 32)` must stay untouched.
@@ -634,6 +659,10 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
         );
         let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("GPU decompresses");
         assert!(!flagged, "{f:?} {what}: a valid stream was flagged");
+        assert!(
+            gb::compute_tile_starts(gpu, &d).expect("tile starts") == cpu_tile_starts(&cpu),
+            "{f:?} {what} ({bit_len} bits): the tile starts decompression computes"
+        );
     }
 }
 
@@ -744,6 +773,7 @@ fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
         bit_len,
         words: gpu.upload(words).expect("upload"),
         len: words.len(),
+        tile_starts: None,
     };
     for f in FLAVORS {
         // Too few groups for bit_len: the last tiles are not covered and must be flagged.
@@ -784,6 +814,30 @@ fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
             let d = device(f, &words, bit_len);
             gb::decompress_device_checked(gpu, &d).expect("no fault");
         }
+        // A valid stream with wrong tile starts: past the words, all zero (tiles past the first
+        // get too few words), random. Flagged where the words cannot cover a tile; no fault.
+        let bit_len = 31 * 5 * gb::DECODE_TILE + 77;
+        let bits = bits_of(&mut rng, bit_len, Pattern::Density(3));
+        let plain = gb::upload_plain(gpu, &bits, bit_len).expect("upload");
+        let n = 2 * (bit_len.div_ceil(31).div_ceil(gb::DECODE_TILE) as usize + 1);
+        let wrong: [(Vec<u32>, bool); 3] = [
+            (vec![u32::MAX - 3; n], true),
+            (vec![0; n], true),
+            ((0..n).map(|_| rng.random()).collect(), false),
+        ];
+        for (starts, must_flag) in wrong {
+            let mut d = gb::compress_device(gpu, f, &plain).expect("compress");
+            d.tile_starts = Some(gpu.upload(&starts).expect("upload"));
+            let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("no fault");
+            assert!(
+                flagged || !must_flag,
+                "{f:?}: wrong tile starts not flagged"
+            );
+        }
+        // Too short a directory is an argument error.
+        let mut d = gb::compress_device(gpu, f, &plain).expect("compress");
+        d.tile_starts = Some(gpu.upload(&[0u32, 0]).expect("upload"));
+        assert!(gb::decompress_device(gpu, &d).is_err());
     }
 }
 
@@ -821,6 +875,29 @@ fn check_compression(
                 g.get(i),
                 c.get(i)
             );
+        }
+        // The tile starts the compressor wrote: as defined, as the fallback computes them, and
+        // decompression through them gives the bits back.
+        if let Some(ts) = &heads.tile_starts {
+            let mut host = vec![0u32; ts.len()];
+            gpu.download(ts, &mut host).expect("download");
+            let want = cpu_tile_starts(&cpu);
+            assert!(
+                host == want,
+                "{f:?} {what} ({bit_len} bits, max {m}): compressor's tile starts {:?}, want {:?}",
+                &host[..host.len().min(16)],
+                &want[..want.len().min(16)]
+            );
+            assert!(gb::compute_tile_starts(gpu, &heads).expect("tile starts") == want);
+            let (plain_back, flagged) =
+                gb::decompress_device_checked(gpu, &heads).expect("GPU decompresses");
+            assert!(!flagged, "{f:?} {what}: a compressed stream was flagged");
+            assert!(
+                gb::download_plain(gpu, &plain_back).expect("download") == cpu.decompress_to_vec(),
+                "{f:?} {what} ({bit_len} bits, max {m}): decompression through the tile starts"
+            );
+        } else {
+            assert!(bit_len == 0, "{f:?} {what}: no tile starts");
         }
         let writer = gb::compress_device_writer(gpu, f, &plain, m).expect("GPU writer");
         assert!(

@@ -482,6 +482,7 @@ fn bench_flavor(
             bit_len,
             words: gpu.upload(&cwords)?,
             len: cwords.len(),
+            tile_starts: None,
         };
         gb::decompress_device_into(gpu, &d, &mut d_out.words)?;
         let mut host = vec![0u32; d_out.word_count()];
@@ -633,6 +634,7 @@ fn gpu_variants(
             bit_len,
             words: gpu.upload(h)?,
             len: h.len(),
+            tile_starts: None,
         })
     };
     let mut ok = true;

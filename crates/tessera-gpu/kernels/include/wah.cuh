@@ -134,14 +134,17 @@ template <bool PLWAH> __device__ __forceinline__ u32 bm_word_groups(u32 w) {
 // Group r of word w, where the word's groups end (exclusively) at e > r: a literal is its
 // group, a fill its fill group, except that a PLWAH fill with position p != 0 ends in ONE
 // dirty group (the fill group with bit p - 1 flipped).
+// Branch-free (selects only): the decompression walk calls it for every group, unrolled, where
+// a branch per call costs a reconvergence point each.
 template <bool PLWAH> __device__ __forceinline__ u32 bm_word_group(u32 w, u32 e, u32 r) {
-    if (!(w & BM_FILL_FLAG)) return w;
-    u32 x = (w & BM_FILL_BIT) ? BM_GROUP_ONES : 0u;
+    // The fill bit (bit 30) spread over the group's 31 bits.
+    u32 x = (u32)((int)(w << 1) >> 31) & BM_GROUP_ONES;
     if (PLWAH) {
+        // (1 << pos) >> 1: bit pos - 1, or 0 for pos = 0 (no dirty group).
         const u32 pos = (w & BM_PLWAH_POSITION_MASK) >> BM_PLWAH_POSITION_SHIFT;
-        if (pos && r + 1 == e) x ^= 1u << (pos - 1);
+        x ^= r + 1 == e ? (1u << pos) >> 1 : 0u;
     }
-    return x;
+    return (w & BM_FILL_FLAG) ? x : w;
 }
 
 // Slot k of a word stream.
