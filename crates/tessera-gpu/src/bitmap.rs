@@ -974,9 +974,9 @@ pub fn decompress_device(gpu: &Gpu, d: &DeviceBitmap) -> Result<DevicePlain> {
     })
 }
 
-/// [`decompress_device`], then waits and says whether a decode tile found the stream's chunks
-/// inconsistent with its groups (never for a valid [`DeviceBitmap`]; the hook that lets tests
-/// feed the kernels invalid streams).
+/// [`decompress_device`], then waits and says whether a decode tile found its words (from its
+/// tile start to the next) not covering its groups (never for a valid [`DeviceBitmap`] with
+/// right or no tile starts; the hook that lets tests feed the kernels invalid streams).
 #[doc(hidden)]
 pub fn decompress_device_checked(gpu: &Gpu, d: &DeviceBitmap) -> Result<(DevicePlain, bool)> {
     let mut words = gpu.alloc::<u32>(d.bit_len.div_ceil(32) as usize)?;
