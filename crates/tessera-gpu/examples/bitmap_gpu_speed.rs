@@ -5,7 +5,8 @@
 //! seconds instead of minutes.
 //!
 //! Usage: `bitmap_gpu_speed [--densities 1,4,8,12,16] [--flavors wah,plwah] [--runs 7]
-//! [--bits N] [--only comp,dec,and,or]`. Every figure is the median of `--runs` CUDA-event
+//! [--bits N] [--only comp,dec,and,or,fop]` (fop: each operation by path, merge / fused /
+//! decompress-operate, not in the default set). Every figure is the median of `--runs` CUDA-event
 //! timings after a warm-up. Each result is first checked against the CPU codec (compression
 //! word for word, decompression byte for byte, AND / OR word for word); a mismatch is printed
 //! and makes the exit status 1. Decompression is timed twice: on the GPU compressor's bitmap,
@@ -192,6 +193,52 @@ fn main() -> tessera_format::Result<()> {
                 cells.join(" | "),
                 if ok { "yes" } else { "MISMATCH" }
             );
+            if has("fop") {
+                // Operations by path: merge, fused on GPU-compressed operands (tile starts
+                // carried), fused on uploaded ones (computed first), and decompress-operate
+                // (decompress both, plain op, compress), each checked against the CPU.
+                let pb = gb::upload_plain(&gpu, &b_bits, args.bits)?;
+                let (ca, cb) = (
+                    gb::compress_device(&gpu, flavor, &pa)?,
+                    gb::compress_device(&gpu, flavor, &pb)?,
+                );
+                let mut xa = gb::decompress_device(&gpu, &ca)?;
+                let mut xb = gb::decompress_device(&gpu, &cb)?;
+                let mut xr = gb::decompress_device(&gpu, &ca)?;
+                for op in [
+                    tessera_codecs::bitmap::ops::Op::And,
+                    tessera_codecs::bitmap::ops::Op::Or,
+                ] {
+                    let want = tessera_codecs::bitmap::ops::binary(op, &a, &b)?;
+                    let mut fok =
+                        gb::download(&gpu, &gb::binary_device_merge(&gpu, op, &ca, &cb)?)? == want;
+                    fok &=
+                        gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &ca, &cb)?)? == want;
+                    fok &=
+                        gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &da, &db)?)? == want;
+                    let merge = gpu_ms(&gpu, args.runs, || {
+                        gb::binary_device_merge(&gpu, op, &ca, &cb)
+                    })?;
+                    let fused = gpu_ms(&gpu, args.runs, || {
+                        gb::binary_device_fused(&gpu, op, &ca, &cb)
+                    })?;
+                    let fused_up = gpu_ms(&gpu, args.runs, || {
+                        gb::binary_device_fused(&gpu, op, &da, &db)
+                    })?;
+                    let dop = gpu_ms(&gpu, args.runs, || {
+                        gb::decompress_device_into(&gpu, &ca, &mut xa.words)?;
+                        gb::decompress_device_into(&gpu, &cb, &mut xb.words)?;
+                        gb::plain_op_device(&gpu, op, &xa, &xb, &mut xr)?;
+                        gb::compress_device(&gpu, flavor, &xr)
+                    })?;
+                    all_ok &= fok;
+                    println!(
+                        "| fop 2^-{k} | {flavor:?} | {op:?} | words {} | merge {merge:.4} | fused {fused:.4} | fused uploaded {fused_up:.4} | decompress-operate {dop:.4} | {} |",
+                        a.words().len() + b.words().len(),
+                        if fok { "yes" } else { "MISMATCH" }
+                    );
+                }
+            }
         }
     }
     println!("({:.1} s)", t0.elapsed().as_secs_f64());

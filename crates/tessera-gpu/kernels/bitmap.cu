@@ -37,6 +37,10 @@
 //   bm_op1_<op>_<flavor>       the same writer in one launch (decoupled look-back), and
 //   bm_slots_pair_<flavor>     both operands' slot ends in one launch: the path of operations on
 //                              short bitmaps, where launches and waits cost more than the data;
+//   bm_fop_<op>_<flavor>       the same operations by tiles (the path of operands with at least
+//                              a word per 6 groups): decode both operands' tile from their tile
+//                              starts, operate, compress with the compressor's tile code (see
+//                              "fused operations");
 //   bm_overflow_fixup          its overflow path (a short list of blocks needing full fill_words);
 //   bm_scatter_fills           the overflow path: block i's `ex` full fill_words and last word;
 //   bm_overflow_fills          the same with the scan of ex, in one thread block (small results);
@@ -938,12 +942,15 @@ __device__ __forceinline__ void bm_cmp_tile_start(u32* __restrict__ tile_starts,
     tile_starts[2 * tile + 1] = start;
 }
 
+// Phases 1-4 of tile blockIdx.x, whose BM_CMP_TILE_WORDS plain words the block has staged in
+// sm (and synchronized); prev_word's bits 1..31 are the group before the tile (read by thread 0
+// only; any value for tile 0). Shared by bm_cmp (sm: the plain input) and the fused operations
+// (sm: op of the two operands' decoded tiles). Overwrites sm.
 template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
-                                       u32 max_counter, uint4* status, u32* counters, u32 tiles,
-                                       u32* __restrict__ out, u64 out_cap, u32* __restrict__ tile_starts) {
+__device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, u32 last_mask, u32 max_counter,
+                                            uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,
+                                            u64 out_cap, u32* __restrict__ tile_starts) {
     static_assert(BM_CMP_TILE == BM_DECODE_TILE, "a compression tile is a decode tile");
-    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];  // the staged input
     __shared__ uint4 s_unit[BM_CMP_THREADS];
     __shared__ u32 s_next[BM_CMP_THREADS];
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
@@ -956,18 +963,11 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
     // the same). A ticket counter would cost every tile one more L2 round trip.
     const u32 tile = blockIdx.x;
-    if (tile >= tiles) return;  // uniform; never with the host's grid
-    if (threadIdx.x == 0) s_open = BM_CMP_NONE;
+    if (threadIdx.x == 0) s_open = BM_CMP_NONE;  // ordered before its writers by the suffix-min
     const u64 g0 = (u64)tile * BM_CMP_TILE;
-    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
-    // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and that
-    // group is never the bitmap's last); read early, by thread 0 only.
-    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) ? bits[w0 - 1] : 0u;
     const u64 ug0 = g0 + (u64)threadIdx.x * 32;
     const u32 nv = ug0 >= groups ? 0u : (groups - ug0 >= 32 ? 32u : (u32)(groups - ug0));
     const bool has_last = nv > 0 && ug0 + nv == groups;
-    bm_cmp_stage(bits, n_words, w0, sm);
-    __syncthreads();
     // Phase 1: thread t classifies unit t; the group before it is the top 31 bits of the word
     // before its words (the previous unit's group 31), or of prev_word for the tile's first.
     const u32* p = sm + threadIdx.x * BM_GROUP_BITS;
@@ -1036,6 +1036,23 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
             tile_starts[2 * tiles + 1] = (u32)groups;
         }
     }
+}
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
+                                       u32 max_counter, uint4* status, u32* counters, u32 tiles,
+                                       u32* __restrict__ out, u64 out_cap, u32* __restrict__ tile_starts) {
+    __shared__ __align__(16) u32 sm[BM_CMP_TILE_WORDS];  // the staged input
+    const u32 tile = blockIdx.x;
+    if (tile >= tiles) return;  // uniform; never with the host's grid
+    const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
+    // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and that
+    // group is never the bitmap's last); read early, by thread 0 only.
+    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) ? bits[w0 - 1] : 0u;
+    bm_cmp_stage(bits, n_words, w0, sm);
+    __syncthreads();
+    bm_cmp_tile<PLWAH>(sm, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
+                       tile_starts);
 }
 
 // At most 48 registers (10 blocks of 128 threads per SM, as shared memory allows): PLWAH's
@@ -1547,41 +1564,104 @@ __device__ __forceinline__ void bm_dec_tile_starts(const u32* __restrict__ words
 // multiple of 4, so at most BM_DECODE_TILE + 4 words, in BM_DEC_MAX_CHUNKS chunks.
 #define BM_DEC_WARP_CHUNKS ((BM_DEC_MAX_CHUNKS + BM_DECODE_THREADS / 32 - 1) / (BM_DECODE_THREADS / 32))
 
-template <bool PLWAH>
-__device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m,
-                                              const u32* __restrict__ tile_starts, u64 groups,
-                                              u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {
-    __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
-    __shared__ u16 se[BM_DEC_SMEM_PADDED16];              // word ends, relative to the tile (u16)
-    __shared__ u32 s_chunk[BM_DEC_MAX_CHUNKS];            // chunk totals
-    const u32 b = blockIdx.x;
-    const u64 g_lo = (u64)b * BM_DECODE_TILE;
-    if (g_lo >= groups || m == 0) return;  // uniform per block
-    const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
+// The walk's view of word w: fv = the value of its groups but the last, lv = of its last group
+// (they differ only for a PLWAH fill with a position: its dirty group). Computed once per word
+// the walk steps onto, so that a group that stays on its word costs a compare and a select
+// (sm_90 SASS, PLWAH: about 10 instructions a group instead of 23 when the word was decoded
+// again for every group; no change in time measurable on the H100, 2026-11-22, where the walk
+// is not what bounds the decompression).
+template <bool PLWAH> __device__ __forceinline__ void bm_dec_word_values(u32 w, u32& fv, u32& lv) {
+    const bool fill = (w & BM_FILL_FLAG) != 0u;
+    fv = fill ? ((u32)((int)(w << 1) >> 31) & BM_GROUP_ONES) : w;
+    lv = fv;
+    if (PLWAH) lv ^= fill ? (1u << ((w & BM_PLWAH_POSITION_MASK) >> BM_PLWAH_POSITION_SHIFT)) >> 1 : 0u;
+}
 
-    // The tile's words, clamped: from its anchor (rounded down to a 16-byte boundary) to the
-    // next tile's anchor.
+// The first of nw words whose end (se) is past group r, or nw - 1 if none.
+__device__ __forceinline__ u32 bm_dec_search(const u16* se, u32 nw, u32 r) {
+    u32 lo = 0, hi = nw;
+    while (lo < hi) {
+        const u32 mid = (lo + hi) >> 1;
+        if (se[BM_DEC_PAD16(mid)] <= r) lo = mid + 1; else hi = mid;
+    }
+    return lo < nw ? lo : nw - 1;
+}
+
+// Thread t's 32 groups r0 .. r0 + 31 from word s (ending at e, values fv / lv), stepping to the
+// next word once a group passes e. One step suffices: ends strictly increase inside the tile
+// (every word of a valid stream covers >= 1 group), so the word after the one ending at r
+// covers r. A hostile stream (or tile start) only gets wrong output: s stays < nw. LAST (the
+// bitmap's last tile, rn < BM_DECODE_TILE): groups >= rn are 0; a template so that the other
+// tiles carry no per-group test.
+template <bool PLWAH, bool LAST>
+__device__ __forceinline__ void bm_dec_walk(const u32* sw, const u16* se, u32 nw, u32 rn, u32 r0, u32 s, u32 e, u32 fv,
+                                            u32 lv, u32 (&o)[BM_DECODE_GROUPS - 1]) {
+    u32 prev = 0;
+#pragma unroll
+    for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
+        const u32 r = r0 + j;
+        if (e <= r && s + 1 < nw) {
+            ++s;
+            e = se[BM_DEC_PAD16(s)];
+            bm_dec_word_values<PLWAH>(sw[BM_DEC_PAD(s)], fv, lv);
+        }
+        u32 x = (PLWAH && r + 1 == e) ? lv : fv;
+        if (LAST && r >= rn) x = 0u;
+        // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
+        if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
+        prev = x;
+    }
+}
+
+// The words decode tile b loads, clamped: from its anchor (the tile start, rounded down to a
+// 16-byte boundary) to the next tile's anchor, at most BM_DEC_SMEM_WORDS. bad: the tile starts
+// name no word or an empty or too long range (the tile is then flagged). Every thread reads the
+// same three entries.
+struct BmDecRange {
+    u32 wa, nw, skip, nc, s0;
+    bool bad;
+};
+__device__ __forceinline__ BmDecRange bm_dec_range(const u32* __restrict__ tile_starts, u32 m, u32 b) {
     const uint2 a0 = reinterpret_cast<const uint2*>(tile_starts)[b];
     const u32 a1 = tile_starts[2 * b + 2];
     u32 first = a0.x, last = a1;
-    const u32 s0 = a0.y;
-    bool bad = false;
+    BmDecRange r;
+    r.s0 = a0.y;
+    r.bad = false;
     if (first >= m) {
         first = m - 1;
-        bad = true;
+        r.bad = true;
     }
     if (last >= m) last = m - 1;  // the last tile's normal case (its entry is m)
     if (last < first) {
         last = first;
-        bad = true;
+        r.bad = true;
     }
-    const u32 wa = first & ~3u;
-    if (last - wa >= BM_DEC_SMEM_WORDS) {
-        last = wa + BM_DEC_SMEM_WORDS - 1;
-        bad = true;
+    r.wa = first & ~3u;
+    if (last - r.wa >= BM_DEC_SMEM_WORDS) {
+        last = r.wa + BM_DEC_SMEM_WORDS - 1;
+        r.bad = true;
     }
-    const u32 nw = last + 1 - wa, skip = first - wa;
-    const u32 nc = (nw + BM_DEC_CHUNK - 1) / BM_DEC_CHUNK;
+    r.nw = last + 1 - r.wa;
+    r.skip = first - r.wa;
+    r.nc = (r.nw + BM_DEC_CHUNK - 1) / BM_DEC_CHUNK;
+    return r;
+}
+
+// Decode tile b (b * BM_DECODE_TILE < groups, m >= 1: the caller's uniform checks) of a stream
+// into registers: thread t's o = the tile's plain words 31t .. 31t + 30 (groups past the
+// bitmap's end are 0). sw (BM_DEC_SMEM_PADDED words, 16-byte aligned) holds the loaded words,
+// se (BM_DEC_SMEM_PADDED16) their ends, s_chunk (BM_DEC_MAX_CHUNKS) the chunk totals; the
+// caller synchronizes before reusing them. Shared by bm_dec_expand and the fused operations.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_tile(const u32* __restrict__ words, u32 m, const u32* __restrict__ tile_starts,
+                                            u64 groups, u32 b, u32* sw, u16* se, u32* s_chunk,
+                                            u32 (&o)[BM_DECODE_GROUPS - 1], u32* __restrict__ status) {
+    const u64 g_lo = (u64)b * BM_DECODE_TILE;
+    const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
+    const BmDecRange rg = bm_dec_range(tile_starts, m, b);
+    const u32 wa = rg.wa, nw = rg.nw, skip = rg.skip, nc = rg.nc, s0 = rg.s0;
+    const bool bad = rg.bad;
 
     // Load: 16-byte loads (wa is a multiple of 4), all issued before any is stored, then the tail.
     bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wa, nw, sw);
@@ -1648,7 +1728,6 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
 
     // The walk: thread t's groups 32t .. 32t + 31 of the tile.
     const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
-    u32 o[BM_DECODE_GROUPS - 1];
     if (dense) {
         // Clamped reads: a hostile stream only gets wrong output. The padded layout keeps the
         // 32 threads' reads of one step in 32 banks.
@@ -1662,33 +1741,25 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
             prev = x;
         }
     } else {
-        u32 lo = 0, hi = nw;
-        while (lo < hi) {
-            const u32 mid = (lo + hi) >> 1;
-            if (se[BM_DEC_PAD16(mid)] <= r0) lo = mid + 1; else hi = mid;
-        }
-        u32 s = lo < nw ? lo : nw - 1;
-        u32 e = se[BM_DEC_PAD16(s)], w = sw[BM_DEC_PAD(s)];
-        u32 prev = 0;
-#pragma unroll
-        for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
-            const u32 r = r0 + j;
-            // One step suffices: the ends strictly increase inside the tile (every word of a
-            // valid stream covers >= 1 group; a hostile one only gets wrong output), so the
-            // word after the one ending at r covers r. An `if`, not a loop: no divergent loop
-            // per group.
-            if (e <= r && s + 1 < nw) {
-                ++s;
-                e = se[BM_DEC_PAD16(s)];
-                w = sw[BM_DEC_PAD(s)];
-            }
-            // Masked rather than selected, so that no branch skips bm_word_group.
-            const u32 x = bm_word_group<PLWAH>(w, e, r) & (0u - (u32)(r < rn && e > r));
-            // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
-            if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
-            prev = x;
-        }
+        const u32 s = bm_dec_search(se, nw, r0);
+        u32 e = se[BM_DEC_PAD16(s)], fv, lv;
+        bm_dec_word_values<PLWAH>(sw[BM_DEC_PAD(s)], fv, lv);
+        if (rn == BM_DECODE_TILE) bm_dec_walk<PLWAH, false>(sw, se, nw, rn, r0, s, e, fv, lv, o);
+        else bm_dec_walk<PLWAH, true>(sw, se, nw, rn, r0, s, e, fv, lv, o);
     }
+}
+
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32 m,
+                                              const u32* __restrict__ tile_starts, u64 groups,
+                                              u32* __restrict__ out, u64 out_words, u32* __restrict__ status) {
+    __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // words; then the output stage
+    __shared__ u16 se[BM_DEC_SMEM_PADDED16];              // word ends, relative to the tile (u16)
+    __shared__ u32 s_chunk[BM_DEC_MAX_CHUNKS];            // chunk totals
+    const u32 b = blockIdx.x;
+    if ((u64)b * BM_DECODE_TILE >= groups || m == 0) return;  // uniform per block
+    u32 o[BM_DECODE_GROUPS - 1];
+    bm_dec_tile<PLWAH>(words, m, tile_starts, groups, b, sw, se, s_chunk, o, status);
     __syncthreads();  // every walk is done: sw becomes the stage
 
     u32* stage = sw;
@@ -1726,6 +1797,230 @@ __device__ __forceinline__ void bm_dec_expand(const u32* __restrict__ words, u32
     }
 BM_DEC_KERNELS(wah, false)
 BM_DEC_KERNELS(plwah, true)
+
+// ---- fused operations: decode, operate and compress a tile in one block ------------------------
+//
+// bm_fop_<op>_<flavor>: block t decodes tile t (BM_CMP_TILE = BM_DECODE_TILE groups) of both
+// operands through their tile starts (bm_dec_tile), applies the operation to the plain words, and
+// compresses the result with the compressor's own tile code (bm_cmp_tile: the look-back gives
+// the tile's word offset and carried fill run, and the result gets its tile starts too). Global
+// traffic: the operands' compressed words and the result's; nothing plain is materialized,
+// where decompress-operate writes and reads three plain bitmaps. Its cost grows with the
+// groups, not the words, so the host keeps the merge path (bm_op1) for sparse operands.
+// The group before tile t (the kind that seeds its first unit) is op(a's, b's group g0 - 1):
+// in the word its tile start names if that word starts before g0, else in the word before it,
+// which ends at g0 (bm_fop_group_before).
+// status[0] |= 1 when a tile start cannot cover its tile or names no word (as bm_dec_expand);
+// the host then rejects the result. Reads stay in bounds whatever the tile starts hold.
+// BM_FOP_JOINT: 1 decodes both operands in the same phases where their words fit the load
+// buffer together (bm_fop_joint), 0 always one after the other. BM_FOP_MIN_BLOCKS: the launch
+// bound (6: 80 registers, some spilled in the one-after-the-other path).
+// Measured (H100, 2026-11-22, bitmap_gpu_speed --only fop, 1,677,721,600 bits, median of 5,
+// same run, PLWAH AND / OR ms at 2^-8): joint 0: 0.514 / 0.678, joint 1: 0.541 / 0.635; at
+// 2^-12: 0.404 / 0.450 -> 0.324 / 0.420. Bounds 4, 5, 7 blocks (joint 0): 2^-8 PLWAH OR 0.82,
+// 0.75, 0.70 against 0.70 at 6; 7 blocks with the joint decode is no better at 2^-1 / 2^-4.
+#ifndef BM_FOP_JOINT
+#define BM_FOP_JOINT 1
+#endif
+#ifndef BM_FOP_MIN_BLOCKS
+#define BM_FOP_MIN_BLOCKS 6
+#endif
+
+template <int OP> __device__ __forceinline__ u32 bm_plain_word_op(u32 a, u32 b) {
+    if (OP == BM_OP_AND) return a & b;
+    if (OP == BM_OP_OR) return a | b;
+    if (OP == BM_OP_XOR) return a ^ b;
+    return a & ~b;
+}
+
+// Group g0 - 1 (g0 = tile * BM_DECODE_TILE, tile >= 1) of a stream, from its tile starts.
+template <bool PLWAH>
+__device__ __forceinline__ u32 bm_fop_group_before(const u32* __restrict__ words, u32 m,
+                                                   const u32* __restrict__ tile_starts, u32 tile, bool& bad) {
+    const u32 ts = tile_starts[2 * tile], s = tile_starts[2 * tile + 1];
+    const u32 g0 = tile * BM_DECODE_TILE;  // < groups < 2^32
+    if (ts >= m || s > g0 || (s == g0 && ts == 0)) {
+        bad = true;
+        return 0u;
+    }
+    // Word ts covers g0 - 1 as well when it starts before g0 (not its last group, as it covers
+    // g0 too: any end > g0 says so); else word ts - 1 ends at g0.
+    return s < g0 ? bm_word_group<PLWAH>(words[ts], g0 + 1, g0 - 1) : bm_word_group<PLWAH>(words[ts - 1], g0, g0 - 1);
+}
+
+// The joint decode (both operands' words fit in the load buffer together: their chunks number
+// at most BM_DEC_MAX_CHUNKS, as for every tile of operands with fewer than about 4000 words
+// each): a's words at chunk 0, b's at chunk ra.nc, loaded and scanned in the same phases (three
+// barriers for both instead of three each), then one walk over both in lockstep, so that no
+// thread keeps a's 31 words while b decodes. Ends are always stored (no dense shortcut).
+template <bool PLWAH, bool LAST, int OP>
+__device__ __forceinline__ void bm_fop_walk2(const u32* swa, const u16* sea, u32 nwa, const u32* swb, const u16* seb,
+                                             u32 nwb, u32 rn, u32 r0, u32 (&o)[BM_DECODE_GROUPS - 1]) {
+    u32 sa = bm_dec_search(sea, nwa, r0), sb = bm_dec_search(seb, nwb, r0);
+    u32 ea = sea[BM_DEC_PAD16(sa)], eb = seb[BM_DEC_PAD16(sb)], fva, lva, fvb, lvb;
+    bm_dec_word_values<PLWAH>(swa[BM_DEC_PAD(sa)], fva, lva);
+    bm_dec_word_values<PLWAH>(swb[BM_DEC_PAD(sb)], fvb, lvb);
+    u32 prev = 0;
+#pragma unroll
+    for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
+        const u32 r = r0 + j;
+        if (ea <= r && sa + 1 < nwa) {
+            ++sa;
+            ea = sea[BM_DEC_PAD16(sa)];
+            bm_dec_word_values<PLWAH>(swa[BM_DEC_PAD(sa)], fva, lva);
+        }
+        if (eb <= r && sb + 1 < nwb) {
+            ++sb;
+            eb = seb[BM_DEC_PAD16(sb)];
+            bm_dec_word_values<PLWAH>(swb[BM_DEC_PAD(sb)], fvb, lvb);
+        }
+        const u32 xa = (PLWAH && r + 1 == ea) ? lva : fva, xb = (PLWAH && r + 1 == eb) ? lvb : fvb;
+        u32 x = bm_op<OP>(xa, xb);
+        if (LAST && r >= rn) x = 0u;
+        if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
+        prev = x;
+    }
+}
+
+template <bool PLWAH, int OP>
+__device__ __forceinline__ void bm_fop_joint(const u32* __restrict__ wa, const u32* __restrict__ wb,
+                                             const BmDecRange& ra, const BmDecRange& rb, u64 g_lo, u32 rn, u32* sw,
+                                             u16* se, u32* s_chunk, u32 (&o)[BM_DECODE_GROUPS - 1],
+                                             u32* __restrict__ status) {
+    const u32 cb = ra.nc * BM_DEC_CHUNK;  // b's first word in the joint layout (a multiple of 32)
+    const u32 nct = ra.nc + rb.nc;
+    bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(wa + ra.wa, ra.nw, sw);
+    bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(wb + rb.wa, rb.nw, sw + BM_DEC_PAD(cb));
+    __syncthreads();
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    u32 lane_excl[BM_DEC_WARP_CHUNKS];
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (k >= nct) break;  // uniform per warp
+        const bool isb = k >= ra.nc;
+        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw;
+        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 sum = 0;
+#pragma unroll
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
+            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+        }
+        const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
+        lane_excl[i] = incl - sum;
+        if (lane == 31) s_chunk[k] = incl;
+    }
+    __syncthreads();
+    const u32 t0 = 2 * lane < nct ? s_chunk[2 * lane] : 0u, t1 = 2 * lane + 1 < nct ? s_chunk[2 * lane + 1] : 0u;
+    const u32 t_incl = ds_warp_inclusive(t0 + t1, DsSum<u32>());
+    const u32 total = __shfl_sync(0xFFFFFFFFu, t_incl, 31);
+    // a's total: the joint prefix of chunk ra.nc (<= 33 < 64).
+    const u32 ex_a = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, ra.nc >> 1);
+    const u32 first_a = __shfl_sync(0xFFFFFFFFu, t0, ra.nc >> 1);
+    const u32 total_a = ex_a + ((ra.nc & 1) ? first_a : 0u), total_b = total - total_a;
+    if (threadIdx.x == 0) {
+        const bool bad_a = ra.bad || (u64)ra.s0 > g_lo || (u64)ra.s0 + total_a < g_lo + rn;
+        const bool bad_b = rb.bad || (u64)rb.s0 > g_lo || (u64)rb.s0 + total_b < g_lo + rn;
+        if (bad_a || bad_b) atomicOr(status, 1u);
+    }
+    const u32 g_lo32 = (u32)g_lo;
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (k >= nct) break;  // uniform per warp
+        const bool isb = k >= ra.nc;
+        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw, s0 = isb ? rb.s0 : ra.s0;
+        const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
+        const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
+        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) - (isb ? total_a : 0u) + lane_excl[i];
+#pragma unroll
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
+            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+            const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
+            if (i0 + q < nw) se[BM_DEC_PAD16(j0 + q)] = (u16)rel;
+        }
+    }
+    __syncthreads();
+    const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
+    const u32* swb = sw + BM_DEC_PAD(cb);
+    const u16* seb = se + BM_DEC_PAD16(cb);
+    if (rn == BM_DECODE_TILE) bm_fop_walk2<PLWAH, false, OP>(sw, se, ra.nw, swb, seb, rb.nw, rn, r0, o);
+    else bm_fop_walk2<PLWAH, true, OP>(sw, se, ra.nw, swb, seb, rb.nw, rn, r0, o);
+}
+
+template <bool PLWAH, int OP>
+__device__ __forceinline__ void bm_fop(const u32* __restrict__ wa, u32 ma, const u32* __restrict__ tsa,
+                                       const u32* __restrict__ wb, u32 mb, const u32* __restrict__ tsb, u64 groups,
+                                       u32 last_mask, u32 max_counter, uint4* status, u32* counters, u32 tiles,
+                                       u32* __restrict__ out, u64 out_cap, u32* __restrict__ tile_starts) {
+    static_assert(BM_CMP_THREADS == BM_DECODE_THREADS, "a thread decodes the unit it compresses");
+    static_assert(BM_DEC_SMEM_PADDED >= BM_CMP_TILE_WORDS, "the load buffer holds a result tile");
+    __shared__ __align__(16) u32 sw[BM_DEC_SMEM_PADDED];  // loaded words; then the result tile
+    __shared__ u16 se[BM_DEC_SMEM_PADDED16];
+    __shared__ u32 s_chunk[BM_DEC_MAX_CHUNKS];
+    const u32 tile = blockIdx.x;
+    // Uniform over the grid (no tile may leave while a later one waits on it): ma, mb >= 1 for
+    // any bitmap with groups, which the host checks.
+    if (tile >= tiles || ma == 0 || mb == 0) return;
+    u32* const dec_status = counters + 1;
+    u32 prev_word = 0;
+    if (threadIdx.x == 0 && tile > 0) {
+        bool bad = false;
+        const u32 ga = bm_fop_group_before<PLWAH>(wa, ma, tsa, tile, bad);
+        const u32 gb = bm_fop_group_before<PLWAH>(wb, mb, tsb, tile, bad);
+        if (bad) atomicOr(dec_status, 1u);
+        prev_word = bm_op<OP>(ga, gb) << 1;
+    }
+    u32 o[BM_DECODE_GROUPS - 1];
+    const BmDecRange ra = bm_dec_range(tsa, ma, tile), rb = bm_dec_range(tsb, mb, tile);
+    if (BM_FOP_JOINT && ra.nc + rb.nc <= BM_DEC_MAX_CHUNKS) {  // uniform
+        const u64 g_lo = (u64)tile * BM_DECODE_TILE;
+        const u32 rn = (u32)(groups - g_lo < (u64)BM_DECODE_TILE ? groups - g_lo : (u64)BM_DECODE_TILE);
+        bm_fop_joint<PLWAH, OP>(wa, wb, ra, rb, g_lo, rn, sw, se, s_chunk, o, dec_status);
+        __syncthreads();  // sw becomes the result tile
+#pragma unroll
+        for (u32 j = 0; j < BM_DECODE_GROUPS - 1; ++j) sw[threadIdx.x * BM_GROUP_BITS + j] = o[j];
+    } else {
+        // One operand after the other, a's words kept in registers while b decodes.
+        bm_dec_tile<PLWAH>(wa, ma, tsa, groups, tile, sw, se, s_chunk, o, dec_status);
+        u32 oa[BM_DECODE_GROUPS - 1];
+#pragma unroll
+        for (u32 j = 0; j < BM_DECODE_GROUPS - 1; ++j) oa[j] = o[j];
+        __syncthreads();  // sw, se, s_chunk are free
+        bm_dec_tile<PLWAH>(wb, mb, tsb, groups, tile, sw, se, s_chunk, o, dec_status);
+        __syncthreads();  // sw becomes the result tile
+#pragma unroll
+        for (u32 j = 0; j < BM_DECODE_GROUPS - 1; ++j)
+            sw[threadIdx.x * BM_GROUP_BITS + j] = bm_plain_word_op<OP>(oa[j], o[j]);
+    }
+    __syncthreads();
+    bm_cmp_tile<PLWAH>(sw, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
+                       tile_starts);
+}
+
+// counters: [0] the result's word total (written by the last tile), [1] the decode status.
+#define BM_FOP_KERNEL(NAME, PLWAH, OP)                                                                             \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS, BM_FOP_MIN_BLOCKS)                                \
+        bm_fop_##NAME(const u32* __restrict__ wa, u32 ma, const u32* __restrict__ tsa, const u32* __restrict__ wb, \
+                      u32 mb, const u32* __restrict__ tsb, u64 groups, u32 last_mask, u32 max_counter,            \
+                      uint4* status, u32* counters, u32 tiles, u32* __restrict__ out, u64 out_cap,                \
+                      u32* __restrict__ tile_starts) {                                                            \
+        bm_fop<PLWAH, OP>(wa, ma, tsa, wb, mb, tsb, groups, last_mask, max_counter, status, counters, tiles, out,  \
+                          out_cap, tile_starts);                                                                  \
+    }
+BM_FOP_KERNEL(and_wah, false, BM_OP_AND)
+BM_FOP_KERNEL(or_wah, false, BM_OP_OR)
+BM_FOP_KERNEL(xor_wah, false, BM_OP_XOR)
+BM_FOP_KERNEL(andnot_wah, false, BM_OP_ANDNOT)
+BM_FOP_KERNEL(and_plwah, true, BM_OP_AND)
+BM_FOP_KERNEL(or_plwah, true, BM_OP_OR)
+BM_FOP_KERNEL(xor_plwah, true, BM_OP_XOR)
+BM_FOP_KERNEL(andnot_plwah, true, BM_OP_ANDNOT)
 
 // ---- Algorithm 1 and the plain baseline ------------------------------------------------------
 

@@ -1121,3 +1121,204 @@ fn compression_of_a_max_size_bitmap_with_runs_past_the_plwah_counter() {
         assert!(got == cpu, "{f:?} MAX_BITS");
     }
 }
+
+// ---- fused operations (bm_fop_*: decode both operands' tiles, operate, compress) --------------
+
+/// `op(a, b)` through the fused kernel, for operands with tile starts (GPU-compressed) and
+/// without (uploaded: computed first), equals the CPU's operation word for word, and the
+/// result carries the tile starts of its words. `max`: the result's counter (None: the
+/// flavor's), against the CPU's plain result compressed at that counter.
+fn check_fused(
+    gpu: &tessera_gpu::Gpu,
+    xa: &[u8],
+    xb: &[u8],
+    bit_len: u64,
+    max: Option<u64>,
+    what: &str,
+) {
+    let (pa, pb) = (
+        gb::upload_plain(gpu, xa, bit_len).expect("upload"),
+        gb::upload_plain(gpu, xb, bit_len).expect("upload"),
+    );
+    for f in FLAVORS {
+        let (a, b) = (cpu_words(f, xa, bit_len), cpu_words(f, xb, bit_len));
+        let with = (
+            gb::compress_device(gpu, f, &pa).expect("compress"),
+            gb::compress_device(gpu, f, &pb).expect("compress"),
+        );
+        let without = (
+            gb::upload(gpu, &a).expect("upload"),
+            gb::upload(gpu, &b).expect("upload"),
+        );
+        for op in OPS {
+            let mut want = bitmap::ops::binary(op, &a, &b).expect("CPU op");
+            if let Some(m) = max {
+                want = Bitmap::compress_with_max_counter(f, &want.decompress_to_vec(), bit_len, m)
+                    .expect("CPU");
+            }
+            for (kind, (da, db)) in [("compressed", &with), ("uploaded", &without)] {
+                let got = match max {
+                    None => gb::binary_device_fused(gpu, op, da, db),
+                    Some(m) => gb::binary_device_fused_with_max_counter(gpu, op, da, db, m),
+                }
+                .expect("fused op");
+                let words = gb::download(gpu, &got).expect("valid");
+                assert!(
+                    words == want,
+                    "{f:?} {op:?} {what} ({bit_len} bits, {kind} operands): {} words, want {}",
+                    words.words().len(),
+                    want.words().len()
+                );
+                if bit_len > 0 {
+                    let ts = got.tile_starts.as_ref().expect("tile starts");
+                    let mut host = vec![0u32; ts.len()];
+                    gpu.download(ts, &mut host).expect("download");
+                    assert!(
+                        host == cpu_tile_starts(&want),
+                        "{f:?} {op:?} {what} ({bit_len} bits): the result's tile starts"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_operations_equal_the_cpu_at_every_length_and_pattern() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let t = 31 * CMP_TILE;
+    for bit_len in LENGTHS.into_iter().chain([t - 1, t, t + 1, 5 * t + 12_345]) {
+        let pats = patterns(&mut rng);
+        for _ in 0..3 {
+            let pa = pats[rng.random_range(0..pats.len())];
+            let pb = pats[rng.random_range(0..pats.len())];
+            let (xa, xb) = (
+                bits_of(&mut rng, bit_len, pa),
+                bits_of(&mut rng, bit_len, pb),
+            );
+            check_fused(gpu, &xa, &xb, bit_len, None, &format!("{pa:?} {pb:?}"));
+        }
+    }
+    for k in [1u32, 4, 8, 12, 16] {
+        let bit_len = 40 * t + rng.random_range(0..t);
+        let xa = bits_of(&mut rng, bit_len, Pattern::Density(k));
+        let xb = bits_of(&mut rng, bit_len, Pattern::Density(k));
+        check_fused(gpu, &xa, &xb, bit_len, None, &format!("2^-{k}"));
+    }
+}
+
+/// The group before a tile comes from each operand's tile start: the word covering the tile's
+/// first group when it starts earlier, else the word before it (a literal, a fill, or a PLWAH
+/// fill whose folded literal is that group). Fills and folds at every offset around the tile
+/// edges, in one operand or both, with the other operand all ones, all zeros or random.
+#[test]
+fn fused_operations_across_tile_edges() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let groups = (3 * CMP_TILE + 77) as usize;
+    let bit_len = groups as u64 * 31 - 5;
+    let ones = bits_of(&mut rng, bit_len, Pattern::Ones);
+    for fill in [0u32, bitmap::GROUP_ONES] {
+        let other = fill ^ bitmap::GROUP_ONES;
+        for d in (-6i64..=6).chain([-33, -32, -31, 31, 32, 33]) {
+            let start = (CMP_TILE as i64 + d) as usize;
+            let end = (2 * CMP_TILE as i64 + d) as usize;
+            let mut g = vec![other; groups];
+            for x in g.iter_mut().take(start) {
+                *x = plain_literal(&mut rng);
+            }
+            g[start..end].fill(fill);
+            // The run's end (a tile edge + d): a folded literal, a plain one, the other fill.
+            g[end] = match d.rem_euclid(3) {
+                0 => fill ^ (1 << rng.random_range(0..31)),
+                1 => plain_literal(&mut rng),
+                _ => other,
+            };
+            let xa = bits_from_groups(&g, bit_len);
+            let mut h = g.clone();
+            h.rotate_right(rng.random_range(1..40));
+            let xb = bits_from_groups(&h, bit_len);
+            let random = bits_of(&mut rng, bit_len, Pattern::Density(2));
+            let what = format!("fill {fill:x} offset {d}");
+            check_fused(gpu, &xa, &ones, bit_len, None, &what);
+            check_fused(gpu, &xa, &xb, bit_len, None, &what);
+            check_fused(gpu, &random, &xa, bit_len, None, &what);
+        }
+    }
+    for span in [1usize, 33, 4095, 4097, 9000] {
+        let ga = staircase(&mut rng, 12, |i| 1 + (i * 7919 + span) % span);
+        let gb_ = staircase(&mut rng, 12, |i| 1 + (i * 104_729 + span) % span);
+        let n = ga.len().min(gb_.len());
+        let bit_len = n as u64 * 31;
+        let (xa, xb) = (
+            bits_from_groups(&ga[..n], bit_len),
+            bits_from_groups(&gb_[..n], bit_len),
+        );
+        check_fused(gpu, &xa, &xb, bit_len, None, &format!("staircase {span}"));
+    }
+}
+
+#[test]
+fn fused_operations_split_runs_at_small_max_counters() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let t = 31 * CMP_TILE;
+    for bit_len in [31u64, 1000, t + 40, 3 * t + 17] {
+        for (pa, pb) in [
+            (Pattern::Runs, Pattern::Runs),
+            (Pattern::Zeros, Pattern::Density(10)),
+            (Pattern::Ones, Pattern::Runs),
+        ] {
+            let xa = bits_of(&mut rng, bit_len, pa);
+            let xb = bits_of(&mut rng, bit_len, pb);
+            for m in [1u64, 3, 4095, 4097] {
+                check_fused(gpu, &xa, &xb, bit_len, Some(m), &format!("max {m}"));
+            }
+        }
+    }
+}
+
+/// Wrong tile starts on an operand (past the words, all zero, random) give an error or some
+/// valid result, never a fault; the ones that cannot cover a tile are errors. A too-short
+/// directory is an argument error.
+#[test]
+fn fused_operations_with_wrong_tile_starts_stay_in_bounds() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let bit_len = 31 * 5 * CMP_TILE + 77;
+    let xa = bits_of(&mut rng, bit_len, Pattern::Density(3));
+    let xb = bits_of(&mut rng, bit_len, Pattern::Density(5));
+    let (pa, pb) = (
+        gb::upload_plain(gpu, &xa, bit_len).expect("upload"),
+        gb::upload_plain(gpu, &xb, bit_len).expect("upload"),
+    );
+    let n = 2 * (bit_len.div_ceil(31).div_ceil(CMP_TILE) as usize + 1);
+    for f in FLAVORS {
+        let db = gb::compress_device(gpu, f, &pb).expect("compress");
+        let wrong: [(Vec<u32>, bool); 3] = [
+            (vec![u32::MAX - 3; n], true),
+            (vec![0; n], true),
+            ((0..n).map(|_| rng.random()).collect(), false),
+        ];
+        for (starts, must_fail) in wrong {
+            let mut da = gb::compress_device(gpu, f, &pa).expect("compress");
+            da.tile_starts = Some(gpu.upload(&starts).expect("upload"));
+            for (x, y) in [(&da, &db), (&db, &da)] {
+                match gb::binary_device_fused(gpu, Op::And, x, y) {
+                    Ok(r) => {
+                        assert!(!must_fail, "{f:?}: wrong tile starts not flagged");
+                        assert!(r.len as u64 <= bit_len.div_ceil(31));
+                    }
+                    Err(e) => assert!(
+                        matches!(e, tessera_format::Error::InvalidArgument(_)),
+                        "{f:?}: {e}"
+                    ),
+                }
+            }
+        }
+        let mut da = gb::compress_device(gpu, f, &pa).expect("compress");
+        da.tile_starts = Some(gpu.upload(&[0u32, 0]).expect("upload"));
+        assert!(gb::binary_device_fused(gpu, Op::Or, &da, &db).is_err());
+    }
+}
