@@ -10,8 +10,9 @@
 //! timings after a warm-up. Each result is first checked against the CPU codec (compression
 //! word for word, decompression byte for byte, AND / OR word for word); a mismatch is printed
 //! and makes the exit status 1. Decompression is timed twice: on the GPU compressor's bitmap,
-//! which carries its tile starts (`DeviceBitmap::tile_starts`), and on the CPU's bitmap
-//! uploaded, whose tile starts it computes first.
+//! which carries its tile starts (`DeviceBitmap::tile_starts`), and on the CPU's words put on
+//! the device without them, so that it computes them first. The `fop` table's "fused uploaded"
+//! column is the fused operation on such bare operands.
 
 use std::time::Instant;
 
@@ -155,8 +156,19 @@ fn main() -> tessera_format::Result<()> {
                 cells[0] = format!("{ms:.3}");
                 cells[1] = format!("{:.0}%", frac(ms, a.words().len()));
             }
-            let da = gb::upload(&gpu, &a)?;
-            let db = gb::upload(&gpu, &b)?;
+            // The CPU's words on the device without tile starts (`gb::upload` would compute
+            // them): the path of bitmaps that have none, e.g. the merge path's results.
+            let bare = |x: &Bitmap| -> tessera_format::Result<gb::DeviceBitmap> {
+                Ok(gb::DeviceBitmap {
+                    flavor,
+                    bit_len: args.bits,
+                    words: gpu.upload(x.words())?,
+                    len: x.words().len(),
+                    tile_starts: None,
+                })
+            };
+            let da = bare(&a)?;
+            let db = bare(&b)?;
             if has("dec") {
                 // The GPU compressor's bitmap, which carries its tile starts, then the uploaded
                 // CPU one, whose tile starts decompression computes first.

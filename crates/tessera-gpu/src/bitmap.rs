@@ -10,8 +10,10 @@
 //!   its groups in shared memory, found from its *tile start* (the word covering its first group),
 //!   and each thread expands 32 groups (`kernels/bitmap.cu`, "decompression"). A bitmap the GPU
 //!   compressed carries its tile starts ([`DeviceBitmap::tile_starts`]: the compressor writes them
-//!   on the way), so its decompression reads the compressed words once; any other bitmap gets them
-//!   from chunk sums of the group counts first (one more read of the words).
+//!   on the way), so its decompression reads the compressed words once. [`upload`] and
+//!   [`upload_payload`] compute them once, from chunk sums of the group counts (one more read of
+//!   the words, where the PCIe transfer costs far more); a bitmap without them (the merge path's
+//!   results) gets them the same way before each decompression.
 //! - [`to_wah`] / [`convert`]: Algorithm 6, through the same writer, so fills longer than the
 //!   PLWAH counter merge into one WAH fill_word as on the CPU.
 //! - [`binary`]: AND / OR / XOR / AND-NOT on the compressed words: merge path over the two
@@ -110,7 +112,8 @@ pub struct DeviceBitmap {
     /// The words; `len` of them are used.
     pub words: CudaSlice<u32>,
     pub len: usize,
-    /// Decompression's directory, when a GPU compressor wrote it: for each decode tile b of
+    /// Decompression's directory (written by a GPU compressor or fused operation, computed by
+    /// the uploads): for each decode tile b of
     /// [`DECODE_TILE`] groups, entry `2b` = the index of the word covering group `b * DECODE_TILE`
     /// and entry `2b + 1` = the group that word starts at; then the end entry `(len, groups)`
     /// (`2 * (tiles + 1)` u32s). `None`: [`decompress_device`] computes them (one more pass over
@@ -682,15 +685,27 @@ pub fn extend_device(gpu: &Gpu, plain: &DevicePlain) -> Result<CudaSlice<u32>> {
     Ok(out)
 }
 
-/// A valid CPU bitmap on the device (no validation needed).
+/// A valid CPU bitmap on the device (no validation needed), with its tile starts (queued).
 pub fn upload(gpu: &Gpu, b: &Bitmap) -> Result<DeviceBitmap> {
-    Ok(DeviceBitmap {
+    let mut d = DeviceBitmap {
         flavor: b.flavor(),
         bit_len: b.bit_len(),
         words: gpu.upload(b.words())?,
         len: b.words().len(),
         tile_starts: None,
-    })
+    };
+    attach_tile_starts(gpu, &mut d)?;
+    Ok(d)
+}
+
+/// Gives a valid bitmap its tile starts (queued, not waited for): every later decompression
+/// and fused operation on it then reads its words once. An upload pays this pass once (its
+/// PCIe transfer costs far more) instead of every use paying it.
+fn attach_tile_starts(gpu: &Gpu, d: &mut DeviceBitmap) -> Result<()> {
+    if d.tile_starts.is_none() && group_count(d.bit_len) > 0 {
+        d.tile_starts = Some(tile_starts_queue(gpu, d)?);
+    }
+    Ok(())
 }
 
 /// The words back on the host as a [`Bitmap`] (checked by `Bitmap::from_payload`: a GPU writer
@@ -821,6 +836,8 @@ pub fn upload_payload(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Devic
     if status != STATUS_OK || total != groups || !padding_ok {
         return Err(cpu_error(flavor, payload));
     }
+    let mut d = d;
+    attach_tile_starts(gpu, &mut d)?;
     Ok(d)
 }
 

@@ -659,10 +659,36 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
         );
         let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("GPU decompresses");
         assert!(!flagged, "{f:?} {what}: a valid stream was flagged");
+        // The same words without tile starts: decompression computes them first.
+        let bare = gb::DeviceBitmap {
+            flavor: f,
+            bit_len,
+            words: gpu.upload(cpu.words()).expect("upload"),
+            len: cpu.words().len(),
+            tile_starts: None,
+        };
+        let (plain, flagged) = gb::decompress_device_checked(gpu, &bare).expect("GPU decompresses");
+        assert!(
+            !flagged,
+            "{f:?} {what}: a valid stream was flagged (no tile starts)"
+        );
+        assert!(
+            gb::download_plain(gpu, &plain).expect("download") == want,
+            "{f:?} {what} ({bit_len} bits): without tile starts"
+        );
         assert!(
             gb::compute_tile_starts(gpu, &d).expect("tile starts") == cpu_tile_starts(&cpu),
             "{f:?} {what} ({bit_len} bits): the tile starts decompression computes"
         );
+        if bit_len > 0 {
+            let ts = d.tile_starts.as_ref().expect("upload attaches tile starts");
+            let mut host = vec![0u32; ts.len()];
+            gpu.download(ts, &mut host).expect("download");
+            assert!(
+                host == cpu_tile_starts(&cpu),
+                "{f:?} {what} ({bit_len} bits): the tile starts upload attaches"
+            );
+        }
     }
 }
 
@@ -1125,7 +1151,7 @@ fn compression_of_a_max_size_bitmap_with_runs_past_the_plwah_counter() {
 // ---- fused operations (bm_fop_*: decode both operands' tiles, operate, compress) --------------
 
 /// `op(a, b)` through the fused kernel, for operands with tile starts (GPU-compressed) and
-/// without (uploaded: computed first), equals the CPU's operation word for word, and the
+/// without (the CPU's words put on the device bare: computed first), equals the CPU's operation word for word, and the
 /// result carries the tile starts of its words. `max`: the result's counter (None: the
 /// flavor's), against the CPU's plain result compressed at that counter.
 fn check_fused(
@@ -1146,17 +1172,21 @@ fn check_fused(
             gb::compress_device(gpu, f, &pa).expect("compress"),
             gb::compress_device(gpu, f, &pb).expect("compress"),
         );
-        let without = (
-            gb::upload(gpu, &a).expect("upload"),
-            gb::upload(gpu, &b).expect("upload"),
-        );
+        let bare = |x: &Bitmap| gb::DeviceBitmap {
+            flavor: f,
+            bit_len,
+            words: gpu.upload(x.words()).expect("upload"),
+            len: x.words().len(),
+            tile_starts: None,
+        };
+        let without = (bare(&a), bare(&b));
         for op in OPS {
             let mut want = bitmap::ops::binary(op, &a, &b).expect("CPU op");
             if let Some(m) = max {
                 want = Bitmap::compress_with_max_counter(f, &want.decompress_to_vec(), bit_len, m)
                     .expect("CPU");
             }
-            for (kind, (da, db)) in [("compressed", &with), ("uploaded", &without)] {
+            for (kind, (da, db)) in [("compressed", &with), ("bare", &without)] {
                 let got = match max {
                     None => gb::binary_device_fused(gpu, op, da, db),
                     Some(m) => gb::binary_device_fused_with_max_counter(gpu, op, da, db, m),
