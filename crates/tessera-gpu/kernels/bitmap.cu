@@ -1587,6 +1587,19 @@ __device__ __forceinline__ u32 bm_dec_search(const u16* se, u32 nw, u32 r) {
     return lo < nw ? lo : nw - 1;
 }
 
+// Group r of the walk (r ascending): steps to the next word once r is past the current word's
+// end e (word s, values fv / lv), then gives r's value. One step suffices: see bm_dec_walk.
+template <bool PLWAH>
+__device__ __forceinline__ u32 bm_dec_next(const u32* sw, const u16* se, u32 nw, u32 r, u32& s, u32& e, u32& fv,
+                                           u32& lv) {
+    if (e <= r && s + 1 < nw) {
+        ++s;
+        e = se[BM_DEC_PAD16(s)];
+        bm_dec_word_values<PLWAH>(sw[BM_DEC_PAD(s)], fv, lv);
+    }
+    return (PLWAH && r + 1 == e) ? lv : fv;
+}
+
 // Thread t's 32 groups r0 .. r0 + 31 from word s (ending at e, values fv / lv), stepping to the
 // next word once a group passes e. One step suffices: ends strictly increase inside the tile
 // (every word of a valid stream covers >= 1 group), so the word after the one ending at r
@@ -1600,12 +1613,7 @@ __device__ __forceinline__ void bm_dec_walk(const u32* sw, const u16* se, u32 nw
 #pragma unroll
     for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
         const u32 r = r0 + j;
-        if (e <= r && s + 1 < nw) {
-            ++s;
-            e = se[BM_DEC_PAD16(s)];
-            bm_dec_word_values<PLWAH>(sw[BM_DEC_PAD(s)], fv, lv);
-        }
-        u32 x = (PLWAH && r + 1 == e) ? lv : fv;
+        u32 x = bm_dec_next<PLWAH>(sw, se, nw, r, s, e, fv, lv);
         if (LAST && r >= rn) x = 0u;
         // Output word j - 1 of the thread: bits j-1.. of group j-1, then the low bits of group j.
         if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
@@ -1648,6 +1656,70 @@ __device__ __forceinline__ BmDecRange bm_dec_range(const u32* __restrict__ tile_
     return r;
 }
 
+// Word ends of the loaded words, by chunks of BM_DEC_CHUNK: chunks k < nct hold stream a's
+// words (k < ra.nc) and then, for the fused operations' joint decode, stream b's (from chunk
+// ra.nc, which is word ra.nc * BM_DEC_CHUNK of sw: a multiple of 32, so the padded index of a
+// word of b is PAD(that) + PAD(its own index)); one stream passes rb = ra and nct = ra.nc.
+// Step 1: warp w takes chunks w, w + 4, ...; lane l sums the group counts of the chunk's words
+// 4l .. 4l + 3 (the padded layout puts the 32 lanes' words in 32 banks; words before the
+// anchor or past the stream count 0: selects, not branches; reads stay inside sw as k <
+// BM_DEC_MAX_CHUNKS) and keeps its exclusive prefix in the chunk; lane 31 stores the chunk's
+// total.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_sum_chunks(const u32* sw, const BmDecRange& ra, const BmDecRange& rb, u32 nct,
+                                                  u32 (&lane_excl)[BM_DEC_WARP_CHUNKS], u32* s_chunk) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (k >= nct) break;  // uniform per warp
+        const bool isb = k >= ra.nc;
+        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw;
+        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 sum = 0;
+#pragma unroll
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
+            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+        }
+        const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
+        lane_excl[i] = incl - sum;
+        if (lane == 31) s_chunk[k] = incl;
+    }
+}
+
+// Step 3 (after the barrier and the scan of the chunk totals, t_incl over lanes holding chunks
+// 2l and 2l + 1 = t0, t1): each word's end, u32 (a valid stream has fewer than 2^32 groups,
+// so g_lo fits), clamped to [0, rn + 1] relative to the tile, stored as u16 in se. Stream b's
+// ends start at its own s0: its chunks' prefixes less a's total.
+template <bool PLWAH>
+__device__ __forceinline__ void bm_dec_store_ends(const u32* sw, u16* se, const BmDecRange& ra, const BmDecRange& rb,
+                                                  u32 nct, const u32 (&lane_excl)[BM_DEC_WARP_CHUNKS], u32 t_incl,
+                                                  u32 t0, u32 t1, u32 total_a, u32 g_lo32, u32 rn) {
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
+        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
+        if (k >= nct) break;  // uniform per warp
+        const bool isb = k >= ra.nc;
+        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw, s0 = isb ? rb.s0 : ra.s0;
+        // Chunk k's prefix: lane k / 2's exclusive sum, plus its first total when k is odd.
+        const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
+        const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
+        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) - (isb ? total_a : 0u) + lane_excl[i];
+#pragma unroll
+        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
+            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+            const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
+            if (i0 + q < nw) se[BM_DEC_PAD16(j0 + q)] = (u16)rel;
+        }
+    }
+}
+
 // Decode tile b (b * BM_DECODE_TILE < groups, m >= 1: the caller's uniform checks) of a stream
 // into registers: thread t's o = the tile's plain words 31t .. 31t + 30 (groups past the
 // bitmap's end are 0). sw (BM_DEC_SMEM_PADDED words, 16-byte aligned) holds the loaded words,
@@ -1667,29 +1739,9 @@ __device__ __forceinline__ void bm_dec_tile(const u32* __restrict__ words, u32 m
     bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(words + wa, nw, sw);
     __syncthreads();
 
-    // Word ends, step 1: warp w takes chunks w, w + 4, ... (< nc); lane l sums the group counts
-    // of the chunk's words 4l .. 4l + 3 (the padded layout puts the 32 lanes' words in 32 banks;
-    // words before the anchor count 0) and keeps its exclusive prefix in the chunk; lane 31
-    // stores the chunk's total.
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 lane = threadIdx.x & 31;
     u32 lane_excl[BM_DEC_WARP_CHUNKS];
-#pragma unroll
-    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
-        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
-        if (k >= nc) break;  // uniform per warp
-        const u32 i0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 sum = 0;
-        // Reads past nw stay inside sw (k < nc <= BM_DEC_MAX_CHUNKS) and are masked: selects,
-        // not branches.
-#pragma unroll
-        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]);
-            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
-        }
-        const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
-        lane_excl[i] = incl - sum;
-        if (lane == 31) s_chunk[k] = incl;
-    }
+    bm_dec_sum_chunks<PLWAH>(sw, rg, rg, nc, lane_excl, s_chunk);
     static_assert(BM_DEC_MAX_CHUNKS <= 64, "two chunk totals per lane");
     __syncthreads();
     // Step 2: every warp scans the chunk totals (two per lane; no further barrier): chunk k of
@@ -1704,26 +1756,7 @@ __device__ __forceinline__ void bm_dec_tile(const u32* __restrict__ words, u32 m
     // r of the tile is word skip + (g_lo - s0) + r. No word ends to store, no search: the common
     // case of dense bitmaps, whose words are nearly all literals. (Uniform per block.)
     const bool dense = !bad && total == nw - skip && (u64)s0 <= g_lo;
-    // Step 3: the ends, u32 (a valid stream has fewer than 2^32 groups, so g_lo fits), clamped
-    // to [0, rn + 1] relative to the tile.
-    const u32 g_lo32 = (u32)g_lo;
-#pragma unroll
-    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
-        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
-        if (dense || k >= nc) break;  // uniform per warp
-        // Chunk k's prefix: lane k / 2's exclusive sum, plus its first total when k is odd.
-        const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
-        const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
-        const u32 i0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) + lane_excl[i];
-#pragma unroll
-        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(i0 + q)]);
-            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
-            const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
-            if (i0 + q < nw) se[BM_DEC_PAD16(i0 + q)] = (u16)rel;
-        }
-    }
+    if (!dense) bm_dec_store_ends<PLWAH>(sw, se, rg, rg, nc, lane_excl, t_incl, t0, t1, 0u, (u32)g_lo, rn);
     __syncthreads();
 
     // The walk: thread t's groups 32t .. 32t + 31 of the tile.
@@ -1864,17 +1897,8 @@ __device__ __forceinline__ void bm_fop_walk2(const u32* swa, const u16* sea, u32
 #pragma unroll
     for (u32 j = 0; j < BM_DECODE_GROUPS; ++j) {
         const u32 r = r0 + j;
-        if (ea <= r && sa + 1 < nwa) {
-            ++sa;
-            ea = sea[BM_DEC_PAD16(sa)];
-            bm_dec_word_values<PLWAH>(swa[BM_DEC_PAD(sa)], fva, lva);
-        }
-        if (eb <= r && sb + 1 < nwb) {
-            ++sb;
-            eb = seb[BM_DEC_PAD16(sb)];
-            bm_dec_word_values<PLWAH>(swb[BM_DEC_PAD(sb)], fvb, lvb);
-        }
-        const u32 xa = (PLWAH && r + 1 == ea) ? lva : fva, xb = (PLWAH && r + 1 == eb) ? lvb : fvb;
+        const u32 xa = bm_dec_next<PLWAH>(swa, sea, nwa, r, sa, ea, fva, lva);
+        const u32 xb = bm_dec_next<PLWAH>(swb, seb, nwb, r, sb, eb, fvb, lvb);
         u32 x = bm_op<OP>(xa, xb);
         if (LAST && r >= rn) x = 0u;
         if (j > 0) o[j - 1] = (prev >> (j - 1)) | (x << (32 - j));
@@ -1892,26 +1916,9 @@ __device__ __forceinline__ void bm_fop_joint(const u32* __restrict__ wa, const u
     bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(wa + ra.wa, ra.nw, sw);
     bm_stage_words<BM_DECODE_THREADS, BM_DEC_SMEM_WORDS, true>(wb + rb.wa, rb.nw, sw + BM_DEC_PAD(cb));
     __syncthreads();
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 lane = threadIdx.x & 31;
     u32 lane_excl[BM_DEC_WARP_CHUNKS];
-#pragma unroll
-    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
-        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
-        if (k >= nct) break;  // uniform per warp
-        const bool isb = k >= ra.nc;
-        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw;
-        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 sum = 0;
-#pragma unroll
-        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
-            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
-        }
-        const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
-        lane_excl[i] = incl - sum;
-        if (lane == 31) s_chunk[k] = incl;
-    }
+    bm_dec_sum_chunks<PLWAH>(sw, ra, rb, nct, lane_excl, s_chunk);
     __syncthreads();
     const u32 t0 = 2 * lane < nct ? s_chunk[2 * lane] : 0u, t1 = 2 * lane + 1 < nct ? s_chunk[2 * lane + 1] : 0u;
     const u32 t_incl = ds_warp_inclusive(t0 + t1, DsSum<u32>());
@@ -1925,26 +1932,7 @@ __device__ __forceinline__ void bm_fop_joint(const u32* __restrict__ wa, const u
         const bool bad_b = rb.bad || (u64)rb.s0 > g_lo || (u64)rb.s0 + total_b < g_lo + rn;
         if (bad_a || bad_b) atomicOr(status, 1u);
     }
-    const u32 g_lo32 = (u32)g_lo;
-#pragma unroll
-    for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
-        const u32 k = warp + i * (BM_DECODE_THREADS / 32);
-        if (k >= nct) break;  // uniform per warp
-        const bool isb = k >= ra.nc;
-        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw, s0 = isb ? rb.s0 : ra.s0;
-        const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
-        const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
-        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) - (isb ? total_a : 0u) + lane_excl[i];
-#pragma unroll
-        for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
-            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
-            const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
-            if (i0 + q < nw) se[BM_DEC_PAD16(j0 + q)] = (u16)rel;
-        }
-    }
+    bm_dec_store_ends<PLWAH>(sw, se, ra, rb, nct, lane_excl, t_incl, t0, t1, total_a, (u32)g_lo, rn);
     __syncthreads();
     const u32 r0 = threadIdx.x * BM_DECODE_GROUPS;
     const u32* swb = sw + BM_DEC_PAD(cb);

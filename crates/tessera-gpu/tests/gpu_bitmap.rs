@@ -608,6 +608,29 @@ fn staircase(rng: &mut StdRng, segments: usize, fill_len: impl Fn(usize) -> usiz
     g
 }
 
+/// Words put on the device as they are, without tile starts (`gb::upload` computes them): the
+/// path of bitmaps that have none, and of invalid ones.
+fn bare_device(gpu: &tessera_gpu::Gpu, f: Flavor, words: &[u32], bit_len: u64) -> gb::DeviceBitmap {
+    gb::DeviceBitmap {
+        flavor: f,
+        bit_len,
+        words: gpu.upload(words).expect("upload"),
+        len: words.len(),
+        tile_starts: None,
+    }
+}
+
+/// A device bitmap's tile starts, downloaded (it must have them).
+fn device_tile_starts(gpu: &tessera_gpu::Gpu, d: &gb::DeviceBitmap) -> Vec<u32> {
+    let ts = d
+        .tile_starts
+        .as_ref()
+        .expect("the bitmap carries tile starts");
+    let mut host = vec![0u32; ts.len()];
+    gpu.download(ts, &mut host).expect("download");
+    host
+}
+
 /// Decompression's tile starts (`DeviceBitmap::tile_starts`) by their definition, from the CPU's
 /// words: for each decode tile b, the word covering group `b * DECODE_TILE` and the group it
 /// starts at; then `(words, groups)`.
@@ -660,13 +683,7 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
         let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("GPU decompresses");
         assert!(!flagged, "{f:?} {what}: a valid stream was flagged");
         // The same words without tile starts: decompression computes them first.
-        let bare = gb::DeviceBitmap {
-            flavor: f,
-            bit_len,
-            words: gpu.upload(cpu.words()).expect("upload"),
-            len: cpu.words().len(),
-            tile_starts: None,
-        };
+        let bare = bare_device(gpu, f, cpu.words(), bit_len);
         let (plain, flagged) = gb::decompress_device_checked(gpu, &bare).expect("GPU decompresses");
         assert!(
             !flagged,
@@ -681,11 +698,8 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
             "{f:?} {what} ({bit_len} bits): the tile starts decompression computes"
         );
         if bit_len > 0 {
-            let ts = d.tile_starts.as_ref().expect("upload attaches tile starts");
-            let mut host = vec![0u32; ts.len()];
-            gpu.download(ts, &mut host).expect("download");
             assert!(
-                host == cpu_tile_starts(&cpu),
+                device_tile_starts(gpu, &d) == cpu_tile_starts(&cpu),
                 "{f:?} {what} ({bit_len} bits): the tile starts upload attaches"
             );
         }
@@ -794,13 +808,7 @@ fn gpu_decompression_of_fills_across_tile_and_chunk_boundaries() {
 fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
     let Some(gpu) = gpu() else { return };
     let mut rng = rng();
-    let device = |f: Flavor, words: &[u32], bit_len: u64| gb::DeviceBitmap {
-        flavor: f,
-        bit_len,
-        words: gpu.upload(words).expect("upload"),
-        len: words.len(),
-        tile_starts: None,
-    };
+    let device = |f: Flavor, words: &[u32], bit_len: u64| bare_device(gpu, f, words, bit_len);
     for f in FLAVORS {
         // Too few groups for bit_len: the last tiles are not covered and must be flagged.
         for (words, bit_len) in [
@@ -1172,14 +1180,10 @@ fn check_fused(
             gb::compress_device(gpu, f, &pa).expect("compress"),
             gb::compress_device(gpu, f, &pb).expect("compress"),
         );
-        let bare = |x: &Bitmap| gb::DeviceBitmap {
-            flavor: f,
-            bit_len,
-            words: gpu.upload(x.words()).expect("upload"),
-            len: x.words().len(),
-            tile_starts: None,
-        };
-        let without = (bare(&a), bare(&b));
+        let without = (
+            bare_device(gpu, f, a.words(), bit_len),
+            bare_device(gpu, f, b.words(), bit_len),
+        );
         for op in OPS {
             let mut want = bitmap::ops::binary(op, &a, &b).expect("CPU op");
             if let Some(m) = max {
@@ -1200,11 +1204,8 @@ fn check_fused(
                     want.words().len()
                 );
                 if bit_len > 0 {
-                    let ts = got.tile_starts.as_ref().expect("tile starts");
-                    let mut host = vec![0u32; ts.len()];
-                    gpu.download(ts, &mut host).expect("download");
                     assert!(
-                        host == cpu_tile_starts(&want),
+                        device_tile_starts(gpu, &got) == cpu_tile_starts(&want),
                         "{f:?} {op:?} {what} ({bit_len} bits): the result's tile starts"
                     );
                 }
