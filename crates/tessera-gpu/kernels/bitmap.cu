@@ -1176,18 +1176,8 @@ __device__ __forceinline__ void bm_writer_onepass(Src& src, uint4* status, u32 t
         BM_OP_SRC(PLWAH, OP)                                                                                       \
         bm_writer_onepass<PLWAH>(src, status, tiles, max_counter, out, out_cap, counters, ovf, cap);              \
     }
-// Every operation and flavor: the three-launch writer's reduce and apply, and the one-pass form.
-#define BM_OP_ALL_KERNELS(NAME, PLWAH, OP) \
-    BM_OP_KERNELS(NAME, PLWAH, OP)         \
-    BM_OP1_KERNEL(NAME, PLWAH, OP)
-BM_OP_ALL_KERNELS(and_wah, false, BM_OP_AND)
-BM_OP_ALL_KERNELS(or_wah, false, BM_OP_OR)
-BM_OP_ALL_KERNELS(xor_wah, false, BM_OP_XOR)
-BM_OP_ALL_KERNELS(andnot_wah, false, BM_OP_ANDNOT)
-BM_OP_ALL_KERNELS(and_plwah, true, BM_OP_AND)
-BM_OP_ALL_KERNELS(or_plwah, true, BM_OP_OR)
-BM_OP_ALL_KERNELS(xor_plwah, true, BM_OP_XOR)
-BM_OP_ALL_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
+// (Every operation and flavor is instantiated with BM_OP_ALL_KERNELS after the fused
+// operations, below.)
 
 
 // A split block's words from out[at] on: e fill_words of counter max_counter (the kind of its
@@ -2001,14 +1991,20 @@ __device__ __forceinline__ void bm_fop(const u32* __restrict__ wa, u32 ma, const
         bm_fop<PLWAH, OP>(wa, ma, tsa, wb, mb, tsb, groups, last_mask, max_counter, status, counters, tiles, out,  \
                           out_cap, tile_starts);                                                                  \
     }
-BM_FOP_KERNEL(and_wah, false, BM_OP_AND)
-BM_FOP_KERNEL(or_wah, false, BM_OP_OR)
-BM_FOP_KERNEL(xor_wah, false, BM_OP_XOR)
-BM_FOP_KERNEL(andnot_wah, false, BM_OP_ANDNOT)
-BM_FOP_KERNEL(and_plwah, true, BM_OP_AND)
-BM_FOP_KERNEL(or_plwah, true, BM_OP_OR)
-BM_FOP_KERNEL(xor_plwah, true, BM_OP_XOR)
-BM_FOP_KERNEL(andnot_plwah, true, BM_OP_ANDNOT)
+// Every operation and flavor: the three-launch writer's reduce and apply, the one-pass form
+// and the fused form.
+#define BM_OP_ALL_KERNELS(NAME, PLWAH, OP) \
+    BM_OP_KERNELS(NAME, PLWAH, OP)         \
+    BM_OP1_KERNEL(NAME, PLWAH, OP)         \
+    BM_FOP_KERNEL(NAME, PLWAH, OP)
+BM_OP_ALL_KERNELS(and_wah, false, BM_OP_AND)
+BM_OP_ALL_KERNELS(or_wah, false, BM_OP_OR)
+BM_OP_ALL_KERNELS(xor_wah, false, BM_OP_XOR)
+BM_OP_ALL_KERNELS(andnot_wah, false, BM_OP_ANDNOT)
+BM_OP_ALL_KERNELS(and_plwah, true, BM_OP_AND)
+BM_OP_ALL_KERNELS(or_plwah, true, BM_OP_OR)
+BM_OP_ALL_KERNELS(xor_plwah, true, BM_OP_XOR)
+BM_OP_ALL_KERNELS(andnot_plwah, true, BM_OP_ANDNOT)
 
 // ---- Algorithm 1 and the plain baseline ------------------------------------------------------
 
