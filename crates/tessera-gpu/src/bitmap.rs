@@ -28,7 +28,7 @@
 //!   result with the compressor's tile code; nothing plain reaches global memory.
 //! - [`count_ones`], and `*_device` variants that keep everything on the GPU (the bench).
 //!
-//! Hostile input: a payload's header is checked on the CPU ([`payload_bit_len`]); the words go
+//! Hostile input: a payload's header is checked on the CPU ([`bitmap::payload_bit_len`]); the words go
 //! to the GPU, where `bm_slots_reduce_*` flags the first fill_word with counter 0 and sums the
 //! group counts in u64; the host compares the sum with `ceil(bit_len / 31)` and checks the last
 //! group's padding (one word). On any failure the CPU decoder is run on the payload and its
@@ -837,7 +837,7 @@ pub fn upload_payload(gpu: &Gpu, flavor: Flavor, payload: &[u8]) -> Result<Devic
         return Err(cpu_error(flavor, payload));
     }
     let mut d = d;
-    attach_tile_starts(gpu, &mut d)?;
+    attach_tile_starts(gpu, &mut d)?; // only once the words are known valid
     Ok(d)
 }
 
@@ -1087,12 +1087,15 @@ pub fn to_wah(gpu: &Gpu, plwah_payload: &[u8]) -> Result<Vec<u8>> {
     Ok(download(gpu, &convert_device(gpu, &d, Flavor::Wah)?)?.to_payload())
 }
 
-/// `op(a, b)` on the compressed words, on the device (module docs): both operands' slot ends
-/// in one launch (`bm_slots_pair_*`), the merge and the writer in one more (`bm_op1_*`, tile
-/// prefixes by decoupled look-back), and, where a result run can exceed the counter (PLWAH,
-/// more than `2^25 - 1` groups), the overflow fix-up (`bm_overflow_fixup`), queued before the
-/// one read of the result's size when the inputs are short. A result with more than
-/// [`FIXUP_CAP`] overflowing blocks takes the three-launch writer's overflow path instead.
+/// `op(a, b)` on the compressed words, on the device (module docs), by one of two paths:
+/// - operands with at least one word per 6 groups together (`FUSED_WORDS_PER_GROUP_INV`): the
+///   fused path ([`binary_device_fused`]: decode both tiles, operate, compress, one launch);
+/// - sparser ones: the merge path ([`binary_device_merge`]): both operands' slot ends in one
+///   launch (`bm_slots_pair_*`), the merge and the writer in one more (`bm_op1_*`, tile
+///   prefixes by decoupled look-back), and, where a result run can exceed the counter (PLWAH,
+///   more than `2^25 - 1` groups), the overflow fix-up (`bm_overflow_fixup`), queued before the
+///   one read of the result's size when the inputs are short. A result with more than
+///   [`FIXUP_CAP`] overflowing blocks takes the three-launch writer's overflow path instead.
 pub fn binary_device(
     gpu: &Gpu,
     op: Op,
