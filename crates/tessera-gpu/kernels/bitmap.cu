@@ -1655,6 +1655,23 @@ __device__ __forceinline__ BmDecRange bm_dec_range(const u32* __restrict__ tile_
 // anchor or past the stream count 0: selects, not branches; reads stay inside sw as k <
 // BM_DEC_MAX_CHUNKS) and keeps its exclusive prefix in the chunk; lane 31 stores the chunk's
 // total.
+// Where lane `lane`'s four words of chunk k lie: i0 = their first index in their own stream
+// (a's below chunk ra.nc, else b's), j0 = in the joint layout of sw / se; skip, nw, s0 = that
+// stream's range.
+struct BmDecChunk {
+    u32 i0, j0, skip, nw, s0;
+};
+__device__ __forceinline__ BmDecChunk bm_dec_chunk(const BmDecRange& ra, const BmDecRange& rb, u32 k, u32 lane) {
+    const bool isb = k >= ra.nc;
+    BmDecChunk c;
+    c.skip = isb ? rb.skip : ra.skip;
+    c.nw = isb ? rb.nw : ra.nw;
+    c.s0 = isb ? rb.s0 : ra.s0;
+    c.i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+    c.j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+    return c;
+}
+
 template <bool PLWAH>
 __device__ __forceinline__ void bm_dec_sum_chunks(const u32* sw, const BmDecRange& ra, const BmDecRange& rb, u32 nct,
                                                   u32 (&lane_excl)[BM_DEC_WARP_CHUNKS], u32* s_chunk) {
@@ -1663,15 +1680,12 @@ __device__ __forceinline__ void bm_dec_sum_chunks(const u32* sw, const BmDecRang
     for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
         const u32 k = warp + i * (BM_DECODE_THREADS / 32);
         if (k >= nct) break;  // uniform per warp
-        const bool isb = k >= ra.nc;
-        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw;
-        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
+        const BmDecChunk ch = bm_dec_chunk(ra, rb, k, lane);
         u32 sum = 0;
 #pragma unroll
         for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
-            sum += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(ch.j0 + q)]);
+            sum += (ch.i0 + q >= ch.skip && ch.i0 + q < ch.nw) ? c : 0u;
         }
         const u32 incl = ds_warp_inclusive(sum, DsSum<u32>());
         lane_excl[i] = incl - sum;
@@ -1692,20 +1706,17 @@ __device__ __forceinline__ void bm_dec_store_ends(const u32* sw, u16* se, const 
     for (u32 i = 0; i < BM_DEC_WARP_CHUNKS; ++i) {
         const u32 k = warp + i * (BM_DECODE_THREADS / 32);
         if (k >= nct) break;  // uniform per warp
-        const bool isb = k >= ra.nc;
-        const u32 skip = isb ? rb.skip : ra.skip, nw = isb ? rb.nw : ra.nw, s0 = isb ? rb.s0 : ra.s0;
+        const BmDecChunk ch = bm_dec_chunk(ra, rb, k, lane);
         // Chunk k's prefix: lane k / 2's exclusive sum, plus its first total when k is odd.
         const u32 ex2 = __shfl_sync(0xFFFFFFFFu, t_incl - t0 - t1, k >> 1);
         const u32 first = __shfl_sync(0xFFFFFFFFu, t0, k >> 1);
-        const u32 i0 = (isb ? k - ra.nc : k) * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        const u32 j0 = k * BM_DEC_CHUNK + lane * (BM_DEC_CHUNK / 32);
-        u32 end = s0 + ex2 + ((k & 1) ? first : 0u) - (isb ? total_a : 0u) + lane_excl[i];
+        u32 end = ch.s0 + ex2 + ((k & 1) ? first : 0u) - (k >= ra.nc ? total_a : 0u) + lane_excl[i];
 #pragma unroll
         for (u32 q = 0; q < BM_DEC_CHUNK / 32; ++q) {
-            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(j0 + q)]);
-            end += (i0 + q >= skip && i0 + q < nw) ? c : 0u;
+            const u32 c = bm_word_groups<PLWAH>(sw[BM_DEC_PAD(ch.j0 + q)]);
+            end += (ch.i0 + q >= ch.skip && ch.i0 + q < ch.nw) ? c : 0u;
             const u32 rel = end <= g_lo32 ? 0u : ts_min(end - g_lo32, rn + 1);
-            if (i0 + q < nw) se[BM_DEC_PAD16(j0 + q)] = (u16)rel;
+            if (ch.i0 + q < ch.nw) se[BM_DEC_PAD16(ch.j0 + q)] = (u16)rel;
         }
     }
 }
