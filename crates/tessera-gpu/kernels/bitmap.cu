@@ -336,21 +336,22 @@ BM_COMPRESS_KERNELS(plwah, true)
 // it is local to g and g - 1 except e, which is found by a suffix-min over boundary *keys*
 // (position << 5 | fold position: unique per boundary, so the min carries the fold along).
 //
-// One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs). Block t
-// takes tile t (blocks are dispatched in index order, so every tile before it has started), and:
-//   1. stages the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
+// One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs, when the
+// caller finishes the queued compression). Block t takes tile t (blocks are dispatched in index
+// order, so every tile before it has started), and its BM_CMP_THREADS threads:
+//   1. stage the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
 //      t classifies unit t (32 groups = 31 words) into masks (boundaries, folds, heads) on the
 //      fly, and takes the kind of the group before it from the staged word before its own;
-//   2. finds where each head's run ends (a block suffix-min of the units' first boundary keys)
-//      and counts the tile's *closed* words: every head except the *open* one, a fill head whose
+//   2. find where each head's run ends (a block suffix-min of the units' first boundary keys)
+//      and count the tile's *closed* words: every head except the *open* one, a fill head whose
 //      run leaves the tile (a fill run's words are written by the tile where the run ends). A run
 //      closed in the tile is one word with every real counter, so a unit's count is a popcount;
-//   3. publishes its aggregate (closed words, first boundary, open head; one uint4) and gets the
-//      aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64 tiles a
-//      round, back to the nearest tile that published an inclusive aggregate; then publishes its
-//      own inclusive aggregate, and writes its *tile start* for decompression (the word covering
-//      its first group: bm_cmp_tile_start);
-//   4. stores: the run carried in from an earlier tile, which ends at this tile's first boundary
+//   3. publish the tile's aggregate (closed words, first boundary, open head; one uint4) and
+//      get the aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64
+//      tiles a round, back to the nearest tile that published an inclusive aggregate; then
+//      publish its own inclusive aggregate, and write its *tile start* for decompression (the
+//      word covering its first group: bm_cmp_tile_start);
+//   4. store: the run carried in from an earlier tile, which ends at this tile's first boundary
 //      (its fill_words first), then its closed words: thread t walks unit t's closed heads and
 //      writes their words over the unit's staged words (bm_cmp_heads; warps 1.. do so during
 //      warp 0's look-back, as tile-relative offsets need no prefix), then each warp copies its
@@ -362,13 +363,19 @@ BM_COMPRESS_KERNELS(plwah, true)
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
 // last group is masked with last_mask; status (tiles 16-byte words) is zero at launch.
 #define BM_CMP_NONE 0xFFFFFFFFFFFFFFFFull
-// Measured choices (H100, 2026-11-22, bitmap_gpu_speed, same run): where PLWAH tests folds
-// (bm_cmp_classify; 0 in the extraction loop, 1 after it, 2 by warp) at 2^-4 / 2^-12: 0.342 /
-// 0.159, 0.347 / 0.156, 0.331 / 0.156 ms. How a warp copies its words (bm_cmp_copy; 0 a unit a
-// round, 1 a binary search for 32 words a round, 2 by warp), WAH 2^-1 / 2^-4 / 2^-8 (an
-// earlier head walk): 0.238 / 0.267 / -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms.
+// Measured choices (H100, bitmap_gpu_speed, same run): where PLWAH tests folds
+// (bm_cmp_classify; 0 in the extraction loop, 1 after it, 2 in the loop when the whole warp
+// extracts), 2026-11-22 with the earlier head walk, at 2^-4 / 2^-12: 0.342 / 0.159, 0.347 /
+// 0.156, 0.331 / 0.156 ms; 2026-11-22 (session 13) with the heads-only walk and the look-back
+// warp, queued, at 2^-1 / 2^-4 / 2^-8: 2: 0.261 / 0.276 / 0.206 ms, 1: 0.227 / 0.259 / 0.165
+// ms. How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
+// words a round, 2 by warp), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 / 0.267 /
+// -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms; session 13, PLWAH 2^-1 / 2^-4 / 2^-8,
+// 1: 0.268 / 0.295 / 0.165, 2: 0.224 / 0.255 / 0.168 ms. Staging a tile with cp.async (no
+// register round trip) was slower at every density (session 13: PLWAH 2^-8 0.192 against
+// 0.168 ms), as were 4 look-back items a lane (0.190 ms).
 #ifndef BM_CMP_LAZY_FOLD
-#define BM_CMP_LAZY_FOLD 2
+#define BM_CMP_LAZY_FOLD 1
 #endif
 #ifndef BM_CMP_COPY
 #define BM_CMP_COPY 2
@@ -464,10 +471,9 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
         all &= w[i];
     }
     const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
-    // PLWAH folds: tested for every group in the extraction loop when the whole warp extracts
-    // (the dense densities: a divergent loop over the literals after a fill costs more there),
-    // else afterwards, for only the literals right after a fill (the sparse densities, where
-    // most warps have units of zero words and nothing to test; BM_CMP_LAZY_FOLD above).
+    // PLWAH folds: tested afterwards, for only the literals right after a fill (about 3 a unit
+    // at 2^-8, none at 2^-1), rather than for every group in the extraction loop
+    // (BM_CMP_LAZY_FOLD above; the bitmap's last unit tests in the loop, where it masks).
     const bool extracts = any != 0u && !(all == 0xFFFFFFFFu && nv == 32 && !has_last);
 #if BM_CMP_LAZY_FOLD == 0
     const bool fold_in_loop = true;
@@ -604,26 +610,21 @@ __device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
     return ds_status_read(status + t, 0u);
 }
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), in every thread of the block. Each round,
-// BM_CMP_LOOK_WARPS warps read LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS predecessors (thread i: the
-// i-th group of BM_CMP_LOOK_ITEMS, newest first), wait until each has published something, and
-// combine back to the nearest one with an inclusive aggregate, if any (else they go on with the
-// next, older window). Measured (H100, 2026-11-22, WAH at 2^-16, bitmap_gpu_speed): the whole
-// block with 4 items (512 tiles a round) 0.219 ms, warp 0 alone with 4 items 0.161 ms in the
-// same run (the block's combines cost every tile issue slots, and each round two barriers);
-// in another run warp 0 with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
-#ifndef BM_CMP_LOOK_WARPS
-#define BM_CMP_LOOK_WARPS 1
-#endif
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp WARP, valid in its lane 0. Each
+// round the warp reads 32 * BM_CMP_LOOK_ITEMS predecessors (lane i: the i-th group of
+// BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines
+// back to the nearest one with an inclusive aggregate, if any (else it goes on with the next,
+// older window). Measured (H100, 2026-11-22, WAH at 2^-16, bitmap_gpu_speed): the whole block
+// with 4 items (512 tiles a round) 0.219 ms, one warp with 4 items 0.161 ms in the same run
+// (the block's combines cost every tile issue slots, and each round two barriers); in another
+// run one warp with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
 #define BM_CMP_LOOK_ITEMS 2
-__device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter, uint4* s_red,
-                                                 u32* s_near) {
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+template <u32 WARP>
+__device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter) {
+    const u32 lane = threadIdx.x - WARP * 32;  // in warp WARP, where it is used
     uint4 acc = bm_cmp_agg_identity();
     long long end = (long long)tile - 1;
-    // With one look-back warp the others skip the rounds (which then have no block barrier).
-    static_assert(BM_CMP_LOOK_WARPS == 1 || BM_CMP_LOOK_WARPS == BM_CMP_THREADS / 32, "one warp or all");
-    if (BM_CMP_LOOK_WARPS > 1 || warp == 0) for (;;) {
+    if (threadIdx.x >> 5 == WARP) for (;;) {
         uint4 st[BM_CMP_LOOK_ITEMS];
         bool has_incl = false;
         uint4 v = bm_cmp_agg_identity();
@@ -631,7 +632,7 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
             bool waiting = false;
 #pragma unroll
             for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
-                const long long t = end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i);
+                const long long t = end - (long long)(lane * BM_CMP_LOOK_ITEMS + i);
                 // Before tile 0: an inclusive identity (never combined: tile 0 is inclusive).
                 st[i] = t >= 0 ? bm_cmp_status(status, t) : make_uint4(0u, BM_CMP_NONE32, BM_CMP_NONE32, 2u);
                 waiting |= (st[i].w & 3u) == 0u;
@@ -642,12 +643,12 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
 #pragma unroll
                 for (u32 i = 0; i < BM_CMP_LOOK_ITEMS; ++i) {
                     if ((st[i].w & 3u) == 0u) {
-                        st[i] = bm_cmp_status(status, end - (long long)(threadIdx.x * BM_CMP_LOOK_ITEMS + i));
+                        st[i] = bm_cmp_status(status, end - (long long)(lane * BM_CMP_LOOK_ITEMS + i));
                         waiting |= (st[i].w & 3u) == 0u;
                     }
                 }
             }
-            // The thread's items, oldest first; an inclusive item replaces everything older.
+            // The lane's items, oldest first; an inclusive item replaces everything older.
 #pragma unroll
             for (int i = BM_CMP_LOOK_ITEMS - 1; i >= 0; --i) {
                 if ((st[i].w & 3u) == 2u) {
@@ -658,44 +659,18 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
                 }
             }
         }
-        // The nearest thread with an inclusive item; every thread past it contributes nothing.
+        // The nearest lane with an inclusive item; every lane past it contributes nothing.
         const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
-        u32 near;
-        if (BM_CMP_LOOK_WARPS > 1) {
-            if (lane == 0) s_near[warp] = incl ? warp * 32 + (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
-            __syncthreads();
-            near = 0xFFFFFFFFu;
-#pragma unroll
-            for (u32 w = 0; w < BM_CMP_LOOK_WARPS; ++w) near = min(near, s_near[w]);
-        } else {
-            near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
-        }
-        if (threadIdx.x > near) v = bm_cmp_agg_identity();
+        const u32 near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+        if (lane > near) v = bm_cmp_agg_identity();
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
             const uint4 y = bm_cmp_shfl_down(v, d);
             if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
         }
-        if (BM_CMP_LOOK_WARPS > 1) {
-            if (lane == 0) s_red[warp] = v;
-            __syncthreads();
-            // Higher warps hold older tiles.
-            uint4 w = s_red[BM_CMP_LOOK_WARPS - 1];
-#pragma unroll
-            for (int k = BM_CMP_LOOK_WARPS - 2; k >= 0; --k) w = bm_cmp_combine(w, s_red[k], max_counter);
-            acc = bm_cmp_combine(w, acc, max_counter);
-            __syncthreads();  // s_near and s_red are reused by the next round
-        } else {
-            acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
-        }
+        acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
         if (near != 0xFFFFFFFFu) break;
-        end -= BM_CMP_LOOK_WARPS * 32 * BM_CMP_LOOK_ITEMS;
-    }
-    if (BM_CMP_LOOK_WARPS == 1) {
-        // Warp 0's lane 0 holds the aggregate; the other warps skipped the rounds.
-        if (threadIdx.x == 0) s_red[0] = acc;
-        __syncthreads();
-        acc = s_red[0];
+        end -= 32 * BM_CMP_LOOK_ITEMS;
     }
     return acc;
 }
@@ -824,43 +799,54 @@ __device__ __forceinline__ void bm_cmp_write(const u32* sm, const uint4* s_unit,
     }
 }
 
+// Clears the bits past the bitmap's last group (group nv - 1 of the unit whose words are p,
+// masked with last_mask) in the unit's staged words, for the head walk, which then reads that
+// group like any other. The last unit's thread, once, after every read of p by phase 1.
+__device__ __forceinline__ void bm_cmp_mask_tail(u32* p, u32 nv, u32 last_mask) {
+    const u32 cut = (nv - 1) * BM_GROUP_BITS + (u32)__popc(last_mask);  // the unit's first bit past the end
+    for (u32 i = cut / 32; i < BM_GROUP_BITS; ++i) {
+        const u32 lo = i * 32;
+        p[i] &= cut <= lo ? 0u : (1u << (cut - lo)) - 1u;  // cut - lo < 32 here
+    }
+}
+
 // Phase 2 with real counters (max_counter >= BM_CMP_TILE: one word per closed head), one thread
-// per unit: thread t walks its unit's closed heads (hc) and, in PLWAH, its folded literals (f),
-// in order, and writes head k's word over its own staged words, at p[k] (k < 31) or *extra
-// (k = 31: a unit of 32 literal heads has one word more than its 31 input words). A fill head's
-// word is held until the next boundary: a folded literal there ORs its position into it (the
-// boundary before a folded literal is always its fill head, unless the fold is the unit's first
-// boundary, whose run started in an earlier unit and took its position from `next`). So only
-// literals read their group, once, and a fill head no other group. In place is safe: at
-// boundary j >= k (k heads before it) the thread reads staged words >= floor(31 j / 32) >= j - 1
-// and has stored words <= k - 2 only (one word held back). Only the thread itself reads its
-// unit's words after phase 1, so no barrier is needed; the heads are tile-relative, so warps 1..
-// run this during warp 0's look-back. `lastj`: the unit's index of the bitmap's last group (32:
-// not in the unit), masked with last_mask.
+// per unit: thread t walks its unit's closed heads (hc) in order and writes head k's word over
+// its own staged words, at p[k] (k < 31) or *extra (k = 31: a unit of 32 literal heads has one
+// word more than its 31 input words). A literal head's word is its group; a fill head's run
+// ends at the next boundary e in the unit (else at `next`), and when e is a folded literal
+// (PLWAH) the fill word carries e's position, read from e's group right there: the boundary
+// before a folded literal is always its fill head, so the walk never visits the folds (at 2^-8
+// about as many as the heads), and a fold that is the unit's first boundary belongs to a run
+// from an earlier unit, which took its position from that unit's `next`. Each step is
+// branch-free apart from the loop: one group read (the literal's, or the fold's after a fill),
+// selected words. In place is safe: at head j >= k (k heads before it) the thread reads staged
+// words >= floor(31 j / 32) >= j - 1 >= k - 1 before storing word k - 1 (one word is held
+// back), and later steps read words >= j. Only the thread itself reads its unit's words after
+// phase 1, so no barrier is needed; the heads are tile-relative, so warps 1.. run this during
+// warp 0's look-back. The bitmap's last group is read masked: bm_cmp_mask_tail has cleared the
+// bits past it in the staged words.
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, u32 f, u32 l, u32 o, u64 ug0,
-                                             u64 next, u32 lastj, u32 last_mask) {
+                                             u64 next) {
     // A fill head without a boundary after it in the unit ends at `next` (another unit of the
     // tile: the open head, whose run leaves the tile, is not in hc).
     const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
     u32 k = 0, held = 0;
-    for (u32 x = PLWAH ? (hc | f) : hc; x; x &= x - 1) {
+    for (u32 x = hc; x; x &= x - 1) {
         const u32 j = (u32)__ffs(x) - 1;
         const bool lit = (l >> j) & 1u;
-        u32 w = 0;
-        if (lit) w = bm_cmp_group(p, j) & (j == lastj ? last_mask : BM_GROUP_ONES);
-        if (PLWAH && ((f >> j) & 1u)) {
-            if (k) held |= bm_cmp_fold_position(w) << BM_PLWAH_POSITION_SHIFT;
-            continue;
-        }
-        if (!lit) {
-            const u32 nb = b & (0xFFFFFFFEu << j);
-            const u32 n = nb ? (u32)__ffs(nb) - 1 - j : nx - j;
-            w = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) | n;
-            if (PLWAH && !nb) w |= npos << BM_PLWAH_POSITION_SHIFT;
-        }
+        const u32 nb = b & (0xFFFFFFFEu << j);  // the boundaries after j (none when j = 31)
+        const u32 e = nb ? (u32)__ffs(nb) - 1 : 0u;
+        const bool efold = PLWAH && !lit && nb && ((f >> e) & 1u);
+        // Read whether needed or not (a group of the unit's words, maybe already overwritten
+        // when unneeded): selects cost less than the branches around the read.
+        const u32 g = bm_cmp_group(p, lit ? j : e);
+        const u32 pos = nb ? (efold ? bm_cmp_fold_position(g) : 0u) : npos;
+        const u32 fw = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) |
+                       (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) | ((nb ? e : nx) - j);
         if (k) p[k - 1] = held;  // k - 1 <= 30
-        held = w;
+        held = lit ? g : fw;
         ++k;
     }
     if (k) {
@@ -945,7 +931,9 @@ __device__ __forceinline__ void bm_cmp_tile_start(u32* __restrict__ tile_starts,
 // Phases 1-4 of tile blockIdx.x, whose BM_CMP_TILE_WORDS plain words the block has staged in
 // sm (and synchronized); prev_word's bits 1..31 are the group before the tile (read by thread 0
 // only; any value for tile 0). Shared by bm_cmp (sm: the plain input) and the fused operations
-// (sm: op of the two operands' decoded tiles). Overwrites sm.
+// (sm: op of the two operands' decoded tiles). Overwrites sm. Warp 0 looks back once the
+// tile's own aggregate is published, while warps 1.. write their units' words; then warp 0
+// writes its own.
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, u32 last_mask, u32 max_counter,
                                             uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,
@@ -956,8 +944,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     __shared__ u64 s_min[BM_CMP_THREADS / 32];
     __shared__ DsBlockStorage<BM_CMP_THREADS, u32> s_sum;
     __shared__ u64 s_open;
-    __shared__ uint4 s_red[BM_CMP_THREADS / 32];
-    __shared__ u32 s_near[BM_CMP_THREADS / 32];
+    __shared__ uint4 s_prefix;                // the look-back's aggregate of the tiles before
     __shared__ u32 s_extra[BM_CMP_THREADS];  // the 32nd word of a unit of 32 literal heads
     // Tile = block index: blocks are dispatched in index order, so every tile a block waits
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
@@ -978,6 +965,9 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     const u64 first = bm_cmp_classify<PLWAH>(p, pk, nv, has_last, last_mask, ug0, b, f, l, o);
     u64 tile_first;
     const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
+    // Every thread has read its p[-1] (before the suffix-min's barriers), so the last unit's
+    // thread may now clear the bits past the bitmap's end in its own words.
+    if (has_last) bm_cmp_mask_tail(sm + threadIdx.x * BM_GROUP_BITS, nv, last_mask);
     u32 hc;
     u64 open;
     const u32 words = bm_cmp_count(b, b & ~f, l, o, ug0, next, max_counter, hc, open);
@@ -996,18 +986,22 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     const uint4 local = make_uint4(tile_words, tile_first == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(tile_first >> 5),
                                    so == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(so >> 1),
                                    ((u32)(tile_first & 31) << 2) | (so == BM_CMP_NONE ? 0u : (u32)(so & 1) << 7));
-    uint4 prefix = bm_cmp_agg_identity();
     const u32 warp = threadIdx.x >> 5;
-    const u32 lastj = has_last ? nv - 1 : 32u;
     u32* const pw = sm + threadIdx.x * BM_GROUP_BITS;
     if (tile > 0 && threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
-    // Warps 1.. write their units' words in place while warp 0 looks back.
-    if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next, lastj, last_mask);
-    if (tile > 0) prefix = bm_cmp_lookback(status, tile, max_counter, s_red, s_near);
+    uint4 prefix = bm_cmp_agg_identity();
+    // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
+    if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+    if (tile > 0) {
+        const uint4 a = bm_cmp_lookback<0>(status, tile, max_counter);
+        if (threadIdx.x == 0) s_prefix = a;
+        __syncthreads();
+        prefix = s_prefix;
+    }
+    if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
     if (threadIdx.x == 0) bm_cmp_tile_start(tile_starts, tile, (u32)g0, prefix, tile_first, max_counter);
-    if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next, lastj, last_mask);
     __syncwarp();  // a warp copies its own units' words
     u64 base = prefix.x;
     if (tile_first != BM_CMP_NONE && prefix.z != BM_CMP_NONE32) {
@@ -1038,6 +1032,15 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     }
 }
 
+// The compression kernel, one block per tile. A separate look-back warp (a block of
+// BM_CMP_THREADS + 32 whose extra warp looks back from the block's start, off the other warps'
+// path) was measured in session 13 (H100, 2026-11-22, bitmap_gpu_speed, queued, same run):
+// PLWAH at 2^-1 / 2^-4 / 2^-8 / 2^-16, 0.228 / 0.257 / 0.169 / 0.130 ms against 0.254 / 0.292 /
+// 0.179 / 0.123 ms for this kernel. It is not kept: its named barriers must be PTX's
+// non-aligned barrier.sync (the warps reach them diverged after the head walk, which
+// compute-sanitizer's synccheck flagged with bar.sync), and with a __syncwarp() before them,
+// the only form tested in full on the GPU, it was slower than this kernel from 2^-8 down (in
+// another run, PLWAH 0.202 / 0.164 ms at 2^-8 / 2^-16).
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
