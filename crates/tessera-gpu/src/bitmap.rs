@@ -509,10 +509,6 @@ pub fn compress_device(gpu: &Gpu, flavor: Flavor, plain: &DevicePlain) -> Result
 /// [`compress_device`] with fill runs split at `max_counter` groups: the GPU twin of
 /// `Bitmap::compress_with_max_counter`, which makes the overflow path (the paper's
 /// Algorithm 4) reachable with small bitmaps.
-///
-/// Compression by heads (`kernels/bitmap.cu`, "compression by heads"): one launch of
-/// `bm_cmp_*`, one block per tile of [`CMP_TILE`] groups, the tiles' word offsets and the fill
-/// runs that cross tiles found by a decoupled look-back; then one read of the word total.
 #[doc(hidden)]
 pub fn compress_device_with_max_counter(
     gpu: &Gpu,
@@ -520,14 +516,75 @@ pub fn compress_device_with_max_counter(
     plain: &DevicePlain,
     max_counter: u64,
 ) -> Result<DeviceBitmap> {
+    queue_compress(gpu, flavor, plain, max_counter)?.finish(gpu)
+}
+
+/// A compression queued on the GPU's stream and not waited for: [`PendingBitmap::finish`]
+/// reads its word count (the one host wait) and gives the [`DeviceBitmap`]. Queue several
+/// before finishing the first to keep the GPU busy between them.
+pub fn compress_device_queued(
+    gpu: &Gpu,
+    flavor: Flavor,
+    plain: &DevicePlain,
+) -> Result<PendingBitmap> {
+    queue_compress(gpu, flavor, plain, flavor.max_counter())
+}
+
+/// A GPU compression whose words are being written on the stream; its word count is not on the
+/// host yet. Dropping it without [`finish`](Self::finish) frees its buffers stream-ordered.
+#[derive(Debug)]
+pub struct PendingBitmap {
+    flavor: Flavor,
+    bit_len: u64,
+    groups: u64,
+    words: CudaSlice<u32>,
+    tile_starts: Option<CudaSlice<u32>>,
+    /// The look-back state and the index of the word total in it; `None` for an empty bitmap.
+    state: Option<(CudaSlice<u32>, usize)>,
+}
+
+impl PendingBitmap {
+    /// Waits for the compression and reads its word count (checked against the group count:
+    /// every word covers at least one group).
+    pub fn finish(self, gpu: &Gpu) -> Result<DeviceBitmap> {
+        let len = match &self.state {
+            None => 0,
+            Some((state, at)) => read_words(gpu, state, *at, 1)?[0] as usize,
+        };
+        if len as u64 > self.groups {
+            return Err(Error::Gpu(format!(
+                "GPU compression counted {len} words for {} groups",
+                self.groups
+            )));
+        }
+        Ok(DeviceBitmap {
+            flavor: self.flavor,
+            bit_len: self.bit_len,
+            words: self.words,
+            len,
+            tile_starts: self.tile_starts,
+        })
+    }
+}
+
+/// Compression by heads (`kernels/bitmap.cu`, "compression by heads"): one launch of
+/// `bm_cmp_*`, one block per tile of [`CMP_TILE`] groups, the tiles' word offsets and the fill
+/// runs that cross tiles found by a decoupled look-back. Queued, not waited for.
+fn queue_compress(
+    gpu: &Gpu,
+    flavor: Flavor,
+    plain: &DevicePlain,
+    max_counter: u64,
+) -> Result<PendingBitmap> {
     let groups = check_compress_args(flavor, plain, max_counter)?;
     if groups == 0 {
-        return Ok(DeviceBitmap {
+        return Ok(PendingBitmap {
             flavor,
             bit_len: plain.bit_len,
+            groups,
             words: gpu.alloc::<u32>(1)?,
-            len: 0,
             tile_starts: None,
+            state: None,
         });
     }
     let bits = gpu.ptr(&plain.words);
@@ -562,7 +619,7 @@ pub fn compress_device_with_max_counter(
     // is) the tiles' status words, `counters` the total; one block per tile (g == tiles), each
     // writing only its own status word and tile_starts[2t], [2t + 1] (the last tile also
     // [2 tiles], [2 tiles + 1]: 2 (tiles + 1) entries); out[< out_cap = groups] only. The
-    // temporaries are freed stream-ordered, after the kernel.
+    // buffers live in the PendingBitmap, so past the kernel (drops are stream-ordered).
     unsafe {
         gpu.launch(
             &f,
@@ -573,19 +630,13 @@ pub fn compress_device_with_max_counter(
             ],
         )?;
     }
-    let len = read_words(gpu, &state, 4 * t, 1)?[0] as usize;
-    drop(state);
-    if len as u64 > groups {
-        return Err(Error::Gpu(format!(
-            "GPU compression counted {len} words for {groups} groups"
-        )));
-    }
-    Ok(DeviceBitmap {
+    Ok(PendingBitmap {
         flavor,
         bit_len: plain.bit_len,
+        groups,
         words: out,
-        len,
         tile_starts: Some(tile_starts),
+        state: Some((state, 4 * t)),
     })
 }
 

@@ -1003,6 +1003,44 @@ fn compression_by_heads_matches_at_every_density() {
     }
 }
 
+/// Compressions queued back to back, each on its own plain bitmap, then finished in reverse
+/// order (the last first): every one is the CPU's, with tile starts that decompress it, and
+/// an empty bitmap finishes to no words.
+#[test]
+fn queued_compressions_finish_in_any_order() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    for f in [Flavor::Wah, Flavor::Plwah] {
+        let mut inputs = Vec::new();
+        for k in [1u32, 5, 9, 14] {
+            let bit_len = 31 * CMP_TILE * 3 + rng.random_range(0..31 * CMP_TILE);
+            inputs.push((bits_of(&mut rng, bit_len, Pattern::Density(k)), bit_len));
+        }
+        inputs.push((Vec::new(), 0));
+        let plains: Vec<_> = inputs
+            .iter()
+            .map(|(bits, n)| gb::upload_plain(gpu, bits, *n).expect("upload"))
+            .collect();
+        let pending: Vec<_> = plains
+            .iter()
+            .map(|p| gb::compress_device_queued(gpu, f, p).expect("queue"))
+            .collect();
+        for (p, (bits, n)) in pending.into_iter().zip(&inputs).rev() {
+            let d = p.finish(gpu).expect("finish");
+            let got = gb::download(gpu, &d).expect("valid");
+            let cpu = cpu_words(f, bits, *n);
+            assert!(got == cpu, "{f:?} {n} bits");
+            assert_eq!(d.len, got.words().len());
+            // Against the CPU's decompression: the input's bits past bit_len are not kept.
+            let plain = gb::decompress_device(gpu, &d).expect("decompress");
+            assert!(
+                gb::download_plain(gpu, &plain).expect("plain") == cpu.decompress_to_vec(),
+                "{f:?} {n} bits"
+            );
+        }
+    }
+}
+
 #[test]
 fn compression_of_fills_crossing_tiles_at_every_offset() {
     let Some(gpu) = gpu() else { return };

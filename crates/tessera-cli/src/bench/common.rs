@@ -29,6 +29,24 @@ pub fn gpu_ms<R>(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<R>) ->
     Ok(median(t))
 }
 
+/// [`gpu_ms`] where each run's result is handed to `after` outside the timed region (e.g. to
+/// finish a queued GPU call, so the timing holds its GPU work and not the host's wait).
+pub fn gpu_ms_then<R>(
+    gpu: &Gpu,
+    runs: usize,
+    mut work: impl FnMut() -> Result<R>,
+    mut after: impl FnMut(R) -> Result<()>,
+) -> Result<f64> {
+    after(gpu.timed(&mut work)?.0)?;
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (r, ms) = gpu.timed(&mut work)?;
+        after(r)?;
+        t.push(ms as f64);
+    }
+    Ok(median(t))
+}
+
 /// Median wall time (ms) of `work` over `runs` runs after a warm-up.
 pub fn wall_ms<R>(runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
     work()?;
