@@ -610,7 +610,7 @@ __device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
     return ds_status_read(status + t, 0u);
 }
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp WARP, valid in its lane 0. Each
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp 0, valid in its lane 0. Each
 // round the warp reads 32 * BM_CMP_LOOK_ITEMS predecessors (lane i: the i-th group of
 // BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines
 // back to the nearest one with an inclusive aggregate, if any (else it goes on with the next,
@@ -619,12 +619,13 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
 // (the block's combines cost every tile issue slots, and each round two barriers); in another
 // run one warp with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
 #define BM_CMP_LOOK_ITEMS 2
-template <u32 WARP>
+// (threadIdx.x is the lane in warp 0: written `threadIdx.x & 31`, ptxas spilled 708 bytes
+// instead of 156 in the fused kernels, which inline this.)
 __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter) {
-    const u32 lane = threadIdx.x - WARP * 32;  // in warp WARP, where it is used
+    const u32 lane = threadIdx.x;  // in warp 0, where it is used
     uint4 acc = bm_cmp_agg_identity();
     long long end = (long long)tile - 1;
-    if (threadIdx.x >> 5 == WARP) for (;;) {
+    if (threadIdx.x >> 5 == 0) for (;;) {
         uint4 st[BM_CMP_LOOK_ITEMS];
         bool has_incl = false;
         uint4 v = bm_cmp_agg_identity();
@@ -993,7 +994,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
     if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
     if (tile > 0) {
-        const uint4 a = bm_cmp_lookback<0>(status, tile, max_counter);
+        const uint4 a = bm_cmp_lookback(status, tile, max_counter);
         if (threadIdx.x == 0) s_prefix = a;
         __syncthreads();
         prefix = s_prefix;
