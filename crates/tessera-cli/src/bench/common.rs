@@ -20,13 +20,8 @@ pub fn gbps<B: TryInto<u64>>(bytes: B, ms: f64) -> f64 {
 }
 
 /// Median GPU time (ms, CUDA events) of `work` over `runs` runs after a warm-up.
-pub fn gpu_ms<R>(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
-    gpu.timed(&mut work)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        t.push(gpu.timed(&mut work)?.1 as f64);
-    }
-    Ok(median(t))
+pub fn gpu_ms<R>(gpu: &Gpu, runs: usize, work: impl FnMut() -> Result<R>) -> Result<f64> {
+    gpu_ms_then(gpu, runs, work, |_| Ok(()))
 }
 
 /// [`gpu_ms`] where each run's result is handed to `after` outside the timed region (e.g. to
