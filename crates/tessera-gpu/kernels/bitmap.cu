@@ -338,7 +338,9 @@ BM_COMPRESS_KERNELS(plwah, true)
 //
 // One launch (bm_cmp_<flavor>) and one host read of the word total (src/bitmap.rs, when the
 // caller finishes the queued compression). Block t takes tile t (blocks are dispatched in index
-// order, so every tile before it has started), and its BM_CMP_THREADS threads:
+// order, so every tile before it has started) with its BM_CMP_THREADS unit threads and one
+// look-back warp, which from the block's start gets the aggregate of all tiles before it (step
+// 3) while the unit threads:
 //   1. stage the tile's BM_CMP_TILE_WORDS input words in shared memory (16-byte loads); thread
 //      t classifies unit t (32 groups = 31 words) into masks (boundaries, folds, heads) on the
 //      fly, and takes the kind of the group before it from the staged word before its own;
@@ -346,15 +348,15 @@ BM_COMPRESS_KERNELS(plwah, true)
 //      and count the tile's *closed* words: every head except the *open* one, a fill head whose
 //      run leaves the tile (a fill run's words are written by the tile where the run ends). A run
 //      closed in the tile is one word with every real counter, so a unit's count is a popcount;
-//   3. publish the tile's aggregate (closed words, first boundary, open head; one uint4) and
-//      get the aggregate of all tiles before it by a decoupled look-back run by warp 0 alone, 64
-//      tiles a round, back to the nearest tile that published an inclusive aggregate; then
-//      publish its own inclusive aggregate, and write its *tile start* for decompression (the
-//      word covering its first group: bm_cmp_tile_start);
+//   3. publish the tile's aggregate (closed words, first boundary, open head; one uint4); the
+//      look-back warp's decoupled look-back reads 64 tiles a round back to the nearest tile that
+//      published an inclusive aggregate; once the two meet, the tile publishes its own
+//      inclusive aggregate and writes its *tile start* for decompression (the word covering its
+//      first group: bm_cmp_tile_start);
 //   4. store: the run carried in from an earlier tile, which ends at this tile's first boundary
 //      (its fill_words first), then its closed words: thread t walks unit t's closed heads and
-//      writes their words over the unit's staged words (bm_cmp_heads; warps 1.. do so during
-//      warp 0's look-back, as tile-relative offsets need no prefix), then each warp copies its
+//      writes their words over the unit's staged words (bm_cmp_heads, before the meeting, as
+//      tile-relative offsets need no prefix), then each warp copies its
 //      units' words to global memory, coalesced (bm_cmp_copy). Tiny test counters instead write
 //      one unit per warp and one group per lane (bm_cmp_write). The last tile also writes the
 //      run that is still open at the end of the bitmap and the word total (counters[0]).
@@ -386,9 +388,10 @@ BM_COMPRESS_KERNELS(plwah, true)
 
 __device__ __forceinline__ u64 bm_min64(u64 a, u64 b) { return a < b ? a : b; }
 
-// Exclusive suffix-min across the threads of a block (min over threads > t; BM_CMP_NONE for the
-// last); `total` gets the min over all threads. Synchronizes twice.
-template <int THREADS>
+// Exclusive suffix-min across the THREADS first threads of a block (min over threads > t;
+// BM_CMP_NONE for the last); `total` gets the min over all of them. Synchronizes twice
+// (ts_bar<BAR, THREADS>).
+template <int THREADS, int BAR = 0>
 __device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     u64 incl = x;
@@ -400,7 +403,7 @@ __device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) 
     u64 excl = __shfl_down_sync(0xFFFFFFFFu, incl, 1);
     if (lane == 31) excl = BM_CMP_NONE;
     if (lane == 0) s_w[warp] = incl;
-    __syncthreads();
+    ts_bar<BAR, THREADS>();
     u64 tot = BM_CMP_NONE;
 #pragma unroll
     for (u32 w = 0; w < THREADS / 32; ++w) {
@@ -408,7 +411,7 @@ __device__ __forceinline__ u64 bm_block_suffix_min(u64 x, u64* s_w, u64& total) 
         if (w > warp) excl = bm_min64(excl, m);
         tot = bm_min64(tot, m);
     }
-    __syncthreads();
+    ts_bar<BAR, THREADS>();
     total = tot;
     return excl;
 }
@@ -610,7 +613,7 @@ __device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
     return ds_status_read(status + t, 0u);
 }
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp 0, valid in its lane 0. Each
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp WARP, valid in its lane 0. Each
 // round the warp reads 32 * BM_CMP_LOOK_ITEMS predecessors (lane i: the i-th group of
 // BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines
 // back to the nearest one with an inclusive aggregate, if any (else it goes on with the next,
@@ -619,13 +622,12 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
 // (the block's combines cost every tile issue slots, and each round two barriers); in another
 // run one warp with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
 #define BM_CMP_LOOK_ITEMS 2
-// (threadIdx.x is the lane in warp 0: written `threadIdx.x & 31`, ptxas spilled 708 bytes
-// instead of 156 in the fused kernels, which inline this.)
+template <u32 WARP>
 __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter) {
-    const u32 lane = threadIdx.x;  // in warp 0, where it is used
+    const u32 lane = threadIdx.x - WARP * 32;  // in warp WARP, where it is used
     uint4 acc = bm_cmp_agg_identity();
     long long end = (long long)tile - 1;
-    if (threadIdx.x >> 5 == 0) for (;;) {
+    if (threadIdx.x >> 5 == WARP) for (;;) {
         uint4 st[BM_CMP_LOOK_ITEMS];
         bool has_incl = false;
         uint4 v = bm_cmp_agg_identity();
@@ -929,16 +931,24 @@ __device__ __forceinline__ void bm_cmp_tile_start(u32* __restrict__ tile_starts,
     tile_starts[2 * tile + 1] = start;
 }
 
-// Phases 1-4 of tile blockIdx.x, whose BM_CMP_TILE_WORDS plain words the block has staged in
-// sm (and synchronized); prev_word's bits 1..31 are the group before the tile (read by thread 0
-// only; any value for tile 0). Shared by bm_cmp (sm: the plain input) and the fused operations
-// (sm: op of the two operands' decoded tiles). Overwrites sm. Warp 0 looks back once the
-// tile's own aggregate is published, while warps 1.. write their units' words; then warp 0
-// writes its own.
-template <bool PLWAH>
+// Phases 1-4 of tile blockIdx.x, whose BM_CMP_TILE_WORDS plain words the block's first
+// BM_CMP_THREADS threads (the *unit threads*) have staged in sm (and synchronized); prev_word's
+// bits 1..31 are the group before the tile (read by thread 0 only; any value for tile 0).
+// Shared by bm_cmp (sm: the plain input) and the fused operations (sm: op of the two operands'
+// decoded tiles). Overwrites sm.
+//   LW = false: a block of BM_CMP_THREADS; warp 0 looks back once the tile's own aggregate is
+//     published, while warps 1.. write their units' words; then warp 0 writes its own.
+//   LW = true: a block of BM_CMP_THREADS + 32; the extra *look-back warp* looks back from the
+//     start, while the unit threads stage and classify the tile (the caller calls this with
+//     every thread, the look-back warp without staging), so the look-back is off the unit
+//     threads' path and every tile publishes its inclusive aggregate sooner, which shortens its
+//     successors' look-backs. The unit threads synchronize among themselves with named barrier
+//     1, and with the look-back warp once, with named barrier 2, when they need the prefix.
+template <bool PLWAH, bool LW>
 __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, u32 last_mask, u32 max_counter,
                                             uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,
                                             u64 out_cap, u32* __restrict__ tile_starts) {
+    constexpr int BAR = LW ? 1 : 0;
     static_assert(BM_CMP_TILE == BM_DECODE_TILE, "a compression tile is a decode tile");
     __shared__ uint4 s_unit[BM_CMP_THREADS];
     __shared__ u32 s_next[BM_CMP_THREADS];
@@ -951,6 +961,15 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     // for in its look-back has been dispatched before it (CUB's decoupled look-back relies on
     // the same). A ticket counter would cost every tile one more L2 round trip.
     const u32 tile = blockIdx.x;
+    if (LW && threadIdx.x >= BM_CMP_THREADS) {
+        // The look-back warp: its aggregate goes to the unit threads at the join, and then it
+        // is done (everything after the join is the unit threads').
+        const uint4 prefix = tile > 0 ? bm_cmp_lookback<BM_CMP_THREADS / 32>(status, tile, max_counter)
+                                      : bm_cmp_agg_identity();
+        if (threadIdx.x == BM_CMP_THREADS) s_prefix = prefix;
+        ts_bar<2, BM_CMP_THREADS + 32>();
+        return;
+    }
     if (threadIdx.x == 0) s_open = BM_CMP_NONE;  // ordered before its writers by the suffix-min
     const u64 g0 = (u64)tile * BM_CMP_TILE;
     const u64 ug0 = g0 + (u64)threadIdx.x * 32;
@@ -965,7 +984,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     u32 b, f, l, o;
     const u64 first = bm_cmp_classify<PLWAH>(p, pk, nv, has_last, last_mask, ug0, b, f, l, o);
     u64 tile_first;
-    const u64 next = bm_block_suffix_min<BM_CMP_THREADS>(first, s_min, tile_first);
+    const u64 next = bm_block_suffix_min<BM_CMP_THREADS, BAR>(first, s_min, tile_first);
     // Every thread has read its p[-1] (before the suffix-min's barriers), so the last unit's
     // thread may now clear the bits past the bitmap's end in its own words.
     if (has_last) bm_cmp_mask_tail(sm + threadIdx.x * BM_GROUP_BITS, nv, last_mask);
@@ -974,7 +993,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     const u32 words = bm_cmp_count(b, b & ~f, l, o, ug0, next, max_counter, hc, open);
     if (open != BM_CMP_NONE) s_open = open;  // at most one thread of the tile has the open head
     u32 tile_words;
-    const u32 excl = ds_block_exclusive<BM_CMP_THREADS>(words, DsSum<u32>(), 0u, s_sum, tile_words);
+    const u32 excl = ds_block_exclusive<BM_CMP_THREADS, u32, DsSum<u32>, BAR>(words, DsSum<u32>(), 0u, s_sum, tile_words);
     // Tiny test counters: the warp-per-unit writer (bm_cmp_write), which handles full
     // fill_words; every real counter: the in-place head walk and a copy (bm_cmp_heads).
     const bool small = max_counter < BM_CMP_TILE;  // uniform
@@ -982,7 +1001,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
         s_unit[threadIdx.x] = make_uint4(hc, b, f, excl);
         s_next[threadIdx.x] = next == BM_CMP_NONE ? 0xFFFFFFFFu : ((u32)((next >> 5) - g0) << 5) | (u32)(next & 31);
     }
-    __syncthreads();  // s_open, s_unit, s_next
+    ts_bar<BAR, BM_CMP_THREADS>();  // s_open, s_unit, s_next
     const u64 so = s_open;
     const uint4 local = make_uint4(tile_words, tile_first == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(tile_first >> 5),
                                    so == BM_CMP_NONE ? BM_CMP_NONE32 : (u32)(so >> 1),
@@ -991,15 +1010,22 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     u32* const pw = sm + threadIdx.x * BM_GROUP_BITS;
     if (tile > 0 && threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
     uint4 prefix = bm_cmp_agg_identity();
-    // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
-    if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
-    if (tile > 0) {
-        const uint4 a = bm_cmp_lookback(status, tile, max_counter);
-        if (threadIdx.x == 0) s_prefix = a;
-        __syncthreads();
+    if (LW) {
+        // Every unit thread writes its unit's words in place, then joins the look-back warp.
+        if (!small) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+        ts_bar<2, BM_CMP_THREADS + 32>();
         prefix = s_prefix;
+    } else {
+        // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
+        if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+        if (tile > 0) {
+            const uint4 a = bm_cmp_lookback<0>(status, tile, max_counter);
+            if (threadIdx.x == 0) s_prefix = a;
+            __syncthreads();
+            prefix = s_prefix;
+        }
+        if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
     }
-    if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
     if (threadIdx.x == 0) bm_cmp_tile_start(tile_starts, tile, (u32)g0, prefix, tile_first, max_counter);
@@ -1033,15 +1059,12 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     }
 }
 
-// The compression kernel, one block per tile. A separate look-back warp (a block of
-// BM_CMP_THREADS + 32 whose extra warp looks back from the block's start, off the other warps'
-// path) was measured in session 13 (H100, 2026-11-22, bitmap_gpu_speed, queued, same run):
-// PLWAH at 2^-1 / 2^-4 / 2^-8 / 2^-16, 0.228 / 0.257 / 0.169 / 0.130 ms against 0.254 / 0.292 /
-// 0.179 / 0.123 ms for this kernel. It is not kept: its named barriers must be PTX's
-// non-aligned barrier.sync (the warps reach them diverged after the head walk, which
-// compute-sanitizer's synccheck flagged with bar.sync), and with a __syncwarp() before them,
-// the only form tested in full on the GPU, it was slower than this kernel from 2^-8 down (in
-// another run, PLWAH 0.202 / 0.164 ms at 2^-8 / 2^-16).
+// The compression kernel: a block of BM_CMP_THREADS unit threads and a look-back warp
+// (bm_cmp_tile, LW). Measured (H100, 2026-11-22, bitmap_gpu_speed, queued, same run) without /
+// with the look-back warp, PLWAH at 2^-1 / 2^-4 / 2^-8 / 2^-16: 0.254 / 0.292 / 0.179 / 0.123
+// against 0.228 / 0.257 / 0.169 / 0.130 ms (WAH alike): slower only at 2^-16, where 8 blocks a
+// SM (registers) instead of 10 cost more than the look-back it hides.
+#define BM_CMP_BLOCK (BM_CMP_THREADS + 32)
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
                                        u32 max_counter, uint4* status, u32* counters, u32 tiles,
@@ -1050,19 +1073,22 @@ __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words
     const u32 tile = blockIdx.x;
     if (tile >= tiles) return;  // uniform; never with the host's grid
     const u64 w0 = (u64)tile * BM_CMP_TILE_WORDS;
-    // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and that
-    // group is never the bitmap's last); read early, by thread 0 only.
-    const u32 prev_word = (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) ? bits[w0 - 1] : 0u;
-    bm_cmp_stage(bits, n_words, w0, sm);
-    __syncthreads();
-    bm_cmp_tile<PLWAH>(sm, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
-                       tile_starts);
+    u32 prev_word = 0;
+    if (threadIdx.x < BM_CMP_THREADS) {
+        // The group before the tile is bits 1..31 of word w0 - 1 (g0 is a multiple of 32, and
+        // that group is never the bitmap's last); read early, by thread 0 only.
+        if (threadIdx.x == 0 && tile > 0 && w0 - 1 < n_words) prev_word = bits[w0 - 1];
+        bm_cmp_stage(bits, n_words, w0, sm);
+        ts_bar<1, BM_CMP_THREADS>();
+    }
+    bm_cmp_tile<PLWAH, true>(sm, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
+                             tile_starts);
 }
 
-// At most 48 registers (10 blocks of 128 threads per SM, as shared memory allows): PLWAH's
-// classification otherwise takes 64 and 8 blocks.
+// At most 48 registers (8 blocks of 160 threads per SM; shared memory would allow 10): PLWAH's
+// classification otherwise takes 64, and fewer blocks fit; 10 blocks (32 registers) spill.
 #define BM_CMP_KERNELS(NAME, PLWAH)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(BM_CMP_THREADS, 10)                                                 \
+    extern "C" __global__ void __launch_bounds__(BM_CMP_BLOCK, 8)                                                   \
         bm_cmp_##NAME(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask, u32 max_counter,         \
                       uint4* status, u32* counters, u32 tiles, u32* __restrict__ out,                                \
                       u64 out_cap, u32* __restrict__ tile_starts) {                                                  \
@@ -1992,7 +2018,7 @@ __device__ __forceinline__ void bm_fop(const u32* __restrict__ wa, u32 ma, const
             sw[threadIdx.x * BM_GROUP_BITS + j] = bm_plain_word_op<OP>(oa[j], o[j]);
     }
     __syncthreads();
-    bm_cmp_tile<PLWAH>(sw, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
+    bm_cmp_tile<PLWAH, false>(sw, prev_word, groups, last_mask, max_counter, status, counters, tiles, out, out_cap,
                        tile_starts);
 }
 

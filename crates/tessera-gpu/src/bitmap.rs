@@ -67,6 +67,9 @@ pub const DEC_SUM_THREADS: u32 = 256;
 pub const DEC_SUM_CHUNKS: u64 = 32;
 /// Compression by heads (`BM_CMP_*`): a tile of `CMP_THREADS` units of 32 groups.
 pub const CMP_THREADS: u32 = 128;
+/// The compression kernel's block: the tile's `CMP_THREADS` unit threads and its look-back warp
+/// (`BM_CMP_BLOCK`).
+const CMP_BLOCK: u32 = CMP_THREADS + 32;
 pub const CMP_TILE: u64 = CMP_THREADS as u64 * 32;
 pub const CMP_TILE_WORDS: u64 = CMP_TILE / 32 * GROUP_BITS;
 /// `DS_THREADS` x `DS_ITEMS`: items per tile of the sum scans; `DS_PARTIAL_THREADS`.
@@ -624,7 +627,7 @@ fn queue_compress(
         gpu.launch(
             &f,
             g,
-            CMP_THREADS,
+            CMP_BLOCK,
             &[
                 &bits, &n_words, &groups, &mask, &max, &ps, &pc, &nt, &pout, &cap, &pts,
             ],

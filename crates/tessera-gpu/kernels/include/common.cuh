@@ -145,6 +145,23 @@ __device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__
     return c;
 }
 
+// A barrier for the THREADS first threads of the block: __syncthreads() when ID is 0 (every
+// thread of the block arrives), else named barrier ID for exactly THREADS threads, so that the
+// other warps of the block (e.g. a look-back warp) can run apart meanwhile. The named form is
+// PTX's non-aligned barrier.sync: bar.sync is barrier.sync.aligned, which requires every thread
+// of a warp to execute the same instruction, and warps reach these barriers diverged (after a
+// per-thread loop), which compute-sanitizer's synccheck flagged. A __syncwarp() before the
+// barrier (converging the warp) made ptxas emit slower code (bitmap.cu's compression, H100,
+// 2026-11-22: PLWAH 2^-8 0.202 against 0.170 ms without it).
+template <int ID, int THREADS>
+__device__ __forceinline__ void ts_bar() {
+    if constexpr (ID == 0) {
+        __syncthreads();
+    } else {
+        asm volatile("barrier.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+    }
+}
+
 // Asynchronous global -> shared copy of one word (cp.async, sm_80+): a thread issues all its
 // copies without waiting for any, then ts_cp_async_wait() before the barrier that publishes
 // them. Older architectures copy through a register.

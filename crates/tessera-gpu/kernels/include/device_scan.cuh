@@ -54,13 +54,14 @@ template <int THREADS, typename T> struct DsBlockStorage {
 };
 
 // Block layer: exclusive scan of one item per thread (thread 0 gets `identity`); `total`
-// receives the fold of all THREADS items. Two barriers; the storage may be reused on return.
-template <int THREADS, typename T, typename Op>
+// receives the fold of all THREADS items. Two barriers (ts_bar<BAR, THREADS>: the whole block,
+// or named barrier BAR for the first THREADS threads); the storage may be reused on return.
+template <int THREADS, typename T, typename Op, int BAR = 0>
 __device__ __forceinline__ T ds_block_exclusive(T x, Op op, T identity, DsBlockStorage<THREADS, T>& s, T& total) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const T incl = ds_warp_inclusive(x, op);
     if (lane == 31) s.warp_total[warp] = incl;
-    __syncthreads();
+    ts_bar<BAR, THREADS>();
     T prefix = identity, tot = identity;
 #pragma unroll
     for (u32 w = 0; w < THREADS / 32; ++w) {
@@ -70,7 +71,7 @@ __device__ __forceinline__ T ds_block_exclusive(T x, Op op, T identity, DsBlockS
     }
     T excl = ds_shfl_up(incl, 1);
     if (lane == 0) excl = identity;
-    __syncthreads();
+    ts_bar<BAR, THREADS>();
     total = tot;
     return op(prefix, excl);
 }
