@@ -382,6 +382,9 @@ BM_COMPRESS_KERNELS(plwah, true)
 #ifndef BM_CMP_COPY
 #define BM_CMP_COPY 2
 #endif
+#ifndef BM_CMP_DIRECT
+#define BM_CMP_DIRECT 0
+#endif
 #ifndef BM_CMP_COPY_SEARCH_COST
 #define BM_CMP_COPY_SEARCH_COST 3
 #endif
@@ -829,9 +832,9 @@ __device__ __forceinline__ void bm_cmp_mask_tail(u32* p, u32 nv, u32 last_mask) 
 // phase 1, so no barrier is needed; the heads are tile-relative, so warps 1.. run this during
 // warp 0's look-back. The bitmap's last group is read masked: bm_cmp_mask_tail has cleared the
 // bits past it in the staged words.
-template <bool PLWAH>
-__device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, u32 f, u32 l, u32 o, u64 ug0,
-                                             u64 next) {
+template <bool PLWAH, bool DIRECT>
+__device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32* __restrict__ dst, u32 room, u32 hc, u32 b,
+                                             u32 f, u32 l, u32 o, u64 ug0, u64 next) {
     // A fill head without a boundary after it in the unit ends at `next` (another unit of the
     // tile: the open head, whose run leaves the tile, is not in hc).
     const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
@@ -848,11 +851,15 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, 
         const u32 pos = nb ? (efold ? bm_cmp_fold_position(g) : 0u) : npos;
         const u32 fw = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) |
                        (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) | ((nb ? e : nx) - j);
-        if (k) p[k - 1] = held;  // k - 1 <= 30
-        held = lit ? g : fw;
+        if (DIRECT) {
+            if (k < room) dst[k] = lit ? g : fw;
+        } else {
+            if (k) p[k - 1] = held;  // k - 1 <= 30
+            held = lit ? g : fw;
+        }
         ++k;
     }
-    if (k) {
+    if (!DIRECT && k) {
         if (k < 32) p[k - 1] = held;
         else *extra = held;
     }
@@ -1010,21 +1017,27 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     u32* const pw = sm + threadIdx.x * BM_GROUP_BITS;
     if (tile > 0 && threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
     uint4 prefix = bm_cmp_agg_identity();
+    bool direct = false;
+    if (LW && BM_CMP_DIRECT && !small) {
+        const u32 busy = __ballot_sync(0xFFFFFFFFu, words != 0u);
+        const u32 wbase = __shfl_sync(0xFFFFFFFFu, excl, 0), wend = __shfl_sync(0xFFFFFFFFu, excl + words, 31);
+        direct = BM_CMP_COPY_SEARCH_COST * ((wend - wbase + 31) / 32) < (u32)__popc(busy);
+    }
     if (LW) {
         // Every unit thread writes its unit's words in place, then joins the look-back warp.
-        if (!small) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+        if (!small && !direct) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
         ts_bar<2, BM_CMP_THREADS + 32>();
         prefix = s_prefix;
     } else {
         // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
-        if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+        if (!small && warp != 0) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
         if (tile > 0) {
             const uint4 a = bm_cmp_lookback<0>(status, tile, max_counter);
             if (threadIdx.x == 0) s_prefix = a;
             __syncthreads();
             prefix = s_prefix;
         }
-        if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
+        if (!small && warp == 0) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
     }
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
@@ -1041,6 +1054,9 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
         const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
         const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
         if (small) bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
+        else if (direct)
+            bm_cmp_heads<PLWAH, true>(pw, nullptr, (room ? out + base : out) + excl, room > excl ? room - excl : 0u, hc, b,
+                                      f, l, o, ug0, next);
         else bm_cmp_copy(sm, s_extra, words, excl, room ? out + base : out, room);
     }
     if (tile == tiles - 1) {
