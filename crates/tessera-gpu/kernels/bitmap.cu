@@ -625,6 +625,33 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
 // (the block's combines cost every tile issue slots, and each round two barriers); in another
 // run one warp with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
 #define BM_CMP_LOOK_ITEMS 2
+#ifndef BM_CMP_LOOK_REDUX
+#define BM_CMP_LOOK_REDUX 1
+#endif
+// The aggregate of a warp's window of tiles (lane i: the stretch v, lane 0 the newest), from
+// lane 0 back to lane `near` (0xFFFFFFFF: all 32), the same in every lane. Rather than a
+// shuffle scan of bm_cmp_combine (5 rounds of 4 shuffles and a combine), it builds the
+// result directly: a fill run closes at each stretch's first boundary and starts at the open
+// head of the nearest older stretch with a boundary (the next set bit of a ballot); the closed
+// words are one warp sum (REDUX); the first boundary is the oldest stretch's with one, the open
+// head the newest's. Every round of the look-back pays this, and the tile's successors wait
+// on the round's latency.
+__device__ __forceinline__ uint4 bm_cmp_window(const uint4& v, u32 lane, u32 near, u32 max_counter) {
+    const u32 live = near >= 31 ? 0xFFFFFFFFu : (2u << near) - 1u;  // lanes 0 .. near
+    const bool hb = v.y != BM_CMP_NONE32;
+    const u32 bmask = __ballot_sync(0xFFFFFFFFu, hb) & live;
+    const u32 older = bmask & ~((2u << lane) - 1u);  // lane 31: 2 << 31 = 0, so none
+    const u32 src = older ? (u32)__ffs(older) - 1 : lane;
+    const u32 zsrc = __shfl_sync(0xFFFFFFFFu, v.z, src);
+    u32 x = v.x + (hb && older && zsrc != BM_CMP_NONE32 ? bm_cmp_run_words(v.y - zsrc, max_counter) : 0u);
+    if (!((live >> lane) & 1u)) x = 0;
+    const u32 sum = __reduce_add_sync(0xFFFFFFFFu, x);
+    const u32 first = bmask ? 31u - (u32)__clz(bmask) : 0u, open = bmask ? (u32)__ffs(bmask) - 1 : 0u;
+    const u32 fy = __shfl_sync(0xFFFFFFFFu, v.y, first), fw = __shfl_sync(0xFFFFFFFFu, v.w, first);
+    const u32 oz = __shfl_sync(0xFFFFFFFFu, v.z, open), ow = __shfl_sync(0xFFFFFFFFu, v.w, open);
+    if (!bmask) return make_uint4(sum, BM_CMP_NONE32, BM_CMP_NONE32, 0u);
+    return make_uint4(sum, fy, oz, (fw & BM_CMP_FOLD_BITS) | (ow & BM_CMP_KIND_BIT));
+}
 template <u32 WARP>
 __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, u32 max_counter) {
     const u32 lane = threadIdx.x - WARP * 32;  // in warp WARP, where it is used
@@ -668,6 +695,9 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
         // The nearest lane with an inclusive item; every lane past it contributes nothing.
         const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
         const u32 near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
+#if BM_CMP_LOOK_REDUX
+        acc = bm_cmp_combine(bm_cmp_window(v, lane, near, max_counter), acc, max_counter);
+#else
         if (lane > near) v = bm_cmp_agg_identity();
 #pragma unroll
         for (u32 d = 1; d < 32; d <<= 1) {
@@ -675,6 +705,7 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
             if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
         }
         acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
+#endif
         if (near != 0xFFFFFFFFu) break;
         end -= 32 * BM_CMP_LOOK_ITEMS;
     }
