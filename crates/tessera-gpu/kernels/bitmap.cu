@@ -349,17 +349,18 @@ BM_COMPRESS_KERNELS(plwah, true)
 //      run leaves the tile (a fill run's words are written by the tile where the run ends). A run
 //      closed in the tile is one word with every real counter, so a unit's count is a popcount;
 //   3. publish the tile's aggregate (closed words, first boundary, open head; one uint4); the
-//      look-back warp's decoupled look-back reads 64 tiles a round back to the nearest tile that
-//      published an inclusive aggregate; once the two meet, the tile publishes its own
-//      inclusive aggregate and writes its *tile start* for decompression (the word covering its
-//      first group: bm_cmp_tile_start);
+//      look-back warp's decoupled look-back reads 32 tiles a round (BM_CMP_LOOK_ITEMS a lane,
+//      the window's aggregate by bm_cmp_window) back to the nearest tile that published an
+//      inclusive aggregate; once the two meet, the tile publishes its own inclusive aggregate
+//      and writes its *tile start* for decompression (the word covering its first group:
+//      bm_cmp_tile_start);
 //   4. store: the run carried in from an earlier tile, which ends at this tile's first boundary
 //      (its fill_words first), then its closed words: thread t walks unit t's closed heads and
 //      writes their words over the unit's staged words (bm_cmp_heads, before the meeting, as
-//      tile-relative offsets need no prefix), then each warp copies its
-//      units' words to global memory, coalesced (bm_cmp_copy). Tiny test counters instead write
-//      one unit per warp and one group per lane (bm_cmp_write). The last tile also writes the
-//      run that is still open at the end of the bitmap and the word total (counters[0]).
+//      tile-relative offsets need no prefix), then each warp copies its units' words to global
+//      memory, coalesced (bm_cmp_copy). Tiny test counters instead write one unit per warp and
+//      one group per lane (bm_cmp_write). The last tile also writes the run that is still open
+//      at the end of the bitmap and the word total (counters[0]).
 // Invariants: groups < 2^32 (MAX_BITS), so positions, counts and word totals fit u32 and keys
 // u64; every word total is <= G (each word covers >= 1 group) = the output's capacity, and
 // every store is still checked against out_cap; reads are bounded by n_words (padding 0); the
@@ -381,9 +382,6 @@ BM_COMPRESS_KERNELS(plwah, true)
 #endif
 #ifndef BM_CMP_COPY
 #define BM_CMP_COPY 2
-#endif
-#ifndef BM_CMP_DIRECT
-#define BM_CMP_DIRECT 0
 #endif
 #ifndef BM_CMP_COPY_SEARCH_COST
 #define BM_CMP_COPY_SEARCH_COST 3
@@ -598,14 +596,6 @@ __device__ __forceinline__ uint4 bm_cmp_combine(const uint4& a, const uint4& b, 
     r.w = ((af ? a.w : b.w) & BM_CMP_FOLD_BITS) | ((bf ? b.w : a.w) & BM_CMP_KIND_BIT);
     return r;
 }
-__device__ __forceinline__ uint4 bm_cmp_shfl_down(const uint4& x, u32 d) {
-    uint4 r;
-    r.x = __shfl_down_sync(0xFFFFFFFFu, x.x, d);
-    r.y = __shfl_down_sync(0xFFFFFFFFu, x.y, d);
-    r.z = __shfl_down_sync(0xFFFFFFFFu, x.z, d);
-    r.w = __shfl_down_sync(0xFFFFFFFFu, x.w, d);
-    return r;
-}
 
 // A tile's status word is written and read whole with device_scan.cuh's volatile vector
 // accesses (as CUB's tile status words are, so neither side needs a fence); the flag is the low
@@ -616,26 +606,28 @@ __device__ __forceinline__ void bm_cmp_publish(uint4* status, u32 tile, u32 flag
 __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t) {
     return ds_status_read(status + t, 0u);
 }
-// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp WARP, valid in its lane 0. Each
+// The aggregate of tiles 0 .. tile - 1 (tile > 0), run by warp WARP, valid in every lane. Each
 // round the warp reads 32 * BM_CMP_LOOK_ITEMS predecessors (lane i: the i-th group of
 // BM_CMP_LOOK_ITEMS, newest first), waits until each has published something, and combines
 // back to the nearest one with an inclusive aggregate, if any (else it goes on with the next,
-// older window). Measured (H100, 2026-11-22, WAH at 2^-16, bitmap_gpu_speed): the whole block
-// with 4 items (512 tiles a round) 0.219 ms, one warp with 4 items 0.161 ms in the same run
-// (the block's combines cost every tile issue slots, and each round two barriers); in another
-// run one warp with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms.
-#define BM_CMP_LOOK_ITEMS 2
-#ifndef BM_CMP_LOOK_REDUX
-#define BM_CMP_LOOK_REDUX 1
-#endif
+// older window). A tile publishes its inclusive aggregate only once its look-back is done, so
+// its successors wait on every round's latency: a round must be short more than wide.
+// Measured (H100, bitmap_gpu_speed): 2026-11-22, WAH at 2^-16, the whole block with 4 items
+// (512 tiles a round) 0.219 ms, one warp with 4 items 0.161 ms in the same run (the block's
+// combines cost every tile issue slots, and each round two barriers); in another run one warp
+// with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms. Session 14 (2026-11-22), look-back warp,
+// queued, PLWAH at 2^-8 / 2^-16, two runs each: the window by a shuffle scan of
+// bm_cmp_combine, 2 items, 0.167-0.172 / 0.131-0.136 ms; by bm_cmp_window, 2 items 0.162-0.163
+// / 0.129 ms, 1 item 0.154-0.158 / 0.116-0.119 ms, 4 items 0.191-0.194 / 0.160-0.166 ms.
+#define BM_CMP_LOOK_ITEMS 1
 // The aggregate of a warp's window of tiles (lane i: the stretch v, lane 0 the newest), from
 // lane 0 back to lane `near` (0xFFFFFFFF: all 32), the same in every lane. Rather than a
 // shuffle scan of bm_cmp_combine (5 rounds of 4 shuffles and a combine), it builds the
 // result directly: a fill run closes at each stretch's first boundary and starts at the open
 // head of the nearest older stretch with a boundary (the next set bit of a ballot); the closed
 // words are one warp sum (REDUX); the first boundary is the oldest stretch's with one, the open
-// head the newest's. Every round of the look-back pays this, and the tile's successors wait
-// on the round's latency.
+// head the newest's. This is the tile status's combine (bm_cmp_combine) folded over the
+// lanes, so `near`'s inclusive aggregate ends the fold as it would a scan.
 __device__ __forceinline__ uint4 bm_cmp_window(const uint4& v, u32 lane, u32 near, u32 max_counter) {
     const u32 live = near >= 31 ? 0xFFFFFFFFu : (2u << near) - 1u;  // lanes 0 .. near
     const bool hb = v.y != BM_CMP_NONE32;
@@ -695,17 +687,7 @@ __device__ __forceinline__ uint4 bm_cmp_lookback(const uint4* status, u32 tile, 
         // The nearest lane with an inclusive item; every lane past it contributes nothing.
         const u32 incl = __ballot_sync(0xFFFFFFFFu, has_incl);
         const u32 near = incl ? (u32)__ffs(incl) - 1 : 0xFFFFFFFFu;
-#if BM_CMP_LOOK_REDUX
         acc = bm_cmp_combine(bm_cmp_window(v, lane, near, max_counter), acc, max_counter);
-#else
-        if (lane > near) v = bm_cmp_agg_identity();
-#pragma unroll
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const uint4 y = bm_cmp_shfl_down(v, d);
-            if (lane + d < 32) v = bm_cmp_combine(y, v, max_counter);
-        }
-        acc = bm_cmp_combine(v, acc, max_counter);  // valid in lane 0
-#endif
         if (near != 0xFFFFFFFFu) break;
         end -= 32 * BM_CMP_LOOK_ITEMS;
     }
@@ -863,9 +845,9 @@ __device__ __forceinline__ void bm_cmp_mask_tail(u32* p, u32 nv, u32 last_mask) 
 // phase 1, so no barrier is needed; the heads are tile-relative, so warps 1.. run this during
 // warp 0's look-back. The bitmap's last group is read masked: bm_cmp_mask_tail has cleared the
 // bits past it in the staged words.
-template <bool PLWAH, bool DIRECT>
-__device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32* __restrict__ dst, u32 room, u32 hc, u32 b,
-                                             u32 f, u32 l, u32 o, u64 ug0, u64 next) {
+template <bool PLWAH>
+__device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, u32 f, u32 l, u32 o, u64 ug0,
+                                             u64 next) {
     // A fill head without a boundary after it in the unit ends at `next` (another unit of the
     // tile: the open head, whose run leaves the tile, is not in hc).
     const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
@@ -882,15 +864,11 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32* __restrict
         const u32 pos = nb ? (efold ? bm_cmp_fold_position(g) : 0u) : npos;
         const u32 fw = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) |
                        (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) | ((nb ? e : nx) - j);
-        if (DIRECT) {
-            if (k < room) dst[k] = lit ? g : fw;
-        } else {
-            if (k) p[k - 1] = held;  // k - 1 <= 30
-            held = lit ? g : fw;
-        }
+        if (k) p[k - 1] = held;  // k - 1 <= 30
+        held = lit ? g : fw;
         ++k;
     }
-    if (!DIRECT && k) {
+    if (k) {
         if (k < 32) p[k - 1] = held;
         else *extra = held;
     }
@@ -1048,27 +1026,21 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
     u32* const pw = sm + threadIdx.x * BM_GROUP_BITS;
     if (tile > 0 && threadIdx.x == 0) bm_cmp_publish(status, tile, 1, local);
     uint4 prefix = bm_cmp_agg_identity();
-    bool direct = false;
-    if (LW && BM_CMP_DIRECT && !small) {
-        const u32 busy = __ballot_sync(0xFFFFFFFFu, words != 0u);
-        const u32 wbase = __shfl_sync(0xFFFFFFFFu, excl, 0), wend = __shfl_sync(0xFFFFFFFFu, excl + words, 31);
-        direct = BM_CMP_COPY_SEARCH_COST * ((wend - wbase + 31) / 32) < (u32)__popc(busy);
-    }
     if (LW) {
         // Every unit thread writes its unit's words in place, then joins the look-back warp.
-        if (!small && !direct) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
+        if (!small) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
         ts_bar<2, BM_CMP_THREADS + 32>();
         prefix = s_prefix;
     } else {
         // Warps 1.. write their units' words in place while warp 0 looks back, then warp 0.
-        if (!small && warp != 0) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
+        if (!small && warp != 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
         if (tile > 0) {
             const uint4 a = bm_cmp_lookback<0>(status, tile, max_counter);
             if (threadIdx.x == 0) s_prefix = a;
             __syncthreads();
             prefix = s_prefix;
         }
-        if (!small && warp == 0) bm_cmp_heads<PLWAH, false>(pw, &s_extra[threadIdx.x], nullptr, 0u, hc, b, f, l, o, ug0, next);
+        if (!small && warp == 0) bm_cmp_heads<PLWAH>(pw, &s_extra[threadIdx.x], hc, b, f, l, o, ug0, next);
     }
     const uint4 incl = bm_cmp_combine(prefix, local, max_counter);
     if (threadIdx.x == 0) bm_cmp_publish(status, tile, 2, incl);
@@ -1085,9 +1057,6 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
         const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
         const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
         if (small) bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
-        else if (direct)
-            bm_cmp_heads<PLWAH, true>(pw, nullptr, (room ? out + base : out) + excl, room > excl ? room - excl : 0u, hc, b,
-                                      f, l, o, ug0, next);
         else bm_cmp_copy(sm, s_extra, words, excl, room ? out + base : out, room);
     }
     if (tile == tiles - 1) {
@@ -1108,9 +1077,14 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
 
 // The compression kernel: a block of BM_CMP_THREADS unit threads and a look-back warp
 // (bm_cmp_tile, LW). Measured (H100, 2026-11-22, bitmap_gpu_speed, queued, same run) without /
-// with the look-back warp, PLWAH at 2^-1 / 2^-4 / 2^-8 / 2^-16: 0.254 / 0.292 / 0.179 / 0.123
-// against 0.228 / 0.257 / 0.169 / 0.130 ms (WAH alike): slower only at 2^-16, where 8 blocks a
-// SM (registers) instead of 10 cost more than the look-back it hides.
+// with the look-back warp (both with the shuffle-scan window of 2 items), PLWAH at 2^-1 / 2^-4
+// / 2^-8 / 2^-16: 0.254 / 0.292 / 0.179 / 0.123 against 0.228 / 0.257 / 0.169 / 0.130 ms (WAH
+// alike): slower only at 2^-16, where 8 blocks a SM (registers) instead of 10 cost more than
+// the look-back it hides. Also measured in session 14 with the look-back warp, PLWAH 2^-8, and
+// not kept: streaming cache hints on the staged loads and the stores (0.169-0.172 ms against
+// 0.167-0.169), a 16 ns look-back poll instead of 64 (0.168-0.170), and sparse warps writing
+// their heads' words straight to global memory after the join instead of in place before it
+// (0.207-0.208 ms: the head walk is what hides the look-back's latency).
 #define BM_CMP_BLOCK (BM_CMP_THREADS + 32)
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
