@@ -617,7 +617,7 @@ __device__ __forceinline__ uint4 bm_cmp_status(const uint4* status, long long t)
 // combines cost every tile issue slots, and each round two barriers); in another run one warp
 // with 2 / 4 / 8 items: 0.157 / 0.165 / 0.249 ms. Session 14 (2026-11-22), look-back warp,
 // queued, PLWAH at 2^-8 / 2^-16, two runs each: the window by a shuffle scan of
-// bm_cmp_combine, 2 items, 0.167-0.172 / 0.131-0.136 ms; by bm_cmp_window, 2 items 0.162-0.163
+// bm_cmp_combine, 2 items, 0.167-0.172 / 0.131-0.135 ms; by bm_cmp_window, 2 items 0.162-0.163
 // / 0.129 ms, 1 item 0.154-0.158 / 0.116-0.119 ms, 4 items 0.191-0.194 / 0.160-0.166 ms.
 #define BM_CMP_LOOK_ITEMS 1
 // The aggregate of a warp's window of tiles (lane i: the stretch v, lane 0 the newest), from
