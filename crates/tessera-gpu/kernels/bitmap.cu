@@ -368,17 +368,22 @@ BM_COMPRESS_KERNELS(plwah, true)
 #define BM_CMP_NONE 0xFFFFFFFFFFFFFFFFull
 // Measured choices (H100, bitmap_gpu_speed, same run): where PLWAH tests folds
 // (bm_cmp_classify; 0 in the extraction loop, 1 after it, 2 in the loop when the whole warp
-// extracts), 2026-11-22 with the earlier head walk, at 2^-4 / 2^-12: 0.342 / 0.159, 0.347 /
-// 0.156, 0.331 / 0.156 ms; 2026-11-22 (session 13) with the heads-only walk and the look-back
-// warp, queued, at 2^-1 / 2^-4 / 2^-8: 2: 0.261 / 0.276 / 0.206 ms, 1: 0.227 / 0.259 / 0.165
-// ms. How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
+// extracts, 3 after it for literals after a 1-fill only, those after a 0-fill from a mask of
+// one-bit groups built in the loop), 2026-11-22 with the earlier head walk, at 2^-4 / 2^-12:
+// 0.342 / 0.159, 0.347 / 0.156, 0.331 / 0.156 ms; 2026-11-22 (session 13) with the heads-only
+// walk and the look-back warp, queued, at 2^-1 / 2^-4 / 2^-8: 2: 0.261 / 0.276 / 0.206 ms, 1:
+// 0.227 / 0.259 / 0.165 ms; 2026-11-23 (session 14), queued, PLWAH at 2^-1 / 2^-4 / 2^-5 /
+// 2^-6 / 2^-7 / 2^-8 / 2^-16, 1: 0.225 / 0.248 / 0.253 / 0.227 / 0.179 / 0.157 / 0.120 ms, 3
+// (two runs): 0.229-0.231 / 0.248-0.251 / 0.244-0.255 / 0.217-0.219 / 0.171-0.175 /
+// 0.152-0.157 / 0.117-0.121 ms (a literal after a 0-fill is the common fold candidate of the
+// middle densities, about 7 a unit at 2^-6, and the loop's mask costs 3 instructions a group). How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
 // words a round, 2 by warp), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 / 0.267 /
 // -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms; session 13, PLWAH 2^-1 / 2^-4 / 2^-8,
 // 1: 0.268 / 0.295 / 0.165, 2: 0.224 / 0.255 / 0.168 ms. Staging a tile with cp.async (no
 // register round trip) was slower at every density (session 13: PLWAH 2^-8 0.192 against
 // 0.168 ms), as were 4 look-back items a lane (0.190 ms).
 #ifndef BM_CMP_LAZY_FOLD
-#define BM_CMP_LAZY_FOLD 1
+#define BM_CMP_LAZY_FOLD 3
 #endif
 #ifndef BM_CMP_COPY
 #define BM_CMP_COPY 2
@@ -434,9 +439,9 @@ __device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
 // The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
 // the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
 // units' loop carries no per-group test for it).
-template <bool PLWAH, bool LAST, bool FOLD>
+template <bool PLWAH, bool LAST, bool FOLD, bool SINGLE = false>
 __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 nv, u32 last_mask, u32& z, u32& o,
-                                               u32& f) {
+                                               u32& f, u32* single = nullptr) {
     bool prev_fill = pk < 2u, prev_one = pk == 1u;
 #pragma unroll
     for (u32 j = 0; j < 32; ++j) {
@@ -448,6 +453,7 @@ __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 n
         const bool iz = x == 0u, io = x == BM_GROUP_ONES;
         z |= iz ? 1u << j : 0u;
         o |= io ? 1u << j : 0u;
+        if (SINGLE) *single |= (x & (x - 1u)) == 0u ? 1u << j : 0u;
         if (PLWAH && FOLD) {
             const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
             f |= fold ? 1u << j : 0u;
@@ -475,20 +481,20 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
         all &= w[i];
     }
     const u32 valid = nv == 32 ? 0xFFFFFFFFu : (1u << nv) - 1u;
-    // PLWAH folds: tested afterwards, for only the literals right after a fill (about 3 a unit
-    // at 2^-8, none at 2^-1), rather than for every group in the extraction loop
+    // PLWAH folds: found after the extraction loop, for only the literals right after a fill
+    // (about 3 a unit at 2^-8, none at 2^-1), rather than tested for every group in the loop
     // (BM_CMP_LAZY_FOLD above; the bitmap's last unit tests in the loop, where it masks).
     const bool extracts = any != 0u && !(all == 0xFFFFFFFFu && nv == 32 && !has_last);
 #if BM_CMP_LAZY_FOLD == 0
     const bool fold_in_loop = true;
-#elif BM_CMP_LAZY_FOLD == 1
+#elif BM_CMP_LAZY_FOLD == 1 || BM_CMP_LAZY_FOLD == 3
     const bool fold_in_loop = has_last;
 #else
     // (every lane votes: has_last must not skip the __all_sync)
     const bool warp_extracts = PLWAH && __all_sync(0xFFFFFFFFu, extracts);
     const bool fold_in_loop = has_last || warp_extracts;
 #endif
-    u32 z = 0;
+    u32 z = 0, single = 0;
     o = f = 0;
     // A unit of 31 zero words is 32 0-fills, of 31 all-ones words (not the bitmap's last unit)
     // 32 1-fills: most units at the extreme densities skip the group extraction.
@@ -499,7 +505,7 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     } else {
         if (has_last) bm_cmp_extract<PLWAH, true, true>(w, pk, nv, last_mask, z, o, f);
         else if (fold_in_loop) bm_cmp_extract<PLWAH, false, true>(w, pk, nv, last_mask, z, o, f);
-        else bm_cmp_extract<PLWAH, false, false>(w, pk, nv, last_mask, z, o, f);
+        else bm_cmp_extract<PLWAH, false, false, PLWAH && BM_CMP_LAZY_FOLD == 3>(w, pk, nv, last_mask, z, o, f, &single);
         z &= valid;
         o &= valid;
         f &= valid;
@@ -508,9 +514,15 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     const u32 zp = (z << 1) | (pk == 0u ? 1u : 0u);
     const u32 op = (o << 1) | (pk == 1u ? 1u : 0u);
     if (PLWAH && !fold_in_loop) {
-        // Only a literal right after a fill can fold: test those few (about 3 a unit at 2^-8,
-        // none at 2^-1) instead of every group in the extraction loop.
+        // Only a literal right after a fill can fold.
+#if BM_CMP_LAZY_FOLD == 3
+        // A literal after a 0-fill folds when it has one bit, which the extraction loop noted
+        // (`single`); only those after a 1-fill are tested here.
+        f |= l & zp & single;
+        for (u32 x = l & op; x; x &= x - 1) {
+#else
         for (u32 x = l & (zp | op); x; x &= x - 1) {
+#endif
             const u32 j = (u32)__ffs(x) - 1;
             const u32 g = bm_cmp_group(p, j) & (has_last && j + 1 == nv ? last_mask : BM_GROUP_ONES);
             if (__popc(g ^ (((op >> j) & 1u) ? BM_GROUP_ONES : 0u)) == 1) f |= 1u << j;
