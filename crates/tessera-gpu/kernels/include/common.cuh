@@ -152,7 +152,8 @@ __device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__
 // of a warp to execute the same instruction, and warps reach these barriers diverged (after a
 // per-thread loop), which compute-sanitizer's synccheck flagged. A __syncwarp() before the
 // barrier (converging the warp) made ptxas emit slower code (bitmap.cu's compression, H100,
-// 2026-11-22: PLWAH 2^-8 0.202 against 0.170 ms without it).
+// PLWAH 2^-8: 0.202 ms with it in a session-13 run, 0.167-0.172 ms without it in four
+// session-14 runs).
 template <int ID, int THREADS>
 __device__ __forceinline__ void ts_bar() {
     if constexpr (ID == 0) {
