@@ -438,10 +438,12 @@ __device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
 
 // The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
 // the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
-// units' loop carries no per-group test for it).
-template <bool PLWAH, bool LAST, bool FOLD, bool SINGLE = false>
+// units' loop carries no per-group test for it). FOLD: test PLWAH folds here, into f; SINGLE:
+// mark the groups with at most one bit set in `single`, from which bm_cmp_classify takes the
+// folds after 0-fills (BM_CMP_LAZY_FOLD 3).
+template <bool PLWAH, bool LAST, bool FOLD, bool SINGLE>
 __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 nv, u32 last_mask, u32& z, u32& o,
-                                               u32& f, u32* single = nullptr) {
+                                               u32& f, u32& single) {
     bool prev_fill = pk < 2u, prev_one = pk == 1u;
 #pragma unroll
     for (u32 j = 0; j < 32; ++j) {
@@ -453,7 +455,7 @@ __device__ __forceinline__ void bm_cmp_extract(const u32 (&w)[31], u32 pk, u32 n
         const bool iz = x == 0u, io = x == BM_GROUP_ONES;
         z |= iz ? 1u << j : 0u;
         o |= io ? 1u << j : 0u;
-        if (SINGLE) *single |= (x & (x - 1u)) == 0u ? 1u << j : 0u;
+        if (SINGLE) single |= (x & (x - 1u)) == 0u ? 1u << j : 0u;
         if (PLWAH && FOLD) {
             const bool fold = prev_fill && !iz && !io && __popc(x ^ (prev_one ? BM_GROUP_ONES : 0u)) == 1;
             f |= fold ? 1u << j : 0u;
@@ -503,9 +505,9 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     } else if (all == 0xFFFFFFFFu && nv == 32 && !has_last) {
         o = valid;
     } else {
-        if (has_last) bm_cmp_extract<PLWAH, true, true>(w, pk, nv, last_mask, z, o, f);
-        else if (fold_in_loop) bm_cmp_extract<PLWAH, false, true>(w, pk, nv, last_mask, z, o, f);
-        else bm_cmp_extract<PLWAH, false, false, PLWAH && BM_CMP_LAZY_FOLD == 3>(w, pk, nv, last_mask, z, o, f, &single);
+        if (has_last) bm_cmp_extract<PLWAH, true, true, false>(w, pk, nv, last_mask, z, o, f, single);
+        else if (fold_in_loop) bm_cmp_extract<PLWAH, false, true, false>(w, pk, nv, last_mask, z, o, f, single);
+        else bm_cmp_extract<PLWAH, false, false, PLWAH && BM_CMP_LAZY_FOLD == 3>(w, pk, nv, last_mask, z, o, f, single);
         z &= valid;
         o &= valid;
         f &= valid;
