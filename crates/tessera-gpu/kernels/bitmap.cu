@@ -376,17 +376,30 @@ BM_COMPRESS_KERNELS(plwah, true)
 // 2^-6 / 2^-7 / 2^-8 / 2^-16, 1: 0.225 / 0.248 / 0.253 / 0.227 / 0.179 / 0.157 / 0.120 ms, 3
 // (two runs): 0.229-0.231 / 0.248-0.251 / 0.244-0.255 / 0.217-0.219 / 0.171-0.175 /
 // 0.152-0.157 / 0.117-0.121 ms (a literal after a 0-fill is the common fold candidate of the
-// middle densities, about 7 a unit at 2^-6, and the loop's mask costs 3 instructions a group). How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
-// words a round, 2 by warp), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 / 0.267 /
-// -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms; session 13, PLWAH 2^-1 / 2^-4 / 2^-8,
-// 1: 0.268 / 0.295 / 0.165, 2: 0.224 / 0.255 / 0.168 ms. Staging a tile with cp.async (no
+// middle densities, about 7 a unit at 2^-6, and the loop's mask costs 3 instructions a
+// group). How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
+// words a round, 2 by warp between those two, 3 by warp between a unit a round and 32 words a
+// round found from a start mask), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 /
+// 0.267 / -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms; session 13, PLWAH 2^-1 / 2^-4 /
+// 2^-8, 1: 0.268 / 0.295 / 0.165, 2: 0.224 / 0.255 / 0.168 ms; session 15 (2026-11-23, both
+// with the cheaper head-walk steps), PLWAH 2^-5 / 2^-6 / 2^-7 / 2^-8, 2: 0.232 / 0.207 /
+// 0.174 / 0.157, 3: 0.228 / 0.193 / 0.174 / 0.152 ms (at 2^-6 a warp's units have ~14 words,
+// too few rounds for 2's search: it copied a unit a round, 32 rounds of ~22 instructions;
+// ncu put the copy at 23% of the kernel's instructions). 3's thresholds: WINDOW_COST *
+// rounds < UNIT_COST * busy units (1 and 1 measured the same, 2026-11-23). Staging a tile with cp.async (no
 // register round trip) was slower at every density (session 13: PLWAH 2^-8 0.192 against
 // 0.168 ms), as were 4 look-back items a lane (0.190 ms).
 #ifndef BM_CMP_LAZY_FOLD
 #define BM_CMP_LAZY_FOLD 3
 #endif
 #ifndef BM_CMP_COPY
-#define BM_CMP_COPY 2
+#define BM_CMP_COPY 3
+#endif
+#ifndef BM_CMP_COPY_WINDOW_COST
+#define BM_CMP_COPY_WINDOW_COST 5
+#endif
+#ifndef BM_CMP_COPY_UNIT_COST
+#define BM_CMP_COPY_UNIT_COST 4
 #endif
 #ifndef BM_CMP_COPY_SEARCH_COST
 #define BM_CMP_COPY_SEARCH_COST 3
@@ -858,16 +871,20 @@ __device__ __forceinline__ void bm_cmp_mask_tail(u32* p, u32 nv, u32 last_mask) 
 // back), and later steps read words >= j. Only the thread itself reads its unit's words after
 // phase 1, so no barrier is needed; the heads are tile-relative, so warps 1.. run this during
 // warp 0's look-back. The bitmap's last group is read masked: bm_cmp_mask_tail has cleared the
-// bits past it in the staged words.
+// bits past it in the staged words. The first step is peeled off so that the loop's held-back
+// store needs no test (about 48 instructions a step instead of 56, 2026-11-23); a store
+// pointer instead of the index, or a clamped read instead of the predicated one in
+// bm_cmp_group, made ptxas spill in bm_cmp_plwah.
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, u32 f, u32 l, u32 o, u64 ug0,
                                              u64 next) {
+    if (!hc) return;
     // A fill head without a boundary after it in the unit ends at `next` (another unit of the
     // tile: the open head, whose run leaves the tile, is not in hc).
     const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
-    u32 k = 0, held = 0;
-    for (u32 x = hc; x; x &= x - 1) {
-        const u32 j = (u32)__ffs(x) - 1;
+    // Head j's word. The walk's first step is peeled off below, so that the loop stores the word
+    // held back from the step before through a pointer that only moves forward.
+    auto word = [&](u32 j) -> u32 {
         const bool lit = (l >> j) & 1u;
         const u32 nb = b & (0xFFFFFFFEu << j);  // the boundaries after j (none when j = 31)
         const u32 e = nb ? (u32)__ffs(nb) - 1 : 0u;
@@ -875,33 +892,75 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, 
         // Read whether needed or not (a group of the unit's words, maybe already overwritten
         // when unneeded): selects cost less than the branches around the read.
         const u32 g = bm_cmp_group(p, lit ? j : e);
-        const u32 pos = nb ? (efold ? bm_cmp_fold_position(g) : 0u) : npos;
-        const u32 fw = BM_FILL_FLAG | (((o >> j) & 1u) ? BM_FILL_BIT : 0u) |
-                       (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) | ((nb ? e : nx) - j);
-        if (k) p[k - 1] = held;  // k - 1 <= 30
-        held = lit ? g : fw;
-        ++k;
+        // The fill's groups (all ones for a 1-fill); a folded literal differs from them in one
+        // bit, whose position (1..31) is that of the highest set bit of g ^ km.
+        const u32 km = ((o >> j) & 1u) ? BM_GROUP_ONES : 0u;
+        const u32 pos = nb ? (efold ? 32u - (u32)__clz(g ^ km) : 0u) : npos;
+        const u32 fw = BM_FILL_FLAG | (km & BM_FILL_BIT) | (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) |
+                       ((nb ? e : nx) - j);
+        return lit ? g : fw;
+    };
+    u32 x = hc;
+    u32 held = word((u32)__ffs(x) - 1);
+    u32 k = 0;
+    for (x &= x - 1; x; x &= x - 1) {
+        const u32 w = word((u32)__ffs(x) - 1);
+        p[k++] = held;  // the word held back from the step before (k <= 30 here)
+        held = w;
     }
-    if (k) {
-        if (k < 32) p[k - 1] = held;
-        else *extra = held;
-    }
+    if (k < BM_GROUP_BITS) p[k] = held;
+    else *extra = held;
 }
 
 // Stores a warp's units' words (written in place by bm_cmp_heads) to ob[excl ..] (excl: the
 // unit's offset in the tile, c: its words; lane i holds unit 32 warp + i's), coalesced. Units
 // with few words (the middle and sparse densities) are copied 32 words a round, each lane
-// finding its word's unit by a binary search over the warp's offsets (shuffles); units with
-// many (the dense ones) one unit a round. Word i of the tile goes to ob[i] if i < room.
+// finding its word's unit from the warp's start mask and rank table (BM_CMP_COPY 3; 2: by a
+// binary search over the warp's offsets, 5 shuffles a round); units with many (the dense
+// ones) one unit a round. Word i of the tile goes to ob[i] if i < room. s_scratch: 2 *
+// BM_CMP_THREADS words of shared memory that nothing else uses meanwhile (the small-counter
+// writer's s_unit, unused with real counters).
 __device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u32 c, u32 excl, u32* __restrict__ ob,
-                                            u32 room) {
+                                            u32 room, u32* s_scratch) {
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const u32 busy = __ballot_sync(0xFFFFFFFFu, c != 0u);
     if (!busy) return;
     const u32 wbase = __shfl_sync(0xFFFFFFFFu, excl, 0);
     const u32 wend = __shfl_sync(0xFFFFFFFFu, excl + c, 31);
     const u32 rounds = (wend - wbase + 31) / 32;
-#if BM_CMP_COPY == 0
+#if BM_CMP_COPY == 3
+    if (BM_CMP_COPY_WINDOW_COST * rounds < BM_CMP_COPY_UNIT_COST * (u32)__popc(busy)) {
+        // 32 words a round, each lane finding its word's unit from two warp tables in
+        // s_scratch: a mask of the positions (relative to wbase) where a unit starts (32 words,
+        // 1024 positions), and the busy units by rank (rank r: start << 5 | unit). Round r's
+        // mask word gives the rank of each lane's unit: the starts before the round plus those
+        // in it at or below the lane, minus one.
+        u32* const s_starts = s_scratch + warp * 32;
+        u32* const s_rank = s_scratch + BM_CMP_THREADS + warp * 32;
+        const u32 rel = excl - wbase;
+        s_starts[lane] = 0u;
+        __syncwarp();
+        if (c) {
+            atomicOr(&s_starts[rel >> 5], 1u << (rel & 31));
+            s_rank[__popc(busy & ((1u << lane) - 1u))] = (rel << 5) | lane;
+        }
+        __syncwarp();
+        const u32 le = 0xFFFFFFFFu >> (31 - lane);  // lanes 0 .. lane
+        const u32 n = wend - wbase;
+        u32 before = 0;  // busy units starting before the round
+        for (u32 r = 0; r < rounds; ++r) {
+            const u32 m = s_starts[r];
+            const u32 i = r * 32 + lane;  // the word this lane copies, relative to wbase
+            const u32 v = s_rank[before + (u32)__popc(m & le) - 1u];
+            const u32 kk = i - (v >> 5), unit = warp * 32 + (v & 31u);
+            const u32 at = wbase + i;
+            if (i < n && at < room) ob[at] = kk < 31 ? sm[unit * BM_GROUP_BITS + kk] : s_extra[unit];
+            before += (u32)__popc(m);
+        }
+        return;
+    }
+#endif
+#if BM_CMP_COPY == 0 || BM_CMP_COPY == 3
     if (false) {
 #elif BM_CMP_COPY == 1
     if (true) {
@@ -1071,7 +1130,7 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
         const u32 room = left > 0xFFFFFFFFull ? 0xFFFFFFFFu : (u32)left;
         const u32 last_tg = groups - g0 <= BM_CMP_TILE ? (u32)(groups - 1 - g0) : BM_CMP_NONE32;
         if (small) bm_cmp_write<PLWAH>(sm, s_unit, s_next, last_tg, last_mask, max_counter, room ? out + base : out, room);
-        else bm_cmp_copy(sm, s_extra, words, excl, room ? out + base : out, room);
+        else bm_cmp_copy(sm, s_extra, words, excl, room ? out + base : out, room, reinterpret_cast<u32*>(s_unit));
     }
     if (tile == tiles - 1) {
         // The run still open at the end of the bitmap ends at group `groups`, with no fold.
@@ -1098,7 +1157,13 @@ __device__ __forceinline__ void bm_cmp_tile(u32* sm, u32 prev_word, u64 groups, 
 // not kept: streaming cache hints on the staged loads and the stores (0.169-0.172 ms against
 // 0.167-0.169), a 16 ns look-back poll instead of 64 (0.168-0.170), and sparse warps writing
 // their heads' words straight to global memory after the join instead of in place before it
-// (0.207-0.208 ms: the head walk is what hides the look-back's latency).
+// (0.207-0.208 ms: the head walk is what hides the look-back's latency). Session 15, not
+// kept: the look-back warp publishing the inclusive aggregate as soon as it has the prefix and
+// the tile's own aggregate (a barrier.arrive hand-off from warp 0), not after the head walk:
+// PLWAH 2^-7 / 2^-8 0.187-0.191 / 0.161-0.165 against 0.177 / 0.158 ms on the session-14
+// kernel, within noise on this one; and phase 2 as an unrolled 32-group pass over the unit's
+// words in registers, writing each warp's words compacted: PLWAH 2^-1 0.328 (dense warps'
+// compacted stores all hit one bank), 2^-8 0.215 ms (instruction-cache misses; spills).
 #define BM_CMP_BLOCK (BM_CMP_THREADS + 32)
 template <bool PLWAH>
 __device__ __forceinline__ void bm_cmp(const u32* __restrict__ bits, u64 n_words, u64 groups, u32 last_mask,
