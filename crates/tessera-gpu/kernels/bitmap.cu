@@ -386,9 +386,9 @@ BM_COMPRESS_KERNELS(plwah, true)
 // 0.174 / 0.157, 3: 0.228 / 0.193 / 0.174 / 0.152 ms (at 2^-6 a warp's units have ~14 words,
 // too few rounds for 2's search: it copied a unit a round, 32 rounds of ~22 instructions;
 // ncu put the copy at 23% of the kernel's instructions). 3's thresholds: WINDOW_COST *
-// rounds < UNIT_COST * busy units (1 and 1 measured the same, 2026-11-23). Staging a tile with cp.async (no
-// register round trip) was slower at every density (session 13: PLWAH 2^-8 0.192 against
-// 0.168 ms), as were 4 look-back items a lane (0.190 ms).
+// rounds < UNIT_COST * busy units (1 and 1 measured the same, 2026-11-23). Staging a tile
+// with cp.async (no register round trip) was slower at every density (session 13: PLWAH 2^-8
+// 0.192 against 0.168 ms), as were 4 look-back items a lane (0.190 ms).
 #ifndef BM_CMP_LAZY_FOLD
 #define BM_CMP_LAZY_FOLD 3
 #endif
@@ -882,8 +882,8 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, 
     // A fill head without a boundary after it in the unit ends at `next` (another unit of the
     // tile: the open head, whose run leaves the tile, is not in hc).
     const u32 nx = (u32)((next >> 5) - ug0), npos = (u32)next & 31u;
-    // Head j's word. The walk's first step is peeled off below, so that the loop stores the word
-    // held back from the step before through a pointer that only moves forward.
+    // Head j's word. The walk's first step is peeled off below, so that every loop step stores
+    // the word held back from the step before, at the next index, without a test.
     auto word = [&](u32 j) -> u32 {
         const bool lit = (l >> j) & 1u;
         const u32 nb = b & (0xFFFFFFFEu << j);  // the boundaries after j (none when j = 31)
