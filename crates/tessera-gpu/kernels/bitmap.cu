@@ -377,32 +377,27 @@ BM_COMPRESS_KERNELS(plwah, true)
 // (two runs): 0.229-0.231 / 0.248-0.251 / 0.244-0.255 / 0.217-0.219 / 0.171-0.175 /
 // 0.152-0.157 / 0.117-0.121 ms (a literal after a 0-fill is the common fold candidate of the
 // middle densities, about 7 a unit at 2^-6, and the loop's mask costs 3 instructions a
-// group). How a warp copies its words (bm_cmp_copy; 0 a unit a round, 1 a binary search for 32
-// words a round, 2 by warp between those two, 3 by warp between a unit a round and 32 words a
-// round found from a start mask), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 /
+// group). How a warp copies its words (bm_cmp_copy; removed modes 0 a unit a round, 1 a
+// binary search for 32 words a round, 2 by warp between those two; landed, 3: by warp between
+// a unit a round and 32 words a round found from a start mask), WAH 2^-1 / 2^-4 / 2^-8 (an earlier head walk): 0.238 /
 // 0.267 / -, 0.266 / 0.301 / 0.191, 0.251 / 0.274 / 0.191 ms; session 13, PLWAH 2^-1 / 2^-4 /
 // 2^-8, 1: 0.268 / 0.295 / 0.165, 2: 0.224 / 0.255 / 0.168 ms; session 15 (2026-11-23, both
 // with the cheaper head-walk steps), PLWAH 2^-5 / 2^-6 / 2^-7 / 2^-8, 2: 0.232 / 0.207 /
 // 0.174 / 0.157, 3: 0.228 / 0.193 / 0.174 / 0.152 ms (at 2^-6 a warp's units have ~14 words,
 // too few rounds for 2's search: it copied a unit a round, 32 rounds of ~22 instructions;
 // ncu put the copy at 23% of the kernel's instructions). 3's thresholds: WINDOW_COST *
-// rounds < UNIT_COST * busy units (1 and 1 measured the same, 2026-11-23). Staging a tile
+// rounds < UNIT_COST * busy units (1 and 1 measured the same, 2026-11-23). Modes 0-2 are in
+// git history before session 15's cleanup. Staging a tile
 // with cp.async (no register round trip) was slower at every density (session 13: PLWAH 2^-8
 // 0.192 against 0.168 ms), as were 4 look-back items a lane (0.190 ms).
 #ifndef BM_CMP_LAZY_FOLD
 #define BM_CMP_LAZY_FOLD 3
-#endif
-#ifndef BM_CMP_COPY
-#define BM_CMP_COPY 3
 #endif
 #ifndef BM_CMP_COPY_WINDOW_COST
 #define BM_CMP_COPY_WINDOW_COST 5
 #endif
 #ifndef BM_CMP_COPY_UNIT_COST
 #define BM_CMP_COPY_UNIT_COST 4
-#endif
-#ifndef BM_CMP_COPY_SEARCH_COST
-#define BM_CMP_COPY_SEARCH_COST 3
 #endif
 
 __device__ __forceinline__ u64 bm_min64(u64 a, u64 b) { return a < b ? a : b; }
@@ -448,6 +443,9 @@ __device__ __forceinline__ u32 bm_cmp_group(const u32* p, u32 j) {
 __device__ __forceinline__ u32 bm_cmp_fold_position(u32 x) {
     return (u32)__ffs(__popc(x) == 1 ? x : x ^ BM_GROUP_ONES);
 }
+// The same when the fill's groups km are known (0, or BM_GROUP_ONES for a 1-fill): the highest
+// set bit of x ^ km, with no popcount.
+__device__ __forceinline__ u32 bm_cmp_fold_position(u32 x, u32 km) { return 32u - (u32)__clz(x ^ km); }
 
 // The kind and fold masks of a unit's 32 groups extracted from its words w (LAST: the unit holds
 // the bitmap's last group, group nv - 1, masked with last_mask; a template so that the other
@@ -499,13 +497,13 @@ __device__ __forceinline__ u64 bm_cmp_classify(const u32* p, u32 pk, u32 nv, boo
     // PLWAH folds: found after the extraction loop, for only the literals right after a fill
     // (about 3 a unit at 2^-8, none at 2^-1), rather than tested for every group in the loop
     // (BM_CMP_LAZY_FOLD above; the bitmap's last unit tests in the loop, where it masks).
-    const bool extracts = any != 0u && !(all == 0xFFFFFFFFu && nv == 32 && !has_last);
 #if BM_CMP_LAZY_FOLD == 0
     const bool fold_in_loop = true;
 #elif BM_CMP_LAZY_FOLD == 1 || BM_CMP_LAZY_FOLD == 3
     const bool fold_in_loop = has_last;
 #else
     // (every lane votes: has_last must not skip the __all_sync)
+    const bool extracts = any != 0u && !(all == 0xFFFFFFFFu && nv == 32 && !has_last);
     const bool warp_extracts = PLWAH && __all_sync(0xFFFFFFFFu, extracts);
     const bool fold_in_loop = has_last || warp_extracts;
 #endif
@@ -892,10 +890,8 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, 
         // Read whether needed or not (a group of the unit's words, maybe already overwritten
         // when unneeded): selects cost less than the branches around the read.
         const u32 g = bm_cmp_group(p, lit ? j : e);
-        // The fill's groups (all ones for a 1-fill); a folded literal differs from them in one
-        // bit, whose position (1..31) is that of the highest set bit of g ^ km.
-        const u32 km = ((o >> j) & 1u) ? BM_GROUP_ONES : 0u;
-        const u32 pos = nb ? (efold ? 32u - (u32)__clz(g ^ km) : 0u) : npos;
+        const u32 km = ((o >> j) & 1u) ? BM_GROUP_ONES : 0u;  // the fill's groups
+        const u32 pos = nb ? (efold ? bm_cmp_fold_position(g, km) : 0u) : npos;
         const u32 fw = BM_FILL_FLAG | (km & BM_FILL_BIT) | (PLWAH ? pos << BM_PLWAH_POSITION_SHIFT : 0u) |
                        ((nb ? e : nx) - j);
         return lit ? g : fw;
@@ -915,9 +911,9 @@ __device__ __forceinline__ void bm_cmp_heads(u32* p, u32* extra, u32 hc, u32 b, 
 // Stores a warp's units' words (written in place by bm_cmp_heads) to ob[excl ..] (excl: the
 // unit's offset in the tile, c: its words; lane i holds unit 32 warp + i's), coalesced. Units
 // with few words (the middle and sparse densities) are copied 32 words a round, each lane
-// finding its word's unit from the warp's start mask and rank table (BM_CMP_COPY 3; 2: by a
-// binary search over the warp's offsets, 5 shuffles a round); units with many (the dense
-// ones) one unit a round. Word i of the tile goes to ob[i] if i < room. s_scratch: 2 *
+// finding its word's unit from the warp's start mask and rank table (a binary search over the
+// warp's offsets, 5 shuffles a round, was slower: see the measured choices above); units with
+// many (the dense ones) one unit a round. Word i of the tile goes to ob[i] if i < room. s_scratch: 2 *
 // BM_CMP_THREADS words of shared memory that nothing else uses meanwhile (the small-counter
 // writer's s_unit, unused with real counters).
 __device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u32 c, u32 excl, u32* __restrict__ ob,
@@ -928,7 +924,6 @@ __device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u
     const u32 wbase = __shfl_sync(0xFFFFFFFFu, excl, 0);
     const u32 wend = __shfl_sync(0xFFFFFFFFu, excl + c, 31);
     const u32 rounds = (wend - wbase + 31) / 32;
-#if BM_CMP_COPY == 3
     if (BM_CMP_COPY_WINDOW_COST * rounds < BM_CMP_COPY_UNIT_COST * (u32)__popc(busy)) {
         // 32 words a round, each lane finding its word's unit from two warp tables in
         // s_scratch: a mask of the positions (relative to wbase) where a unit starts (32 words,
@@ -959,36 +954,12 @@ __device__ __forceinline__ void bm_cmp_copy(const u32* sm, const u32* s_extra, u
         }
         return;
     }
-#endif
-#if BM_CMP_COPY == 0 || BM_CMP_COPY == 3
-    if (false) {
-#elif BM_CMP_COPY == 1
-    if (true) {
-#else
-    if (BM_CMP_COPY_SEARCH_COST * rounds < (u32)__popc(busy)) {
-#endif
-        for (u32 r = 0; r < rounds; ++r) {
-            const u32 i = wbase + r * 32 + lane;  // the tile word this lane copies
-            // The last unit u with excl_u <= i (it has words when i < wend).
-            u32 u = 0, eu = wbase;
-#pragma unroll
-            for (u32 d = 16; d; d >>= 1) {
-                const u32 y = __shfl_sync(0xFFFFFFFFu, excl, u + d);
-                if (y <= i) {
-                    u += d;
-                    eu = y;
-                }
-            }
-            const u32 kk = i - eu, unit = warp * 32 + u;
-            if (i < wend && i < room) ob[i] = kk < 31 ? sm[unit * BM_GROUP_BITS + kk] : s_extra[unit];
-        }
-    } else {
-        for (u32 todo = busy; todo; todo &= todo - 1) {
-            const u32 u = (u32)__ffs(todo) - 1;
-            const u32 cu = __shfl_sync(0xFFFFFFFFu, c, u), eu = __shfl_sync(0xFFFFFFFFu, excl, u);
-            const u32 unit = warp * 32 + u, at = eu + lane;
-            if (lane < cu && at < room) ob[at] = lane < 31 ? sm[unit * BM_GROUP_BITS + lane] : s_extra[unit];
-        }
+    // One unit a round.
+    for (u32 todo = busy; todo; todo &= todo - 1) {
+        const u32 u = (u32)__ffs(todo) - 1;
+        const u32 cu = __shfl_sync(0xFFFFFFFFu, c, u), eu = __shfl_sync(0xFFFFFFFFu, excl, u);
+        const u32 unit = warp * 32 + u, at = eu + lane;
+        if (lane < cu && at < room) ob[at] = lane < 31 ? sm[unit * BM_GROUP_BITS + lane] : s_extra[unit];
     }
 }
 
