@@ -65,6 +65,10 @@ pub struct BenchArgs {
     /// `1,4,8,12,16`).
     #[arg(long, value_delimiter = ',')]
     pub densities: Vec<u32>,
+    /// `lll` suite: the LLL segment size (`lll.md` §2: 512, 1024, 2048 or 4096) the sets are
+    /// encoded with; default the encoder's (512).
+    #[arg(long)]
+    pub segment_bytes: Option<usize>,
 }
 
 /// Runs the chosen suite.

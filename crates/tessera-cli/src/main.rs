@@ -141,7 +141,7 @@ enum CodecArg {
     Plwah,
     /// Canonical Huffman (bytes, utf8).
     Huffman,
-    /// LLL: run-length and LZSS over 4 KiB segments (bytes, utf8).
+    /// LLL: run-length and LZSS over 512-byte segments, 4 KiB dictionaries (bytes, utf8).
     Lll,
 }
 

@@ -10,14 +10,19 @@ use std::path::PathBuf;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_codecs::lll::{
-    self, CodeCounts, FILL_STRIP, HEADER_BYTES, SEGMENT_BYTES, STORED_STRIP, STRIP_BYTES,
-    STRIP_OFFSET_MASK,
+    self, CodeCounts, FILL_STRIP, HEADER_BYTES, MAX_SEGMENT_BYTES, SEGMENT_SIZES, STORED_STRIP,
+    STRIP_BYTES, STRIP_OFFSET_MASK,
 };
 use tessera_format::Error;
 
 fn enc(data: &[u8]) -> (Vec<u8>, CodeCounts) {
+    enc_with(data, lll::DEFAULT_SEGMENT_BYTES)
+}
+
+/// [`enc`] with segments of `segment_bytes` (§2, §3).
+fn enc_with(data: &[u8], segment_bytes: usize) -> (Vec<u8>, CodeCounts) {
     let mut p = vec![0xEE; 3];
-    let counts = lll::encode(data, &mut p).expect("encode");
+    let counts = lll::encode_with_segment_bytes(data, &mut p, segment_bytes).expect("encode");
     assert!(
         p.len() <= lll::max_encoded_len(data.len()),
         "bound exceeded at {}",
@@ -162,9 +167,9 @@ fn round_trip_at_segment_and_strip_edges() {
         513,
         1024,
         2048,
-        SEGMENT_BYTES - 1,
-        SEGMENT_BYTES,
-        SEGMENT_BYTES + 1,
+        MAX_SEGMENT_BYTES - 1,
+        MAX_SEGMENT_BYTES,
+        MAX_SEGMENT_BYTES + 1,
         STRIP_BYTES - 1,
         STRIP_BYTES,
         STRIP_BYTES + 1,
@@ -172,7 +177,48 @@ fn round_trip_at_segment_and_strip_edges() {
     ] {
         round_trip(&data[..n]);
         round_trip(&random_bytes(n, n as u64));
+        // Every segment size, on text (coded strips) at each edge of its own segments too.
+        for &sb in &SEGMENT_SIZES {
+            for m in [n, sb - 1, sb + 1, 3 * sb] {
+                let m = m.min(data.len());
+                let (p, _) = enc_with(&data[..m], sb);
+                assert_eq!(p[..4], (sb as u32).to_le_bytes(), "segment_bytes word");
+                assert!(dec(&p, m) == data[..m], "{m} bytes, segments of {sb}");
+            }
+        }
     }
+}
+
+/// An image 512 pixels wide whose odd rows repeat the row above, in the same 4 KiB (the shape
+/// of scikit-image's `moon`): segments of 4096 bytes cannot reach the row above (their
+/// dictionary is the segment before, §3); segments of 512 bytes can (theirs is the 4096 bytes
+/// right before them), so the default codes it far smaller.
+#[test]
+fn small_segments_reach_the_row_above() {
+    let mut rng = StdRng::seed_from_u64(77);
+    let (w, h) = (512usize, 192usize);
+    let mut img = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            img[y * w + x] = if y % 2 == 1 {
+                img[(y - 1) * w + x]
+            } else {
+                ((x / 7 + y / 5) as u8).wrapping_add(rng.random::<u8>() & 15)
+            };
+        }
+    }
+    let mut sizes = Vec::new();
+    for &sb in &SEGMENT_SIZES {
+        let (p, c) = enc_with(&img, sb);
+        assert!(dec(&p, img.len()) == img, "segments of {sb}");
+        sizes.push((sb, p.len(), c));
+    }
+    let at = |sb: usize| sizes.iter().find(|s| s.0 == sb).expect("size").1;
+    assert!(
+        at(512) * 10 < at(4096) * 7,
+        "segments of 512 should code the repeated rows as copies: {sizes:?}"
+    );
+    assert_eq!(lll::DEFAULT_SEGMENT_BYTES, 512);
 }
 
 #[test]
@@ -218,11 +264,15 @@ fn long_runs_that_are_not_a_whole_strip_compress_to_run_codes() {
         data[k * STRIP_BYTES + 1000] = b'y';
     }
     let (len, counts) = round_trip(&data);
+    // Segments of 512 bytes restart the previous character and cost a word count each, about
+    // 10 bytes per 512 (a ratio near 48); segments of 4096 about 3 bytes per 273.
     assert!(
-        len * 50 < data.len(),
+        len * 40 < data.len(),
         "{len} bytes for {} nearly equal bytes",
         data.len()
     );
+    let (len4096, _) = enc_with(&data, MAX_SEGMENT_BYTES);
+    assert!(len4096.len() * 50 < data.len(), "{}", len4096.len());
     assert!(
         counts.rl > 0 && counts.lrl > 0 && counts.fill == 0,
         "{counts:?}"
@@ -530,7 +580,7 @@ fn two(t: u16, l: u16) -> W {
 fn build(n: usize, segments: &[Vec<W>]) -> Vec<u8> {
     let mut p = Vec::new();
     for w in [
-        SEGMENT_BYTES as u32,
+        MAX_SEGMENT_BYTES as u32,
         8,
         n as u32,
         1,
@@ -584,6 +634,18 @@ fn header_errors() {
             ..
         }
     ));
+    // Sizes format 1.3 does not define (§2): not a power of two, too small, too large.
+    for bad in [256u32, 1000, 8192, 32768] {
+        let mut p = good.clone();
+        p[..4].copy_from_slice(&bad.to_le_bytes());
+        assert!(matches!(
+            fail(&p, n),
+            Error::InvalidHeader {
+                field: "segment_bytes",
+                ..
+            }
+        ));
+    }
     let mut p = good.clone();
     p[4] = 9;
     assert!(matches!(
@@ -593,6 +655,25 @@ fn header_errors() {
             ..
         }
     ));
+    // segments_per_strip must follow segment_bytes (32768 / segment_bytes): 8 was right for
+    // 4096 only.
+    let mut p = good.clone();
+    p[4..8].copy_from_slice(&8u32.to_le_bytes());
+    assert!(matches!(
+        fail(&p, n),
+        Error::InvalidHeader {
+            field: "segments_per_strip",
+            ..
+        }
+    ));
+    // Both words changed consistently: the strips were coded with other segments, and every
+    // decoder rejects them alike (here the word counts no longer fit the segments).
+    for sb in [1024u32, 2048, 4096] {
+        let mut p = good.clone();
+        p[..4].copy_from_slice(&sb.to_le_bytes());
+        p[4..8].copy_from_slice(&(32768 / sb).to_le_bytes());
+        fail(&p, n);
+    }
     let mut p = good.clone();
     p[8..12].copy_from_slice(&(u32::MAX).to_le_bytes());
     assert!(matches!(
@@ -637,7 +718,14 @@ fn header_errors() {
 
 #[test]
 fn strip_errors() {
-    let (good, _) = enc(&text(5000, 9));
+    // A 5000-byte strip has 5 segments of at most 4096 bytes, 10 of at most 512.
+    for (sb, segs) in [(MAX_SEGMENT_BYTES, 5), (512, 10)] {
+        strip_errors_with(sb, segs);
+    }
+}
+
+fn strip_errors_with(sb: usize, segs: usize) {
+    let (good, _) = enc_with(&text(5000, 9), sb);
     let n = 5000;
     let len = good.len();
     assert!(matches!(
@@ -650,7 +738,7 @@ fn strip_errors() {
     let mut p = good.clone();
     p.push(0);
     assert!(matches!(fail(&p, n), Error::TrailingBytes { .. }));
-    // Word counts of a 5000-byte strip (5 segments) start at byte 20.
+    // Word counts start at byte 20, identifiers at 20 + 2 * segs.
     let mut p = good.clone();
     p[20..22].copy_from_slice(&0u16.to_le_bytes());
     assert!(matches!(
@@ -670,19 +758,23 @@ fn strip_errors() {
         }
     ));
     assert!(matches!(
-        fail(&good[..24], n),
+        fail(&good[..20 + 2 * segs - 1], n),
         Error::Truncated {
             what: "LLL strip word counts",
             ..
         }
     ));
     assert!(matches!(
-        fail(&good[..31], n),
+        fail(&good[..20 + 2 * segs + 1], n),
         Error::Truncated {
             what: "LLL word identifiers",
             ..
         }
     ));
+}
+
+#[test]
+fn identifier_padding_errors() {
     // Identifier padding: 3 words, bit 3 set.
     let mut p = build(514, &[seg0(), vec![two(3, 0)]]);
     p[24] |= 1 << 3;
@@ -793,8 +885,8 @@ fn strip_with(lead: usize, tail: &[W], tail_bytes: Option<usize>) -> Vec<u8> {
     }
     s4.extend_from_slice(tail);
     let end = match tail_bytes {
-        Some(b) => SEGMENT_BYTES - b,
-        None => SEGMENT_BYTES - 300,
+        Some(b) => MAX_SEGMENT_BYTES - b,
+        None => MAX_SEGMENT_BYTES - 300,
     };
     while bytes < end {
         s4.push(sc(b'a'));
@@ -802,7 +894,7 @@ fn strip_with(lead: usize, tail: &[W], tail_bytes: Option<usize>) -> Vec<u8> {
     }
     segs.push(s4);
     for _ in 5..11 {
-        segs.push((0..SEGMENT_BYTES).map(|_| sc(b'a')).collect());
+        segs.push((0..MAX_SEGMENT_BYTES).map(|_| sc(b'a')).collect());
     }
     build(STRIP_BYTES, &segs)
 }
@@ -904,29 +996,46 @@ fn version_1_golden_payloads_still_decode() {
 
 #[test]
 fn golden_payloads_decode_and_reencode() {
+    // `<name>.lll`: segments of 4096 (what formats 1.1 and 1.2 wrote, still written by
+    // `encode_with_segment_bytes(.., 4096)` byte for byte); `<name>-s512.lll`: the default
+    // segments of 512 (format 1.3).
     let regen = std::env::var_os("TESSERA_REGEN_GOLDEN").is_some();
-    for (name, data) in [
+    let sets = [
         ("text", text(40_000, 21)),
         ("gradient", gradient_image()),
         ("every_code", every_code_input()),
         ("stored", mixed_stored_input()),
         ("fill", mixed_fill_input()),
-    ] {
-        let path = golden_dir().join(format!("{name}.lll"));
-        let (fresh, _) = enc(&data);
-        if regen {
-            std::fs::create_dir_all(golden_dir()).expect("mkdir");
-            std::fs::write(&path, &fresh).expect("write golden");
+    ];
+    for (name, data) in &sets {
+        for (file, sb) in [
+            (format!("{name}.lll"), MAX_SEGMENT_BYTES),
+            (format!("{name}-s512.lll"), 512),
+        ] {
+            if sb == 512 && !matches!(*name, "text" | "gradient" | "every_code") {
+                continue;
+            }
+            let path = golden_dir().join(&file);
+            let (fresh, _) = enc_with(data, sb);
+            if regen {
+                std::fs::create_dir_all(golden_dir()).expect("mkdir");
+                std::fs::write(&path, &fresh).expect("write golden");
+            }
+            let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(
+                stored[..4],
+                (sb as u32).to_le_bytes(),
+                "{file}: segment_bytes"
+            );
+            assert!(
+                dec(&stored, data.len()) == *data,
+                "{file}: golden payload decodes wrongly"
+            );
+            assert!(
+                stored == fresh,
+                "{file}: encoder no longer reproduces the golden payload"
+            );
         }
-        let stored = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(
-            dec(&stored, data.len()) == data,
-            "{name}: golden payload decodes wrongly"
-        );
-        assert!(
-            stored == fresh,
-            "{name}: encoder no longer reproduces the golden payload"
-        );
     }
 }
 

@@ -3,8 +3,10 @@
 // One thread block decodes one strip (block x takes strips x, x + gridDim.x, ...). The strip's
 // checks of lll.md §7 step 4 come first: word counts, identifier block length and padding, and
 // the word array's exact length (m + popcount of the identifiers, summed by the block while it
-// copies the identifiers into shared memory). Then its segments, in order, each in **steps** of
-// W = THREADS * 8 words (thread t takes words 8t .. 8t + 7 of the step):
+// copies the identifiers into shared memory). Then the strip's words, in **steps** of W =
+// THREADS * 8 words (thread t takes words 8t .. 8t + 7 of the step) that may span several
+// segments (segments of 512 bytes hold a few hundred words; the step count, and with it the
+// barrier count, depends on the words, not on the segment size):
 //   Staging: the step's window of the word array (a few bytes before its first word to 2 past
 //     its last possible one, at most 2 W + 6 bytes) is copied into shared memory with 16-byte
 //     loads, one or two per thread, so the parse reads bytes from shared memory.
@@ -13,12 +15,14 @@
 //     thread parses its 8 words in order into packed codes (length << 16 | a fill character or
 //     a dictionary source; c words of LI / LRL: length 0), then a second scan of the threads'
 //     output lengths gives every code's output position (the paper's prefix sums of c).
-//   Stage 2: every thread takes an equal share of the step's output bytes, finds the code of
+//   Stage 2, for each segment the step's bytes fall in, in order, with a barrier between two:
+//     every thread takes an equal share of the segment's bytes in the step, finds the code of
 //     its first byte by binary search over the code ends and writes byte by byte into the ring
 //     (see lll.cuh): SC / RL / SRL / LRL are fills of one character, SI / LI copies from the
 //     dictionary, which is complete before the segment starts, so no byte waits for another.
-// When a segment (or the strip's first 4096 bytes) is done it is written to global memory with
-// 16-byte streaming stores.
+// When a segment is done it is written to global memory with 16-byte streaming stores. Segments
+// are 512 << g bytes (g = 0..3, the payload's segment_bytes, lll.md §2) after the halving ones,
+// and each one's dictionary is the at most 4096 strip bytes before it (lll.md §3).
 //
 // A stored strip (lll.md §4a, format 1.1) is a length check (its bytes must be exactly its output
 // length, else LLL_ST_STORED_LENGTH and nothing is written) and a straight copy by the block; a
@@ -27,8 +31,8 @@
 // What a code needs from before it: a word is the c of a long code iff the word before it is a
 // 2-byte word with l = 15 (a c word has identifier 0, so the parse is unambiguous), and the
 // previous character p of SRL / LRL is the last byte of the code before, i.e. its SC character
-// or the last byte of its dictionary copy, which the parse keeps as a ring position and reads only
-// if a run code follows). So a thread replays the (at most two) words of the segment before its
+// or the last byte of its dictionary copy, which the parse keeps as a ring position and stage 2
+// reads if a run code follows). So a thread replays the (at most two) words of the segment before its
 // first word, from the segment-start state, and then knows everything.
 //
 // Hostile input: every check of lll.md §6 is made (code lengths must sum to the segment's
@@ -52,10 +56,14 @@ struct LllShared {
     // step), from 16-byte aligned loads (up to 15 bytes of misalignment).
     static const u32 STAGE4 = (LLL_STAGE_BEFORE + 2 * W + 2 + 15) / 16 + 1;
     uint4 ring4[LLL_RING_BYTES / 16];
-    uint4 stage4[STAGE4];
+    uint4 stage4[2][STAGE4];  // double-buffered: step s + 1's window lands during step s's parse
     u32 ids[LLL_MAX_ID_WORDS];
     u32 desc[W];
     u16 ends[W];
+    // map[q]: the step word (index into ends / desc) whose code covers strip position
+    // (pos & ~3) + 4 q, for the positions in the step's output (when it is at most
+    // LLL_MAP_BYTES long).
+    u16 map[LLL_MAP_BYTES / 4 + 1];  // + 1: pos & ~3 may be 3 bytes before pos
     u32 seg_w[LLL_MAX_STRIP_SEGMENTS + 1];  // first strip word of each segment, then m
     u32 scan_a[THREADS / 32];
     u32 scan_b[THREADS / 32];
@@ -65,14 +73,16 @@ struct LllShared {
 
 // One word of a dictionary segment (lll.md §5) at sb[x], identifier `two`. `pend`: the word
 // before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_FILL | ch,
-// the ring position of the last byte of a copy (read only if a run code follows: the dictionary
-// does not change during the segment), or LLL_P_UNSET. Returns the packed code: len << 16 |
-// LLL_FILL | ch (a fill) or len << 16 | the source's ring position (a copy). The word is strip
-// word i of a segment whose words end at w1 (a long code's c word must be word i + 1, identifier
-// 0). Sets `err` on a failed §6 check. SC, SI and c words (nearly every word) take no branch, so
-// the lanes of a warp, each on its own word, stay together; LI, SRL and LRL branch.
+// the ring position of the last byte of a copy, or LLL_P_UNSET. Returns the packed code: len <<
+// 16 | LLL_FILL | ch (a fill), len << 16 | LLL_RUN_AT | a ring position (a run of the byte there,
+// which lies in the dictionary and is read in stage 2, when it is complete: the parse of a step
+// runs before any of the step's bytes are written), or len << 16 | the source's ring position (a
+// copy). The word is strip word i of a segment whose words end at w1 (a long code's c word must
+// be word i + 1, identifier 0). Sets `err` on a failed §6 check. SC, SI and c words (nearly every
+// word) take no branch, so the lanes of a warp, each on its own word, stay together; LI, SRL and
+// LRL branch.
 __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const u32* ids, u32 i, u32 w1, u32 ds,
-                                             u32 dict_len, const u8* ring, bool& pend, u32& pv, bool& err) {
+                                             u32 dict_len, bool& pend, u32& pv, bool& err) {
     const u32 b0 = sb[x], b1 = sb[x + 1];  // b1: the next word's byte for a 1-byte word, unused
     const u32 t = b0 | ((b1 & 15u) << 8), l = b1 >> 4;
     if (two && (l == LLL_LONG_L || t == LLL_RUN_T)) {
@@ -86,9 +96,9 @@ __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const
         if (t == LLL_RUN_T) {
             // SRL / LRL: n copies of p, which becomes unset.
             err |= pv == LLL_P_UNSET;
-            const u32 ch = (pv & LLL_FILL) ? (pv & 0xFFu) : (u32)ring[pv & LLL_RING_MASK];
+            const u32 code = ((pv & LLL_FILL) ? (LLL_FILL | (pv & 0xFFu)) : (LLL_RUN_AT | (pv & LLL_RING_MASK))) | (n << 16);
             pv = LLL_P_UNSET;
-            return LLL_FILL | ch | (n << 16);
+            return code;
         }
         // LI: dictionary bytes [t, t + n).
         err |= t + n > dict_len;
@@ -104,12 +114,16 @@ __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const
     return code;
 }
 
-// Stage 2 of one step: output bytes [lo, hi) of the strip from the step's nw codes. Each thread
-// takes an equal share of the bytes, finds the code of its first byte by binary search over the
-// code ends, then writes byte by byte (so the lanes of a warp loop equally often), moving to the
-// next code where one ends: a fill, or a copy from the dictionary (lll.cuh's ring).
+// Stage 2 of one step in one segment: output bytes [lo, hi) of the strip from the segment's
+// codes in the step, its words kl .. kh - 1 (ends and descs of the whole step; ends[kh - 1] >= hi:
+// the segment's last code ends at its end, or the step's last code at the step's). Each thread
+// takes an equal share of the bytes, finds the code of its first byte (from the step's map,
+// else by binary search over the code ends), then writes byte by byte (so the lanes of a warp
+// loop equally often), moving to the next code where one ends: a fill, or a copy from the
+// dictionary (lll.cuh's ring). The step starts at strip position pos.
 template <int THREADS>
-__device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u32 hi, u32 nw) {
+__device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u32 hi, u32 kl, u32 kh, u32 pos,
+                                               bool mapped) {
     u8* ring = reinterpret_cast<u8*>(sh.ring4);
     // Shares of an odd number of 4-byte ring words, so neighbouring threads hit different banks.
     // The shares start at lo rounded down to a ring word, so they must cover hi - base bytes
@@ -119,19 +133,34 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
     const u32 a = ts_max(lo, base + threadIdx.x * per);
     const u32 b = ts_min(hi, base + (threadIdx.x + 1) * per);
     if (a >= b) return;
-    // The first code that ends past a (ends[nw - 1] == hi > a).
-    u32 k = 0, top = nw - 1;
-    while (k < top) {
-        const u32 mid = (k + top) >> 1;
-        if (sh.ends[mid] > a) top = mid; else k = mid + 1;
+    u32 k;
+    if (mapped) {
+        // The code covering a & ~3 (or, before the step's first byte, the step's first code):
+        // at most 3 bytes before a, so the walk below takes at most 3 codes (and c words) more.
+        const u32 a4 = a & ~3u;
+        k = a4 >= pos ? (u32)sh.map[(a4 - (pos & ~3u)) >> 2] : 0u;
+    } else {
+        // The first code that ends past a (ends[kh - 1] >= hi > a).
+        u32 top = kh - 1;
+        k = kl;
+        while (k < top) {
+            const u32 mid = (k + top) >> 1;
+            if (sh.ends[mid] > a) top = mid; else k = mid + 1;
+        }
     }
-    // The ends never decrease and ends[nw - 1] = hi >= b, so k stays below nw.
-    u32 end = sh.ends[k], d = sh.desc[k];
+    // The ends never decrease and ends[kh - 1] >= hi >= b, so k stays below kh (a code of an
+    // earlier segment, from the map, ends at or before lo: the walk passes it).
+    // A run of a dictionary byte (LLL_RUN_AT) becomes a fill of that byte when its code is
+    // taken: the dictionary is complete (the segments before were written, then a barrier).
+    const auto take = [&](u32 d) -> u32 {
+        return (d & LLL_RUN_AT) ? (LLL_FILL | (u32)ring[d & LLL_RING_MASK]) : d;
+    };
+    u32 end = sh.ends[k], d = take(sh.desc[k]);
     for (u32 x = a; x < b; ++x) {
         while (end <= x) {
             ++k;
             end = sh.ends[k];
-            d = sh.desc[k];
+            d = take(sh.desc[k]);
         }
         ring[x & LLL_RING_MASK] = (d & LLL_FILL) ? (u8)d : ring[(d + x) & LLL_RING_MASK];
     }
@@ -142,7 +171,7 @@ template <int THREADS>
 __device__ __forceinline__ void lll_write_out(const LllShared<THREADS>& sh, u8* dst, u32 ws, u32 we) {
     const u8* ring = reinterpret_cast<const u8*>(sh.ring4);
     const u32 n = we - ws;
-    const u32 r = ws & LLL_RING_MASK;  // 0 or 4096: 16-byte aligned
+    const u32 r = ws & LLL_RING_MASK;  // a multiple of 512: 16-byte aligned
     u32 done = 0;
     if ((reinterpret_cast<size_t>(dst) & 15) == 0) {
         const uint4* s4 = reinterpret_cast<const uint4*>(ring + r);
@@ -185,6 +214,23 @@ __device__ __forceinline__ void lll_fill(u8* __restrict__ dst, u32 n, u8 b) {
     for (u32 i = head + 16 * body + threadIdx.x; i < n; i += THREADS) dst[i] = b;
 }
 
+// Starts copying the word-array window of a step of nw words whose first word is at array
+// offset arr_base into buf (cp.async: no thread waits here): [arr_base - LLL_STAGE_BEFORE,
+// arr_base + 2 nw + 2), as far as the step's words can reach, from 16-byte aligned pieces that
+// start before the array's end (so they end at most 15 bytes past it: the input padding).
+// Pieces past the end keep stale bytes, which no valid word uses (a 1-byte word's unused second
+// byte, a failing long code's c). Returns the window's offset in its first piece.
+template <int THREADS>
+__device__ __forceinline__ u32 lll_stage(uint4* buf, const u8* A, size_t a_end, u32 arr_base, u32 nw) {
+    const size_t wa = reinterpret_cast<size_t>(A) + arr_base - LLL_STAGE_BEFORE;
+    const u32 off = (u32)(wa & 15);
+    const uint4* gp = reinterpret_cast<const uint4*>(wa - off);
+    const u32 pieces = ts_min(LllShared<THREADS>::STAGE4, (off + LLL_STAGE_BEFORE + 2 * nw + 2 + 15) / 16);
+    for (u32 q = threadIdx.x; q < pieces; q += THREADS)
+        if (reinterpret_cast<size_t>(gp + q) < a_end) ts_cp_async16(buf + q, gp + q);
+    return off;
+}
+
 // Decodes one strip; returns its status (uniform over the thread block).
 template <int THREADS>
 __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const LllStrip st, u8* __restrict__ out,
@@ -207,7 +253,10 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         lll_fill<THREADS>(out + st.out_start, L, __ldg(p));
         return LLL_ST_OK;
     }
-    const u32 S = lll_segment_count(L);
+    const int gs = lll_segment_shift(st.segment_bytes);
+    if (gs < 0) return LLL_ST_SHAPE;
+    const u32 g = (u32)gs;
+    const u32 S = lll_segment_count(L, g);
 
     // lll.md §7 step 4: word counts, identifiers, word array length.
     if (n_in < 2 * S) return LLL_ST_COUNTS_TRUNCATED;
@@ -215,7 +264,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         u32 m = 0, bad = 0;
         for (u32 j = 0; j < S; ++j) {
             u32 s, e, ds;
-            lll_segment(j, L, s, e, ds);
+            lll_segment(j, L, g, s, e, ds);
             const u32 c = (u32)__ldg(p + 2 * j) | ((u32)__ldg(p + 2 * j + 1) << 8);
             if (c == 0 || c > e - s) bad = 1;
             sh.seg_w[j] = m;
@@ -254,116 +303,149 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
     const u8* A = p + arr_at;
     const u32 alen = m + total_ones;
     const size_t a_end = reinterpret_cast<size_t>(A) + alen;
-    u8* ring = reinterpret_cast<u8*>(sh.ring4);
 
-    // lll.md §6: the segments in order.
-    u32 arr_base = 0;  // word-array offset of the segment's (step's) first word
-    for (u32 j = 0; j < S; ++j) {
-        u32 s, e, ds;
-        lll_segment(j, L, s, e, ds);
-        const u32 w0 = sh.seg_w[j], w1 = sh.seg_w[j + 1];
-        const bool dict = j > 0;
-        const u32 dict_len = s - ds;
-        u32 pos = s;
-        for (u32 step0 = w0; step0 < w1; step0 += W) {
-            // Stage the window [arr_base - LLL_STAGE_BEFORE, arr_base + 2 nw + 2) of the array
-            // (as far as the step's nw words can reach), from 16-byte aligned loads that start
-            // before the array's end (so they end at most 15 bytes past it: the input padding).
-            // Pieces past the end keep stale bytes, which no valid word uses (a 1-byte word's
-            // unused second byte, a failing long code's c). The previous step read the window
-            // before its second scan, so no thread still reads it; the scan below publishes it.
-            const u32 nw = ts_min(W, w1 - step0);
-            const size_t wa = reinterpret_cast<size_t>(A) + arr_base - LLL_STAGE_BEFORE;
-            const u32 off = (u32)(wa & 15);
-            const uint4* g = reinterpret_cast<const uint4*>(wa - off);
-            const u32 pieces = ts_min(LllShared<THREADS>::STAGE4, (off + LLL_STAGE_BEFORE + 2 * nw + 2 + 15) / 16);
-            for (u32 q = tid; q < pieces; q += THREADS)
-                if (reinterpret_cast<size_t>(g + q) < a_end) sh.stage4[q] = __ldg(g + q);
-            // sb[x] = array byte arr_base + x, for x in [-LLL_STAGE_BEFORE, 2 W + 2).
-            const u8* sb = reinterpret_cast<const u8*>(sh.stage4) + LLL_STAGE_BEFORE + off;
+    // lll.md §6 in steps of W words of the strip. A step may hold the end of one segment and
+    // the starts of others: each word is parsed with its own segment's state (p and a pending
+    // c word reset at a segment's first word), its code must end inside its segment and a
+    // segment's last code at the segment's end, and stage 2 writes the step's bytes segment by
+    // segment, a barrier between two (a segment's copies may read the one before it).
+    u32 arr_base = 0;  // word-array offset of the step's first word
+    u32 pos = 0;       // strip position where the step's first code starts
+    u32 jc = 0;        // the segment stage 2 is in, and its range [cs, ce) (uniform)
+    u32 cs, ce, cds;
+    lll_segment(0, L, g, cs, ce, cds);
+    u32 off = lll_stage<THREADS>(sh.stage4[0], A, a_end, 0, ts_min(W, m));
+    for (u32 step0 = 0; step0 < m; step0 += W) {
+        // The step's window of the word array, whose copy the previous step (or the strip's
+        // start) began: wait for this thread's pieces; the scan below publishes all of them.
+        // The buffer the next step's window goes to was last read by the previous step's parse,
+        // which every thread finished before that step's second scan.
+        const u32 nw = ts_min(W, m - step0);
+        const u32 cur = (step0 / W) & 1u;
+        ts_cp_async_wait();
+        // sb[x] = array byte arr_base + x, for x in [-LLL_STAGE_BEFORE, 2 W + 2).
+        const u8* sb = reinterpret_cast<const u8*>(sh.stage4[cur]) + LLL_STAGE_BEFORE + off;
 
-            // Stage 1a: word offsets (relative to arr_base).
-            const u32 i0 = step0 + tid * LLL_WORDS_PER_THREAD;
-            const u32 nv = i0 < w1 ? ts_min(LLL_WORDS_PER_THREAD, w1 - i0) : 0;
-            const u32 bits = nv ? lll_ids(sh.ids, i0, nv) : 0;
-            u32 step_bytes;
-            const int x0 = (int)lll_block_exclusive_sum<THREADS>(nv + __popc(bits), sh.scan_a, step_bytes);
+        // Stage 1a: word offsets (relative to arr_base).
+        const u32 i0 = step0 + tid * LLL_WORDS_PER_THREAD;
+        const u32 nv = i0 < m ? ts_min(LLL_WORDS_PER_THREAD, m - i0) : 0;
+        const u32 bits = nv ? lll_ids(sh.ids, i0, nv) : 0;
+        u32 step_bytes;
+        const int x0 = (int)lll_block_exclusive_sum<THREADS>(nv + __popc(bits), sh.scan_a, step_bytes);
+        // The next step's window, while this one parses.
+        u32 next_off = 0;
+        if (step0 + W < m)
+            next_off = lll_stage<THREADS>(sh.stage4[cur ^ 1u], A, a_end, arr_base + step_bytes, ts_min(W, m - step0 - W));
 
-            // Stage 1b: each thread parses its words in order into packed codes (c words of long
-            // codes: length 0). x stays in [x0 - 4, step_bytes + 2): the thread's words lie in
-            // the step's step_bytes <= 2 W bytes, a replay reaches at most 4 bytes back, a long
-            // code's c byte 1 past.
-            u32 dsc[LLL_WORDS_PER_THREAD];
-            bool bad = false;
-            if (!dict) {
-                // SC, or RL: l + 2 copies of the character (lll.md §5).
-                int x = x0;
+        // Stage 1b: each thread parses its words in order into packed codes (c words of long
+        // codes: length 0) and notes each word's segment end (bit 16: the segment's last word).
+        // x stays in [x0 - 4, step_bytes + 2): the thread's words lie in the step's step_bytes
+        // <= 2 W bytes, a replay reaches at most 4 bytes back, a long code's c byte 1 past.
+        u32 dsc[LLL_WORDS_PER_THREAD], lim[LLL_WORDS_PER_THREAD];
+        bool bad = false;
 #pragma unroll
-                for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
-                    dsc[k] = 0;
-                    if (k < nv) {
-                        const u32 two = (bits >> k) & 1u;
-                        const u32 n = two ? (u32)sb[x + 1] + LLL_RL_MIN : 1u;
-                        dsc[k] = LLL_FILL | (u32)sb[x] | (n << 16);
-                        x += 1 + (int)two;
-                    }
-                }
-            } else {
+        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) dsc[k] = lim[k] = 0;
+        if (nv) {
+            // The segment of word i0: the last j with seg_w[j] <= i0 (word counts are >= 1, so
+            // seg_w increases).
+            u32 j = 0, top = S - 1;
+            while (j < top) {
+                const u32 mid = (j + top + 1) >> 1;
+                if (sh.seg_w[mid] <= i0) j = mid; else top = mid - 1;
+            }
+            u32 s, e, ds;
+            lll_segment(j, L, g, s, e, ds);
+            u32 w1 = sh.seg_w[j + 1];
+            bool pend = false;
+            u32 pv = LLL_P_UNSET;
+            if (j > 0) {
                 // Replay up to two earlier words of the segment (they may lie in the step
                 // before) to learn p and whether word i0 is a c word.
-                bool pend = false, ignored = false;
-                u32 pv = LLL_P_UNSET;
-                const bool back1 = nv && i0 >= w0 + 1;
-                const bool back2 = nv && i0 >= w0 + 2;
+                const u32 w0 = sh.seg_w[j];
+                bool ignored = false;
+                const bool back1 = i0 >= w0 + 1, back2 = i0 >= w0 + 2;
                 const u32 id1 = back1 ? lll_id(sh.ids, i0 - 1) : 0u;
                 const u32 id2 = back2 ? lll_id(sh.ids, i0 - 2) : 0u;
                 if (back2)
-                    lll_dict_word(sb, x0 - 2 - (int)(id1 + id2), id2, sh.ids, i0 - 2, w1, ds, dict_len, ring, pend,
-                                  pv, ignored);
-                if (back1)
-                    lll_dict_word(sb, x0 - 1 - (int)id1, id1, sh.ids, i0 - 1, w1, ds, dict_len, ring, pend, pv,
+                    lll_dict_word(sb, x0 - 2 - (int)(id1 + id2), id2, sh.ids, i0 - 2, w1, ds, s - ds, pend, pv,
                                   ignored);
-                int x = x0;
-#pragma unroll
-                for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
-                    dsc[k] = 0;
-                    if (k < nv) {
-                        const u32 two = (bits >> k) & 1u;
-                        dsc[k] = lll_dict_word(sb, x, two, sh.ids, i0 + k, w1, ds, dict_len, ring, pend, pv, bad);
-                        x += 1 + (int)two;
-                    }
-                }
+                if (back1)
+                    lll_dict_word(sb, x0 - 1 - (int)id1, id1, sh.ids, i0 - 1, w1, ds, s - ds, pend, pv, ignored);
             }
-            u32 total_len = 0;
-#pragma unroll
-            for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) total_len += (dsc[k] >> 16) & 0x7FFFu;
-            u32 step_out;
-            const u32 pre = lll_block_exclusive_sum<THREADS>(total_len, sh.scan_b, step_out);
-            // The step's codes must fit the segment; the last step must end it exactly.
-            const u32 left = e - pos;
-            if (step_out > left || (step0 + W >= w1 && step_out != left)) bad = true;
-            u32 at = pos + pre;
+            int x = x0;
 #pragma unroll
             for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
                 if (k < nv) {
-                    const u32 d = dsc[k];
-                    const u32 v = (d & LLL_FILL) ? (d & (LLL_FILL | 0xFFu)) : (((d & 0xFFFFu) - at) & LLL_RING_MASK);
-                    at += (d >> 16) & 0x7FFFu;
-                    sh.ends[tid * LLL_WORDS_PER_THREAD + k] = (u16)at;
-                    sh.desc[tid * LLL_WORDS_PER_THREAD + k] = v;
+                    const u32 i = i0 + k;
+                    if (i == w1) {
+                        // The next segment starts (every segment has a word, so one at a time).
+                        ++j;
+                        lll_segment(j, L, g, s, e, ds);
+                        w1 = sh.seg_w[j + 1];
+                        pend = false;
+                        pv = LLL_P_UNSET;
+                    }
+                    const u32 two = (bits >> k) & 1u;
+                    if (j == 0) {
+                        // SC, or RL: l + 2 copies of the character (lll.md §5).
+                        const u32 n = two ? (u32)sb[x + 1] + LLL_RL_MIN : 1u;
+                        dsc[k] = LLL_FILL | (u32)sb[x] | (n << 16);
+                    } else {
+                        dsc[k] = lll_dict_word(sb, x, two, sh.ids, i, w1, ds, s - ds, pend, pv, bad);
+                    }
+                    lim[k] = e | ((u32)(i + 1 == w1) << 16);
+                    x += 1 + (int)two;
                 }
             }
-            if (__syncthreads_or(bad)) return LLL_ST_CODE;
-            // Stage 2.
-            lll_step_write<THREADS>(sh, pos, pos + step_out, nw);
-            pos += step_out;
-            arr_base += step_bytes;
         }
-        if (j >= 3 || j == S - 1) {
-            __syncthreads();
-            const u32 ws = j < 4 ? 0u : s;
-            lll_write_out<THREADS>(sh, out + st.out_start + ws, ws, e);
+        u32 total_len = 0;
+#pragma unroll
+        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) total_len += (dsc[k] >> 16) & LLL_LEN_MASK;
+        u32 step_out;
+        const u32 pre = lll_block_exclusive_sum<THREADS>(total_len, sh.scan_b, step_out);
+        u32 at = pos + pre;
+        const bool mapped = step_out <= LLL_MAP_BYTES;
+        const u32 pos4 = pos & ~3u;
+#pragma unroll
+        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
+            if (k < nv) {
+                const u32 d = dsc[k];
+                // The map entries of the 4-byte positions this code covers.
+                if (mapped)
+                    for (u32 q = (at - pos4 + 3) >> 2; pos4 + 4 * q < at + ((d >> 16) & LLL_LEN_MASK); ++q)
+                        sh.map[q] = (u16)(tid * LLL_WORDS_PER_THREAD + k);
+                const u32 v = (d & LLL_FILL)     ? (d & (LLL_FILL | 0xFFu))
+                              : (d & LLL_RUN_AT) ? (d & (LLL_RUN_AT | LLL_RING_MASK))
+                                                 : (((d & 0xFFFFu) - at) & LLL_RING_MASK);
+                at += (d >> 16) & LLL_LEN_MASK;
+                // lll.md §6: a code ends inside its segment, the segment's last one at its end.
+                const u32 e = lim[k] & 0xFFFFu;
+                bad |= at > e || ((lim[k] >> 16) && at != e);
+                sh.ends[tid * LLL_WORDS_PER_THREAD + k] = (u16)at;
+                sh.desc[tid * LLL_WORDS_PER_THREAD + k] = v;
+            }
         }
+        if (__syncthreads_or(bad)) {
+            ts_cp_async_wait();  // the next step's copy must land before the next strip's staging
+            return LLL_ST_CODE;
+        }
+        // Stage 2, segment by segment; a finished segment goes out to global memory.
+        const u32 hi = pos + step_out, step_pos = pos;
+        while (pos < hi) {
+            const u32 b = ts_min(hi, ce);
+            // The segment's words in the step, relative to step0.
+            const u32 kl = ts_max(sh.seg_w[jc], step0) - step0;
+            const u32 kh = ts_min(sh.seg_w[jc + 1], step0 + nw) - step0;
+            lll_step_write<THREADS>(sh, pos, b, kl, kh, step_pos, mapped);
+            pos = b;
+            if (pos == ce) {
+                __syncthreads();
+                lll_write_out<THREADS>(sh, out + st.out_start + cs, cs, ce);
+                if (++jc < S) lll_segment(jc, L, g, cs, ce, cds);
+            }
+        }
+        arr_base += step_bytes;
+        off = next_off;
     }
     return LLL_ST_OK;
 }
@@ -379,7 +461,7 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
         st.in_len = __ldg(&strips[k].in_len);
         st.out_len = __ldg(&strips[k].out_len);
         st.kind = __ldg(&strips[k].kind);
-        st.reserved = 0;
+        st.segment_bytes = __ldg(&strips[k].segment_bytes);
         const u32 code = lll_decode_strip<THREADS>(in, st, out, sh);
         if (threadIdx.x == 0) {
             status[k] = code;
@@ -393,6 +475,9 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
     const u8 *__restrict__ in, const LllStrip *__restrict__ strips, u32 n_strips, u8 *__restrict__ out,           \
         u32 *__restrict__ status, u32 *__restrict__ first_bad
 
+extern "C" __global__ void __launch_bounds__(64, 12) lll_decode_64(LLL_DECODE_ARGS) {
+    lll_decode<64>(in, strips, n_strips, out, status, first_bad);
+}
 extern "C" __global__ void __launch_bounds__(128, 8) lll_decode_128(LLL_DECODE_ARGS) {
     lll_decode<128>(in, strips, n_strips, out, status, first_bad);
 }

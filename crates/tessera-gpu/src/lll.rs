@@ -61,8 +61,9 @@ pub struct StripDesc {
     /// [`KIND_CODED`], [`KIND_STORED`] (its `in_len` bytes are the output) or [`KIND_FILL`]
     /// (its one byte fills the output).
     pub kind: u32,
-    /// Zero (keeps the struct 8-byte aligned and 32 bytes long, like the CUDA one).
-    pub reserved: u32,
+    /// The payload's `segment_bytes` (`lll.md` §2: 512, 1024, 2048 or 4096), which fixes a
+    /// coded strip's segments (§3).
+    pub segment_bytes: u32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, laid out like the CUDA struct (32 bytes, checked by a test).
@@ -78,27 +79,31 @@ pub const KIND_FILL: u32 = 2;
 /// Threads per thread block of the decode kernel (one thread block per strip).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Variant {
-    /// 128 threads, 512 words per step (the paper's block size).
+    /// 64 threads, 512 words per step: cheaper barriers and more strips per SM.
+    Threads64,
+    /// 128 threads, 1024 words per step (the paper's block size).
     #[default]
     Threads128,
-    /// 256 threads, 1024 words per step.
+    /// 256 threads, 2048 words per step.
     Threads256,
 }
 
 impl Variant {
     /// Every variant.
-    pub const ALL: [Variant; 2] = [Variant::Threads128, Variant::Threads256];
+    pub const ALL: [Variant; 3] = [Variant::Threads64, Variant::Threads128, Variant::Threads256];
 
     fn kernel(self) -> (&'static str, u32) {
         match self {
+            Variant::Threads64 => ("lll_decode_64", 64),
             Variant::Threads128 => ("lll_decode_128", 128),
             Variant::Threads256 => ("lll_decode_256", 256),
         }
     }
 
-    /// A short name (`128`, `256`).
+    /// A short name (`64`, `128`, `256`).
     pub fn name(self) -> &'static str {
         match self {
+            Variant::Threads64 => "64",
             Variant::Threads128 => "128",
             Variant::Threads256 => "256",
         }
@@ -181,7 +186,7 @@ fn plan(chunks: &[(&[u8], usize)]) -> Result<(Vec<StripDesc>, Vec<ChunkSpan>, us
                     cpu::StripKind::Stored => KIND_STORED,
                     cpu::StripKind::Fill => KIND_FILL,
                 },
-                reserved: 0,
+                segment_bytes: r.segment_bytes as u32,
             });
         }
         spans.push(ChunkSpan {
@@ -427,8 +432,10 @@ mod tests {
                 .parse()
                 .unwrap_or_else(|_| panic!("LLL_{k} not a number"))
         };
-        assert_eq!(num("SEGMENT_BYTES"), cpu::SEGMENT_BYTES);
-        assert_eq!(num("SEGMENTS_PER_STRIP"), cpu::SEGMENTS_PER_STRIP);
+        assert_eq!(num("MIN_SEGMENT_BYTES"), cpu::SEGMENT_SIZES[0]);
+        assert_eq!(num("MAX_SEGMENT_BYTES"), cpu::MAX_SEGMENT_BYTES);
+        assert_eq!(num("DICTIONARY_BYTES"), cpu::DICTIONARY_BYTES);
+        assert_eq!(num("FIRST_SEGMENT_BYTES"), cpu::FIRST_SEGMENT_BYTES);
         assert_eq!(num("STRIP_BYTES"), cpu::STRIP_BYTES);
         assert_eq!(num("MAX_STRIP_SEGMENTS"), cpu::MAX_STRIP_SEGMENTS);
         assert_eq!(num("HEADER_BYTES"), cpu::HEADER_BYTES);
@@ -438,7 +445,11 @@ mod tests {
         assert_eq!(num("LONG_MIN"), cpu::LONG_MIN);
         assert_eq!(num("RL_MIN"), cpu::RL_MIN);
         assert_eq!(num("INPUT_PADDING"), INPUT_PADDING);
-        assert_eq!(num("RING_BYTES"), 2 * cpu::SEGMENT_BYTES);
+        // A segment and its dictionary fit the ring together.
+        assert_eq!(
+            num("RING_BYTES"),
+            cpu::MAX_SEGMENT_BYTES + cpu::DICTIONARY_BYTES
+        );
         assert_eq!(num("MAX_ID_WORDS"), cpu::STRIP_BYTES / 32);
         assert_eq!(num("ST_FILL_LENGTH") + 1, STATUS_NAMES.len());
         assert_eq!(num("ST_STORED_LENGTH") + 1, num("ST_FILL_LENGTH"));
@@ -450,6 +461,7 @@ mod tests {
         // The kernel model's shape is the kernel's.
         assert_eq!(num("WORDS_PER_THREAD"), super::model::WPT as usize);
         assert_eq!(num("STAGE_BEFORE"), super::model::STAGE_BEFORE);
+        assert_eq!(num("MAP_BYTES"), super::model::MAP_BYTES as usize);
     }
 }
 
@@ -466,6 +478,9 @@ mod model {
     const MASK: u32 = 8191;
     pub(super) const STAGE_BEFORE: usize = 4;
     const P_UNSET: u32 = 0x4000_0000;
+    const RUN_AT: u32 = 0x4000_0000;
+    const LEN_MASK: u32 = 0x3FFF;
+    pub(super) const MAP_BYTES: u32 = 4096;
     const RL_MIN: u32 = cpu::RL_MIN as u32;
 
     /// 16-byte pieces of the staged word-array window (`LllShared::STAGE4`).
@@ -486,7 +501,6 @@ mod model {
     #[allow(clippy::too_many_arguments)]
     fn dict_word(
         sb: &impl Fn(i64) -> u32,
-        ring: &[u8],
         x: i64,
         two: u32,
         has_c: impl Fn() -> bool,
@@ -508,13 +522,13 @@ mod model {
             ps.pend = l == 15;
             if t == 4095 {
                 *err |= ps.p == P_UNSET;
-                let ch = if ps.p & FILL != 0 {
-                    ps.p & 0xFF
+                let code = if ps.p & FILL != 0 {
+                    FILL | (ps.p & 0xFF)
                 } else {
-                    ring[(ps.p & MASK) as usize] as u32
+                    RUN_AT | (ps.p & MASK)
                 };
                 ps.p = P_UNSET;
-                return FILL | ch | n << 16;
+                return code | n << 16;
             }
             *err |= t + n > dict_len;
             ps.p = (ds + t + n - 1) & MASK;
@@ -541,29 +555,101 @@ mod model {
         code
     }
 
-    fn segment_count(l: u32) -> u32 {
-        let mut s = if l > 2048 {
-            4
-        } else if l > 1024 {
-            3
-        } else if l > 512 {
-            2
-        } else {
-            1
-        };
-        if l > 4096 {
-            s += (l - 1) / 4096;
+    /// `lll_segment_count`: segments of a strip of `l` bytes, segments of `512 << g`.
+    fn segment_count(l: u32, g: u32) -> u32 {
+        let sb = 512 << g;
+        if l <= sb {
+            return if l > 2048 {
+                4
+            } else if l > 1024 {
+                3
+            } else if l > 512 {
+                2
+            } else {
+                1
+            };
         }
-        s
+        g + 1 + (l - 1) / sb
     }
 
-    fn segment(j: u32, l: u32) -> (u32, u32, u32) {
-        if j < 4 {
+    /// `lll_segment`: segment `j`'s output `[s, e)` and dictionary start.
+    fn segment(j: u32, l: u32, g: u32) -> (u32, u32, u32) {
+        let (s, e) = if j <= g {
             let s = if j == 0 { 0 } else { 256 << j };
-            (s, (if j == 0 { 512 } else { 2 * s }).min(l), 0)
+            (s, if j == 0 { 512 } else { 2 * s })
         } else {
-            let s = (j - 3) * 4096;
-            (s, (s + 4096).min(l), s - 4096)
+            let s = (j - g) * (512 << g);
+            (s, s + (512 << g))
+        };
+        (s, e.min(l), s.saturating_sub(4096))
+    }
+
+    /// `lll_step_write`: strip bytes `[lo, hi)` (inside one segment) from the segment's codes in
+    /// the step (words `kl..kh`), in equal shares of the threads, byte by byte. `map`: the
+    /// step's map and first position, when the step has one.
+    #[allow(clippy::too_many_arguments)]
+    fn step_write(
+        ring: &mut [u8],
+        ends: &[u16],
+        desc: &[u32],
+        lo: u32,
+        hi: u32,
+        (kl, kh): (u32, u32),
+        map: Option<(&[u16], u32)>,
+        threads: u32,
+    ) {
+        let base = lo & !3;
+        let per = ((hi - base).div_ceil(4 * threads) | 1) * 4;
+        // The shares cover every byte.
+        assert!(base + threads * per >= hi, "[{lo}, {hi}) not covered");
+        // A run of a dictionary byte becomes a fill of it when its code is taken.
+        let take = |ring: &[u8], d: u32| {
+            if d & RUN_AT != 0 {
+                FILL | ring[(d & MASK) as usize] as u32
+            } else {
+                d
+            }
+        };
+        for t in 0..threads {
+            let a0 = lo.max(base + t * per);
+            let b0 = hi.min(base + (t + 1) * per);
+            if a0 >= b0 {
+                continue;
+            }
+            let mut k = kl;
+            if let Some((map, pos)) = map {
+                // The code covering a0 & !3 (before the step's first byte: its first code).
+                let a4 = a0 & !3;
+                k = if a4 >= pos {
+                    map[((a4 - (pos & !3)) >> 2) as usize] as u32
+                } else {
+                    0
+                };
+            } else {
+                let mut top = kh - 1;
+                while k < top {
+                    let mid = (k + top) >> 1;
+                    if ends[mid as usize] as u32 > a0 {
+                        top = mid;
+                    } else {
+                        k = mid + 1;
+                    }
+                }
+            }
+            let (mut end, mut d) = (ends[k as usize] as u32, take(ring, desc[k as usize]));
+            for xx in a0..b0 {
+                while end <= xx {
+                    k += 1;
+                    assert!(k < kh, "code {k} past the segment's words");
+                    end = ends[k as usize] as u32;
+                    d = take(ring, desc[k as usize]);
+                }
+                ring[(xx & MASK) as usize] = if d & FILL != 0 {
+                    d as u8
+                } else {
+                    ring[((d + xx) & MASK) as usize]
+                };
+            }
         }
     }
 
@@ -618,15 +704,20 @@ mod model {
             out[..l as usize].fill(p[0]);
             return 0;
         }
-        let s_count = segment_count(l);
+        let sb = st.segment_bytes;
+        if !(512..=4096).contains(&sb) || !sb.is_power_of_two() {
+            return 1;
+        }
+        let g = sb.trailing_zeros() - 9;
+        let s_count = segment_count(l, g);
         if n_in < 2 * s_count {
             return 2;
         }
-        let mut seg_w = [0u32; 12];
+        let mut seg_w = [0u32; 65];
         let mut m = 0u32;
         let mut bad = false;
         for j in 0..s_count {
-            let (s, e, _) = segment(j, l);
+            let (s, e, _) = segment(j, l, g);
             let c = p[2 * j as usize] as u32 | (p[2 * j as usize + 1] as u32) << 8;
             if c == 0 || c > e - s {
                 bad = true;
@@ -675,195 +766,183 @@ mod model {
         let mut ends = vec![0u16; w_step as usize];
         let mut desc = vec![0u32; w_step as usize];
         let mut arr_base = 0u32;
-        for j in 0..s_count {
-            let (s, e, ds) = segment(j, l);
-            let (w0, w1) = (seg_w[j as usize], seg_w[j as usize + 1]);
-            let dict = j > 0;
-            let dict_len = s - ds;
-            let mut pos = s;
-            let mut step0 = w0;
-            while step0 < w1 {
-                // The step's window of the word array, from 16-byte aligned loads that start
-                // before the array's end.
-                let wa = a_at + arr_base as usize - STAGE_BEFORE;
-                let off = wa & 15;
-                let g = wa - off;
-                let nw = w_step.min(w1 - step0);
-                let pieces =
-                    stage4(w_step).min((off + STAGE_BEFORE + 2 * nw as usize + 2).div_ceil(16));
-                for q in 0..pieces {
-                    if g + 16 * q < a_end {
-                        stage[16 * q..16 * q + 16]
-                            .copy_from_slice(&input[g + 16 * q..g + 16 * q + 16]);
+        // Steps of W words of the strip, across segments (lll.cu).
+        let mut pos = 0u32;
+        let mut jc = 0u32;
+        let (mut cs, mut ce, _) = segment(0, l, g);
+        let mut step0 = 0u32;
+        while step0 < m {
+            // The step's window of the word array, from 16-byte aligned loads that start before
+            // the array's end.
+            let wa = a_at + arr_base as usize - STAGE_BEFORE;
+            let off = wa & 15;
+            let gp = wa - off;
+            let nw = w_step.min(m - step0);
+            let pieces =
+                stage4(w_step).min((off + STAGE_BEFORE + 2 * nw as usize + 2).div_ceil(16));
+            for q in 0..pieces {
+                if gp + 16 * q < a_end {
+                    stage[16 * q..16 * q + 16]
+                        .copy_from_slice(&input[gp + 16 * q..gp + 16 * q + 16]);
+                }
+            }
+            // sb(x) = array byte arr_base + x, x in [-4, 2 W + 2).
+            let sb = |x: i64| stage[(x + (STAGE_BEFORE + off) as i64) as usize] as u32;
+            let nvs: Vec<u32> = (0..threads)
+                .map(|t| {
+                    let i0 = step0 + t * WPT;
+                    if i0 < m {
+                        WPT.min(m - i0)
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let bitss: Vec<u32> = (0..threads)
+                .map(|t| {
+                    let nv = nvs[t as usize];
+                    if nv > 0 {
+                        ids_n(&ids, step0 + t * WPT, nv)
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let sizes: Vec<u32> = (0..threads as usize)
+                .map(|t| nvs[t] + bitss[t].count_ones())
+                .collect();
+            let (offs, step_bytes) = exclusive(&sizes);
+            let mut dscs = vec![[0u32; WPT as usize]; threads as usize];
+            let mut lims = vec![[0u32; WPT as usize]; threads as usize];
+            let mut any_bad = false;
+            for t in 0..threads {
+                let (nv, bits) = (nvs[t as usize], bitss[t as usize]);
+                if nv == 0 {
+                    continue;
+                }
+                let i0 = step0 + t * WPT;
+                let x0 = offs[t as usize] as i64;
+                // The segment of word i0: the last j with seg_w[j] <= i0.
+                let (mut j, mut top) = (0u32, s_count - 1);
+                while j < top {
+                    let mid = (j + top + 1) >> 1;
+                    if seg_w[mid as usize] <= i0 {
+                        j = mid;
+                    } else {
+                        top = mid - 1;
                     }
                 }
-                // sb(x) = array byte arr_base + x, x in [-4, 2 W + 2).
-                let sb = |x: i64| stage[(x + (STAGE_BEFORE + off) as i64) as usize] as u32;
-                let nvs: Vec<u32> = (0..threads)
-                    .map(|t| {
-                        let i0 = step0 + t * WPT;
-                        if i0 < w1 {
-                            WPT.min(w1 - i0)
-                        } else {
-                            0
-                        }
-                    })
-                    .collect();
-                let bitss: Vec<u32> = (0..threads)
-                    .map(|t| {
-                        let nv = nvs[t as usize];
-                        if nv > 0 {
-                            ids_n(&ids, step0 + t * WPT, nv)
-                        } else {
-                            0
-                        }
-                    })
-                    .collect();
-                let sizes: Vec<u32> = (0..threads as usize)
-                    .map(|t| nvs[t] + bitss[t].count_ones())
-                    .collect();
-                let (offs, step_bytes) = exclusive(&sizes);
-                let mut dscs = vec![[0u32; WPT as usize]; threads as usize];
-                let mut any_bad = false;
-                for t in 0..threads {
-                    let (nv, bits) = (nvs[t as usize], bitss[t as usize]);
-                    let i0 = step0 + t * WPT;
-                    let x0 = offs[t as usize] as i64;
-                    let dsc = &mut dscs[t as usize];
-                    if !dict {
-                        let mut x = x0;
-                        for k in 0..nv {
-                            let two = (bits >> k) & 1;
-                            let n = if two == 1 { sb(x + 1) + RL_MIN } else { 1 };
-                            dsc[k as usize] = FILL | sb(x) | n << 16;
-                            x += 1 + two as i64;
-                        }
-                        continue;
-                    }
-                    let back1 = nv > 0 && i0 > w0;
-                    let back2 = nv > 0 && i0 >= w0 + 2;
+                let (mut s, mut e, mut ds) = segment(j, l, g);
+                let mut w1 = seg_w[j as usize + 1];
+                let mut ps = PState {
+                    pend: false,
+                    p: P_UNSET,
+                };
+                if j > 0 {
+                    let w0 = seg_w[j as usize];
+                    let back1 = i0 > w0;
+                    let back2 = i0 >= w0 + 2;
                     let id1 = if back1 { id(&ids, i0 - 1) } else { 0 };
                     let id2 = if back2 { id(&ids, i0 - 2) } else { 0 };
-                    let mut ps = PState {
-                        pend: false,
-                        p: P_UNSET,
-                    };
                     let mut ignored = false;
                     if back2 {
                         let xb = x0 - 2 - (id1 + id2) as i64;
-                        dict_word(
-                            &sb,
-                            &ring,
-                            xb,
-                            id2,
-                            || true,
-                            ds,
-                            dict_len,
-                            &mut ps,
-                            &mut ignored,
-                        );
+                        dict_word(&sb, xb, id2, || true, ds, s - ds, &mut ps, &mut ignored);
                     }
                     if back1 {
                         let xb = x0 - 1 - id1 as i64;
-                        dict_word(
-                            &sb,
-                            &ring,
-                            xb,
-                            id1,
-                            || true,
-                            ds,
-                            dict_len,
-                            &mut ps,
-                            &mut ignored,
-                        );
+                        dict_word(&sb, xb, id1, || true, ds, s - ds, &mut ps, &mut ignored);
                     }
-                    let mut x = x0;
-                    for k in 0..nv {
-                        let two = (bits >> k) & 1;
-                        let i = i0 + k;
+                }
+                let mut x = x0;
+                for k in 0..nv {
+                    let i = i0 + k;
+                    if i == w1 {
+                        j += 1;
+                        (s, e, ds) = segment(j, l, g);
+                        w1 = seg_w[j as usize + 1];
+                        ps = PState {
+                            pend: false,
+                            p: P_UNSET,
+                        };
+                    }
+                    let two = (bits >> k) & 1;
+                    dscs[t as usize][k as usize] = if j == 0 {
+                        let n = if two == 1 { sb(x + 1) + RL_MIN } else { 1 };
+                        FILL | sb(x) | n << 16
+                    } else {
                         let has_c = || i + 1 < w1 && id(&ids, i + 1) == 0;
                         let mut err = false;
-                        dsc[k as usize] =
-                            dict_word(&sb, &ring, x, two, has_c, ds, dict_len, &mut ps, &mut err);
+                        let d = dict_word(&sb, x, two, has_c, ds, s - ds, &mut ps, &mut err);
                         any_bad |= err;
-                        x += 1 + two as i64;
-                    }
+                        d
+                    };
+                    lims[t as usize][k as usize] = e | u32::from(i + 1 == w1) << 16;
+                    x += 1 + two as i64;
                 }
-                let totals: Vec<u32> = (0..threads as usize)
-                    .map(|t| {
-                        dscs[t][..nvs[t] as usize]
-                            .iter()
-                            .map(|d| (d >> 16) & 0x7FFF)
-                            .sum()
-                    })
-                    .collect();
-                let (pres, step_out) = exclusive(&totals);
-                let left = e - pos;
-                if step_out > left || (step0 + w_step >= w1 && step_out != left) {
-                    any_bad = true;
-                }
-                for t in 0..threads as usize {
-                    let mut at = pos.wrapping_add(pres[t]);
-                    for k in 0..nvs[t] as usize {
-                        let d = dscs[t][k];
-                        let n = (d >> 16) & 0x7FFF;
-                        let v = if d & FILL != 0 {
-                            d & (FILL | 0xFF)
-                        } else {
-                            (d & 0xFFFF).wrapping_sub(at) & MASK
-                        };
-                        at = at.wrapping_add(n);
-                        ends[t * WPT as usize + k] = at as u16;
-                        desc[t * WPT as usize + k] = v;
-                    }
-                }
-                if any_bad {
-                    return 7;
-                }
-                // Stage 2: equal shares of the step's bytes, byte by byte.
-                let (lo, hi) = (pos, pos + step_out);
-                let base = lo & !3;
-                let per = ((hi - base).div_ceil(4 * threads) | 1) * 4;
-                // The shares cover every byte of the step.
-                assert!(base + threads * per >= hi, "step [{lo}, {hi}) not covered");
-                for t in 0..threads {
-                    let a0 = lo.max(base + t * per);
-                    let b0 = hi.min(base + (t + 1) * per);
-                    if a0 >= b0 {
-                        continue;
-                    }
-                    let (mut k, mut top) = (0u32, nw - 1);
-                    while k < top {
-                        let mid = (k + top) >> 1;
-                        if ends[mid as usize] as u32 > a0 {
-                            top = mid;
-                        } else {
-                            k = mid + 1;
+            }
+            let totals: Vec<u32> = (0..threads as usize)
+                .map(|t| {
+                    dscs[t][..nvs[t] as usize]
+                        .iter()
+                        .map(|d| (d >> 16) & LEN_MASK)
+                        .sum()
+                })
+                .collect();
+            let (pres, step_out) = exclusive(&totals);
+            let mapped = step_out <= MAP_BYTES;
+            let pos4 = pos & !3;
+            // Stale map entries on the GPU: modelled as a poison word index.
+            let mut map = vec![u16::MAX; MAP_BYTES as usize / 4 + 1];
+            for t in 0..threads as usize {
+                let mut at = pos.wrapping_add(pres[t]);
+                for k in 0..nvs[t] as usize {
+                    let d = dscs[t][k];
+                    if mapped {
+                        let mut q = (at - pos4).div_ceil(4);
+                        while pos4 + 4 * q < at + ((d >> 16) & LEN_MASK) {
+                            map[q as usize] = (t * WPT as usize + k) as u16;
+                            q += 1;
                         }
                     }
-                    let (mut end, mut d) = (ends[k as usize] as u32, desc[k as usize]);
-                    for xx in a0..b0 {
-                        while end <= xx {
-                            k += 1;
-                            end = ends[k as usize] as u32;
-                            d = desc[k as usize];
-                        }
-                        ring[(xx & MASK) as usize] = if d & FILL != 0 {
-                            d as u8
-                        } else {
-                            ring[((d + xx) & MASK) as usize]
-                        };
+                    let v = if d & FILL != 0 {
+                        d & (FILL | 0xFF)
+                    } else if d & RUN_AT != 0 {
+                        d & (RUN_AT | MASK)
+                    } else {
+                        (d & 0xFFFF).wrapping_sub(at) & MASK
+                    };
+                    at = at.wrapping_add((d >> 16) & LEN_MASK);
+                    let e = lims[t][k] & 0xFFFF;
+                    any_bad |= at > e || (lims[t][k] >> 16 != 0 && at != e);
+                    ends[t * WPT as usize + k] = at as u16;
+                    desc[t * WPT as usize + k] = v;
+                }
+            }
+            if any_bad {
+                return 7;
+            }
+            // Stage 2, segment by segment.
+            let (hi_step, step_pos) = (pos + step_out, pos);
+            while pos < hi_step {
+                let b = hi_step.min(ce);
+                // The segment's words in the step.
+                let kl = seg_w[jc as usize].max(step0) - step0;
+                let kh = seg_w[jc as usize + 1].min(step0 + nw) - step0;
+                let m = mapped.then_some((map.as_slice(), step_pos));
+                step_write(&mut ring, &ends, &desc, pos, b, (kl, kh), m, threads);
+                pos = b;
+                if pos == ce {
+                    let r = (cs & MASK) as usize;
+                    out[cs as usize..ce as usize].copy_from_slice(&ring[r..r + (ce - cs) as usize]);
+                    jc += 1;
+                    if jc < s_count {
+                        (cs, ce, _) = segment(jc, l, g);
                     }
                 }
-                pos += step_out;
-                arr_base += step_bytes;
-                step0 += w_step;
             }
-            if j >= 3 || j == s_count - 1 {
-                let ws = if j < 4 { 0 } else { s };
-                let r = (ws & MASK) as usize;
-                out[ws as usize..e as usize].copy_from_slice(&ring[r..r + (e - ws) as usize]);
-            }
+            arr_base += step_bytes;
+            step0 += w_step;
         }
         0
     }
@@ -953,12 +1032,15 @@ mod model {
             0usize, 1, 2, 511, 512, 513, 2049, 4095, 4096, 4097, 9000, 32768, 32769, 70001,
         ] {
             for data in data_sets(&mut r, n) {
-                let mut payload = Vec::new();
-                cpu::encode(&data, &mut payload).expect("encodes");
-                for threads in [128, 256] {
-                    let mut out = vec![0xA5u8; n];
-                    assert_eq!(decode(&payload, &mut out, threads), Ok(()), "{n} bytes");
-                    assert!(out == data, "{n} bytes, {threads} threads");
+                for sb in cpu::SEGMENT_SIZES {
+                    let mut payload = Vec::new();
+                    cpu::encode_with_segment_bytes(&data, &mut payload, sb).expect("encodes");
+                    for threads in [64, 128, 256] {
+                        let mut out = vec![0xA5u8; n];
+                        let what = format!("{n} bytes, segments of {sb}, {threads} threads");
+                        assert_eq!(decode(&payload, &mut out, threads), Ok(()), "{what}");
+                        assert!(out == data, "{what}");
+                    }
                 }
             }
         }
@@ -989,9 +1071,11 @@ mod model {
                     (base + noise).clamp(0.0, 255.0) as u8
                 })
                 .collect();
+            // Each seed its segment size (lll.md §2), the default on half of them.
+            let sb = [512, 1024, 512, 2048, 512, 4096][seed as usize % 6];
             let mut payload = Vec::new();
-            cpu::encode(&data, &mut payload).expect("encodes");
-            for threads in [128, 256] {
+            cpu::encode_with_segment_bytes(&data, &mut payload, sb).expect("encodes");
+            for threads in [64, 128, 256] {
                 let mut out = vec![0xA5u8; n];
                 assert_eq!(decode(&payload, &mut out, threads), Ok(()), "seed {seed}");
                 let diff = (0..n).find(|&i| out[i] != data[i]);
@@ -1007,9 +1091,10 @@ mod model {
     fn the_kernel_model_rejects_what_the_cpu_decoder_rejects() {
         let mut r = Lcg(0xBAD);
         let n = 2 * 32768 + 5000;
-        for data in data_sets(&mut r, n) {
+        for (d, data) in data_sets(&mut r, n).into_iter().enumerate() {
+            let sb = [512, 4096][d % 2];
             let mut payload = Vec::new();
-            cpu::encode(&data, &mut payload).expect("encodes");
+            cpu::encode_with_segment_bytes(&data, &mut payload, sb).expect("encodes");
             let strips = n.div_ceil(32768);
             let dir_end = 16 + 4 * strips;
             let mut rejected = 0;

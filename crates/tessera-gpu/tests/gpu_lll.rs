@@ -129,8 +129,14 @@ fn corpus(rng: &mut StdRng, n: usize) -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn encode(data: &[u8]) -> (Vec<u8>, cpu::CodeCounts) {
+    encode_with(data, cpu::DEFAULT_SEGMENT_BYTES)
+}
+
+/// [`encode`] with segments of `segment_bytes` (`lll.md` §2).
+fn encode_with(data: &[u8], segment_bytes: usize) -> (Vec<u8>, cpu::CodeCounts) {
     let mut p = Vec::new();
-    let counts = cpu::encode(data, &mut p).expect("CPU encoder accepts the data");
+    let counts = cpu::encode_with_segment_bytes(data, &mut p, segment_bytes)
+        .expect("CPU encoder accepts the data");
     (p, counts)
 }
 
@@ -138,7 +144,12 @@ fn encode(data: &[u8]) -> (Vec<u8>, cpu::CodeCounts) {
 
 /// GPU `decode` equals the CPU decoder's output on `data`'s encoding.
 fn check_decode(gpu: &Gpu, what: &str, data: &[u8]) {
-    let (payload, _) = encode(data);
+    check_decode_with(gpu, what, data, cpu::DEFAULT_SEGMENT_BYTES)
+}
+
+/// [`check_decode`] with segments of `segment_bytes`.
+fn check_decode_with(gpu: &Gpu, what: &str, data: &[u8], segment_bytes: usize) {
+    let (payload, _) = encode_with(data, segment_bytes);
     let mut want = vec![0u8; data.len()];
     cpu::decode(&payload, &mut want).expect("CPU decodes its own encoding");
     assert!(want == data, "{what}: CPU round trip");
@@ -240,6 +251,60 @@ fn gpu_equals_cpu_at_edge_sizes() {
         for (name, data) in corpus(&mut r, n) {
             check_decode(gpu, &format!("{name}, {n} bytes"), &data);
         }
+    }
+}
+
+#[test]
+fn gpu_equals_cpu_for_every_segment_size() {
+    // lll.md §2, §3 (format 1.3): each size's own segment edges, and one launch over chunks of
+    // all four sizes (the kernel takes segment_bytes per strip), unaligned outputs included.
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng();
+    let mut payloads = Vec::new();
+    let mut datas = Vec::new();
+    for sb in cpu::SEGMENT_SIZES {
+        for n in [
+            1usize,
+            511,
+            513,
+            sb - 1,
+            sb + 1,
+            3 * sb + 7,
+            32_769,
+            100_003,
+        ] {
+            for (name, data) in corpus(&mut r, n) {
+                check_decode_with(
+                    gpu,
+                    &format!("{name}, {n} bytes, segments of {sb}"),
+                    &data,
+                    sb,
+                );
+            }
+        }
+        let data = image_like(&mut r, 70_001 + sb);
+        payloads.push(encode_with(&data, sb).0);
+        datas.push(data);
+        let data = text_like(&mut r, 33_333);
+        payloads.push(encode_with(&data, sb).0);
+        datas.push(data);
+    }
+    let chunks: Vec<(&[u8], usize)> = payloads
+        .iter()
+        .zip(&datas)
+        .map(|(p, d)| (p.as_slice(), d.len()))
+        .collect();
+    let total: usize = datas.iter().map(|d| d.len()).sum();
+    let input = DeviceLll::upload(gpu, &chunks).expect("upload");
+    let mut d_out = gpu.alloc::<u8>(total).expect("alloc");
+    for v in Variant::ALL {
+        gpu.fill_bytes(&mut d_out, POISON).expect("poison");
+        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
+        let mut back = vec![0u8; total];
+        gpu.download(&d_out, &mut back).expect("download");
+        let want: Vec<u8> = datas.concat();
+        assert!(back == want, "variant {}: mixed segment sizes", v.name());
     }
 }
 

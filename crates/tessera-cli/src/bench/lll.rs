@@ -114,6 +114,10 @@ pub struct Report {
     pub runs: usize,
     pub copy_ceiling_gbps: Option<f64>,
     pub h2d_gbps: Option<f64>,
+    /// LLL `segment_bytes` the sets were encoded with (`lll.md` §2; absent in results written
+    /// before format 1.3, which were all 4096).
+    #[serde(default)]
+    pub segment_bytes: Option<usize>,
     pub sets: Vec<SetResult>,
 }
 
@@ -274,7 +278,7 @@ fn bench_set(
     let mut counts = cpu::CodeCounts::default();
     for c in file.chunks(CHUNK) {
         let mut p = Vec::new();
-        let k = cpu::encode(c, &mut p)?;
+        let k = cpu::encode_with_segment_bytes(c, &mut p, segment_bytes(args))?;
         counts.sc += k.sc;
         counts.rl += k.rl;
         counts.si += k.si;
@@ -429,9 +433,20 @@ fn bench_set(
 }
 
 /// Runs the suite.
+/// The LLL segment size of `--segment-bytes`, else the encoder's default.
+fn segment_bytes(args: &BenchArgs) -> usize {
+    args.segment_bytes.unwrap_or(cpu::DEFAULT_SEGMENT_BYTES)
+}
+
 pub fn run(args: &BenchArgs) -> Result<()> {
     if args.runs < 5 {
         return Err(Error::InvalidArgument("--runs must be at least 5".into()));
+    }
+    if !cpu::SEGMENT_SIZES.contains(&segment_bytes(args)) {
+        return Err(Error::InvalidArgument(format!(
+            "--segment-bytes must be one of {:?}",
+            cpu::SEGMENT_SIZES
+        )));
     }
     let started = Instant::now();
     let bytes = if args.quick {
@@ -482,6 +497,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         copy_ceiling_gbps: g.as_ref().map(|(s, _)| s.ceiling),
         h2d_gbps: g.as_ref().map(|(_, h)| *h),
+        segment_bytes: Some(segment_bytes(args)),
         sets: Vec::new(),
     };
     if let Some(dir) = &args.dump {
@@ -578,7 +594,8 @@ fn summary(r: &Report) -> String {
         })
         .collect();
     format!(
-        "LLL on {} ({} CPU threads), {}; copy ceiling {}, pinned H2D {}\n{}",
+        "LLL (segments of {} bytes) on {} ({} CPU threads), {}; copy ceiling {}, pinned H2D {}\n{}",
+        r.segment_bytes.unwrap_or(4096),
         r.device,
         r.cpu_threads,
         r.date,
@@ -591,7 +608,7 @@ fn summary(r: &Report) -> String {
 
 fn markdown(r: &Report) -> String {
     let mut s = format!(
-        "# tessera LLL benchmark, {}\n\n{}, {} CPU threads; median of {} runs after a warm-up. \
+        "# tessera LLL benchmark, {}\n\nLLL segments of {} bytes (`lll.md` §2). {}, {} CPU threads; median of {} runs after a warm-up. \
          Copy ceiling (device-to-device, bytes read + written): {}. Pinned host-to-device: {}.\n\n\
          Ratios: input / compressed. LLL over the whole set (16 MiB chunks, independent 32 KiB \
          strips); peers over independent 64 KiB blocks of one copy of the file (up to 64 MiB). \
@@ -603,6 +620,7 @@ fn markdown(r: &Report) -> String {
          uncompressed bytes; B = CPU decode (all cores) + upload; C = upload the payload + GPU \
          decode.\n\n",
         r.date,
+        r.segment_bytes.unwrap_or(4096),
         r.device,
         r.cpu_threads,
         r.runs,

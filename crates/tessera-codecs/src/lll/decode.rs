@@ -53,8 +53,7 @@ use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
     strip_segments, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN,
-    RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
-    STRIP_OFFSET_MASK,
+    RUN_T, SEGMENT_SIZES, SHORT_MIN, STORED_STRIP, STRIP_BYTES, STRIP_OFFSET_MASK,
 };
 
 fn word(p: &[u8], at: usize) -> u32 {
@@ -81,6 +80,9 @@ pub struct StripRange {
     pub end: usize,
     /// Coded, stored or fill.
     pub kind: StripKind,
+    /// The payload's `segment_bytes` (§2; the same for every strip), which fixes a coded strip's
+    /// segments (§3).
+    pub segment_bytes: usize,
 }
 
 /// §7 steps 1-3 for a payload that must decode to `n` bytes: the header, the caller's length
@@ -100,21 +102,21 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
             payload.len(),
         ));
     }
-    let segment_bytes = word(payload, 0);
-    if segment_bytes as usize != SEGMENT_BYTES {
+    let segment_bytes = word(payload, 0) as usize;
+    if !SEGMENT_SIZES.contains(&segment_bytes) {
         return Err(Error::InvalidHeader {
             field: "segment_bytes",
             offset: 0,
-            expected: SEGMENT_BYTES.to_string(),
+            expected: format!("one of {SEGMENT_SIZES:?}"),
             found: segment_bytes as u64,
         });
     }
     let per_strip = word(payload, 4);
-    if per_strip as usize != SEGMENTS_PER_STRIP {
+    if per_strip as usize != STRIP_BYTES / segment_bytes {
         return Err(Error::InvalidHeader {
             field: "segments_per_strip",
             offset: 4,
-            expected: SEGMENTS_PER_STRIP.to_string(),
+            expected: (STRIP_BYTES / segment_bytes).to_string(),
             found: per_strip as u64,
         });
     }
@@ -194,6 +196,7 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
             start,
             end: payload.len(),
             kind,
+            segment_bytes,
         });
         min = start;
     }
@@ -1231,7 +1234,7 @@ fn decode_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
         StripKind::Fill => return fill_strip(payload, r, out),
         StripKind::Coded => {}
     }
-    let (segs, n) = strip_segments(out.len());
+    let (segs, n) = strip_segments(out.len(), r.segment_bytes);
     let segs = &segs[..n];
     let s = parse_strip(payload, r, segs)?;
     let mut c = Cursor { i: 0, j: 0 };
@@ -1286,7 +1289,7 @@ pub fn decode_simple(payload: &[u8], out: &mut [u8]) -> Result<()> {
 }
 
 fn simple_strip(payload: &[u8], r: StripRange, out: &mut [u8]) -> Result<()> {
-    let (segs, n) = strip_segments(out.len());
+    let (segs, n) = strip_segments(out.len(), r.segment_bytes);
     let segs = &segs[..n];
     let strip = parse_strip(payload, r, segs)?;
     let id = |i: usize| (strip.ids[i / 8] >> (i % 8)) & 1 == 1;
@@ -1386,7 +1389,7 @@ mod tests {
     //! room-cut windows near a strip's end, and long codes there.
 
     use super::*;
-    use crate::lll::encode;
+    use crate::lll::{encode, MAX_SEGMENT_BYTES};
 
     type W = (bool, Vec<u8>);
 
@@ -1402,7 +1405,7 @@ mod tests {
     fn build(n: usize, segments: &[Vec<W>]) -> Vec<u8> {
         let mut p = Vec::new();
         for w in [
-            SEGMENT_BYTES as u32,
+            MAX_SEGMENT_BYTES as u32,
             8,
             n as u32,
             1,
@@ -1443,7 +1446,7 @@ mod tests {
     /// before the segment's end, `tail`, then `after` SC words (more words of the same
     /// segment, so the window goes on past the tail).
     fn strip_case(j: usize, lead: usize, left: usize, tail: &[W], after: usize) -> Vec<u8> {
-        let (segs, n) = strip_segments(STRIP_BYTES);
+        let (segs, n) = strip_segments(STRIP_BYTES, MAX_SEGMENT_BYTES);
         let mut words = Vec::new();
         for (x, seg) in segs[..n].iter().enumerate() {
             let len = seg.end - seg.start;
@@ -1561,7 +1564,7 @@ mod tests {
         for (k, r) in ranges.iter().enumerate() {
             assert_eq!(r.kind, StripKind::Coded);
             let len = (n - k * STRIP_BYTES).min(STRIP_BYTES);
-            let (segs, count) = strip_segments(len);
+            let (segs, count) = strip_segments(len, r.segment_bytes);
             let s = parse_strip(&p, *r, &segs[..count]).expect("strip");
             let id = |i: usize| (s.ids[i / 8] >> (i % 8)) & 1 == 1;
             // Word i's array byte, by §4's prefix sum.

@@ -24,9 +24,9 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, CodeCounts, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, RL_MAX,
-    RL_MIN, RUN_T, SEGMENTS_PER_STRIP, SEGMENT_BYTES, SHORT_MAX, SHORT_MIN, STORED_STRIP,
-    STRIP_BYTES,
+    strip_segments, CodeCounts, Seg, DEFAULT_SEGMENT_BYTES, DICTIONARY_BYTES, FILL_STRIP,
+    HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_SEGMENT_BYTES, RL_MAX, RL_MIN, RUN_T,
+    SEGMENT_SIZES, SHORT_MAX, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
 
 /// Chain links followed per position when looking for the longest dictionary match.
@@ -44,9 +44,26 @@ pub fn max_encoded_len(n: usize) -> usize {
     HEADER_BYTES + 4 * n.div_ceil(STRIP_BYTES) + n
 }
 
-/// Encodes `data` into `out` (cleared first) and returns how many words of each code type it
-/// wrote. Fails only if `data` is longer than `MAX_CHUNK_VALUES` bytes.
+/// Encodes `data` into `out` (cleared first) with segments of [`DEFAULT_SEGMENT_BYTES`] and
+/// returns how many words of each code type it wrote. Fails only if `data` is longer than
+/// `MAX_CHUNK_VALUES` bytes.
 pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
+    encode_with_segment_bytes(data, out, DEFAULT_SEGMENT_BYTES)
+}
+
+/// [`encode`] with segments of `segment_bytes`, one of [`SEGMENT_SIZES`] (4096 writes a payload
+/// that every LLL decoder since format 1 reads; smaller ones need format 1.3). Fails on any
+/// other size, or if `data` is longer than `MAX_CHUNK_VALUES` bytes.
+pub fn encode_with_segment_bytes(
+    data: &[u8],
+    out: &mut Vec<u8>,
+    segment_bytes: usize,
+) -> Result<CodeCounts> {
+    if !SEGMENT_SIZES.contains(&segment_bytes) {
+        return Err(Error::InvalidArgument(format!(
+            "LLL segment_bytes {segment_bytes} is not one of {SEGMENT_SIZES:?}"
+        )));
+    }
     if data.len() > MAX_CHUNK_VALUES as usize {
         return Err(Error::InvalidArgument(format!(
             "LLL chunk of {} bytes exceeds {MAX_CHUNK_VALUES}",
@@ -56,7 +73,9 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
     // One scratch (match tables, dynamic-program buffers) per rayon job, reused by its strips.
     let strips: Vec<(Coding, CodeCounts)> = data
         .par_chunks(STRIP_BYTES)
-        .map_init(Scratch::new, |scratch, strip| encode_strip(strip, scratch))
+        .map_init(Scratch::new, |scratch, strip| {
+            encode_strip(strip, segment_bytes, scratch)
+        })
         .collect();
     let strip_bytes = |k: usize| -> &[u8] {
         match &strips[k].0 {
@@ -70,8 +89,8 @@ pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
     let body: usize = (0..strips.len()).map(|k| strip_bytes(k).len()).sum();
     out.reserve(HEADER_BYTES + dir_bytes + body);
     for w in [
-        SEGMENT_BYTES as u32,
-        SEGMENTS_PER_STRIP as u32,
+        segment_bytes as u32,
+        (STRIP_BYTES / segment_bytes) as u32,
         data.len() as u32,
         strips.len() as u32,
     ] {
@@ -110,8 +129,8 @@ enum Coding {
 /// One strip: a fill strip when it is at least 2 copies of one byte (§4b); else word counts,
 /// identifier bits and word array (§4), or stored when that is not shorter than the strip
 /// (§4a). The counts hold only `fill = 1` or `stored = 1` for those.
-fn encode_strip(strip: &[u8], scratch: &mut Scratch) -> (Coding, CodeCounts) {
-    code_strip(strip, |seg, w, counts| {
+fn encode_strip(strip: &[u8], segment_bytes: usize, scratch: &mut Scratch) -> (Coding, CodeCounts) {
+    code_strip(strip, segment_bytes, |seg, w, counts| {
         encode_dictionary(strip, seg, scratch, w, counts)
     })
 }
@@ -120,6 +139,7 @@ fn encode_strip(strip: &[u8], scratch: &mut Scratch) -> (Coding, CodeCounts) {
 /// tests can run the reference parse through the same strip assembly).
 fn code_strip(
     strip: &[u8],
+    segment_bytes: usize,
     mut dictionary: impl FnMut(&Seg, &mut Words, &mut CodeCounts),
 ) -> (Coding, CodeCounts) {
     if strip.len() >= 2 && strip.iter().all(|&b| b == strip[0]) {
@@ -129,7 +149,7 @@ fn code_strip(
         };
         return (Coding::Fill, fill);
     }
-    let (segs, n) = strip_segments(strip.len());
+    let (segs, n) = strip_segments(strip.len(), segment_bytes);
     let mut counts = CodeCounts::default();
     let mut w = Words::default();
     let mut word_counts = Vec::with_capacity(n);
@@ -243,9 +263,9 @@ impl Scratch {
     fn new() -> Self {
         Scratch {
             m: Matcher::new(),
-            matches: Vec::with_capacity(SEGMENT_BYTES),
-            step_set: Vec::with_capacity(SEGMENT_BYTES),
-            step_unset: Vec::with_capacity(SEGMENT_BYTES),
+            matches: Vec::with_capacity(MAX_SEGMENT_BYTES),
+            step_set: Vec::with_capacity(MAX_SEGMENT_BYTES),
+            step_unset: Vec::with_capacity(MAX_SEGMENT_BYTES),
             min_set: MinTable::new(),
             min_unset: MinTable::new(),
         }
@@ -282,8 +302,8 @@ impl Buckets {
     fn new() -> Self {
         Buckets {
             start: vec![0; (1 << HASH_BITS) + 1],
-            cand: vec![0; SEGMENT_BYTES],
-            hash: vec![0; SEGMENT_BYTES],
+            cand: vec![0; DICTIONARY_BYTES],
+            hash: vec![0; DICTIONARY_BYTES],
         }
     }
 
@@ -336,7 +356,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 const HEAD_BITS: u32 = 12;
 const SEEN_BITS: u32 = 7;
 const GEN_SHIFT: u32 = HEAD_BITS + SEEN_BITS;
-const _: () = assert!(SEGMENT_BYTES <= 1 << HEAD_BITS && MAX_CANDIDATES < 1 << SEEN_BITS);
+const _: () = assert!(DICTIONARY_BYTES <= 1 << HEAD_BITS && MAX_CANDIDATES < 1 << SEEN_BITS);
 
 /// Finds the match `lll.md` §9 defines: of the first [`MAX_CANDIDATES`] links of the hash chain
 /// of the position's 2-byte prefix (the dictionary's offsets with that prefix, highest first),
@@ -376,7 +396,7 @@ impl Matcher {
         Matcher {
             keys: vec![0; 1 << 16],
             generation: 0,
-            eligible: vec![false; SEGMENT_BYTES],
+            eligible: vec![false; DICTIONARY_BYTES],
             short: Buckets::new(),
             long: Buckets::new(),
             long_built: false,
@@ -513,9 +533,9 @@ const _: () = assert!(LONG_MAX - LONG_MIN + 1 == 1 << (LEVELS - 1));
 const _: () = assert!(SHORT_MAX - SHORT_MIN + 1 < 1 << SHORT_LEVELS);
 // The ring holds every position a query or a push reads (at most i + LONG_MAX, resp. q + 128).
 const _: () = assert!(LONG_MAX < RING && RING.is_power_of_two());
-const _: () = assert!(SEGMENT_BYTES < 1 << POS_BITS);
+const _: () = assert!(MAX_SEGMENT_BYTES < 1 << POS_BITS);
 // Costs stay below 9 bits a byte, so a packed value fits a u32.
-const _: () = assert!((COST_SC as usize * SEGMENT_BYTES) << POS_BITS < u32::MAX as usize);
+const _: () = assert!((COST_SC as usize * MAX_SEGMENT_BYTES) << POS_BITS < u32::MAX as usize);
 
 /// Range minimum over packed `cost << POS_BITS | position` values, filled from the segment's end
 /// downward: a sparse table (level `j` at `q`: the minimum of positions `q .. q + 2^j`) kept as a
@@ -708,7 +728,7 @@ mod tests {
         fn new() -> Self {
             RefMatcher {
                 head: vec![NONE; 1 << 16],
-                prev: vec![NONE; SEGMENT_BYTES],
+                prev: vec![NONE; DICTIONARY_BYTES],
             }
         }
 
@@ -857,20 +877,20 @@ mod tests {
         }
     }
 
-    fn ref_strip(strip: &[u8]) -> (Coding, CodeCounts) {
+    fn ref_strip(strip: &[u8], segment_bytes: usize) -> (Coding, CodeCounts) {
         let mut m = RefMatcher::new();
-        code_strip(strip, |seg, w, counts| {
+        code_strip(strip, segment_bytes, |seg, w, counts| {
             ref_dictionary(strip, seg, &mut m, w, counts)
         })
     }
 
     /// Asserts, strip by strip, that both encoders write the same, and that both matchers find
     /// the same match at every position of every dictionary segment.
-    fn same(data: &[u8], what: &str) {
+    fn same(data: &[u8], segment_bytes: usize, what: &str) {
         let mut scratch = Scratch::new();
         let mut rm = RefMatcher::new();
         for (k, strip) in data.chunks(STRIP_BYTES).enumerate() {
-            let (segs, n) = strip_segments(strip.len());
+            let (segs, n) = strip_segments(strip.len(), segment_bytes);
             for seg in segs[..n].iter().filter(|s| s.dictionary) {
                 let dict = &strip[seg.dict_start..seg.dict_end];
                 let mut fast = Vec::new();
@@ -888,7 +908,7 @@ mod tests {
                 }
             }
             assert!(
-                encode_strip(strip, &mut scratch) == ref_strip(strip),
+                encode_strip(strip, segment_bytes, &mut scratch) == ref_strip(strip, segment_bytes),
                 "{what}: strip {k} differs"
             );
         }
@@ -951,9 +971,10 @@ mod tests {
 
     #[test]
     fn same_output_as_the_reference() {
-        for seed in 0..3 {
-            for (what, data) in inputs(seed) {
-                same(&data, &format!("seed {seed}, {what}"));
+        // Every segment size, each on its own seed's inputs (the matcher runs per segment).
+        for (seed, &segment_bytes) in SEGMENT_SIZES.iter().enumerate() {
+            for (what, data) in inputs(seed as u64) {
+                same(&data, segment_bytes, &format!("seed {seed}, {what}"));
             }
         }
     }
@@ -969,7 +990,9 @@ mod tests {
         };
         for e in entries.filter_map(|e| e.ok()) {
             let data = std::fs::read(e.path()).expect("bench set");
-            same(&data, &e.path().display().to_string());
+            for segment_bytes in [DEFAULT_SEGMENT_BYTES, MAX_SEGMENT_BYTES] {
+                same(&data, segment_bytes, &e.path().display().to_string());
+            }
         }
     }
 }

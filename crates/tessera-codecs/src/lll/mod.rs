@@ -1,12 +1,13 @@
 //! LLL byte compression (`docs/format/lll.md`, after Funasaka, Nakano and Ito, *Light Loss-Less
 //! data compression*, the paper).
 //!
-//! Input is cut into **strips** of 8 **segments** of 4096 bytes; every strip is encoded and
-//! decoded on its own. The first segment of a strip is halved into subsegments of 512, 512, 1024
-//! and 2048 bytes: the first is coded without a dictionary (SC and RL words), each later one uses
-//! every byte before it in the strip as its dictionary; segment `k >= 1` uses segment `k - 1`
-//! (§3). A strip stores per-segment word counts, one identifier bit per word (1 = a 2-byte word)
-//! and the word array (§4), so a GPU finds every word's byte offset by a prefix sum of the bits.
+//! Input is cut into **strips** of 32 KiB; every strip is encoded and decoded on its own. A strip
+//! is coded as **segments** of `segment_bytes` (a header field: 4096 in formats 1 to 1.2, also
+//! 512, 1024 or 2048 since 1.3), after the paper's segment halving: the first 512 bytes are coded
+//! without a dictionary (SC and RL words), then each segment is twice the bytes before it, at most
+//! `segment_bytes`, and its dictionary is the at most 4096 strip bytes right before it (§3). A
+//! strip stores per-segment word counts, one identifier bit per word (1 = a 2-byte word) and the
+//! word array (§4), so a GPU finds every word's byte offset by a prefix sum of the bits.
 //!
 //! A strip whose coding is not shorter than its input is **stored** (format 1.1): its bytes are
 //! the input bytes, flagged by bit 31 of its `strip_starts` entry (§2, §4a). A strip whose bytes
@@ -24,23 +25,30 @@ mod decode;
 mod encode;
 
 pub use decode::{decode, decode_reference, decode_simple, strip_directory, StripKind, StripRange};
-pub use encode::{encode, max_encoded_len};
+pub use encode::{encode, encode_with_segment_bytes, max_encoded_len};
 
 /// Codec id reserved for LLL in the container (`lll.md` §1; not yet in `CodecId`).
 pub const CODEC_ID: u8 = 48;
 /// Logical type id of `bytes` (`lll.md` §1, shared with Huffman; not yet in `LogicalType`).
 pub const LOGICAL_TYPE_BYTES: u8 = 9;
 
-/// Bytes per segment (§2).
-pub const SEGMENT_BYTES: usize = 4096;
-/// Segments per strip (§2).
-pub const SEGMENTS_PER_STRIP: usize = 8;
-/// Bytes per strip (§2): 32 KiB.
-pub const STRIP_BYTES: usize = SEGMENT_BYTES * SEGMENTS_PER_STRIP;
-/// Lengths of the subsegments the first segment of a strip is halved into (§3).
-pub const SUBSEGMENT_BYTES: [usize; 4] = [512, 512, 1024, 2048];
-/// Coded segments in a full strip: 4 subsegments and 7 segments (§3).
-pub const MAX_STRIP_SEGMENTS: usize = SUBSEGMENT_BYTES.len() + SEGMENTS_PER_STRIP - 1;
+/// Segment sizes a payload may declare in its `segment_bytes` header word (§2; format 1.3
+/// added all but 4096).
+pub const SEGMENT_SIZES: [usize; 4] = [512, 1024, 2048, 4096];
+/// The largest segment (§2), the only size of formats 1 to 1.2.
+pub const MAX_SEGMENT_BYTES: usize = 4096;
+/// The segment size [`encode`] writes (§9: the smallest, whose dictionaries reach the bytes
+/// right before each segment, compresses best on every bench set).
+pub const DEFAULT_SEGMENT_BYTES: usize = 512;
+/// A segment's dictionary is the at most this many strip bytes right before it (§3).
+pub const DICTIONARY_BYTES: usize = 4096;
+/// Bytes per strip (§2): 32 KiB, whatever the segment size.
+pub const STRIP_BYTES: usize = 32768;
+/// The first segment of a strip no larger than this (§3: the strip's first 512 bytes have no
+/// dictionary).
+pub const FIRST_SEGMENT_BYTES: usize = 512;
+/// Coded segments in a full strip at most: 64 of 512 bytes (§3).
+pub const MAX_STRIP_SEGMENTS: usize = STRIP_BYTES / FIRST_SEGMENT_BYTES;
 /// Header bytes (§2): `segment_bytes`, `segments_per_strip`, `total_count`, `strip_count`.
 pub const HEADER_BYTES: usize = 16;
 
@@ -69,20 +77,17 @@ pub const RL_MIN: usize = 2;
 /// Longest RL.
 pub const RL_MAX: usize = 257;
 
-const _: () = assert!(STRIP_BYTES == 32768);
+const _: () = assert!(STRIP_BYTES % MAX_SEGMENT_BYTES == 0);
 // Every payload offset fits the offset field: a payload is at most 16 + 4 * 512 + 2^24 bytes.
 const _: () = assert!(HEADER_BYTES + 4 * 512 + (1 << 24) <= STRIP_OFFSET_MASK as usize);
-const _: () = assert!(
-    SUBSEGMENT_BYTES[0] + SUBSEGMENT_BYTES[1] + SUBSEGMENT_BYTES[2] + SUBSEGMENT_BYTES[3]
-        == SEGMENT_BYTES
-);
 const _: () = assert!(SHORT_MAX == LONG_L as usize - 1 + SHORT_MIN);
 const _: () = assert!(LONG_MAX == 255 + LONG_MIN);
-// Every dictionary is at most a segment long and offsets below RUN_T address all of it that a
-// copy of at least SHORT_MIN bytes can start at.
-const _: () = assert!(RUN_T as usize == SEGMENT_BYTES - 1);
+// Offsets below RUN_T address every byte of a dictionary that a copy of at least SHORT_MIN bytes
+// can start at.
+const _: () = assert!(RUN_T as usize == DICTIONARY_BYTES - 1);
 // A segment's word count fits the u16 of §4: each word yields at least one byte.
-const _: () = assert!(SEGMENT_BYTES <= u16::MAX as usize);
+const _: () = assert!(MAX_SEGMENT_BYTES <= u16::MAX as usize);
+const _: () = assert!(MAX_SEGMENT_BYTES <= DICTIONARY_BYTES);
 
 /// How many words of each code type an encoding holds (the paper's code names).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -129,8 +134,21 @@ pub(crate) struct Seg {
     pub dictionary: bool,
 }
 
-/// The coded segments of a strip of `len` bytes, in order (§3); returns them and their count.
-pub(crate) fn strip_segments(len: usize) -> ([Seg; MAX_STRIP_SEGMENTS], usize) {
+/// Whether `segment_bytes` is a size a payload may declare (§2).
+pub fn valid_segment_bytes(segment_bytes: usize) -> bool {
+    SEGMENT_SIZES.contains(&segment_bytes)
+}
+
+/// The coded segments of a strip of `len` bytes, segment size `segment_bytes` (one of
+/// [`SEGMENT_SIZES`]), in order (§3); returns them and their count. Segment 0 is
+/// `[0, min(512, len))`, without a dictionary; each next one starts where the one before ends and
+/// is twice as long as the bytes before it, at most `segment_bytes` (the paper's segment
+/// halving); its dictionary is the at most [`DICTIONARY_BYTES`] strip bytes before it.
+pub(crate) fn strip_segments(
+    len: usize,
+    segment_bytes: usize,
+) -> ([Seg; MAX_STRIP_SEGMENTS], usize) {
+    debug_assert!(valid_segment_bytes(segment_bytes) && len <= STRIP_BYTES);
     let empty = Seg {
         start: 0,
         end: 0,
@@ -141,33 +159,21 @@ pub(crate) fn strip_segments(len: usize) -> ([Seg; MAX_STRIP_SEGMENTS], usize) {
     let mut segs = [empty; MAX_STRIP_SEGMENTS];
     let mut n = 0;
     let mut start = 0;
-    for (j, &sub) in SUBSEGMENT_BYTES.iter().enumerate() {
-        if start >= len {
-            return (segs, n);
-        }
+    while start < len && n < MAX_STRIP_SEGMENTS {
+        let next = if start == 0 {
+            FIRST_SEGMENT_BYTES
+        } else {
+            (2 * start).min(start + segment_bytes)
+        };
         segs[n] = Seg {
             start,
-            end: (start + sub).min(len),
-            dict_start: 0,
+            end: next.min(len),
+            dict_start: start.saturating_sub(DICTIONARY_BYTES),
             dict_end: start,
-            dictionary: j > 0,
+            dictionary: start > 0,
         };
         n += 1;
-        start += sub;
-    }
-    for k in 1..SEGMENTS_PER_STRIP {
-        let start = k * SEGMENT_BYTES;
-        if start >= len {
-            break;
-        }
-        segs[n] = Seg {
-            start,
-            end: (start + SEGMENT_BYTES).min(len),
-            dict_start: start - SEGMENT_BYTES,
-            dict_end: start,
-            dictionary: true,
-        };
-        n += 1;
+        start = next;
     }
     (segs, n)
 }

@@ -5,29 +5,33 @@
 // `tessera_codecs::lll` (a test parses this file).
 //
 // Shared-memory invariants of the strip decoder (lll.cu):
-// - The **ring**: strip byte x lives at ring[x & 8191]. The first segment (subsegments 0..3,
-//   strip bytes [0, 4096)) fills the lower half; segment k >= 1 fills half k & 1, so the
-//   dictionary of segment k (segment k - 1) is always the other half, and a subsegment's
-//   dictionary (the strip prefix) is the part of the lower half before it. A half is written
-//   out to global memory before it is overwritten two segments later.
+// - The **ring**: strip byte x lives at ring[x & 8191]. A segment (at most 4096 bytes) and its
+//   dictionary (the at most 4096 strip bytes right before it) always fit the ring together, so
+//   a segment overwrites only bytes at least 4096 before its dictionary, which went out to
+//   global memory when their own segment was done (every segment is written out as soon as it
+//   is complete).
 // - `ids` holds the strip's identifier bits as little-endian words (bit i = word i of the
 //   strip is a 2-byte word), zero past the last identifier byte.
 // - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `stage` holds the step's window of the
 //   word array (LLL_STAGE_BEFORE bytes before its first word to 2 past its last possible one),
 //   `ends[k]` is the strip position where the code of the step's word k ends (c words of long
 //   codes: length 0), `desc[k]` says how its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL:
-//   copies of one character) or, for SI / LI, d such that output byte x comes from
-//   ring[(d + x) & 8191].
+//   copies of one character), LLL_RUN_AT | q (SRL, LRL after a copy: copies of ring[q]) or, for
+//   SI / LI, d such that output byte x comes from ring[(d + x) & 8191]. A step is W words of
+//   the strip, whatever segments they belong to.
 #ifndef TESSERA_LLL_CUH
 #define TESSERA_LLL_CUH
 
 #include "common.cuh"
 
-// lll.md §2, §3, §5.
-#define LLL_SEGMENT_BYTES 4096
-#define LLL_SEGMENTS_PER_STRIP 8
+// lll.md §2, §3, §5. segment_bytes is a header field (one of 512, 1024, 2048, 4096 since format
+// 1.3); the host passes it with every strip.
+#define LLL_MIN_SEGMENT_BYTES 512
+#define LLL_MAX_SEGMENT_BYTES 4096
+#define LLL_DICTIONARY_BYTES 4096
+#define LLL_FIRST_SEGMENT_BYTES 512
 #define LLL_STRIP_BYTES 32768
-#define LLL_MAX_STRIP_SEGMENTS 11
+#define LLL_MAX_STRIP_SEGMENTS 64
 #define LLL_HEADER_BYTES 16
 #define LLL_RUN_T 4095
 #define LLL_LONG_L 15
@@ -41,9 +45,17 @@
 // ceil(32768 identifier bits / 32): a strip has at most one word per byte.
 #define LLL_MAX_ID_WORDS 1024
 #define LLL_WORDS_PER_THREAD 8
+// A step whose output is at most this long gets a map from each 4-byte position of its output
+// to the code covering it, so stage 2 finds a share's first code with one load instead of a
+// binary search (longer steps, runs mostly, search).
+#define LLL_MAP_BYTES 4096
 #define LLL_FILL 0x80000000u
 // p (lll.md §5) unset, in the strip decoder's parse state (a ring position or LLL_FILL | ch when set).
 #define LLL_P_UNSET 0x40000000u
+// A code's description is a run of the dictionary byte at a ring position (SRL / LRL after a
+// copy), resolved in stage 2. Bits 16..29 of a packed code hold its length.
+#define LLL_RUN_AT 0x40000000u
+#define LLL_LEN_MASK 0x3FFFu
 // Word-array bytes a step stages before its first word: the (at most two) replayed words.
 #define LLL_STAGE_BEFORE 4
 // Bytes the host leaves readable past the last payload byte (identifier words are read as
@@ -53,7 +65,8 @@
 // Strip status codes (0 = decoded). The host maps any nonzero code onto the CPU decoder's exact
 // error by re-running it on the chunk; the codes name the first failed check for diagnostics.
 #define LLL_ST_OK 0
-#define LLL_ST_SHAPE 1            // strip output length 0 or > 32768 (a host bug, never data)
+#define LLL_ST_SHAPE 1            // strip output length 0 or > 32768, or a segment_bytes not of
+                                  // lll.md §2 (the host checked it: a host bug, never data)
 #define LLL_ST_COUNTS_TRUNCATED 2 // fewer than 2 S bytes for the word counts
 #define LLL_ST_WORD_COUNT 3       // a word_count outside 1..=len_j
 #define LLL_ST_IDS_TRUNCATED 4    // fewer bytes than the identifier block needs
@@ -75,27 +88,37 @@ struct LllStrip {
     u32 in_len;     // strip bytes (directory difference, checked by the host)
     u32 out_len;    // 1..=32768
     u32 kind;       // LLL_KIND_CODED, LLL_KIND_STORED or LLL_KIND_FILL
-    u32 reserved;   // 0
+    u32 segment_bytes;  // the payload's (lll.md §2): 512, 1024, 2048 or 4096
 };
 
-// Coded segments of a strip of L bytes (lll.md §3): 1..4 subsegments, then one per 4096 bytes.
-__device__ __forceinline__ u32 lll_segment_count(u32 L) {
-    u32 s = L > 2048 ? 4 : L > 1024 ? 3 : L > 512 ? 2 : 1;
-    if (L > LLL_SEGMENT_BYTES) s += (L - 1) / LLL_SEGMENT_BYTES;
-    return s;
+// log2(segment_bytes / 512) (0..3) if segment_bytes is one of lll.md §2's sizes, else -1.
+__device__ __forceinline__ int lll_segment_shift(u32 segment_bytes) {
+    const bool ok = segment_bytes >= LLL_MIN_SEGMENT_BYTES && segment_bytes <= LLL_MAX_SEGMENT_BYTES &&
+                    (segment_bytes & (segment_bytes - 1)) == 0;
+    return ok ? (int)(__ffs(segment_bytes) - 1) - 9 : -1;
 }
 
-// Segment j of a strip of L bytes: output [s, e), dictionary [ds, s) (empty for j = 0).
-__device__ __forceinline__ void lll_segment(u32 j, u32 L, u32& s, u32& e, u32& ds) {
-    if (j < 4) {
+// The segments of a strip of L bytes with segments of 512 << g bytes (lll.md §3): the halving
+// segments [0, 512), [512, 1024), [1024, 2048), ... up to 512 << g (g + 1 of them), then one per
+// 512 << g bytes.
+__device__ __forceinline__ u32 lll_segment_count(u32 L, u32 g) {
+    const u32 sb = LLL_FIRST_SEGMENT_BYTES << g;
+    if (L <= sb) return L > 2048 ? 4 : L > 1024 ? 3 : L > 512 ? 2 : 1;
+    return g + 1 + (L - 1) / sb;
+}
+
+// Segment j of that strip: output [s, e), dictionary [ds, s) (empty for j = 0): the at most
+// LLL_DICTIONARY_BYTES strip bytes right before the segment.
+__device__ __forceinline__ void lll_segment(u32 j, u32 L, u32 g, u32& s, u32& e, u32& ds) {
+    if (j <= g) {
         s = j == 0 ? 0u : 256u << j;  // 0, 512, 1024, 2048
-        e = ts_min(j == 0 ? 512u : 2 * s, L);
-        ds = 0;
+        e = j == 0 ? 512u : 2 * s;
     } else {
-        s = (j - 3) * LLL_SEGMENT_BYTES;
-        e = ts_min(s + LLL_SEGMENT_BYTES, L);
-        ds = s - LLL_SEGMENT_BYTES;
+        s = (j - g) * (LLL_FIRST_SEGMENT_BYTES << g);
+        e = s + (LLL_FIRST_SEGMENT_BYTES << g);
     }
+    e = ts_min(e, L);
+    ds = s > LLL_DICTIONARY_BYTES ? s - LLL_DICTIONARY_BYTES : 0u;
 }
 
 // ---- warp and block layers -----------------------------------------------------------------
