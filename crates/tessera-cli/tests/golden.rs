@@ -680,6 +680,25 @@ fn golden_files_decode_to_their_raw_values() {
     }
 }
 
+/// Files written before LLL format 1.3 (4096-byte segments), kept in `testdata/v1/lll-1.2/` and
+/// never regenerated: readers of 1.3 must keep decoding them (`docs/format/lll.md`, versions).
+#[test]
+fn lll_1_2_files_still_decode() {
+    let d = dir().join("lll-1.2");
+    for name in ["lll-bytes", "lll-utf8", "auto-utf8"] {
+        let path = d.join(format!("{name}.tsr"));
+        let want = std::fs::read(d.join(format!("{name}.raw"))).unwrap();
+        let got = decode_file(&path).unwrap_or_else(|(s, e)| panic!("{name}: {s:?}: {e}"));
+        assert!(got == want, "lll-1.2/{name}: decoded values differ");
+        // They are the old layout, not copies of the current files.
+        let current = std::fs::read(dir().join(format!("{name}.tsr"))).unwrap();
+        assert!(
+            std::fs::read(&path).unwrap() != current,
+            "lll-1.2/{name} equals the current file"
+        );
+    }
+}
+
 #[test]
 fn auto_golden_mixes_codecs() {
     let c = Container::open(dir().join("auto-u32.tsr")).unwrap();
