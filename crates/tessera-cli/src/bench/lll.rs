@@ -442,7 +442,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.runs < 5 {
         return Err(Error::InvalidArgument("--runs must be at least 5".into()));
     }
-    if !cpu::SEGMENT_SIZES.contains(&segment_bytes(args)) {
+    if !cpu::valid_segment_bytes(segment_bytes(args)) {
         return Err(Error::InvalidArgument(format!(
             "--segment-bytes must be one of {:?}",
             cpu::SEGMENT_SIZES

@@ -52,8 +52,9 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MIN, MAX_STRIP_SEGMENTS, RL_MIN,
-    RUN_T, SEGMENT_SIZES, SHORT_MIN, STORED_STRIP, STRIP_BYTES, STRIP_OFFSET_MASK,
+    strip_segments, valid_segment_bytes, Seg, FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MIN,
+    MAX_STRIP_SEGMENTS, RL_MIN, RUN_T, SEGMENT_SIZES, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
+    STRIP_OFFSET_MASK,
 };
 
 fn word(p: &[u8], at: usize) -> u32 {
@@ -103,7 +104,7 @@ fn parse_directory(payload: &[u8], n: usize) -> Result<Vec<StripRange>> {
         ));
     }
     let segment_bytes = word(payload, 0) as usize;
-    if !SEGMENT_SIZES.contains(&segment_bytes) {
+    if !valid_segment_bytes(segment_bytes) {
         return Err(Error::InvalidHeader {
             field: "segment_bytes",
             offset: 0,

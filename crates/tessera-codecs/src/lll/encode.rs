@@ -24,8 +24,8 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, CodeCounts, Seg, DEFAULT_SEGMENT_BYTES, DICTIONARY_BYTES, FILL_STRIP,
-    HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_SEGMENT_BYTES, RL_MAX, RL_MIN, RUN_T,
+    strip_segments, valid_segment_bytes, CodeCounts, Seg, DEFAULT_SEGMENT_BYTES, DICTIONARY_BYTES,
+    FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_SEGMENT_BYTES, RL_MAX, RL_MIN, RUN_T,
     SEGMENT_SIZES, SHORT_MAX, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
 
@@ -59,7 +59,7 @@ pub fn encode_with_segment_bytes(
     out: &mut Vec<u8>,
     segment_bytes: usize,
 ) -> Result<CodeCounts> {
-    if !SEGMENT_SIZES.contains(&segment_bytes) {
+    if !valid_segment_bytes(segment_bytes) {
         return Err(Error::InvalidArgument(format!(
             "LLL segment_bytes {segment_bytes} is not one of {SEGMENT_SIZES:?}"
         )));

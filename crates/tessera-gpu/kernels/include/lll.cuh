@@ -12,8 +12,9 @@
 //   is complete).
 // - `ids` holds the strip's identifier bits as little-endian words (bit i = word i of the
 //   strip is a 2-byte word), zero past the last identifier byte.
-// - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `stage` holds the step's window of the
-//   word array (LLL_STAGE_BEFORE bytes before its first word to 2 past its last possible one),
+// - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `stage4[step parity]` holds the step's
+//   window of the word array (LLL_STAGE_BEFORE bytes before its first word to 2 past its last
+//   possible one; the other buffer receives the next step's window meanwhile),
 //   `ends[k]` is the strip position where the code of the step's word k ends (c words of long
 //   codes: length 0), `desc[k]` says how its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL:
 //   copies of one character), LLL_RUN_AT | q (SRL, LRL after a copy: copies of ring[q]) or, for
