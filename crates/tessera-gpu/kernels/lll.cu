@@ -14,7 +14,9 @@
 //     every thread's first word offset in the word array (the paper's prefix sums of w); each
 //     thread parses its 8 words in order into packed codes (length << 16 | a fill character or
 //     a dictionary source; c words of LI / LRL: length 0), then a second scan of the threads'
-//     output lengths gives every code's output position (the paper's prefix sums of c).
+//     output lengths gives every code's output position (the paper's prefix sums of c). Each
+//     thread writes its 8 code ends and descriptions with three 16-byte shared stores (8 narrow
+//     stores a thread at a stride of 8 entries cost 4- and 8-way bank conflicts).
 //   Stage 2, for each segment the step's bytes fall in, in order, with a barrier between two:
 //     every thread takes an equal share of the segment's bytes in the step, finds the code of
 //     its first byte by binary search over the code ends and writes byte by byte into the ring
@@ -32,8 +34,8 @@
 // 2-byte word with l = 15 (a c word has identifier 0, so the parse is unambiguous), and the
 // previous character p of SRL / LRL is the last byte of the code before, i.e. its SC character
 // or the last byte of its dictionary copy, which the parse keeps as a ring position and stage 2
-// reads if a run code follows). So a thread replays the (at most two) words of the segment before its
-// first word, from the segment-start state, and then knows everything.
+// reads if a run code follows). So a thread reads the (at most two) words of the segment before
+// its first word (lll_replay) and then knows everything.
 //
 // Hostile input: every check of lll.md §6 is made (code lengths must sum to the segment's
 // length exactly, SI / LI inside the dictionary, SRL / LRL after a set p, a long code's c word
@@ -58,18 +60,24 @@ struct LllShared {
     uint4 ring4[LLL_RING_BYTES / 16];
     uint4 stage4[2][STAGE4];  // double-buffered: step s + 1's window lands during step s's parse
     u32 ids[LLL_MAX_ID_WORDS];
-    u32 desc[W];
-    u16 ends[W];
+    // A thread's 8 entries of each are written with 16-byte stores.
+    alignas(16) u32 desc[W];
+    alignas(16) u16 ends[W];
     // map[q]: the step word (index into ends / desc) whose code covers strip position
     // (pos & ~3) + 4 q, for the positions in the step's output (when it is at most
     // LLL_MAP_BYTES long).
     u16 map[LLL_MAP_BYTES / 4 + 1];  // + 1: pos & ~3 may be 3 bytes before pos
-    u32 seg_w[LLL_MAX_STRIP_SEGMENTS + 1];  // first strip word of each segment, then m
+    u16 seg_w[LLL_MAX_STRIP_SEGMENTS + 1];  // first strip word of each segment, then m
     u32 scan_a[THREADS / 32];
     u32 scan_b[THREADS / 32];
     u32 scan_c[THREADS / 32];
     u32 flag;
 };
+
+// 9 blocks of 128 threads a streaming multiprocessor on sm_90 (228 KiB of shared memory, of which
+// 1 KiB per block is the system's), which lll_decode_128's launch bounds (56 registers) ask for:
+// seg_w is u16 for it (a strip has at most 32768 words).
+static_assert(9 * (sizeof(LllShared<128>) + 1024) <= 228 * 1024, "LllShared<128> no longer fits 9 blocks an SM");
 
 // One word of a dictionary segment (lll.md §5) at sb[x], identifier `two`. `pend`: the word
 // before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_FILL | ch,
@@ -112,6 +120,38 @@ __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const
     pv = two ? ((ds + t + n - 1) & LLL_RING_MASK) : pend ? pv : (LLL_FILL | b0);
     pend = false;
     return code;
+}
+
+// The parse state before word i0 of a dictionary segment whose words start at w0 < i0 (x0: word
+// i0's offset in sb): `pend` (word i0 is a long code's c word) and p. Only the words i0 - 1 and
+// i0 - 2 can matter: a c word has identifier 0, so word i0 - 1 is one iff word i0 - 2 is a long
+// code's head; p is set by the last code before i0 that is not a c word. Gives the state that
+// lll_dict_word replayed over those two words from the segment-start state gives, on any input.
+__device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids, u32 i0, u32 w0, u32 ds, bool& pend,
+                                           u32& pv) {
+    const bool back2 = i0 >= w0 + 2;
+    const u32 two = back2 ? lll_ids(ids, i0 - 2, 2) : (lll_id(ids, i0 - 1) << 1);
+    const u32 id1 = two >> 1, id2 = two & 1u;
+    const int x1 = x0 - 1 - (int)id1;
+    const u32 a = sb[x1], b = sb[x1 + 1];
+    if (id1) {
+        // Word i0 - 1 is a head: SI / LI (p: its last dictionary byte) or SRL / LRL (p unset).
+        const u32 t = a | ((b & 15u) << 8), l = b >> 4;
+        pend = l == LLL_LONG_L;
+        const u32 n = pend ? (u32)sb[x1 + 2] + LLL_LONG_MIN : l + LLL_SHORT_MIN;
+        pv = t == LLL_RUN_T ? LLL_P_UNSET : ((ds + t + n - 1) & LLL_RING_MASK);
+        return;
+    }
+    pend = false;
+    pv = LLL_FILL | a;  // SC
+    if (back2 && id2) {
+        const u32 a2 = sb[x1 - 2], b2 = sb[x1 - 1];
+        if ((b2 >> 4) == LLL_LONG_L) {
+            // Word i0 - 1 is the c word (length a + LLL_LONG_MIN) of the long code at i0 - 2.
+            const u32 t2 = a2 | ((b2 & 15u) << 8);
+            pv = t2 == LLL_RUN_T ? LLL_P_UNSET : ((ds + t2 + a + LLL_LONG_MIN - 1) & LLL_RING_MASK);
+        }
+    }
 }
 
 // Stage 2 of one step in one segment: output bytes [lo, hi) of the strip from the segment's
@@ -358,20 +398,8 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             u32 w1 = sh.seg_w[j + 1];
             bool pend = false;
             u32 pv = LLL_P_UNSET;
-            if (j > 0) {
-                // Replay up to two earlier words of the segment (they may lie in the step
-                // before) to learn p and whether word i0 is a c word.
-                const u32 w0 = sh.seg_w[j];
-                bool ignored = false;
-                const bool back1 = i0 >= w0 + 1, back2 = i0 >= w0 + 2;
-                const u32 id1 = back1 ? lll_id(sh.ids, i0 - 1) : 0u;
-                const u32 id2 = back2 ? lll_id(sh.ids, i0 - 2) : 0u;
-                if (back2)
-                    lll_dict_word(sb, x0 - 2 - (int)(id1 + id2), id2, sh.ids, i0 - 2, w1, ds, s - ds, pend, pv,
-                                  ignored);
-                if (back1)
-                    lll_dict_word(sb, x0 - 1 - (int)id1, id1, sh.ids, i0 - 1, w1, ds, s - ds, pend, pv, ignored);
-            }
+            // The state before word i0 (lll_replay); none to replay at a segment's first word.
+            if (j > 0 && i0 > sh.seg_w[j]) lll_replay(sb, x0, sh.ids, i0, sh.seg_w[j], ds, pend, pv);
             int x = x0;
 #pragma unroll
             for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
@@ -406,6 +434,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         u32 at = pos + pre;
         const bool mapped = step_out <= LLL_MAP_BYTES;
         const u32 pos4 = pos & ~3u;
+        u32 endp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0};
 #pragma unroll
         for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
             if (k < nv) {
@@ -421,9 +450,16 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
                 // lll.md §6: a code ends inside its segment, the segment's last one at its end.
                 const u32 e = lim[k] & 0xFFFFu;
                 bad |= at > e || ((lim[k] >> 16) && at != e);
-                sh.ends[tid * LLL_WORDS_PER_THREAD + k] = (u16)at;
-                sh.desc[tid * LLL_WORDS_PER_THREAD + k] = v;
+                endp[k >> 1] |= (at & 0xFFFFu) << (16 * (k & 1));
+                dsc[k] = v;
             }
+        }
+        if (nv) {
+            // A thread's 8 ends and descs in three 16-byte stores (entries past nv are never read).
+            *reinterpret_cast<uint4*>(&sh.ends[tid * LLL_WORDS_PER_THREAD]) = make_uint4(endp[0], endp[1], endp[2], endp[3]);
+            uint4* d4 = reinterpret_cast<uint4*>(&sh.desc[tid * LLL_WORDS_PER_THREAD]);
+            d4[0] = make_uint4(dsc[0], dsc[1], dsc[2], dsc[3]);
+            d4[1] = make_uint4(dsc[4], dsc[5], dsc[6], dsc[7]);
         }
         if (__syncthreads_or(bad)) {
             ts_cp_async_wait();  // the next step's copy must land before the next strip's staging
@@ -478,7 +514,7 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
 extern "C" __global__ void __launch_bounds__(64, 12) lll_decode_64(LLL_DECODE_ARGS) {
     lll_decode<64>(in, strips, n_strips, out, status, first_bad);
 }
-extern "C" __global__ void __launch_bounds__(128, 8) lll_decode_128(LLL_DECODE_ARGS) {
+extern "C" __global__ void __launch_bounds__(128, 9) lll_decode_128(LLL_DECODE_ARGS) {
     lll_decode<128>(in, strips, n_strips, out, status, first_bad);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) lll_decode_256(LLL_DECODE_ARGS) {

@@ -555,6 +555,41 @@ mod model {
         code
     }
 
+    /// `lll_replay`: the state before word `i0` of a dictionary segment whose words start at
+    /// `w0 < i0` (`x0`: word i0's staged offset), from words i0 - 1 and i0 - 2 only.
+    fn replay(sb: &impl Fn(i64) -> u32, x0: i64, ids: &[u32], i0: u32, w0: u32, ds: u32) -> PState {
+        let back2 = i0 >= w0 + 2;
+        let id1 = id(ids, i0 - 1);
+        let id2 = if back2 { id(ids, i0 - 2) } else { 0 };
+        let x1 = x0 - 1 - id1 as i64;
+        let (a, b) = (sb(x1), sb(x1 + 1));
+        if id1 == 1 {
+            // A head: SI / LI (p: its last dictionary byte) or SRL / LRL (p unset).
+            let (t, l) = (a | (b & 15) << 8, b >> 4);
+            let n = if l == 15 { sb(x1 + 2) + 18 } else { l + 2 };
+            let p = if t == 4095 {
+                P_UNSET
+            } else {
+                (ds + t + n - 1) & MASK
+            };
+            return PState { pend: l == 15, p };
+        }
+        // SC, or the c word (length a + 18) of a long code at i0 - 2.
+        let mut p = FILL | a;
+        if back2 && id2 == 1 {
+            let (a2, b2) = (sb(x1 - 2), sb(x1 - 1));
+            if b2 >> 4 == 15 {
+                let t2 = a2 | (b2 & 15) << 8;
+                p = if t2 == 4095 {
+                    P_UNSET
+                } else {
+                    (ds + t2 + a + 18 - 1) & MASK
+                };
+            }
+        }
+        PState { pend: false, p }
+    }
+
     /// `lll_segment_count`: segments of a strip of `l` bytes, segments of `512 << g`.
     fn segment_count(l: u32, g: u32) -> u32 {
         let sb = 512 << g;
@@ -838,21 +873,8 @@ mod model {
                     pend: false,
                     p: P_UNSET,
                 };
-                if j > 0 {
-                    let w0 = seg_w[j as usize];
-                    let back1 = i0 > w0;
-                    let back2 = i0 >= w0 + 2;
-                    let id1 = if back1 { id(&ids, i0 - 1) } else { 0 };
-                    let id2 = if back2 { id(&ids, i0 - 2) } else { 0 };
-                    let mut ignored = false;
-                    if back2 {
-                        let xb = x0 - 2 - (id1 + id2) as i64;
-                        dict_word(&sb, xb, id2, || true, ds, s - ds, &mut ps, &mut ignored);
-                    }
-                    if back1 {
-                        let xb = x0 - 1 - id1 as i64;
-                        dict_word(&sb, xb, id1, || true, ds, s - ds, &mut ps, &mut ignored);
-                    }
+                if j > 0 && i0 > seg_w[j as usize] {
+                    ps = replay(&sb, x0, &ids, i0, seg_w[j as usize], ds);
                 }
                 let mut x = x0;
                 for k in 0..nv {
@@ -1023,6 +1045,51 @@ mod model {
             *b = 1;
         }
         vec![vec![0; n], nearly_zero, random, runs, text, image]
+    }
+
+    #[test]
+    fn the_short_replay_equals_replaying_two_words() {
+        // lll_replay reads words i0 - 1 and i0 - 2 directly; the decoder it replaced ran
+        // lll_dict_word over both from the segment-start state. They must agree on any bytes and
+        // identifiers (corrupt ones too: a strip whose state differed could fail differently).
+        let mut r = Lcg(7);
+        for case in 0..200_000u32 {
+            let bytes: Vec<u32> = (0..8)
+                .map(|_| match r.below(4) {
+                    0 => 0xFF,
+                    1 => 0xF0 | r.below(16),
+                    _ => r.below(256),
+                })
+                .collect();
+            let ids = vec![r.below(4), 0];
+            let sb = |x: i64| bytes[(x + 4) as usize];
+            let w0 = r.below(3);
+            let i0 = 2u32;
+            if i0 <= w0 {
+                continue;
+            }
+            let (id1, id2) = (id(&ids, i0 - 1), id(&ids, i0 - 2));
+            // Word i0 at staged offset 0 (index 4 of `bytes`), the words before packed below it.
+            let x0 = 0i64;
+            let ds = r.below(30000);
+            let mut ps = PState {
+                pend: false,
+                p: P_UNSET,
+            };
+            let mut ignored = false;
+            if i0 >= w0 + 2 {
+                let xb = x0 - 2 - (id1 + id2) as i64;
+                dict_word(&sb, xb, id2, || true, ds, 4096, &mut ps, &mut ignored);
+            }
+            let xb = x0 - 1 - id1 as i64;
+            dict_word(&sb, xb, id1, || true, ds, 4096, &mut ps, &mut ignored);
+            let short = replay(&sb, x0, &ids, i0, w0, ds);
+            assert_eq!(
+                (short.pend, short.p),
+                (ps.pend, ps.p),
+                "case {case}: bytes {bytes:?} ids {ids:?} w0 {w0} ds {ds}"
+            );
+        }
     }
 
     #[test]
