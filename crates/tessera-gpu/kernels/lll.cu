@@ -19,7 +19,9 @@
 //     stores a thread at a stride of 8 entries cost 4- and 8-way bank conflicts).
 //   Stage 2, for each segment the step's bytes fall in, in order, with a barrier between two:
 //     every thread takes an equal share of the segment's bytes in the step, finds the code of
-//     its first byte by binary search over the code ends and writes byte by byte into the ring
+//     its first byte (from the step's map of 4-byte positions to codes, or by binary search
+//     over the code ends when the step's output is too long for the map) and writes byte by
+//     byte into the ring
 //     (see lll.cuh): SC / RL / SRL / LRL are fills of one character, SI / LI copies from the
 //     dictionary, which is complete before the segment starts, so no byte waits for another.
 // When a segment is done it is written to global memory with 16-byte streaming stores. Segments
@@ -130,8 +132,9 @@ __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const
 __device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids, u32 i0, u32 w0, u32 ds, bool& pend,
                                            u32& pv) {
     const bool back2 = i0 >= w0 + 2;
-    const u32 two = back2 ? lll_ids(ids, i0 - 2, 2) : (lll_id(ids, i0 - 1) << 1);
-    const u32 id1 = two >> 1, id2 = two & 1u;
+    // Identifiers of words i0 - 2 (bit 0, 0 when it is not in the segment) and i0 - 1 (bit 1).
+    const u32 idb = back2 ? lll_ids(ids, i0 - 2, 2) : (lll_id(ids, i0 - 1) << 1);
+    const u32 id1 = idb >> 1, id2 = idb & 1u;
     const int x1 = x0 - 1 - (int)id1;
     const u32 a = sb[x1], b = sb[x1 + 1];
     if (id1) {
