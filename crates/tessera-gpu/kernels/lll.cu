@@ -62,13 +62,16 @@ struct LllShared {
     uint4 ring4[LLL_RING_BYTES / 16];
     uint4 stage4[2][STAGE4];  // double-buffered: step s + 1's window lands during step s's parse
     u32 ids[LLL_MAX_ID_WORDS];
-    // A thread's 8 entries of each are written with 16-byte stores.
-    alignas(16) u32 desc[W];
+    // A thread's 8 entries of each are written with one 16-byte store. desc: LLL_D_FILL | ch,
+    // LLL_D_RUN_AT | a ring position, or a copy's source offset (see lll.cuh).
+    alignas(16) u16 desc[W];
     alignas(16) u16 ends[W];
-    // map[q]: the step word (index into ends / desc) whose code covers strip position
-    // (pos & ~3) + 4 q, for the positions in the step's output (when it is at most
-    // LLL_MAP_BYTES long).
-    u16 map[LLL_MAP_BYTES / 4 + 1];  // + 1: pos & ~3 may be 3 bytes before pos
+    // The step's map (map[q]: the step word whose code covers strip position (pos & ~3) + 4 q,
+    // for the positions of a step whose output is at most MAP_BYTES long; + 1 entry: pos & ~3
+    // may be 3 bytes before pos) lives in the step's own stage buffer, which nobody reads
+    // between the parse and the next step's staging into it (issued after the next step's
+    // first scan).
+    static const u32 MAP_BYTES = 4 * (STAGE4 * 8 - 1) < LLL_MAP_BYTES ? 4 * (STAGE4 * 8 - 1) : LLL_MAP_BYTES;
     u16 seg_w[LLL_MAX_STRIP_SEGMENTS + 1];  // first strip word of each segment, then m
     u32 scan_a[THREADS / 32];
     u32 scan_b[THREADS / 32];
@@ -76,10 +79,11 @@ struct LllShared {
     u32 flag;
 };
 
-// 9 blocks of 128 threads a streaming multiprocessor on sm_90 (228 KiB of shared memory, of which
-// 1 KiB per block is the system's), which lll_decode_128's launch bounds (56 registers) ask for:
-// seg_w is u16 for it (a strip has at most 32768 words).
-static_assert(9 * (sizeof(LllShared<128>) + 1024) <= 228 * 1024, "LllShared<128> no longer fits 9 blocks an SM");
+// 10 blocks of 128 threads a streaming multiprocessor on sm_90 (228 KiB of shared memory, of which
+// 1 KiB per block is the system's), which lll_decode_128's launch bounds (48 registers) ask for:
+// hence 16-bit descriptions and segment starts (a strip has at most 32768 words) and the map in
+// a stage buffer.
+static_assert(10 * (sizeof(LllShared<128>) + 1024) <= 228 * 1024, "LllShared<128> no longer fits 10 blocks an SM");
 
 // One word of a dictionary segment (lll.md §5) at sb[x], identifier `two`. `pend`: the word
 // before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_FILL | ch,
@@ -166,7 +170,7 @@ __device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids,
 // dictionary (lll.cuh's ring). The step starts at strip position pos.
 template <int THREADS>
 __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u32 hi, u32 kl, u32 kh, u32 pos,
-                                               bool mapped) {
+                                               const u16* map) {
     u8* ring = reinterpret_cast<u8*>(sh.ring4);
     // Shares of an odd number of 4-byte ring words, so neighbouring threads hit different banks.
     // The shares start at lo rounded down to a ring word, so they must cover hi - base bytes
@@ -177,11 +181,11 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
     const u32 b = ts_min(hi, base + (threadIdx.x + 1) * per);
     if (a >= b) return;
     u32 k;
-    if (mapped) {
+    if (map) {
         // The code covering a & ~3 (or, before the step's first byte, the step's first code):
         // at most 3 bytes before a, so the walk below takes at most 3 codes (and c words) more.
         const u32 a4 = a & ~3u;
-        k = a4 >= pos ? (u32)sh.map[(a4 - (pos & ~3u)) >> 2] : 0u;
+        k = a4 >= pos ? (u32)map[(a4 - (pos & ~3u)) >> 2] : 0u;
     } else {
         // The first code that ends past a (ends[kh - 1] >= hi > a).
         u32 top = kh - 1;
@@ -196,7 +200,7 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
     // A run of a dictionary byte (LLL_RUN_AT) becomes a fill of that byte when its code is
     // taken: the dictionary is complete (the segments before were written, then a barrier).
     const auto take = [&](u32 d) -> u32 {
-        return (d & LLL_RUN_AT) ? (LLL_FILL | (u32)ring[d & LLL_RING_MASK]) : d;
+        return (d & LLL_D_RUN_AT) ? (LLL_D_FILL | (u32)ring[d & LLL_RING_MASK]) : d;
     };
     u32 end = sh.ends[k], d = take(sh.desc[k]);
     for (u32 x = a; x < b; ++x) {
@@ -205,7 +209,7 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
             end = sh.ends[k];
             d = take(sh.desc[k]);
         }
-        ring[x & LLL_RING_MASK] = (d & LLL_FILL) ? (u8)d : ring[(d + x) & LLL_RING_MASK];
+        ring[x & LLL_RING_MASK] = (d & LLL_D_FILL) ? (u8)d : ring[(d + x) & LLL_RING_MASK];
     }
 }
 
@@ -384,10 +388,12 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         // codes: length 0) and notes each word's segment end (bit 16: the segment's last word).
         // x stays in [x0 - 4, step_bytes + 2): the thread's words lie in the step's step_bytes
         // <= 2 W bytes, a replay reaches at most 4 bytes back, a long code's c byte 1 past.
-        u32 dsc[LLL_WORDS_PER_THREAD], lim[LLL_WORDS_PER_THREAD];
+        // dsc: the packed codes; last: bit k set if word k is its segment's last; j0, e0: the
+        // segment of the thread's first word and its end.
+        u32 dsc[LLL_WORDS_PER_THREAD], last = 0, j0 = 0, e0 = 0;
         bool bad = false;
 #pragma unroll
-        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) dsc[k] = lim[k] = 0;
+        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) dsc[k] = 0;
         if (nv) {
             // The segment of word i0: the last j with seg_w[j] <= i0 (word counts are >= 1, so
             // seg_w increases).
@@ -398,6 +404,8 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             }
             u32 s, e, ds;
             lll_segment(j, L, g, s, e, ds);
+            j0 = j;
+            e0 = e;
             u32 w1 = sh.seg_w[j + 1];
             bool pend = false;
             u32 pv = LLL_P_UNSET;
@@ -424,7 +432,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
                     } else {
                         dsc[k] = lll_dict_word(sb, x, two, sh.ids, i, w1, ds, s - ds, pend, pv, bad);
                     }
-                    lim[k] = e | ((u32)(i + 1 == w1) << 16);
+                    last |= (u32)(i + 1 == w1) << k;
                     x += 1 + (int)two;
                 }
             }
@@ -435,34 +443,37 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         u32 step_out;
         const u32 pre = lll_block_exclusive_sum<THREADS>(total_len, sh.scan_b, step_out);
         u32 at = pos + pre;
-        const bool mapped = step_out <= LLL_MAP_BYTES;
+        u16* const map = step_out <= LllShared<THREADS>::MAP_BYTES ? reinterpret_cast<u16*>(sh.stage4[cur]) : nullptr;
         const u32 pos4 = pos & ~3u;
-        u32 endp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0};
+        u32 endp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0}, descp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0};
 #pragma unroll
         for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
             if (k < nv) {
                 const u32 d = dsc[k];
                 // The map entries of the 4-byte positions this code covers.
-                if (mapped)
+                if (map)
                     for (u32 q = (at - pos4 + 3) >> 2; pos4 + 4 * q < at + ((d >> 16) & LLL_LEN_MASK); ++q)
-                        sh.map[q] = (u16)(tid * LLL_WORDS_PER_THREAD + k);
-                const u32 v = (d & LLL_FILL)     ? (d & (LLL_FILL | 0xFFu))
-                              : (d & LLL_RUN_AT) ? (d & (LLL_RUN_AT | LLL_RING_MASK))
+                        map[q] = (u16)(tid * LLL_WORDS_PER_THREAD + k);
+                const u32 v = (d & LLL_FILL)     ? (LLL_D_FILL | (d & 0xFFu))
+                              : (d & LLL_RUN_AT) ? (LLL_D_RUN_AT | (d & LLL_RING_MASK))
                                                  : (((d & 0xFFFFu) - at) & LLL_RING_MASK);
                 at += (d >> 16) & LLL_LEN_MASK;
                 // lll.md §6: a code ends inside its segment, the segment's last one at its end.
-                const u32 e = lim[k] & 0xFFFFu;
-                bad |= at > e || ((lim[k] >> 16) && at != e);
+                bad |= at > e0;
+                if ((last >> k) & 1u) {
+                    bad |= at != e0;
+                    u32 s1, ds1;
+                    lll_segment(++j0, L, g, s1, e0, ds1);
+                }
                 endp[k >> 1] |= (at & 0xFFFFu) << (16 * (k & 1));
-                dsc[k] = v;
+                descp[k >> 1] |= v << (16 * (k & 1));
             }
         }
         if (nv) {
-            // A thread's 8 ends and descs in three 16-byte stores (entries past nv are never read).
+            // A thread's 8 ends and descs in two 16-byte stores (entries past nv are never read).
             *reinterpret_cast<uint4*>(&sh.ends[tid * LLL_WORDS_PER_THREAD]) = make_uint4(endp[0], endp[1], endp[2], endp[3]);
-            uint4* d4 = reinterpret_cast<uint4*>(&sh.desc[tid * LLL_WORDS_PER_THREAD]);
-            d4[0] = make_uint4(dsc[0], dsc[1], dsc[2], dsc[3]);
-            d4[1] = make_uint4(dsc[4], dsc[5], dsc[6], dsc[7]);
+            *reinterpret_cast<uint4*>(&sh.desc[tid * LLL_WORDS_PER_THREAD]) =
+                make_uint4(descp[0], descp[1], descp[2], descp[3]);
         }
         if (__syncthreads_or(bad)) {
             ts_cp_async_wait();  // the next step's copy must land before the next strip's staging
@@ -475,7 +486,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             // The segment's words in the step, relative to step0.
             const u32 kl = ts_max(sh.seg_w[jc], step0) - step0;
             const u32 kh = ts_min(sh.seg_w[jc + 1], step0 + nw) - step0;
-            lll_step_write<THREADS>(sh, pos, b, kl, kh, step_pos, mapped);
+            lll_step_write<THREADS>(sh, pos, b, kl, kh, step_pos, map);
             pos = b;
             if (pos == ce) {
                 __syncthreads();
@@ -517,7 +528,7 @@ __device__ __forceinline__ void lll_decode(const u8* __restrict__ in, const LllS
 extern "C" __global__ void __launch_bounds__(64, 12) lll_decode_64(LLL_DECODE_ARGS) {
     lll_decode<64>(in, strips, n_strips, out, status, first_bad);
 }
-extern "C" __global__ void __launch_bounds__(128, 9) lll_decode_128(LLL_DECODE_ARGS) {
+extern "C" __global__ void __launch_bounds__(128, 10) lll_decode_128(LLL_DECODE_ARGS) {
     lll_decode<128>(in, strips, n_strips, out, status, first_bad);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) lll_decode_256(LLL_DECODE_ARGS) {

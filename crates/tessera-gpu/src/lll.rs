@@ -426,11 +426,15 @@ mod tests {
     fn host_constants_match_lll_cuh() {
         let d = defines();
         let num = |k: &str| -> usize {
-            d.get(k)
+            let v = d
+                .get(k)
                 .unwrap_or_else(|| panic!("LLL_{k} missing"))
-                .trim_end_matches('u')
-                .parse()
-                .unwrap_or_else(|_| panic!("LLL_{k} not a number"))
+                .trim_end_matches('u');
+            match v.strip_prefix("0x") {
+                Some(h) => usize::from_str_radix(h, 16),
+                None => v.parse(),
+            }
+            .unwrap_or_else(|_| panic!("LLL_{k} not a number"))
         };
         assert_eq!(num("MIN_SEGMENT_BYTES"), cpu::SEGMENT_SIZES[0]);
         assert_eq!(num("MAX_SEGMENT_BYTES"), cpu::MAX_SEGMENT_BYTES);
@@ -462,6 +466,10 @@ mod tests {
         assert_eq!(num("WORDS_PER_THREAD"), super::model::WPT as usize);
         assert_eq!(num("STAGE_BEFORE"), super::model::STAGE_BEFORE);
         assert_eq!(num("MAP_BYTES"), super::model::MAP_BYTES as usize);
+        assert_eq!(num("D_FILL"), super::model::D_FILL as usize);
+        assert_eq!(num("D_RUN_AT"), super::model::D_RUN_AT as usize);
+        // The map of a 128-thread step covers LLL_MAP_BYTES (its stage buffer holds it).
+        assert_eq!(super::model::map_bytes(1024), super::model::MAP_BYTES);
     }
 }
 
@@ -481,6 +489,16 @@ mod model {
     const RUN_AT: u32 = 0x4000_0000;
     const LEN_MASK: u32 = 0x3FFF;
     pub(super) const MAP_BYTES: u32 = 4096;
+    /// `LLL_D_FILL`, `LLL_D_RUN_AT`: flags of the 16-bit descriptions stage 2 reads.
+    pub(super) const D_FILL: u32 = 0x8000;
+    pub(super) const D_RUN_AT: u32 = 0x4000;
+
+    /// `LllShared::MAP_BYTES`: the longest step output that gets a map, which lives in the
+    /// step's stage buffer (`stage4(w_step)` 16-byte pieces, one 16-bit entry per 4 bytes and
+    /// one spare).
+    pub(super) fn map_bytes(w_step: u32) -> u32 {
+        (4 * (stage4(w_step) as u32 * 8 - 1)).min(MAP_BYTES)
+    }
     const RL_MIN: u32 = cpu::RL_MIN as u32;
 
     /// 16-byte pieces of the staged word-array window (`LllShared::STAGE4`).
@@ -626,7 +644,7 @@ mod model {
     fn step_write(
         ring: &mut [u8],
         ends: &[u16],
-        desc: &[u32],
+        desc: &[u16],
         lo: u32,
         hi: u32,
         (kl, kh): (u32, u32),
@@ -638,9 +656,10 @@ mod model {
         // The shares cover every byte.
         assert!(base + threads * per >= hi, "[{lo}, {hi}) not covered");
         // A run of a dictionary byte becomes a fill of it when its code is taken.
-        let take = |ring: &[u8], d: u32| {
-            if d & RUN_AT != 0 {
-                FILL | ring[(d & MASK) as usize] as u32
+        let take = |ring: &[u8], d: u16| {
+            let d = u32::from(d);
+            if d & D_RUN_AT != 0 {
+                D_FILL | ring[(d & MASK) as usize] as u32
             } else {
                 d
             }
@@ -679,7 +698,7 @@ mod model {
                     end = ends[k as usize] as u32;
                     d = take(ring, desc[k as usize]);
                 }
-                ring[(xx & MASK) as usize] = if d & FILL != 0 {
+                ring[(xx & MASK) as usize] = if d & D_FILL != 0 {
                     d as u8
                 } else {
                     ring[((d + xx) & MASK) as usize]
@@ -799,7 +818,7 @@ mod model {
         // Shared memory is not cleared on the GPU: stale bytes are modelled as 0xEE.
         let mut stage = vec![0xEEu8; 16 * stage4(w_step)];
         let mut ends = vec![0u16; w_step as usize];
-        let mut desc = vec![0u32; w_step as usize];
+        let mut desc = vec![0u16; w_step as usize];
         let mut arr_base = 0u32;
         // Steps of W words of the strip, across segments (lll.cu).
         let mut pos = 0u32;
@@ -912,10 +931,11 @@ mod model {
                 })
                 .collect();
             let (pres, step_out) = exclusive(&totals);
-            let mapped = step_out <= MAP_BYTES;
+            let mapped = step_out <= map_bytes(w_step);
             let pos4 = pos & !3;
-            // Stale map entries on the GPU: modelled as a poison word index.
-            let mut map = vec![u16::MAX; MAP_BYTES as usize / 4 + 1];
+            // The map lives in the step's stage buffer: its stale entries (window bytes or an
+            // older map) are modelled as a poison word index.
+            let mut map = vec![u16::MAX; 8 * stage4(w_step)];
             for t in 0..threads as usize {
                 let mut at = pos.wrapping_add(pres[t]);
                 for k in 0..nvs[t] as usize {
@@ -928,9 +948,9 @@ mod model {
                         }
                     }
                     let v = if d & FILL != 0 {
-                        d & (FILL | 0xFF)
+                        D_FILL | (d & 0xFF)
                     } else if d & RUN_AT != 0 {
-                        d & (RUN_AT | MASK)
+                        D_RUN_AT | (d & MASK)
                     } else {
                         (d & 0xFFFF).wrapping_sub(at) & MASK
                     };
@@ -938,7 +958,7 @@ mod model {
                     let e = lims[t][k] & 0xFFFF;
                     any_bad |= at > e || (lims[t][k] >> 16 != 0 && at != e);
                     ends[t * WPT as usize + k] = at as u16;
-                    desc[t * WPT as usize + k] = v;
+                    desc[t * WPT as usize + k] = v as u16;
                 }
             }
             if any_bad {

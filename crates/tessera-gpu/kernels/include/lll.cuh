@@ -14,12 +14,14 @@
 //   strip is a 2-byte word), zero past the last identifier byte.
 // - Per step of W = THREADS * LLL_WORDS_PER_THREAD words: `stage4[step parity]` holds the step's
 //   window of the word array (LLL_STAGE_BEFORE bytes before its first word to 2 past its last
-//   possible one; the other buffer receives the next step's window meanwhile),
-//   `ends[k]` is the strip position where the code of the step's word k ends (c words of long
-//   codes: length 0), `desc[k]` says how its bytes are made: LLL_FILL | ch (SC, RL, SRL, LRL:
-//   copies of one character), LLL_RUN_AT | q (SRL, LRL after a copy: copies of ring[q]) or, for
-//   SI / LI, d such that output byte x comes from ring[(d + x) & 8191]. A step is W words of
-//   the strip, whatever segments they belong to.
+//   possible one; the other buffer receives the next step's window meanwhile; once the step is
+//   parsed, its own buffer holds the step's map of 4-byte output positions to codes until the
+//   next step's first scan), `ends[k]` is the strip position where the code of the
+//   step's word k ends (c words of long codes: length 0), `desc[k]` (16 bits) says how its
+//   bytes are made: LLL_D_FILL | ch (SC, RL, SRL, LRL: copies of one character), LLL_D_RUN_AT |
+//   q (SRL, LRL after a copy: copies of ring[q]) or, for SI / LI, d such that output byte x
+//   comes from ring[(d + x) & 8191]. A step is W words of the strip, whatever segments they
+//   belong to.
 #ifndef TESSERA_LLL_CUH
 #define TESSERA_LLL_CUH
 
@@ -57,6 +59,11 @@
 // copy), resolved in stage 2. Bits 16..29 of a packed code hold its length.
 #define LLL_RUN_AT 0x40000000u
 #define LLL_LEN_MASK 0x3FFFu
+// The 16-bit descriptions stage 2 reads (LllShared::desc): LLL_D_FILL | ch (a fill), LLL_D_RUN_AT |
+// a ring position (a run of the dictionary byte there), else a copy: output byte x comes from
+// ring[(desc + x) & LLL_RING_MASK].
+#define LLL_D_FILL 0x8000u
+#define LLL_D_RUN_AT 0x4000u
 // Word-array bytes a step stages before its first word: the (at most two) replayed words.
 #define LLL_STAGE_BEFORE 4
 // Bytes the host leaves readable past the last payload byte (identifier words are read as
