@@ -15,8 +15,8 @@
 //     thread parses its 8 words in order into packed codes (length << 16 | a fill character or
 //     a dictionary source; c words of LI / LRL: length 0), then a second scan of the threads'
 //     output lengths gives every code's output position (the paper's prefix sums of c). Each
-//     thread writes its 8 code ends and descriptions with three 16-byte shared stores (8 narrow
-//     stores a thread at a stride of 8 entries cost 4- and 8-way bank conflicts).
+//     thread writes its 8 code ends and 16-bit descriptions with two 16-byte shared stores (8
+//     narrow stores a thread at a stride of 8 entries cost 4- and 8-way bank conflicts).
 //   Stage 2, for each segment the step's bytes fall in, in order, with a barrier between two:
 //     every thread takes an equal share of the segment's bytes in the step, finds the code of
 //     its first byte (from the step's map of 4-byte positions to codes, or by binary search
@@ -385,7 +385,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             next_off = lll_stage<THREADS>(sh.stage4[cur ^ 1u], A, a_end, arr_base + step_bytes, ts_min(W, m - step0 - W));
 
         // Stage 1b: each thread parses its words in order into packed codes (c words of long
-        // codes: length 0) and notes each word's segment end (bit 16: the segment's last word).
+        // codes: length 0) and notes which of them end a segment.
         // x stays in [x0 - 4, step_bytes + 2): the thread's words lie in the step's step_bytes
         // <= 2 W bytes, a replay reaches at most 4 bytes back, a long code's c byte 1 past.
         // dsc: the packed codes; last: bit k set if word k is its segment's last; j0, e0: the
