@@ -867,7 +867,9 @@ mod model {
                 .collect();
             let (offs, step_bytes) = exclusive(&sizes);
             let mut dscs = vec![[0u32; WPT as usize]; threads as usize];
-            let mut lims = vec![[0u32; WPT as usize]; threads as usize];
+            // Per thread: bit k set if word k ends its segment; the segment of its first word.
+            let mut lasts = vec![0u32; threads as usize];
+            let mut firsts = vec![0u32; threads as usize];
             let mut any_bad = false;
             for t in 0..threads {
                 let (nv, bits) = (nvs[t as usize], bitss[t as usize]);
@@ -886,7 +888,8 @@ mod model {
                         top = mid - 1;
                     }
                 }
-                let (mut s, mut e, mut ds) = segment(j, l, g);
+                let (mut s, _, mut ds) = segment(j, l, g);
+                firsts[t as usize] = j;
                 let mut w1 = seg_w[j as usize + 1];
                 let mut ps = PState {
                     pend: false,
@@ -900,7 +903,7 @@ mod model {
                     let i = i0 + k;
                     if i == w1 {
                         j += 1;
-                        (s, e, ds) = segment(j, l, g);
+                        (s, _, ds) = segment(j, l, g);
                         w1 = seg_w[j as usize + 1];
                         ps = PState {
                             pend: false,
@@ -918,7 +921,7 @@ mod model {
                         any_bad |= err;
                         d
                     };
-                    lims[t as usize][k as usize] = e | u32::from(i + 1 == w1) << 16;
+                    lasts[t as usize] |= u32::from(i + 1 == w1) << k;
                     x += 1 + two as i64;
                 }
             }
@@ -938,6 +941,9 @@ mod model {
             let mut map = vec![u16::MAX; 8 * stage4(w_step)];
             for t in 0..threads as usize {
                 let mut at = pos.wrapping_add(pres[t]);
+                // The segment of word k and its end, from the last-word mask.
+                let mut jj = firsts[t];
+                let mut e0 = segment(jj, l, g).1;
                 for k in 0..nvs[t] as usize {
                     let d = dscs[t][k];
                     if mapped {
@@ -955,8 +961,12 @@ mod model {
                         (d & 0xFFFF).wrapping_sub(at) & MASK
                     };
                     at = at.wrapping_add((d >> 16) & LEN_MASK);
-                    let e = lims[t][k] & 0xFFFF;
-                    any_bad |= at > e || (lims[t][k] >> 16 != 0 && at != e);
+                    any_bad |= at > e0;
+                    if lasts[t] >> k & 1 != 0 {
+                        any_bad |= at != e0;
+                        jj += 1;
+                        e0 = segment(jj, l, g).1;
+                    }
                     ends[t * WPT as usize + k] = at as u16;
                     desc[t * WPT as usize + k] = v as u16;
                 }
