@@ -20,6 +20,9 @@ use tessera_codecs::bitmap::{Bitmap, Flavor};
 use tessera_gpu::bitmap as gb;
 use tessera_gpu::Gpu;
 
+mod common;
+use common::{copy_ceiling_gbps, gpu_ms, gpu_ms_then};
+
 struct Args {
     densities: Vec<u32>,
     flavors: Vec<Flavor>,
@@ -94,52 +97,12 @@ fn random_bits(bit_len: u64, k: u32, seed: u64) -> Vec<u8> {
     out
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn gpu_ms<R>(
-    gpu: &Gpu,
-    runs: usize,
-    work: impl FnMut() -> tessera_format::Result<R>,
-) -> tessera_format::Result<f64> {
-    gpu_ms_then(gpu, runs, work, |_| Ok(()))
-}
-
-/// [`gpu_ms`] where each run's result goes to `after` outside the timed region (finishing a
-/// queued compression, so the timing holds its GPU work and not the host's wait).
-fn gpu_ms_then<R>(
-    gpu: &Gpu,
-    runs: usize,
-    mut work: impl FnMut() -> tessera_format::Result<R>,
-    mut after: impl FnMut(R) -> tessera_format::Result<()>,
-) -> tessera_format::Result<f64> {
-    after(gpu.timed(&mut work)?.0)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let (r, ms) = gpu.timed(&mut work)?;
-        after(r)?;
-        t.push(f64::from(ms));
-    }
-    Ok(median(t))
-}
-
 fn main() -> tessera_format::Result<()> {
     let args = parse();
     let gpu = Gpu::new()?;
     let t0 = Instant::now();
     let plain_bytes = args.bits.div_ceil(8) as usize;
-    let src = gpu.alloc::<u8>(plain_bytes)?;
-    let mut dst = gpu.alloc::<u8>(plain_bytes)?;
-    gpu.time_copy(&src, &mut dst)?;
-    let copy = median(
-        (0..5)
-            .map(|_| gpu.time_copy(&src, &mut dst).map(f64::from))
-            .collect::<tessera_format::Result<Vec<_>>>()?,
-    );
-    drop((src, dst));
-    let ceiling = 2.0 * plain_bytes as f64 / copy / 1e6; // GB/s, read + write
+    let ceiling = copy_ceiling_gbps(&gpu, plain_bytes, 5)?; // GB/s, read + write
     println!(
         "{} bits, copy ceiling {ceiling:.0} GB/s, median of {} runs",
         args.bits, args.runs

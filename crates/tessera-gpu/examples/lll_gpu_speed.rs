@@ -14,12 +14,10 @@ use tessera_codecs::lll;
 use tessera_gpu::lll::{self as glll, DeviceLll, Variant};
 use tessera_gpu::Gpu;
 
-const POISON: u8 = 0xA5;
+mod common;
+use common::{copy_ceiling_gbps, gpu_ms};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
+const POISON: u8 = 0xA5;
 
 fn main() {
     let mut files = Vec::new();
@@ -62,15 +60,7 @@ fn main() {
             return;
         }
     };
-    // Copy ceiling over `bytes`.
-    let src = gpu.alloc::<u8>(bytes).expect("device buffer");
-    let mut dst = gpu.alloc::<u8>(bytes).expect("device buffer");
-    gpu.time_copy(&src, &mut dst).expect("copy");
-    let t: Vec<f64> = (0..runs)
-        .map(|_| gpu.time_copy(&src, &mut dst).expect("copy") as f64)
-        .collect();
-    let ceiling = 2.0 * bytes as f64 / median(t) / 1e6;
-    drop((src, dst));
+    let ceiling = copy_ceiling_gbps(&gpu, bytes, runs).expect("copy ceiling");
     println!(
         "segments {segment_bytes}, {} MiB a set, copy ceiling {ceiling:.0} GB/s (read + write)",
         bytes >> 20
@@ -107,18 +97,13 @@ fn main() {
                 back[..n].chunks(data.len()).all(|c| c == data)
                     && back[n..].iter().all(|&b| b == POISON)
             };
-            let mut t = Vec::with_capacity(runs);
-            for r in 0..=runs {
-                let ((), ms) = gpu
-                    .timed(|| glll::enqueue_decode(&gpu, &input, &mut d_out, v))
-                    .expect("timed decode");
-                if r > 0 {
-                    t.push(ms as f64);
-                }
-            }
+            let ms = gpu_ms(&gpu, runs, || {
+                glll::enqueue_decode(&gpu, &input, &mut d_out, v)
+            })
+            .expect("timed decode");
             glll::finish_decode(&gpu, &input).expect("decode status");
             if ok {
-                print!(" {:>8.1}", n as f64 / median(t) / 1e6);
+                print!(" {:>8.1}", n as f64 / ms / 1e6);
             } else {
                 failed = true;
                 print!(" {:>8}", "WRONG");
