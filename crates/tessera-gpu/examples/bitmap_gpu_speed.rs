@@ -20,9 +20,6 @@ use tessera_codecs::bitmap::{Bitmap, Flavor};
 use tessera_gpu::bitmap as gb;
 use tessera_gpu::Gpu;
 
-mod common;
-use common::{copy_ceiling_gbps, gpu_ms, gpu_ms_then};
-
 struct Args {
     densities: Vec<u32>,
     flavors: Vec<Flavor>,
@@ -102,7 +99,11 @@ fn main() -> tessera_format::Result<()> {
     let gpu = Gpu::new()?;
     let t0 = Instant::now();
     let plain_bytes = args.bits.div_ceil(8) as usize;
-    let ceiling = copy_ceiling_gbps(&gpu, plain_bytes, 5)?; // GB/s, read + write
+    let ceiling = {
+        let src = gpu.alloc::<u8>(plain_bytes)?;
+        let mut dst = gpu.alloc::<u8>(plain_bytes)?;
+        gpu.copy_ceiling_gbps(&src, &mut dst, 5)? // GB/s, read + write
+    };
     println!(
         "{} bits, copy ceiling {ceiling:.0} GB/s, median of {} runs",
         args.bits, args.runs
@@ -132,11 +133,10 @@ fn main() -> tessera_format::Result<()> {
                 ok &= gb::download(&gpu, &q)? == a;
                 // With the host's wait for the word count, then the GPU's work alone (the
                 // count is read after the timed region).
-                let ms = gpu_ms(&gpu, args.runs, || gb::compress_device(&gpu, flavor, &pa))?;
+                let ms = gpu.median_ms(args.runs, || gb::compress_device(&gpu, flavor, &pa))?;
                 cells[0] = format!("{ms:.3}");
                 cells[1] = format!("{:.0}%", frac(ms, a.words().len()));
-                let ms = gpu_ms_then(
-                    &gpu,
+                let ms = gpu.median_ms_then(
                     args.runs,
                     || gb::compress_device_queued(&gpu, flavor, &pa),
                     |p| {
@@ -167,7 +167,7 @@ fn main() -> tessera_format::Result<()> {
                 for (i, d) in [(0, &dc), (1, &da)] {
                     let mut out = gb::decompress_device(&gpu, d)?;
                     ok &= gb::download_plain(&gpu, &out)? == a_bits;
-                    let ms = gpu_ms(&gpu, args.runs, || {
+                    let ms = gpu.median_ms(args.runs, || {
                         gb::decompress_device_into(&gpu, d, &mut out.words)
                     })?;
                     cells[4 + 2 * i] = format!("{ms:.3}");
@@ -186,7 +186,7 @@ fn main() -> tessera_format::Result<()> {
                 }
                 let r = gb::binary_device(&gpu, op, &da, &db)?;
                 ok &= gb::download(&gpu, &r)? == tessera_codecs::bitmap::ops::binary(op, &a, &b)?;
-                let ms = gpu_ms(&gpu, args.runs, || gb::binary_device(&gpu, op, &da, &db))?;
+                let ms = gpu.median_ms(args.runs, || gb::binary_device(&gpu, op, &da, &db))?;
                 cells[8 + i] = format!("{ms:.4}");
             }
             all_ok &= ok;
@@ -219,16 +219,13 @@ fn main() -> tessera_format::Result<()> {
                         gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &ca, &cb)?)? == want;
                     fok &=
                         gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &da, &db)?)? == want;
-                    let merge = gpu_ms(&gpu, args.runs, || {
-                        gb::binary_device_merge(&gpu, op, &ca, &cb)
-                    })?;
-                    let fused = gpu_ms(&gpu, args.runs, || {
-                        gb::binary_device_fused(&gpu, op, &ca, &cb)
-                    })?;
-                    let fused_up = gpu_ms(&gpu, args.runs, || {
-                        gb::binary_device_fused(&gpu, op, &da, &db)
-                    })?;
-                    let dop = gpu_ms(&gpu, args.runs, || {
+                    let merge =
+                        gpu.median_ms(args.runs, || gb::binary_device_merge(&gpu, op, &ca, &cb))?;
+                    let fused =
+                        gpu.median_ms(args.runs, || gb::binary_device_fused(&gpu, op, &ca, &cb))?;
+                    let fused_up =
+                        gpu.median_ms(args.runs, || gb::binary_device_fused(&gpu, op, &da, &db))?;
+                    let dop = gpu.median_ms(args.runs, || {
                         gb::decompress_device_into(&gpu, &ca, &mut xa.words)?;
                         gb::decompress_device_into(&gpu, &cb, &mut xb.words)?;
                         gb::plain_op_device(&gpu, op, &xa, &xb, &mut xr)?;

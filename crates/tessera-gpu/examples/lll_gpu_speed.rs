@@ -14,9 +14,6 @@ use tessera_codecs::lll;
 use tessera_gpu::lll::{self as glll, DeviceLll, Variant};
 use tessera_gpu::Gpu;
 
-mod common;
-use common::{copy_ceiling_gbps, gpu_ms};
-
 const POISON: u8 = 0xA5;
 
 fn main() {
@@ -60,7 +57,12 @@ fn main() {
             return;
         }
     };
-    let ceiling = copy_ceiling_gbps(&gpu, bytes, runs).expect("copy ceiling");
+    let ceiling = {
+        let src = gpu.alloc::<u8>(bytes).expect("device buffer");
+        let mut dst = gpu.alloc::<u8>(bytes).expect("device buffer");
+        gpu.copy_ceiling_gbps(&src, &mut dst, runs)
+            .expect("copy ceiling")
+    };
     println!(
         "segments {segment_bytes}, {} MiB a set, copy ceiling {ceiling:.0} GB/s (read + write)",
         bytes >> 20
@@ -97,10 +99,9 @@ fn main() {
                 back[..n].chunks(data.len()).all(|c| c == data)
                     && back[n..].iter().all(|&b| b == POISON)
             };
-            let ms = gpu_ms(&gpu, runs, || {
-                glll::enqueue_decode(&gpu, &input, &mut d_out, v)
-            })
-            .expect("timed decode");
+            let ms = gpu
+                .median_ms(runs, || glll::enqueue_decode(&gpu, &input, &mut d_out, v))
+                .expect("timed decode");
             glll::finish_decode(&gpu, &input).expect("decode status");
             if ok {
                 print!(" {:>8.1}", n as f64 / ms / 1e6);

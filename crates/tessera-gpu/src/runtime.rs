@@ -322,6 +322,54 @@ impl Gpu {
         })?;
         Ok(ms)
     }
+
+    /// Median GPU milliseconds of `work` (which queues GPU work on the main stream) over `runs`
+    /// runs after an untimed warm-up; NaN for no runs.
+    pub fn median_ms<R>(&self, runs: usize, work: impl FnMut() -> Result<R>) -> Result<f64> {
+        self.median_ms_then(runs, work, |_| Ok(()))
+    }
+
+    /// [`Gpu::median_ms`] where each run's result is handed to `after` outside the timed region
+    /// (e.g. to finish a queued GPU call, so the timing holds its GPU work and not the host's
+    /// wait).
+    pub fn median_ms_then<R>(
+        &self,
+        runs: usize,
+        mut work: impl FnMut() -> Result<R>,
+        mut after: impl FnMut(R) -> Result<()>,
+    ) -> Result<f64> {
+        after(self.timed(&mut work)?.0)?;
+        let mut t = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let (r, ms) = self.timed(&mut work)?;
+            after(r)?;
+            t.push(f64::from(ms));
+        }
+        Ok(median(t))
+    }
+
+    /// The copy ceiling in GB/s (bytes read + bytes written per second) of [`Gpu::time_copy`]
+    /// from `src` to `dst`: the median of `runs` copies after a warm-up.
+    pub fn copy_ceiling_gbps(
+        &self,
+        src: &CudaSlice<u8>,
+        dst: &mut CudaSlice<u8>,
+        runs: usize,
+    ) -> Result<f64> {
+        let bytes = src.len().min(dst.len());
+        self.time_copy(src, dst)?;
+        let mut t = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            t.push(f64::from(self.time_copy(src, dst)?));
+        }
+        Ok(2.0 * bytes as f64 / median(t) / 1e6)
+    }
+}
+
+/// The median (the upper one of the two middle values for an even count); NaN for none.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Raises the release threshold of device 0's default memory pool to "never": memory freed

@@ -29,7 +29,7 @@
 //! the median of `--runs` runs (CPU: at most 3). One-core figures on bitmaps of 2^30 bits or
 //! more are one run without warm-up (they take seconds each; the report says so).
 
-use super::common::{gbps, gpu_ms, gpu_ms_then, median, today, wall_ms, write_results};
+use super::common::{gbps, today, wall_ms, write_results};
 use std::path::Path;
 use std::time::Instant;
 
@@ -260,12 +260,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Some(g) => {
             let src = g.alloc::<u8>(plain_bytes as usize)?;
             let mut dst = g.alloc::<u8>(plain_bytes as usize)?;
-            g.time_copy(&src, &mut dst)?;
-            let mut t = Vec::new();
-            for _ in 0..runs {
-                t.push(g.time_copy(&src, &mut dst)? as f64);
-            }
-            Some(gbps(2 * plain_bytes, median(t)))
+            Some(g.copy_ceiling_gbps(&src, &mut dst, runs)?)
         }
         None => None,
     };
@@ -469,17 +464,15 @@ fn bench_flavor(
     }
     r.verified = Some(ok);
 
-    let ms = gpu_ms_then(
-        gpu,
+    let ms = gpu.median_ms_then(
         runs,
         || gb::compress_device_queued(gpu, flavor, &da_plain),
         |p| p.finish(gpu).map(drop),
     )?;
     r.gpu_compress_ms = Some(ms);
     r.gpu_compress_frac_of_copy = Some(gbps(plain_bytes + payload_bytes, ms) / ceiling);
-    r.gpu_compress_sync_ms = Some(gpu_ms(gpu, runs, || {
-        gb::compress_device(gpu, flavor, &da_plain)
-    })?);
+    r.gpu_compress_sync_ms =
+        Some(gpu.median_ms(runs, || gb::compress_device(gpu, flavor, &da_plain))?);
     r.gpu_compress_pcie_ms = Some(wall_ms(runs, || {
         let d = gpu.upload(&words)?;
         let p = gb::DevicePlain { words: d, bit_len };
@@ -488,7 +481,7 @@ fn bench_flavor(
         gpu.download(&c.words, &mut host)?;
         Ok(host)
     })?);
-    let ms = gpu_ms(gpu, runs, || {
+    let ms = gpu.median_ms(runs, || {
         gb::decompress_device_into(gpu, &dca, &mut d_out.words)
     })?;
     r.gpu_decompress_ms = Some(ms);
@@ -507,12 +500,8 @@ fn bench_flavor(
         gpu.download(&d_out.words, &mut host)?;
         Ok(host)
     })?);
-    r.gpu_and_ms = Some(gpu_ms(gpu, runs, || {
-        gb::binary_device(gpu, Op::And, &dca, &dcb)
-    })?);
-    r.gpu_or_ms = Some(gpu_ms(gpu, runs, || {
-        gb::binary_device(gpu, Op::Or, &dca, &dcb)
-    })?);
+    r.gpu_and_ms = Some(gpu.median_ms(runs, || gb::binary_device(gpu, Op::And, &dca, &dcb))?);
+    r.gpu_or_ms = Some(gpu.median_ms(runs, || gb::binary_device(gpu, Op::Or, &dca, &dcb))?);
     let mut pa = gb::decompress_device(gpu, &dca)?;
     let mut pb = gb::decompress_device(gpu, &dcb)?;
     let mut pr = gb::decompress_device(gpu, &dca)?;
@@ -520,7 +509,7 @@ fn bench_flavor(
         (Op::And, &mut r.gpu_decompress_and_ms),
         (Op::Or, &mut r.gpu_decompress_or_ms),
     ] {
-        *slot = Some(gpu_ms(gpu, runs, || {
+        *slot = Some(gpu.median_ms(runs, || {
             gb::decompress_device_into(gpu, &dca, &mut pa.words)?;
             gb::decompress_device_into(gpu, &dcb, &mut pb.words)?;
             gb::plain_op_device(gpu, op, &pa, &pb, &mut pr)?;

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use tessera_format::{Error, Result};
-use tessera_gpu::Gpu;
 
 /// The median (upper median for an even count); NaN for no samples.
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -17,29 +16,6 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// Decimal GB/s of `bytes` moved in `ms` milliseconds.
 pub fn gbps<B: TryInto<u64>>(bytes: B, ms: f64) -> f64 {
     bytes.try_into().unwrap_or(u64::MAX) as f64 / (ms * 1e-3) / 1e9
-}
-
-/// Median GPU time (ms, CUDA events) of `work` over `runs` runs after a warm-up.
-pub fn gpu_ms<R>(gpu: &Gpu, runs: usize, work: impl FnMut() -> Result<R>) -> Result<f64> {
-    gpu_ms_then(gpu, runs, work, |_| Ok(()))
-}
-
-/// [`gpu_ms`] where each run's result is handed to `after` outside the timed region (e.g. to
-/// finish a queued GPU call, so the timing holds its GPU work and not the host's wait).
-pub fn gpu_ms_then<R>(
-    gpu: &Gpu,
-    runs: usize,
-    mut work: impl FnMut() -> Result<R>,
-    mut after: impl FnMut(R) -> Result<()>,
-) -> Result<f64> {
-    after(gpu.timed(&mut work)?.0)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let (r, ms) = gpu.timed(&mut work)?;
-        after(r)?;
-        t.push(ms as f64);
-    }
-    Ok(median(t))
 }
 
 /// Median wall time (ms) of `work` over `runs` runs after a warm-up.

@@ -155,16 +155,6 @@ pub struct Report {
     pub sets: Vec<SetResult>,
 }
 
-/// Median GPU time (ms) of `work` over `runs` timed runs after one warm-up.
-fn time_ms(gpu: &Gpu, runs: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    gpu.timed(&mut work)?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        t.push(gpu.timed(&mut work)?.1 as f64);
-    }
-    Ok(median(t))
-}
-
 fn to_bytes(values: &[u32]) -> Vec<u8> {
     let mut out = vec![0u8; values.len() * 4];
     for (o, v) in out.chunks_exact_mut(4).zip(values) {
@@ -198,17 +188,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let (copy_ceiling_gbps, h2d_gbps) = {
         let src = gpu.alloc::<u8>(bytes)?;
         let mut dst = gpu.alloc::<u8>(bytes)?;
-        gpu.time_copy(&src, &mut dst)?; // warm-up
-        let mut t = Vec::new();
-        for _ in 0..args.runs {
-            t.push(gpu.time_copy(&src, &mut dst)? as f64);
-        }
-        let copy_ms = median(t);
+        let ceiling = gpu.copy_ceiling_gbps(&src, &mut dst, args.runs)?;
         let pinned = gpu.alloc_pinned(bytes)?;
-        let h2d = time_ms(&gpu, args.runs, || {
-            gpu.enqueue_upload(&pinned, bytes, &mut dst)
-        })?;
-        (gbps(2 * bytes as u64, copy_ms), gbps(bytes as u64, h2d))
+        let h2d = gpu.median_ms(args.runs, || gpu.enqueue_upload(&pinned, bytes, &mut dst))?;
+        (ceiling, gbps(bytes as u64, h2d))
     };
     eprintln!("copy ceiling {copy_ceiling_gbps:.0} GB/s (read + write); host to device {h2d_gbps:.1} GB/s");
 
@@ -324,12 +307,10 @@ fn bench_set(
 
     // The uncompressed column: upload from pinned memory, and the query over it.
     pinned_raw.as_mut_slice()?[..raw.len()].copy_from_slice(raw);
-    let upload_raw_ms = time_ms(gpu, runs, || {
-        gpu.enqueue_upload(pinned_raw, raw.len(), d_raw)
-    })?;
+    let upload_raw_ms = gpu.median_ms(runs, || gpu.enqueue_upload(pinned_raw, raw.len(), d_raw))?;
     let d_values = gpu.upload(values)?;
     let mut res = gpu.alloc::<u64>(1)?;
-    let plain_sum_ms = time_ms(gpu, runs, || {
+    let plain_sum_ms = gpu.median_ms(runs, || {
         gpu.enqueue_sum_between_values(&d_values, n, lo, hi, &mut res)
     })?;
     let mut got = [0u64];
@@ -419,21 +400,19 @@ fn bench_set(
                 data.name
             );
         }
-        let decode_ms = time_ms(gpu, runs, || gpu.enqueue_decode(&col, d_out))?;
+        let decode_ms = gpu.median_ms(runs, || gpu.enqueue_decode(&col, d_out))?;
         gpu.finish_decode(&col, Some(refs))?;
         let mut tuning = Vec::new();
         if args.tune {
             let sms = gpu.info().sm_count;
             for k in [4u32, 8, 16, 32] {
                 gpu.set_grid_limit(Some(sms * k));
-                let ms = time_ms(gpu, runs, || gpu.enqueue_decode(&col, d_out))?;
+                let ms = gpu.median_ms(runs, || gpu.enqueue_decode(&col, d_out))?;
                 tuning.push((format!("{k}x{sms}"), ms));
             }
             gpu.set_grid_limit(None);
         }
-        let sum_ms = time_ms(gpu, runs, || {
-            gpu.enqueue_sum_between(&col, lo, hi, &mut res)
-        })?;
+        let sum_ms = gpu.median_ms(runs, || gpu.enqueue_sum_between(&col, lo, hi, &mut res))?;
         gpu.finish_decode(&col, Some(refs))?;
         gpu.download(&res, &mut got)?;
         if got[0] != want_sum {
@@ -452,7 +431,7 @@ fn bench_set(
             .ok_or_else(|| Error::Gpu("no pinned buffer".into()))?;
         gpu.pin_column_into(&col, pinned)?;
         let pinned = &*pinned;
-        let upload_decode_ms = time_ms(gpu, runs, || {
+        let upload_decode_ms = gpu.median_ms(runs, || {
             gpu.enqueue_reupload(&col, pinned)?;
             gpu.enqueue_decode(&col, d_out)
         })?;

@@ -20,7 +20,7 @@
 //! (ANS and GDeflate entropy-only on the same bytes). Numbers are printed and saved, never
 //! asserted.
 
-use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms, write_results};
+use super::common::{gbps, io, median, slug, today, wall_ms, write_results};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -401,12 +401,12 @@ fn bench_gpu(
 ) -> Result<GpuFigures> {
     let n = data.len();
     let d_in = gpu.upload(data)?;
-    let histogram_ms = gpu_ms(gpu, args.runs, || {
+    let histogram_ms = gpu.median_ms(args.runs, || {
         ghuff::histogram_device(gpu, &d_in, n).map(|_| ())
     })?;
     let mut scratch = ghuff::EncodeScratch::default();
     let mut enc = ghuff::encode_device(gpu, &d_in, n, CHUNK_BYTES, &mut scratch)?;
-    let encode_ms = gpu_ms(gpu, args.runs, || {
+    let encode_ms = gpu.median_ms(args.runs, || {
         enc = ghuff::encode_device(gpu, &d_in, n, CHUNK_BYTES, &mut scratch)?;
         Ok(())
     })?;
@@ -434,7 +434,7 @@ fn bench_gpu(
     let mut plan = ghuff::plan_decode(gpu, &enc)?;
     let mut d_out = gpu.alloc::<u8>(n)?;
     gpu.fill_bytes(&mut d_out, 0xA5)?;
-    let decode_ms = gpu_ms(gpu, args.runs, || {
+    let decode_ms = gpu.median_ms(args.runs, || {
         ghuff::decode_planned(gpu, &enc, &mut plan, &mut d_out)
     })?;
     let mut back = vec![0u8; n];
@@ -497,12 +497,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Some(g) => {
             let src = g.alloc::<u8>(n.max(1))?;
             let mut dst = g.alloc::<u8>(n.max(1))?;
-            g.time_copy(&src, &mut dst)?;
-            let mut t = Vec::new();
-            for _ in 0..args.runs {
-                t.push(g.time_copy(&src, &mut dst)? as f64);
-            }
-            let c = gbps(2 * n as u64, median(t));
+            let c = g.copy_ceiling_gbps(&src, &mut dst, args.runs)?;
             eprintln!("copy ceiling {c:.0} GB/s (read + write)");
             Some(c)
         }

@@ -25,7 +25,7 @@
 //! and the GPU columns say "no GPU". `--dump DIR` writes each set's file bytes as
 //! DIR/<set>.bin for `bench/peers/nvcomp_bytes.py`.
 
-use super::common::{gbps, gpu_ms, io, median, slug, today, wall_ms, write_results};
+use super::common::{gbps, io, slug, today, wall_ms, write_results};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -374,9 +374,7 @@ fn bench_set(
                     v.name()
                 );
             }
-            let ms = gpu_ms(gpu, runs, || {
-                glll::enqueue_decode(gpu, &input, &mut d_out, v)
-            })?;
+            let ms = gpu.median_ms(runs, || glll::enqueue_decode(gpu, &input, &mut d_out, v))?;
             glll::finish_decode(gpu, &input)?;
             gpu_results.push(GpuResult {
                 variant: v.name().into(),
@@ -461,16 +459,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             // The copy ceiling and the pinned upload rate over `bytes`.
             let src = gpu.alloc::<u8>(bytes)?;
             let mut dst = gpu.alloc::<u8>(bytes)?;
-            gpu.time_copy(&src, &mut dst)?;
-            let mut t = Vec::new();
-            for _ in 0..args.runs {
-                t.push(gpu.time_copy(&src, &mut dst)? as f64);
-            }
-            let ceiling = gbps(2 * bytes, median(t));
+            let ceiling = gpu.copy_ceiling_gbps(&src, &mut dst, args.runs)?;
             let pinned = gpu.alloc_pinned(bytes)?;
-            let h2d = gpu_ms(&gpu, args.runs, || {
-                gpu.enqueue_upload(&pinned, bytes, &mut dst)
-            })?;
+            let h2d = gpu.median_ms(args.runs, || gpu.enqueue_upload(&pinned, bytes, &mut dst))?;
             eprintln!(
                 "{}: copy ceiling {ceiling:.0} GB/s (read + write), pinned H2D {:.1} GB/s",
                 gpu.info().name,
