@@ -12,11 +12,16 @@
 //     loads, one or two per thread, so the parse reads bytes from shared memory.
 //   Stage 1: a block-wide exclusive scan of the words' byte sizes (1 + identifier bit) gives
 //     every thread's first word offset in the word array (the paper's prefix sums of w); each
-//     thread parses its 8 words in order into packed codes (length << 16 | a fill character or
-//     a dictionary source; c words of LI / LRL: length 0), then a second scan of the threads'
-//     output lengths gives every code's output position (the paper's prefix sums of c). Each
-//     thread writes its 8 code ends and 16-bit descriptions with two 16-byte shared stores (8
-//     narrow stores a thread at a stride of 8 entries cost 4- and 8-way bank conflicts).
+//     thread parses its 8 words in order into packed codes (length << 16 | the low half of
+//     lll.cuh: a fill, a run at a ring position or a copy's source; c words of LI / LRL: 0),
+//     then a second scan of the threads' output lengths gives every code's output position
+//     (the paper's prefix sums of c). Each thread writes its 8 code ends and 16-bit
+//     descriptions with two 16-byte shared stores (8 narrow stores a thread at a stride of 8
+//     entries cost 4- and 8-way bank conflicts). Every per-word operation of this stage runs
+//     once per word of the whole input, so it is kept to what a word needs: flags as u32 (bool
+//     flags cost byte moves), a code's description flags already where stage 2 wants them, one
+//     segment-end check per segment's last word and one per thread, map entries written by
+//     a loop that continues where the code before stopped.
 //   Stage 2, for each segment the step's bytes fall in, in order, with a barrier between two:
 //     every thread takes an equal share of the segment's bytes in the step, finds the code of
 //     its first byte (from the step's map of 4-byte positions to codes, or by binary search
@@ -86,45 +91,45 @@ struct LllShared {
 static_assert(10 * (sizeof(LllShared<128>) + 1024) <= 228 * 1024, "LllShared<128> no longer fits 10 blocks an SM");
 
 // One word of a dictionary segment (lll.md §5) at sb[x], identifier `two`. `pend`: the word
-// before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_FILL | ch,
-// the ring position of the last byte of a copy, or LLL_P_UNSET. Returns the packed code: len <<
-// 16 | LLL_FILL | ch (a fill), len << 16 | LLL_RUN_AT | a ring position (a run of the byte there,
-// which lies in the dictionary and is read in stage 2, when it is complete: the parse of a step
-// runs before any of the step's bytes are written), or len << 16 | the source's ring position (a
-// copy). The word is strip word i of a segment whose words end at w1 (a long code's c word must
+// before was a long code's head, so this one is its c word (length 0). `pv` is p: LLL_D_FILL |
+// ch, the ring position of the last byte of a copy, or LLL_P_UNSET. Returns the packed code
+// (lll.cuh): len << 16 | LLL_D_FILL | ch (a fill), len << 16 | LLL_D_RUN_AT | a ring position (a
+// run of the byte there, which lies in the dictionary and is read in stage 2, when it is
+// complete: the parse of a step runs before any of the step's bytes are written), or len << 16 |
+// the source's ring position (a copy). The word is strip word i of a segment whose words end at w1 (a long code's c word must
 // be word i + 1, identifier 0). Sets `err` on a failed §6 check. SC, SI and c words (nearly every
 // word) take no branch, so the lanes of a warp, each on its own word, stay together; LI, SRL and
 // LRL branch.
 __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const u32* ids, u32 i, u32 w1, u32 ds,
-                                             u32 dict_len, bool& pend, u32& pv, bool& err) {
+                                             u32 dict_len, u32& pend, u32& pv, u32& err) {
     const u32 b0 = sb[x], b1 = sb[x + 1];  // b1: the next word's byte for a 1-byte word, unused
     const u32 t = b0 | ((b1 & 15u) << 8), l = b1 >> 4;
     if (two && (l == LLL_LONG_L || t == LLL_RUN_T)) {
         err |= pend;  // a long code's c word must have identifier 0
         u32 n = l + LLL_SHORT_MIN;
         if (l == LLL_LONG_L) {
-            err |= !(i + 1 < w1 && !lll_id(ids, i + 1));
+            err |= (u32)!(i + 1 < w1 && !lll_id(ids, i + 1));
             n = (u32)sb[x + 2] + LLL_LONG_MIN;
         }
-        pend = l == LLL_LONG_L;
+        pend = (u32)(l == LLL_LONG_L);
         if (t == LLL_RUN_T) {
             // SRL / LRL: n copies of p, which becomes unset.
-            err |= pv == LLL_P_UNSET;
-            const u32 code = ((pv & LLL_FILL) ? (LLL_FILL | (pv & 0xFFu)) : (LLL_RUN_AT | (pv & LLL_RING_MASK))) | (n << 16);
+            err |= (u32)(pv == LLL_P_UNSET);
+            const u32 code = ((pv & LLL_D_FILL) ? (pv & 0xFFFFu) : (LLL_D_RUN_AT | (pv & LLL_RING_MASK))) | (n << 16);
             pv = LLL_P_UNSET;
             return code;
         }
         // LI: dictionary bytes [t, t + n).
-        err |= t + n > dict_len;
+        err |= (u32)(t + n > dict_len);
         pv = (ds + t + n - 1) & LLL_RING_MASK;
-        return (ds + t) | (n << 16);
+        return ((ds + t) & LLL_RING_MASK) | (n << 16);
     }
     // SI (dictionary bytes [t, t + n)), SC, or the c word of the long code before.
     const u32 n = l + LLL_SHORT_MIN;
-    err |= two && (pend || t + n > dict_len);
-    const u32 code = two ? ((ds + t) | (n << 16)) : pend ? 0u : (LLL_FILL | b0 | (1u << 16));
-    pv = two ? ((ds + t + n - 1) & LLL_RING_MASK) : pend ? pv : (LLL_FILL | b0);
-    pend = false;
+    err |= two & (pend | (u32)(t + n > dict_len));
+    const u32 code = two ? (((ds + t) & LLL_RING_MASK) | (n << 16)) : pend ? 0u : (LLL_D_FILL | b0 | (1u << 16));
+    pv = two ? ((ds + t + n - 1) & LLL_RING_MASK) : pend ? pv : (LLL_D_FILL | b0);
+    pend = 0;
     return code;
 }
 
@@ -133,7 +138,7 @@ __device__ __forceinline__ u32 lll_dict_word(const u8* sb, int x, u32 two, const
 // i0 - 2 can matter: a c word has identifier 0, so word i0 - 1 is one iff word i0 - 2 is a long
 // code's head; p is set by the last code before i0 that is not a c word. Gives the state that
 // lll_dict_word replayed over those two words from the segment-start state gives, on any input.
-__device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids, u32 i0, u32 w0, u32 ds, bool& pend,
+__device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids, u32 i0, u32 w0, u32 ds, u32& pend,
                                            u32& pv) {
     const bool back2 = i0 >= w0 + 2;
     // Identifiers of words i0 - 2 (bit 0, 0 when it is not in the segment) and i0 - 1 (bit 1).
@@ -144,13 +149,13 @@ __device__ __forceinline__ void lll_replay(const u8* sb, int x0, const u32* ids,
     if (id1) {
         // Word i0 - 1 is a head: SI / LI (p: its last dictionary byte) or SRL / LRL (p unset).
         const u32 t = a | ((b & 15u) << 8), l = b >> 4;
-        pend = l == LLL_LONG_L;
+        pend = (u32)(l == LLL_LONG_L);
         const u32 n = pend ? (u32)sb[x1 + 2] + LLL_LONG_MIN : l + LLL_SHORT_MIN;
         pv = t == LLL_RUN_T ? LLL_P_UNSET : ((ds + t + n - 1) & LLL_RING_MASK);
         return;
     }
-    pend = false;
-    pv = LLL_FILL | a;  // SC
+    pend = 0;
+    pv = LLL_D_FILL | a;  // SC
     if (back2 && id2) {
         const u32 a2 = sb[x1 - 2], b2 = sb[x1 - 1];
         if ((b2 >> 4) == LLL_LONG_L) {
@@ -197,7 +202,7 @@ __device__ __forceinline__ void lll_step_write(LllShared<THREADS>& sh, u32 lo, u
     }
     // The ends never decrease and ends[kh - 1] >= hi >= b, so k stays below kh (a code of an
     // earlier segment, from the map, ends at or before lo: the walk passes it).
-    // A run of a dictionary byte (LLL_RUN_AT) becomes a fill of that byte when its code is
+    // A run of a dictionary byte (LLL_D_RUN_AT) becomes a fill of that byte when its code is
     // taken: the dictionary is complete (the segments before were written, then a barrier).
     const auto take = [&](u32 d) -> u32 {
         return (d & LLL_D_RUN_AT) ? (LLL_D_FILL | (u32)ring[d & LLL_RING_MASK]) : d;
@@ -390,8 +395,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         // <= 2 W bytes, a replay reaches at most 4 bytes back, a long code's c byte 1 past.
         // dsc: the packed codes; last: bit k set if word k is its segment's last; j0, e0: the
         // segment of the thread's first word and its end.
-        u32 dsc[LLL_WORDS_PER_THREAD], last = 0, j0 = 0, e0 = 0;
-        bool bad = false;
+        u32 dsc[LLL_WORDS_PER_THREAD], last = 0, j0 = 0, e0 = 0, bad = 0;
 #pragma unroll
         for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) dsc[k] = 0;
         if (nv) {
@@ -407,8 +411,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             j0 = j;
             e0 = e;
             u32 w1 = sh.seg_w[j + 1];
-            bool pend = false;
-            u32 pv = LLL_P_UNSET;
+            u32 pend = 0, pv = LLL_P_UNSET;
             // The state before word i0 (lll_replay); none to replay at a segment's first word.
             if (j > 0 && i0 > sh.seg_w[j]) lll_replay(sb, x0, sh.ids, i0, sh.seg_w[j], ds, pend, pv);
             int x = x0;
@@ -421,14 +424,14 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
                         ++j;
                         lll_segment(j, L, g, s, e, ds);
                         w1 = sh.seg_w[j + 1];
-                        pend = false;
+                        pend = 0;
                         pv = LLL_P_UNSET;
                     }
                     const u32 two = (bits >> k) & 1u;
                     if (j == 0) {
                         // SC, or RL: l + 2 copies of the character (lll.md §5).
                         const u32 n = two ? (u32)sb[x + 1] + LLL_RL_MIN : 1u;
-                        dsc[k] = LLL_FILL | (u32)sb[x] | (n << 16);
+                        dsc[k] = LLL_D_FILL | (u32)sb[x] | (n << 16);
                     } else {
                         dsc[k] = lll_dict_word(sb, x, two, sh.ids, i, w1, ds, s - ds, pend, pv, bad);
                     }
@@ -439,36 +442,47 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
         }
         u32 total_len = 0;
 #pragma unroll
-        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) total_len += (dsc[k] >> 16) & LLL_LEN_MASK;
+        for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) total_len += dsc[k] >> 16;
         u32 step_out;
         const u32 pre = lll_block_exclusive_sum<THREADS>(total_len, sh.scan_b, step_out);
         u32 at = pos + pre;
-        u16* const map = step_out <= LllShared<THREADS>::MAP_BYTES ? reinterpret_cast<u16*>(sh.stage4[cur]) : nullptr;
+        // The step's map (when its output is short enough) gets the entries q in [qa, qe) of
+        // each code: those whose position pos4 + 4 q the code covers. The codes tile the
+        // step's output, so each code's entries start where the code before it left off.
+        const bool mapped = step_out <= LllShared<THREADS>::MAP_BYTES;
+        u16* const map = reinterpret_cast<u16*>(sh.stage4[cur]);
         const u32 pos4 = pos & ~3u;
-        u32 endp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0}, descp[LLL_WORDS_PER_THREAD / 2] = {0, 0, 0, 0};
+        const u32 qcap = mapped ? LllShared<THREADS>::MAP_BYTES / 4 + 1 : 0u;
+        u32 qa = ts_min((at - pos4 + 3) >> 2, qcap);
+        u32 endp[LLL_WORDS_PER_THREAD / 2], descp[LLL_WORDS_PER_THREAD / 2];
+        // Words past nv have dsc 0 (length 0): their entries are written but never read.
 #pragma unroll
         for (u32 k = 0; k < LLL_WORDS_PER_THREAD; ++k) {
-            if (k < nv) {
-                const u32 d = dsc[k];
-                // The map entries of the 4-byte positions this code covers.
-                if (map)
-                    for (u32 q = (at - pos4 + 3) >> 2; pos4 + 4 * q < at + ((d >> 16) & LLL_LEN_MASK); ++q)
-                        map[q] = (u16)(tid * LLL_WORDS_PER_THREAD + k);
-                const u32 v = (d & LLL_FILL)     ? (LLL_D_FILL | (d & 0xFFu))
-                              : (d & LLL_RUN_AT) ? (LLL_D_RUN_AT | (d & LLL_RING_MASK))
-                                                 : (((d & 0xFFFFu) - at) & LLL_RING_MASK);
-                at += (d >> 16) & LLL_LEN_MASK;
-                // lll.md §6: a code ends inside its segment, the segment's last one at its end.
-                bad |= at > e0;
-                if ((last >> k) & 1u) {
-                    bad |= at != e0;
-                    u32 s1, ds1;
-                    lll_segment(++j0, L, g, s1, e0, ds1);
-                }
-                endp[k >> 1] |= (at & 0xFFFFu) << (16 * (k & 1));
-                descp[k >> 1] |= v << (16 * (k & 1));
+            const u32 d = dsc[k];
+            // A fill's or a run's description is the low half of its code; a copy's is its
+            // source relative to its output position.
+            const u32 v = (d & (LLL_D_FILL | LLL_D_RUN_AT)) ? d : ((d - at) & LLL_RING_MASK);
+            at += d >> 16;
+            const u32 qe = ts_min((at - pos4 + 3) >> 2, qcap);
+#pragma unroll 1
+            for (; qa < qe; ++qa) map[qa] = (u16)(tid * LLL_WORDS_PER_THREAD + k);
+            // lll.md §6: a code ends inside its segment, the segment's last one at its end. The
+            // ends only grow, so checking each segment's last code here and the thread's last
+            // code against its segment's end below covers every code.
+            if ((last >> k) & 1u) {
+                bad |= (u32)(at != e0);
+                u32 s1, ds1;
+                lll_segment(++j0, L, g, s1, e0, ds1);
+            }
+            if (k & 1) {
+                endp[k >> 1] = __byte_perm(endp[k >> 1], at, 0x5410);
+                descp[k >> 1] = __byte_perm(descp[k >> 1], v, 0x5410);
+            } else {
+                endp[k >> 1] = at;
+                descp[k >> 1] = v;
             }
         }
+        bad |= (u32)(nv != 0 && at > e0);
         if (nv) {
             // A thread's 8 ends and descs in two 16-byte stores (entries past nv are never read).
             *reinterpret_cast<uint4*>(&sh.ends[tid * LLL_WORDS_PER_THREAD]) = make_uint4(endp[0], endp[1], endp[2], endp[3]);
@@ -486,7 +500,7 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
             // The segment's words in the step, relative to step0.
             const u32 kl = ts_max(sh.seg_w[jc], step0) - step0;
             const u32 kh = ts_min(sh.seg_w[jc + 1], step0 + nw) - step0;
-            lll_step_write<THREADS>(sh, pos, b, kl, kh, step_pos, map);
+            lll_step_write<THREADS>(sh, pos, b, kl, kh, step_pos, mapped ? map : nullptr);
             pos = b;
             if (pos == ce) {
                 __syncthreads();

@@ -482,16 +482,16 @@ mod model {
     use super::*;
 
     pub(super) const WPT: u32 = 8;
-    const FILL: u32 = 0x8000_0000;
     const MASK: u32 = 8191;
     pub(super) const STAGE_BEFORE: usize = 4;
     const P_UNSET: u32 = 0x4000_0000;
-    const RUN_AT: u32 = 0x4000_0000;
-    const LEN_MASK: u32 = 0x3FFF;
     pub(super) const MAP_BYTES: u32 = 4096;
-    /// `LLL_D_FILL`, `LLL_D_RUN_AT`: flags of the 16-bit descriptions stage 2 reads.
+    /// `LLL_D_FILL`, `LLL_D_RUN_AT`: flags of the 16-bit descriptions stage 2 reads, which
+    /// the parse's packed codes (`len << 16 | low half`) carry in their low half.
     pub(super) const D_FILL: u32 = 0x8000;
     pub(super) const D_RUN_AT: u32 = 0x4000;
+    const FILL: u32 = D_FILL;
+    const RUN_AT: u32 = D_RUN_AT;
 
     /// `LllShared::MAP_BYTES`: the longest step output that gets a map, which lives in the
     /// step's stage buffer (`stage4(w_step)` 16-byte pieces, one 16-bit entry per 4 bytes and
@@ -541,7 +541,7 @@ mod model {
             if t == 4095 {
                 *err |= ps.p == P_UNSET;
                 let code = if ps.p & FILL != 0 {
-                    FILL | (ps.p & 0xFF)
+                    ps.p & 0xFFFF
                 } else {
                     RUN_AT | (ps.p & MASK)
                 };
@@ -550,13 +550,13 @@ mod model {
             }
             *err |= t + n > dict_len;
             ps.p = (ds + t + n - 1) & MASK;
-            return (ds + t) | n << 16;
+            return (ds + t) & MASK | n << 16;
         }
         // SI, SC, or the c word of the long code before.
         let n = l + 2;
         *err |= two == 1 && (ps.pend || t + n > dict_len);
         let code = if two == 1 {
-            (ds + t) | n << 16
+            (ds + t) & MASK | n << 16
         } else if ps.pend {
             0
         } else {
@@ -926,12 +926,7 @@ mod model {
                 }
             }
             let totals: Vec<u32> = (0..threads as usize)
-                .map(|t| {
-                    dscs[t][..nvs[t] as usize]
-                        .iter()
-                        .map(|d| (d >> 16) & LEN_MASK)
-                        .sum()
-                })
+                .map(|t| dscs[t][..nvs[t] as usize].iter().map(|d| d >> 16).sum())
                 .collect();
             let (pres, step_out) = exclusive(&totals);
             let mapped = step_out <= map_bytes(w_step);
@@ -939,29 +934,34 @@ mod model {
             // The map lives in the step's stage buffer: its stale entries (window bytes or an
             // older map) are modelled as a poison word index.
             let mut map = vec![u16::MAX; 8 * stage4(w_step)];
+            let qcap = if mapped { MAP_BYTES / 4 + 1 } else { 0 };
             for t in 0..threads as usize {
+                if nvs[t] == 0 {
+                    // Nothing to write (the kernel's loop changes nothing for such a thread).
+                    continue;
+                }
                 let mut at = pos.wrapping_add(pres[t]);
                 // The segment of word k and its end, from the last-word mask.
                 let mut jj = firsts[t];
                 let mut e0 = segment(jj, l, g).1;
-                for k in 0..nvs[t] as usize {
+                // The map entries [qa, qe) of each code: the codes tile the step's output.
+                let mut qa = (at - pos4).div_ceil(4).min(qcap);
+                // Words past nv have code 0 (length 0) and are written too, never read.
+                for k in 0..WPT as usize {
                     let d = dscs[t][k];
-                    if mapped {
-                        let mut q = (at - pos4).div_ceil(4);
-                        while pos4 + 4 * q < at + ((d >> 16) & LEN_MASK) {
-                            map[q as usize] = (t * WPT as usize + k) as u16;
-                            q += 1;
-                        }
-                    }
-                    let v = if d & FILL != 0 {
-                        D_FILL | (d & 0xFF)
-                    } else if d & RUN_AT != 0 {
-                        D_RUN_AT | (d & MASK)
+                    let v = if d & (D_FILL | D_RUN_AT) != 0 {
+                        d & 0xFFFF
                     } else {
-                        (d & 0xFFFF).wrapping_sub(at) & MASK
+                        d.wrapping_sub(at) & MASK
                     };
-                    at = at.wrapping_add((d >> 16) & LEN_MASK);
-                    any_bad |= at > e0;
+                    at = at.wrapping_add(d >> 16);
+                    let qe = (at - pos4).div_ceil(4).min(qcap);
+                    while qa < qe {
+                        map[qa as usize] = (t * WPT as usize + k) as u16;
+                        qa += 1;
+                    }
+                    // A segment's last code must end at its end; with the thread's last code
+                    // inside its segment (below), every code ends inside its segment.
                     if lasts[t] >> k & 1 != 0 {
                         any_bad |= at != e0;
                         jj += 1;
@@ -970,6 +970,7 @@ mod model {
                     ends[t * WPT as usize + k] = at as u16;
                     desc[t * WPT as usize + k] = v as u16;
                 }
+                any_bad |= at > e0;
             }
             if any_bad {
                 return 7;
@@ -1182,6 +1183,84 @@ mod model {
                 );
             }
         }
+    }
+
+    /// A segment whose codes run past its end within the step that holds its first words,
+    /// while its last word lies in a later step: the step must fail before stage 2. (Stage 2
+    /// of the next segment in that step would search its words from `seg_w[j + 1] - step0`,
+    /// past the step's entries.) Made by turning SI + SC word pairs of that segment into LI
+    /// codes of 273 bytes (same bytes and identifiers: the SC becomes the c word), enough of
+    /// them that the step's output also outgrows the map.
+    #[test]
+    fn a_segment_overrun_fails_its_first_step() {
+        let n = 32768;
+        let mut r = Lcg(7);
+        let data: Vec<u8> = (0..n)
+            .map(|i| ((i % 384) / 3 + (i / 384) % 5) as u8 ^ (r.below(4) as u8))
+            .collect();
+        let mut payload = Vec::new();
+        cpu::encode_with_segment_bytes(&data, &mut payload, 512).expect("encodes");
+        let (strip, segs) = (20usize, 64usize);
+        assert_eq!(word(&payload, 16) as usize, strip, "one coded strip");
+        let counts: Vec<usize> = (0..segs)
+            .map(|j| {
+                u16::from_le_bytes([payload[strip + 2 * j], payload[strip + 2 * j + 1]]) as usize
+            })
+            .collect();
+        let seg_w: Vec<usize> = counts
+            .iter()
+            .scan(0, |a, &c| {
+                *a += c;
+                Some(*a - c)
+            })
+            .collect();
+        let m: usize = counts.iter().sum();
+        let ids_at = strip + 2 * segs;
+        let arr_at = ids_at + m.div_ceil(8);
+        let id = |p: &[u8], i: usize| (p[ids_at + i / 8] >> (i % 8)) & 1;
+        let mut tested = 0;
+        for threads in [64u32, 128, 256] {
+            let w = (threads * WPT) as usize;
+            // The segment that starts before word w and ends after it.
+            let Some(j) = (1..segs - 1).find(|&j| seg_w[j] + 8 < w && seg_w[j + 1] > w) else {
+                continue;
+            };
+            let mut p = payload.clone();
+            let mut off = (0..seg_w[j]).map(|i| 1 + id(&p, i) as usize).sum::<usize>();
+            let mut turned = 0;
+            let mut i = seg_w[j];
+            while i + 1 < w && turned < 12 {
+                let (two, next_two) = (id(&p, i), id(&p, i + 1));
+                let (b0, b1) = (p[arr_at + off], p[arr_at + off + 1]);
+                let (t, l) = (u32::from(b0) | u32::from(b1 & 15) << 8, b1 >> 4);
+                if two == 1 && next_two == 0 && l != 15 && t != 4095 {
+                    // LI from dictionary byte 0, 255 + 18 bytes long.
+                    p[arr_at + off] = 0;
+                    p[arr_at + off + 1] = 0xF0;
+                    p[arr_at + off + 2] = 255;
+                    turned += 1;
+                    off += 3;
+                    i += 2;
+                } else {
+                    off += 1 + two as usize;
+                    i += 1;
+                }
+            }
+            if turned < 12 {
+                continue;
+            }
+            let mut out = vec![0u8; n];
+            assert!(
+                cpu::decode(&p, &mut out).is_err(),
+                "{threads} threads: CPU accepts"
+            );
+            assert_eq!(decode(&p, &mut out, threads), Err(7), "{threads} threads");
+            tested += 1;
+        }
+        assert!(
+            tested > 0,
+            "no segment across a step boundary with 12 SI + SC pairs"
+        );
     }
 
     #[test]

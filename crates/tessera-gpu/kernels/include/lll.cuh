@@ -52,16 +52,15 @@
 // to the code covering it, so stage 2 finds a share's first code with one load instead of a
 // binary search (longer steps, runs mostly, search).
 #define LLL_MAP_BYTES 4096
-#define LLL_FILL 0x80000000u
-// p (lll.md §5) unset, in the strip decoder's parse state (a ring position or LLL_FILL | ch when set).
+// The parse's packed codes: length << 16 | low half, whose flags are those of the 16-bit
+// descriptions stage 2 reads (LllShared::desc): LLL_D_FILL | ch (a fill), LLL_D_RUN_AT | a ring
+// position (a run of the dictionary byte there, SRL / LRL after a copy, resolved in stage 2),
+// else a copy from a ring position (< 8192: no flag). A fill's or a run's description is its
+// low half as it is; a copy's is its source minus its output position, once that is known:
+// output byte x comes from ring[(desc + x) & LLL_RING_MASK].
+// p (lll.md §5) unset, in the strip decoder's parse state (LLL_D_FILL | ch or a ring position
+// when set): no low half has these bits.
 #define LLL_P_UNSET 0x40000000u
-// A code's description is a run of the dictionary byte at a ring position (SRL / LRL after a
-// copy), resolved in stage 2. Bits 16..29 of a packed code hold its length.
-#define LLL_RUN_AT 0x40000000u
-#define LLL_LEN_MASK 0x3FFFu
-// The 16-bit descriptions stage 2 reads (LllShared::desc): LLL_D_FILL | ch (a fill), LLL_D_RUN_AT |
-// a ring position (a run of the dictionary byte there), else a copy: output byte x comes from
-// ring[(desc + x) & LLL_RING_MASK].
 #define LLL_D_FILL 0x8000u
 #define LLL_D_RUN_AT 0x4000u
 // Word-array bytes a step stages before its first word: the (at most two) replayed words.
