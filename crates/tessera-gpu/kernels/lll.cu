@@ -435,10 +435,14 @@ __device__ __forceinline__ u32 lll_decode_strip(const u8* __restrict__ in, const
                     } else {
                         dsc[k] = lll_dict_word(sb, x, two, sh.ids, i, w1, ds, s - ds, pend, pv, bad);
                     }
-                    last |= (u32)(i + 1 == w1) << k;
                     x += 1 + (int)two;
                 }
             }
+            // The segments' last words among the thread's: every segment from j0 to j - 1 ends
+            // inside them, segment j if its next segment's first word w1 is past them.
+#pragma unroll 1
+            for (u32 jj = j0; jj < j; ++jj) last |= 1u << (sh.seg_w[jj + 1] - 1 - i0);
+            if (w1 <= i0 + nv) last |= 1u << (w1 - 1 - i0);
         }
         u32 total_len = 0;
 #pragma unroll

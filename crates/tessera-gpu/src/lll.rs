@@ -921,8 +921,15 @@ mod model {
                         any_bad |= err;
                         d
                     };
-                    lasts[t as usize] |= u32::from(i + 1 == w1) << k;
                     x += 1 + two as i64;
+                }
+                // The segments' last words among the thread's: every segment from its first
+                // to j - 1 ends inside them, segment j if w1 is past them.
+                for jj in firsts[t as usize]..j {
+                    lasts[t as usize] |= 1 << (seg_w[jj as usize + 1] - 1 - i0);
+                }
+                if w1 <= i0 + nv {
+                    lasts[t as usize] |= 1 << (w1 - 1 - i0);
                 }
             }
             let totals: Vec<u32> = (0..threads as usize)
