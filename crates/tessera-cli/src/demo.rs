@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
+use tessera_codecs::column::CodecOptions;
 use tessera_format::container::{Container, ContainerWriter};
 use tessera_format::LogicalType;
 
@@ -79,6 +80,7 @@ pub fn run(a: &DemoArgs) -> CliResult<()> {
         chunk_values: a.chunk_values,
         batch_chunks: pipeline::cpu_batch_chunks(),
         bit_len: None,
+        codec_options: CodecOptions::default(),
     };
     let mut writer = ContainerWriter::create(&path)?;
     let mut encode_secs = Vec::with_capacity(sets.len());

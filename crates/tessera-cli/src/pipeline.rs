@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use rayon::prelude::*;
-use tessera_codecs::column;
+use tessera_codecs::column::{self, CodecOptions};
 use tessera_format::container::{ColumnMeta, Container, ContainerWriter};
 use tessera_format::{CodecId, Error, LogicalType, Result};
 use tessera_gpu::{ChunkRef, Gpu};
@@ -34,6 +34,8 @@ pub struct EncodeOptions {
     pub batch_chunks: usize,
     /// For bits: the bitmap's length in bits (the input holds `⌈bit_len / 8⌉` bytes).
     pub bit_len: Option<u64>,
+    /// Encoder settings the payloads record (the LLL segment size).
+    pub codec_options: CodecOptions,
 }
 
 /// What encoding a column did.
@@ -114,13 +116,20 @@ pub fn encode_column(
                 let before = stats.values + (i * opts.chunk_values) as u64;
                 let n = count(raw, before)?;
                 let mut out = Vec::new();
-                let codec =
-                    column::encode_values(opts.ty, opts.codec, raw, n, &mut out).map_err(|e| {
-                        CliError(format!(
-                            "encoding column '{name}' chunk {}: {e}",
-                            first_chunk + i
-                        ))
-                    })?;
+                let codec = column::encode_values_with(
+                    opts.ty,
+                    opts.codec,
+                    raw,
+                    n,
+                    &mut out,
+                    opts.codec_options,
+                )
+                .map_err(|e| {
+                    CliError(format!(
+                        "encoding column '{name}' chunk {}: {e}",
+                        first_chunk + i
+                    ))
+                })?;
                 Ok((codec, n, out))
             })
             .collect::<CliResult<_>>()?;

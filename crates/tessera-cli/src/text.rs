@@ -107,7 +107,8 @@ fn flush(
         .enumerate()
         .map(|(i, s)| {
             let mut out = Vec::new();
-            let codec = text::encode_utf8_chunk(s, opts.codec, &mut out).map_err(|e| {
+            let codec = text::encode_utf8_chunk_with(s, opts.codec, &mut out, opts.codec_options)
+                .map_err(|e| {
                 CliError(format!(
                     "encoding column '{name}' chunk {}: {e}",
                     first_chunk + i as u64

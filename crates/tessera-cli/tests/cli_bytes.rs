@@ -112,6 +112,79 @@ fn bytes_columns_round_trip() {
     }
 }
 
+/// `--segment-bytes` reaches the LLL payloads of bytes and utf8 columns (the first word of each
+/// LLL payload is its segment size, `lll.md` §2) and they round trip; it is refused where it
+/// does not apply.
+#[test]
+fn lll_segment_bytes_reach_the_payloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let text: Vec<u8> = (0..200_000)
+        .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
+        .collect();
+    for (ty, sb) in [
+        ("bytes", 4096u32),
+        ("bytes", 1024),
+        ("utf8", 2048),
+        ("bytes", 512),
+    ] {
+        let d = dir.path().join(format!("{ty}-{sb}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let sbs = sb.to_string();
+        let extra = ["--segment-bytes", sbs.as_str(), "--chunk-values", "8192"];
+        round_trip(&d, ty, "lll", &text, &extra);
+        let c =
+            tessera_format::container::Container::open(d.join(format!("{ty}-lll.tsr"))).unwrap();
+        let chunks = c.columns()[0].chunks.len();
+        assert!(chunks > 1, "{ty} {sb}: {chunks} chunks");
+        for k in 0..chunks {
+            let p = c.chunk_payload(0, k).unwrap();
+            // A utf8 chunk: offsets length, text length, offsets, then the text's payload.
+            let at = if ty == "utf8" {
+                8 + u32::from_le_bytes(p[..4].try_into().unwrap()) as usize
+            } else {
+                0
+            };
+            let word = u32::from_le_bytes(p[at..at + 4].try_into().unwrap());
+            assert_eq!(word, sb, "{ty} chunk {k}");
+        }
+    }
+    let src = dir.path().join("in");
+    std::fs::write(&src, &text).unwrap();
+    let tsr = dir.path().join("x.tsr");
+    for (args, what) in [
+        (
+            vec!["--type", "bytes", "--segment-bytes", "300"],
+            "300 bytes",
+        ),
+        (
+            vec!["--type", "u32", "--segment-bytes", "4096"],
+            "an integer column",
+        ),
+        (
+            vec![
+                "--type",
+                "bytes",
+                "--codec",
+                "huffman",
+                "--segment-bytes",
+                "4096",
+            ],
+            "huffman",
+        ),
+    ] {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"compress"];
+        for x in &args {
+            a.push(x);
+        }
+        a.push(&src);
+        a.push(&tsr);
+        let err = fails(tessera(&a), what);
+        assert!(err.contains("--segment-bytes"), "{what}: {err}");
+        assert!(!tsr.exists(), "{what}: an output was written");
+    }
+}
+
 #[test]
 fn bits_columns_round_trip_with_exact_lengths() {
     let dir = tempfile::tempdir().unwrap();

@@ -238,6 +238,24 @@ fn encode_smallest(
     Ok(codec)
 }
 
+/// Encoder settings that a codec's payload records, so that no reader needs them: the choices a
+/// caller may make beyond the codec itself. `Default` is what [`encode_values`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodecOptions {
+    /// LLL segment size (`docs/format/lll.md` §2: 512, 1024, 2048 or 4096): smaller segments
+    /// reach the bytes just before more of their own (the best ratio on images and text),
+    /// larger ones decode faster on a GPU.
+    pub lll_segment_bytes: usize,
+}
+
+impl Default for CodecOptions {
+    fn default() -> Self {
+        CodecOptions {
+            lll_segment_bytes: lll::DEFAULT_SEGMENT_BYTES,
+        }
+    }
+}
+
 /// Encodes one chunk of `value_count` values of any fixed-size type (not utf8: see
 /// [`crate::text`]) whose raw form is `raw` (`ty.raw_len(value_count)` bytes; for bits, padding
 /// bits past `value_count` must be zero). `requested = None` means auto. Appends the payload to
@@ -248,6 +266,26 @@ pub fn encode_values(
     raw: &[u8],
     value_count: u64,
     out: &mut Vec<u8>,
+) -> Result<CodecId> {
+    encode_values_with(
+        ty,
+        requested,
+        raw,
+        value_count,
+        out,
+        CodecOptions::default(),
+    )
+}
+
+/// [`encode_values`] with encoder settings ([`CodecOptions`]); an invalid setting is an
+/// `InvalidArgument` error when the codec it belongs to is tried.
+pub fn encode_values_with(
+    ty: LogicalType,
+    requested: Option<CodecId>,
+    raw: &[u8],
+    value_count: u64,
+    out: &mut Vec<u8>,
+    opts: CodecOptions,
 ) -> Result<CodecId> {
     check_request(ty, requested)?;
     if value_count > MAX_CHUNK_VALUES as u64 {
@@ -271,7 +309,7 @@ pub fn encode_values(
         LogicalType::Bytes => {
             encode_smallest(&AUTO_ORDER_BYTES, requested, raw, out, |c, o| match c {
                 CodecId::Huffman => huffman::encode(raw, o),
-                _ => lll::encode(raw, o).map(|_| ()),
+                _ => lll::encode_with_segment_bytes(raw, o, opts.lll_segment_bytes).map(|_| ()),
             })
         }
         LogicalType::Bits => {

@@ -10,7 +10,7 @@
 
 use tessera_format::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
-use crate::column;
+use crate::column::{self, CodecOptions};
 use crate::int;
 
 /// Bytes of the chunk header: `offsets_size` and `data_size`.
@@ -75,6 +75,16 @@ pub fn encode_utf8_chunk(
     requested: Option<CodecId>,
     out: &mut Vec<u8>,
 ) -> Result<CodecId> {
+    encode_utf8_chunk_with(strings, requested, out, CodecOptions::default())
+}
+
+/// [`encode_utf8_chunk`] with encoder settings for the text bytes' codec ([`CodecOptions`]).
+pub fn encode_utf8_chunk_with(
+    strings: &Strings,
+    requested: Option<CodecId>,
+    out: &mut Vec<u8>,
+    opts: CodecOptions,
+) -> Result<CodecId> {
     if let Some(c) = requested.filter(|c| !c.supports(LogicalType::Utf8)) {
         return Err(Error::InvalidArgument(format!(
             "codec {} does not apply to utf8 columns",
@@ -100,12 +110,13 @@ pub fn encode_utf8_chunk(
     let mut offsets = Vec::new();
     int::encode(CodecId::Dfor, &strings.ends, &mut offsets)?;
     let mut data = Vec::new();
-    let codec = column::encode_values(
+    let codec = column::encode_values_with(
         LogicalType::Bytes,
         requested,
         &strings.data,
         strings.data.len() as u64,
         &mut data,
+        opts,
     )?;
     out.extend_from_slice(&(offsets.len() as u32).to_le_bytes());
     out.extend_from_slice(&(strings.data.len() as u32).to_le_bytes());
