@@ -64,6 +64,13 @@ fn rng() -> Rng {
     Rng(seed)
 }
 
+/// `n` bytes of lines of a 13-letter alphabet, one byte in 997 flipped (not all UTF-8).
+fn text_like(r: &mut Rng, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
+        .collect()
+}
+
 fn round_trip(dir: &Path, ty: &str, codec: &str, input: &[u8], extra: &[&str]) {
     let src = dir.join(format!("in-{ty}-{codec}"));
     let tsr = dir.join(format!("{ty}-{codec}.tsr"));
@@ -89,9 +96,7 @@ fn round_trip(dir: &Path, ty: &str, codec: &str, input: &[u8], extra: &[&str]) {
 fn bytes_columns_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = rng();
-    let text: Vec<u8> = (0..300_000)
-        .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
-        .collect();
+    let text = text_like(&mut r, 300_000);
     let random: Vec<u8> = (0..70_000).map(|_| r.next() as u8).collect();
     for codec in ["auto", "plain", "huffman", "lll"] {
         for (i, data) in [
@@ -119,9 +124,7 @@ fn bytes_columns_round_trip() {
 fn lll_segment_bytes_reach_the_payloads() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = rng();
-    let text: Vec<u8> = (0..200_000)
-        .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
-        .collect();
+    let text = text_like(&mut r, 200_000);
     for (ty, sb) in [
         ("bytes", 4096u32),
         ("bytes", 1024),
