@@ -64,7 +64,8 @@ fn rng() -> Rng {
     Rng(seed)
 }
 
-/// `n` bytes of lines of a 13-letter alphabet, one byte in 997 flipped (not all UTF-8).
+/// `n` bytes of lines of a 13-letter alphabet, one byte in 997 with its low bit flipped (still
+/// ASCII, so also a valid utf8 column).
 fn text_like(r: &mut Rng, n: usize) -> Vec<u8> {
     (0..n)
         .map(|i| b"etaoin shrdlu\n"[(r.next() % 14) as usize] ^ (i % 997 == 0) as u8)
