@@ -490,8 +490,6 @@ mod model {
     /// the parse's packed codes (`len << 16 | low half`) carry in their low half.
     pub(super) const D_FILL: u32 = 0x8000;
     pub(super) const D_RUN_AT: u32 = 0x4000;
-    const FILL: u32 = D_FILL;
-    const RUN_AT: u32 = D_RUN_AT;
 
     /// `LllShared::MAP_BYTES`: the longest step output that gets a map, which lives in the
     /// step's stage buffer (`stage4(w_step)` 16-byte pieces, one 16-bit entry per 4 bytes and
@@ -507,7 +505,7 @@ mod model {
     }
 
     /// The parse state carried from word to word (`lll_dict_word`): whether the word before
-    /// was a long code's head (so this one is its c word), and p: `FILL | ch`, a ring position
+    /// was a long code's head (so this one is its c word), and p: `D_FILL | ch`, a ring position
     /// (the last byte of a copy), or `P_UNSET`.
     struct PState {
         pend: bool,
@@ -515,7 +513,7 @@ mod model {
     }
 
     /// `lll_dict_word`: one word of a dictionary segment at staged offset `x`; returns the
-    /// packed code (`len << 16 | FILL | ch`, or `len << 16 | source ring position`).
+    /// packed code (`len << 16 | D_FILL | ch`, or `len << 16 | source ring position`).
     #[allow(clippy::too_many_arguments)]
     fn dict_word(
         sb: &impl Fn(i64) -> u32,
@@ -540,10 +538,10 @@ mod model {
             ps.pend = l == 15;
             if t == 4095 {
                 *err |= ps.p == P_UNSET;
-                let code = if ps.p & FILL != 0 {
+                let code = if ps.p & D_FILL != 0 {
                     ps.p & 0xFFFF
                 } else {
-                    RUN_AT | (ps.p & MASK)
+                    D_RUN_AT | (ps.p & MASK)
                 };
                 ps.p = P_UNSET;
                 return code | n << 16;
@@ -560,14 +558,14 @@ mod model {
         } else if ps.pend {
             0
         } else {
-            FILL | b0 | 1 << 16
+            D_FILL | b0 | 1 << 16
         };
         ps.p = if two == 1 {
             (ds + t + n - 1) & MASK
         } else if ps.pend {
             ps.p
         } else {
-            FILL | b0
+            D_FILL | b0
         };
         ps.pend = false;
         code
@@ -593,7 +591,7 @@ mod model {
             return PState { pend: l == 15, p };
         }
         // SC, or the c word (length a + 18) of a long code at i0 - 2.
-        let mut p = FILL | a;
+        let mut p = D_FILL | a;
         if back2 && id2 == 1 {
             let (a2, b2) = (sb(x1 - 2), sb(x1 - 1));
             if b2 >> 4 == 15 {
@@ -913,7 +911,7 @@ mod model {
                     let two = (bits >> k) & 1;
                     dscs[t as usize][k as usize] = if j == 0 {
                         let n = if two == 1 { sb(x + 1) + RL_MIN } else { 1 };
-                        FILL | sb(x) | n << 16
+                        D_FILL | sb(x) | n << 16
                     } else {
                         let has_c = || i + 1 < w1 && id(&ids, i + 1) == 0;
                         let mut err = false;

@@ -54,15 +54,8 @@ pub fn wall_and_thread_cpu_ms<R>(
 }
 
 /// Median wall time (ms) of `work` over `runs` runs after a warm-up.
-pub fn wall_ms<R>(runs: usize, mut work: impl FnMut() -> Result<R>) -> Result<f64> {
-    work()?;
-    let mut t = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t0 = Instant::now();
-        std::hint::black_box(work()?);
-        t.push(t0.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(t))
+pub fn wall_ms<R>(runs: usize, work: impl FnMut() -> Result<R>) -> Result<f64> {
+    Ok(wall_and_thread_cpu_ms(runs, work)?.0)
 }
 
 /// Days since 1970-01-01 to (y, m, d) (Howard Hinnant's civil_from_days).
