@@ -155,10 +155,10 @@ extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const RforGroup q = LoadRBitPackGroup<32, TS_RFOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
         for (u32 b = warp; b < q.blocks; b += TS_THREADS / 32) {
-            const u32 r = LoadRBitPackWarp<32, TS_RFOR_GROUP_L32>(s, q, c, b, status + ci);
-            if (r == 0) continue;
+            RforRuns w = LoadRBitPackWarp<32, TS_RFOR_GROUP_L32>(s, q, c, b, status + ci);
+            if (w.r == 0) continue;
             for (u32 k = 0; k < 4; ++k) {
-                LoadRBitPackStripe<32, TS_RFOR_GROUP_L32>(s, b, r, k, items);
+                LoadRBitPackStripe<32, TS_RFOR_GROUP_L32>(s, b, k, w, items);
                 const u32 pos = (q.k0 + b) * TS_RFOR_BLOCK_VALUES + 128 * k + TS_ITEMS * lane;
                 const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
                 sum += ts_filter_sum(items, valid, lo, hi);

@@ -2,8 +2,9 @@
 //
 // Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column: a thread block loads
 // G blocks of 512 values at once (LoadRBitPackGroup) and each warp decodes one of them alone
-// (LoadRBitPackWarp), so the only barriers are the group load's. LoadRBitPackWarp unpacks values and run lengths into shared memory, scans the run
-// lengths into run ends and expands the runs, so the column is read once and written once.
+// (LoadRBitPackWarp), so the only barriers are the group load's. LoadRBitPackWarp scans the run
+// lengths and marks each run's start; LoadRBitPackStripe finds every position's run by popcounts
+// of those marks and unpacks its value, so the column is read once and written once.
 //
 // Encode, one warp per block:
 //   plan  the warp stages the block's values in shared memory, finds run starts (value differs
@@ -31,10 +32,10 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
         const RforGroup q = LoadRBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
         // One warp per block: no thread-block barrier until the next group.
         for (u32 b = warp; b < q.blocks; b += TS_THREADS / 32) {
-            const u32 r = LoadRBitPackWarp<LANE, G>(s, q, c, b, status + ci);
-            if (r == 0) continue;
+            RforRuns w = LoadRBitPackWarp<LANE, G>(s, q, c, b, status + ci);
+            if (w.r == 0) continue;
             for (u32 k = 0; k < 4; ++k) {
-                LoadRBitPackStripe<LANE, G>(s, b, r, k, items);
+                LoadRBitPackStripe<LANE, G>(s, b, k, w, items);
                 const u32 pos = (q.k0 + b) * TS_RFOR_BLOCK_VALUES + 128 * k + TS_ITEMS * lane;
                 const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
                 if (valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
