@@ -51,10 +51,10 @@ template <int LANE, int G> struct RforGroupStorage {
     __align__(16) u32 start_flags[G][TS_RFOR_BLOCK_VALUES / 4];
     u32 words[WORDS];
     u32 bs[G + 1];
-    // Per block of the group (written and read by the warp that decodes it): word offset (in
-    // words[], as a bit offset) and bit width of its 2m miniblocks, its first word, its run count (0: the block
-    // failed a check).
-    u32 mb_bit[G][MAX_MINIBLOCKS];  // first bit in words[]
+    // Per block of the group (written and read by the warp that decodes it): the first bit (in
+    // words[]) and the bit width of its 2m miniblocks, its first word, its run count (0: the
+    // block failed a check).
+    u32 mb_bit[G][MAX_MINIBLOCKS];
     u32 mb_bw[G][MAX_MINIBLOCKS];
     u32 first_word[G];
     u32 runs[G];
