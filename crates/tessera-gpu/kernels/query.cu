@@ -2,9 +2,10 @@
 //
 // `sum_between_{for,dfor,rfor}` run the query on the compressed column: FOR with the warp-level
 // loader (LoadBitPackWarpGroup / LoadBitPackWarpBlock: a warp per group of blocks, no shared
-// memory), DFOR and RFOR with a thread block loading a group of tiles (LoadDBitPackGroup /
-// LoadRBitPackGroup) and taking each tile into registers with the matching *Tile / *Warp
-// function; each filters and adds, so the decoded column never touches global memory (paper section 7). One launch
+// memory), DFOR with a thread block loading a group of tiles (LoadDBitPackGroup) and taking
+// each into registers (LoadDBitPackTile), RFOR with a warp per block (LoadRBitPackWarp, then
+// LoadRBitPackStripe); each filters and adds, so the decoded column never touches global memory
+// (paper section 7). One launch
 // covers every chunk of the column (the same chunk table as the decoders). Each thread keeps a
 // u64 partial sum; a block reduction and one atomicAdd per thread block finish it.
 // `sum_between_plain` is the same query over the uncompressed column (16-byte loads).
@@ -146,23 +147,24 @@ extern "C" __global__ void TS_TILE_BOUNDS sum_between_dfor(TS_QUERY_ARGS) {
 }
 
 extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
-    __shared__ RforGroupStorage<32, TS_RFOR_GROUP_L32> s;
+    __shared__ RforWarpStorage<32> s[TS_THREADS / 32];
     u32 items[TS_ITEMS];
     u64 sum = 0;
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const u32 ci = ts_find_chunk_fast(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const RforGroup q = LoadRBitPackGroup<32, TS_RFOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
-        for (u32 b = warp; b < q.blocks; b += TS_THREADS / 32) {
-            RforRuns w = LoadRBitPackWarp<32, TS_RFOR_GROUP_L32>(s, q, c, b, status + ci);
-            if (w.r == 0) continue;
-            for (u32 k = 0; k < 4; ++k) {
-                LoadRBitPackStripe<32, TS_RFOR_GROUP_L32>(s, b, k, w, items);
-                const u32 pos = (q.k0 + b) * TS_RFOR_BLOCK_VALUES + 128 * k + TS_ITEMS * lane;
-                const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-                sum += ts_filter_sum(items, valid, lo, hi);
-            }
+        const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
+        const u32 k = (group - c.first_group) * TS_RFOR_GROUP_L32 + warp;  // one block per warp
+        if (k >= L.block_count) continue;
+        RforBlock<32> blk = LoadRBitPackWarp<32>(g, c, L, k, 0u, s[warp], status + ci);
+        if (blk.r == 0) continue;
+#pragma unroll
+        for (u32 q = 0; q < 4; ++q) {
+            LoadRBitPackStripe<32>(blk, s[warp], q, items);
+            const u32 pos = k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            sum += ts_filter_sum(items, valid, lo, hi);
         }
     }
     ts_block_add(sum, result);
@@ -178,7 +180,7 @@ extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
 template <int CODEC>
 __device__ __forceinline__ void sum_between_tilewise(TS_QUERY_ARGS_TILES) {
     __shared__ ForGroupStorage<32, 1> sf;
-    __shared__ RforGroupStorage<32, 1> sr;
+    __shared__ RforWarpStorage<32> sr[TS_THREADS / 32];
     u32 items[TS_ITEMS];
     u64 sum = 0;
     for (u32 tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {

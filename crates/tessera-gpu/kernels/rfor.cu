@@ -1,10 +1,10 @@
 // rfor.cu: GPU-RFOR (docs/format/rfor.md) decode and encode kernels.
 //
-// Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column: a thread block loads
-// G blocks of 512 values at once (LoadRBitPackGroup) and each warp decodes one of them alone
-// (LoadRBitPackWarp), so the only barriers are the group load's. LoadRBitPackWarp scans the run
-// lengths and marks each run's start; LoadRBitPackStripe finds every position's run by popcounts
-// of those marks and unpacks its value, so the column is read once and written once.
+// Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column: a thread block takes
+// a group of 4 blocks of 512 values and each warp decodes one of them alone, with no barrier
+// (LoadRBitPackWarp reads and checks the block, unpacks its runs into shared memory and marks
+// each run's start; LoadRBitPackStripe gives every position's value from those marks), so the
+// column is read once and written once.
 //
 // Encode, one warp per block:
 //   plan  the warp stages the block's values in shared memory, finds run starts (value differs
@@ -23,23 +23,30 @@
 template <int LANE, int OUT_BYTES, int G>
 __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
                                             u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
-    __shared__ RforGroupStorage<LANE, G> s;
-    typename Lane<LANE>::T items[TS_ITEMS];
+    static_assert(G == TS_THREADS / 32, "an RFOR group is one block per warp");
+    typedef typename Lane<LANE>::T T;
+    __shared__ RforWarpStorage<LANE> s[TS_THREADS / 32];
+    T items[TS_ITEMS];
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    // Signed types: flipping the top bit of a 32- or 64-bit output is adding it, folded into
+    // value_reference. Narrow outputs keep the flip at the store, after their range check.
+    const T add = OUT_BYTES >= 4 ? (T)flip : (T)0;
+    const u64 store_flip = OUT_BYTES >= 4 ? 0ull : flip;
     for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+        const u32 ci = ts_find_chunk_fast(chunks, n_chunks, group);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const RforGroup q = LoadRBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
-        // One warp per block: no thread-block barrier until the next group.
-        for (u32 b = warp; b < q.blocks; b += TS_THREADS / 32) {
-            RforRuns w = LoadRBitPackWarp<LANE, G>(s, q, c, b, status + ci);
-            if (w.r == 0) continue;
-            for (u32 k = 0; k < 4; ++k) {
-                LoadRBitPackStripe<LANE, G>(s, b, k, w, items);
-                const u32 pos = (q.k0 + b) * TS_RFOR_BLOCK_VALUES + 128 * k + TS_ITEMS * lane;
-                const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-                if (valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
-            }
+        const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
+        // One warp per block, no thread-block barrier.
+        const u32 k = (group - c.first_group) * G + warp;
+        if (k >= L.block_count) continue;
+        RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, c, L, k, add, s[warp], status + ci);
+        if (blk.r == 0) continue;
+#pragma unroll
+        for (u32 q = 0; q < 4; ++q) {
+            LoadRBitPackStripe<LANE>(blk, s[warp], q, items);
+            const u32 pos = k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
+            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            if (valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, store_flip, status + ci, pos);
         }
     }
 }

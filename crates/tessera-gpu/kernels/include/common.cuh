@@ -41,8 +41,8 @@ typedef unsigned long long u64;
 // Launch bounds of the tile kernels: 128 threads, and registers capped so that 16 thread
 // blocks (2048 threads) fit an SM: the decoders are latency-bound, occupancy is what hides it.
 #define TS_TILE_BOUNDS __launch_bounds__(TS_THREADS, 16)
-// RFOR's storage (about 16 KB for lane 32) allows 13 thread blocks per SM at most: registers
-// for 12 avoid spills.
+// RFOR: 40 registers (12 thread blocks per SM) avoid spills; the 32 that 16 blocks allow spill.
+// Its shared memory (10 KB for lane 32, 18 KB for lane 64) is not the limit.
 #define TS_RFOR_BOUNDS __launch_bounds__(TS_THREADS, 12)
 
 // Tiles a thread block loads at once (a "group"): all of a group's words are requested before
@@ -105,6 +105,22 @@ __device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunk
         if (__ldg(&chunks[mid].first_group) <= group) lo = mid; else hi = mid;
     }
     return lo;
+}
+
+// ts_find_chunk, first trying the row that equal chunks would give (every chunk of a column
+// but the last holds the same number of groups when the writer's chunk size is a multiple of
+// the group's values, the usual case): two dependent loads instead of log2(n_chunks). A table
+// that does not fit the guess falls back to the search, so any table gives the same row.
+__device__ __forceinline__ u32 ts_find_chunk_fast(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
+    if (n_chunks > 1) {
+        const u32 g1 = __ldg(&chunks[1].first_group);  // groups of chunk 0
+        if (g1 != 0) {
+            const u32 i = ts_min(group / g1, n_chunks - 1);
+            if (__ldg(&chunks[i].first_group) <= group && (i + 1 == n_chunks || __ldg(&chunks[i + 1].first_group) > group))
+                return i;
+        }
+    }
+    return ts_find_chunk(chunks, n_chunks, group);
 }
 
 // ts_find_chunk for a whole warp asking about the same group (every lane must call it): a

@@ -1,33 +1,38 @@
 // load_rbitpack.cuh: LoadRBitPack, the GPU-RFOR loader (rfor.md, paper section 6). A tile is
-// one RFOR block of up to 512 values.
+// one RFOR block of up to 512 values, decoded by ONE WARP with no thread-block barrier:
 //
-// Blocks are loaded a group of G at a time (LoadRBitPackGroup: block_starts checked, the
-// group's words copied to shared memory with cp.async, contiguously or one slot per block).
-// Then each block is decoded by ONE WARP, with no thread-block barrier (LoadRBitPackWarp, then
-// LoadRBitPackStripe for each quarter of the output, in order):
-//   1. the warp parses the run word (1 <= r <= 512, 1 <= length_reference <= 512) and the 2m
-//      miniblock bit widths (values <= lane, run lengths <= 10), scans the miniblock sizes into
-//      word offsets and checks that they fit the block's range (rfor_block_meta);
-//   2. the warp unpacks the run lengths 128 at a time (lane l: entries 4l .. 4l + 3 of the
-//      128, one 64-bit window of one miniblock), checks each (1..=512), and a warp-wide scan
-//      per 128 gives every run's end, whose total must be the block's value count; each end
-//      before the count is a run start, marked by a 1 byte in the block's `start_flags` (512
-//      bytes, one per position: rfor_run_starts). Then the popcounts of the flag words of all
-//      four stripes, packed as four bytes, take one more warp scan (LoadRBitPackWarp);
-//   3. lane l takes output positions 128k + 4l .. 128k + 4l + 3 (k = 0..3, so every store of
-//      the warp is 512 contiguous bytes). Those four flag bytes are one word: the packed scan
-//      (plus the stripes before) gives the run of the position before the lane's first, and
-//      a masked popcount of the word each position's run (rfor_expand_quad); each run's value
-//      is unpacked straight from the packed words, without a branch. No search, no loop over
-//      runs.
-// A block whose runs are all of length 1 (RFOR on data without repeats) skips the flags: its
-// position p is run p.
+//   LoadRBitPackWarp (per block)
+//   1. lanes 0 and 1 read the block's two block_starts entries and check them; then one
+//      coalesced load (lane l: word l of the block) brings value_reference, the run word and the
+//      bit-width words, spread by shuffles. Lane l < 2m keeps miniblock l's bit width and first
+//      bit (a warp scan of the miniblock sizes); every check of rfor.md steps 1-5 is made here.
+//   2. the block is classified:
+//      - IDENTITY: r equals the value count, length_reference is 1 and every run-length
+//        miniblock has bit width 0, so every run has length 1 (RFOR on data without repeats):
+//        position p is run p, nothing to expand.
+//      - ONE_RUN: r = 1; its length is checked against the count, its value is the block's.
+//      - RUNS: the warp unpacks 4 runs per lane per pass of 128 runs (lane l: runs j0 = 128g
+//        + 4l .. j0 + 3, their lengths from one 64-bit window, their values from one or two),
+//        checks every length, writes each run's value (value_reference added) to `run_val[j]`
+//        in shared memory and a 1 byte in `start_flags` at each run's start but the first (a
+//        warp scan of the lengths per pass gives the ends). The lengths must sum to the count.
+//        Then the popcounts of the flag words of the four stripes, packed as four bytes, take
+//        one warp scan.
+//   LoadRBitPackStripe (k = 0..3, in order): lane l gets positions 128k + 4l .. 128k + 4l + 3
+//   (every warp store is 512 contiguous bytes). RUNS: the four flag bytes are one word; the
+//   scan gives the run of the position before the lane's first, and the byte sums of the word
+//   (one multiply) each position's run, read from run_val. IDENTITY: the four values are
+//   unpacked straight from the packed words. ONE_RUN: the value.
+//
+// The packed words are read from global memory (through L1, 32 lanes reading neighbouring
+// words), never staged: every read index is clamped to the block's last word, so a read never
+// leaves the block's checked range [block_starts[k], block_starts[k+1]); the clamped words only
+// feed bits past the block's last entry, which are masked off. Every run index stays below r
+// (there are r - 1 flags). Failures are reported with ts_report; the block's r is then 0.
+//
 // LoadRBitPack keeps the paper's shape (one block per thread block, thread t holding values
-// 4t .. 4t+3): warp 0 does steps 1-2, one barrier, every thread does step 3, each warp adding
-// the flags of the warps before it.
-// Every read stays inside the block's checked range or the two spare words after it; a run index
-// never passes r - 1 (there are r - 1 flags at most). Failures are reported with ts_report; the
-// functions then return false.
+// 4t .. 4t+3): each warp decodes the block with the steps above and keeps its own stripe (the
+// metadata work is repeated per warp; the fast kernels use one warp per block instead).
 #ifndef TESSERA_LOAD_RBITPACK_CUH
 #define TESSERA_LOAD_RBITPACK_CUH
 
@@ -35,375 +40,346 @@
 #include "bitunpack.cuh"
 #include "block_scan.cuh"
 
-template <int LANE, int G> struct RforGroupStorage {
+#define TS_RFOR_CORRUPT 0u
+#define TS_RFOR_IDENTITY 1u
+#define TS_RFOR_ONE_RUN 2u
+#define TS_RFOR_RUNS 3u
+
+// A warp's shared memory for the block it decodes (RUNS blocks only).
+template <int LANE> struct RforWarpStorage {
     typedef typename Lane<LANE>::T T;
-    static const u32 RW = Lane<LANE>::REF_WORDS;
-    static const u32 MAX_RUNS = TS_RFOR_BLOCK_VALUES;
-    static const u32 MAX_MINIBLOCKS = 2 * TS_RFOR_MINIBLOCKS;
-    // rfor.md: value_reference, run word, ceil(2m/4) bit-width words, 16 value miniblocks of at
-    // most `lane` words and 16 run-length miniblocks of at most 10 words.
-    static const u32 MAX_BLOCK_WORDS = RW + 1 + MAX_MINIBLOCKS / 4 + TS_RFOR_MINIBLOCKS * LANE +
-                                       TS_RFOR_MINIBLOCKS * TS_RFOR_MAX_LENGTH_BITS;
-    static const u32 SLOT = MAX_BLOCK_WORDS + 2;  // + 2 spare words for the bit reader
-    static const u32 WORDS = G * SLOT;
-    // Per block: byte p is 1 iff a run other than the first starts at position p (16-byte
-    // aligned: cleared with one 16-byte store per lane).
-    __align__(16) u32 start_flags[G][TS_RFOR_BLOCK_VALUES / 4];
-    u32 words[WORDS];
-    u32 bs[G + 1];
-    // Per block of the group (written and read by the warp that decodes it): the first bit (in
-    // words[]) and the bit width of its 2m miniblocks, its first word, its run count (0: the
-    // block failed a check).
-    u32 mb_bit[G][MAX_MINIBLOCKS];
-    u32 mb_bw[G][MAX_MINIBLOCKS];
-    u32 first_word[G];
-    u32 runs[G];
-    u32 identity[G];  // nonzero: every run has length 1, and this is the block's value count
+    // Run j's value (value_reference and the caller's `add` included); 16-byte aligned: a lane
+    // writes its 4 runs with vector stores.
+    __align__(16) T run_val[TS_RFOR_BLOCK_VALUES];
+    // Byte p is 1 iff a run other than the first starts at position p.
+    __align__(16) u32 start_flags[TS_RFOR_BLOCK_VALUES / 4];
 };
 
-// What LoadRBitPackWarp leaves a warp for its block's four stripes: the run count (0: the block
-// is corrupt) and, per stripe k, in byte k, the run starts before the lane's positions inside
-// the stripe (excl4) and in the whole stripe (tot4); carry counts the stripes done. A byte
-// holds at most 4 * 32 = 128 starts, so one warp scan of the packed bytes serves all four.
-struct RforRuns {
-    u32 r;
-    u32 excl4;
-    u32 tot4;
-    u32 carry;
-};
-
-struct RforGroup {
-    ChunkLayout L;
-    u32 k0;      // first block (= tile) of the group inside the chunk
-    u32 blocks;  // blocks in the group
-    u32 origin;  // contiguous layout: data-area word held by words[0]; ~0u: slot layout
+// What LoadRBitPackWarp leaves each lane of the warp for the block's stripes.
+template <int LANE> struct RforBlock {
+    typedef typename Lane<LANE>::T T;
+    const u32* w;  // the block's first word (global memory)
+    u32 last;      // index of its last word: every read is clamped to it
+    u32 count;     // values in the block
+    u32 r;         // runs; 0: the block is corrupt (reported)
+    u32 mode;      // TS_RFOR_*
+    u32 mb_bit;    // lane l < 2m: miniblock l's first bit, counted from w
+    u32 mb_bw;     // lane l < 2m: its bit width
+    T vref;        // value_reference + add
+    T one;         // ONE_RUN: the block's value
+    // RUNS: per stripe k, in byte k, the run starts before the lane's positions inside the
+    // stripe (excl4) and in the whole stripe (tot4); carry counts the stripes done. A byte holds
+    // at most 4 * 32 = 128 starts, so one warp scan of the packed bytes serves all four.
+    u32 excl4, tot4, carry;
 };
 
 // The bw low bits (0 <= bw <= 32) of a 32-bit word, without a branch: a clamped funnel shift of
 // ones (bw = 0: none, bw = 32: all).
 __device__ __forceinline__ u32 rfor_mask(u32 bw) { return __funnelshift_lc(0xFFFFFFFFu, 0u, bw); }
 
-// ts_extract without its bw == 0 branch (lane 32): reads w[bit/32] and w[bit/32 + 1], which a
-// miniblock's bit offset always has inside words[] (a checked block ends at least two words
-// before the array's end), and masks to bw bits (bw = 0: 0).
-template <int LANE> __device__ __forceinline__ typename Lane<LANE>::T rfor_value(const u32* w, u32 bit, u32 bw);
-template <> __device__ __forceinline__ u32 rfor_value<32>(const u32* w, u32 bit, u32 bw) {
+// Word i of the block, clamped to its last word.
+__device__ __forceinline__ u32 rfor_word(const u32* w, u32 last, u32 i) { return __ldg(w + ts_min(i, last)); }
+
+// The 64 bits of the block starting at bit `bit`: lo = bits bit .. bit + 31, hi the next 32.
+__device__ __forceinline__ void rfor_window(const u32* w, u32 last, u32 bit, u32& lo, u32& hi) {
     const u32 i = bit >> 5;
-    return __funnelshift_r(w[i], w[i + 1], bit) & rfor_mask(bw);
-}
-template <> __device__ __forceinline__ u64 rfor_value<64>(const u32* w, u32 bit, u32 bw) {
-    return ts_extract64(w, bit, bw);
+    const u32 a = rfor_word(w, last, i), b = rfor_word(w, last, i + 1), c = rfor_word(w, last, i + 2);
+    lo = __funnelshift_r(a, b, bit);
+    hi = __funnelshift_r(b, c, bit);
 }
 
-// Parses and checks block `b` of a loaded group: one warp. Lane l < m handles value
-// miniblock l, lane m <= l < 2m run-length miniblock l - m; a warp-wide scan of the miniblock
-// sizes gives their word offsets. Leaves s.runs[b] = 0 when the block fails a check.
-template <int LANE, int G>
-__device__ __forceinline__ void rfor_block_meta(RforGroupStorage<LANE, G>& s, const RforGroup& q, u32 b, u64* status) {
-    typedef RforGroupStorage<LANE, G> S;
-    const u32 RW = S::RW;
-    const u32 l = threadIdx.x & 31;
-    const u32 k = q.k0 + b;
-    u32 runs = 0;
-    if (b < q.blocks) {
-        const u32 b0 = s.bs[b], b1 = s.bs[b + 1];
-        if (b0 <= b1 && b1 <= q.L.data_len) {
-            const u32 len = b1 - b0;
-            const u32* blk = q.origin != ~0u ? s.words + (b0 - q.origin) : s.words + b * S::SLOT;
-            const u32 base = (u32)(blk - s.words);
-            u32 code = 0, detail = 0;
-            const u32 r = len >= RW + 1 ? blk[RW] & 0xFFFFu : 0u;
-            const u32 lref = len >= RW + 1 ? blk[RW] >> 16 : 0u;
-            if (len < RW + 1) {
-                code = TS_ST_TRUNCATED;
-                detail = RW + 1;
-            } else if (r < 1 || r > S::MAX_RUNS) {
-                code = TS_ST_RUN_COUNT;
-                detail = r;
-            } else if (lref < 1 || lref > TS_RFOR_MAX_LENGTH) {
-                code = TS_ST_LENGTH_REF;
-                detail = lref;
-            } else {
-                const u32 m = (r + 31) / 32;
-                const u32 bw_words = (2 * m + 3) / 4;
-                if (RW + 1 + bw_words > len) {
-                    code = TS_ST_TRUNCATED;
-                    detail = RW + 1 + bw_words;
-                } else {
-                    const bool active = l < 2 * m;
-                    const u32 bw = active ? (blk[RW + 1 + l / 4] >> (8 * (l & 3))) & 0xFF : 0u;
-                    const bool is_len = l >= m;
-                    const u32 mb = is_len ? l - m : l;
-                    const u32 entries = mb == m - 1 ? r - 32 * (m - 1) : 32u;
-                    const bool too_wide = active && bw > (is_len ? (u32)TS_RFOR_MAX_LENGTH_BITS : (u32)LANE);
-                    const u32 wide = __ballot_sync(0xFFFFFFFFu, too_wide);
-                    const u32 words = active && !wide ? ts_miniblock_words(entries, bw) : 0u;
-                    const u32 incl = warp_inclusive_sum(words);
-                    const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
-                    const u32 first = RW + 1 + bw_words;
-                    s.mb_bit[b][l] = (base + first + incl - words) * 32;
-                    s.mb_bw[b][l] = bw;
-                    if (l == 0) s.first_word[b] = base;
-                    if (wide) {
-                        const u32 bad = __ffs(wide) - 1;
-                        const u32 bad_bw = __shfl_sync(0xFFFFFFFFu, bw, bad);
-                        code = TS_ST_BIT_WIDTH;
-                        detail = (bad << 8) | bad_bw;
-                    } else if (first + total > len) {
-                        code = TS_ST_TRUNCATED;
-                        detail = first + total;
-                    }
-                }
-            }
-            if (code && l == 0) ts_report(status, TS_CLASS_BLOCK, k, code, detail);
-            runs = code ? 0u : r;
+// Entries e .. e + 3 of a miniblock (v[x] = entry e + x, packed at bw bits from bit `bit`), for
+// lane 32 (bw <= 32). Up to 10 bits, all four lie in one 64-bit window (3 * 10 + 10 <= 64, and
+// every shift stays below 32); wider, two windows of two entries each.
+template <int LANE> struct RforQuad;
+template <> struct RforQuad<32> {
+    __device__ __forceinline__ static void get(const u32* w, u32 last, u32 bit, u32 bw, u32 (&v)[4]) {
+        const u32 mask = rfor_mask(bw);
+        u32 lo, hi;
+        rfor_window(w, last, bit, lo, hi);
+        if (bw <= 10) {
+#pragma unroll
+            for (u32 x = 0; x < 4; ++x) v[x] = __funnelshift_r(lo, hi, x * bw) & mask;
+        } else {
+            v[0] = lo & mask;
+            v[1] = __funnelshift_rc(lo, hi, bw) & mask;  // shift bw <= 32: clamped, not wrapped
+            rfor_window(w, last, bit + 2 * bw, lo, hi);
+            v[2] = lo & mask;
+            v[3] = __funnelshift_rc(lo, hi, bw) & mask;
         }
     }
-    if (l == 0) s.runs[b] = runs;
-    __syncwarp();
-}
-
-// Loads group `group` (blocks G*group .. G*group + G - 1) of RFOR chunk `c` into `s`.
-template <int LANE, int G>
-__device__ __forceinline__ RforGroup LoadRBitPackGroup(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
-                                                       RforGroupStorage<LANE, G>& s, u64* status) {
-    typedef RforGroupStorage<LANE, G> S;
-    const u32 t = threadIdx.x;
-    RforGroup q;
-    q.L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
-    q.k0 = group * G;
-    q.blocks = ts_min(G, q.L.block_count - q.k0);
-    const u32 data_len = q.L.data_len;
-
-    __syncthreads();  // the previous group's readers of s are done
-    if (t <= q.blocks) s.bs[t] = __ldg(&g[q.L.block_starts + q.k0 + t]);
-    __syncthreads();
-    bool entry_ok = true;
-    if (t <= q.blocks) {
-        const u32 e = s.bs[t];
-        entry_ok = e <= data_len && (t == 0 || e >= s.bs[t - 1]);
-        if (!entry_ok && (t > 0 || q.k0 == 0)) ts_report(status, TS_CLASS_BLOCK_STARTS, q.k0 + t, TS_ST_BLOCK_START, e);
-    }
-    const u32 start = s.bs[0];
-    const u32 span = s.bs[q.blocks] - start;
-    const bool contiguous = __syncthreads_and(entry_ok) && span + 2 <= S::WORDS;
-    if (contiguous) {
-        q.origin = start;
-        for (u32 i = t; i < span; i += TS_THREADS) ts_cp_async4(&s.words[i], &g[q.L.data + start + i]);
-    } else {
-        q.origin = ~0u;
-        for (u32 i = t; i < S::WORDS; i += TS_THREADS) {
-            const u32 j = i / S::SLOT;
-            const u32 off = i - j * S::SLOT;
-            if (j < q.blocks) {
-                const u32 b0 = s.bs[j], b1 = s.bs[j + 1];
-                if (b0 <= b1 && b1 <= data_len && off < ts_min(b1 - b0, S::MAX_BLOCK_WORDS))
-                    ts_cp_async4(&s.words[i], &g[q.L.data + b0 + off]);
-            }
+};
+// Lane 64 (bw <= 64): one 64-bit window per entry.
+template <> struct RforQuad<64> {
+    __device__ __forceinline__ static void get(const u32* w, u32 last, u32 bit, u32 bw, u64 (&v)[4]) {
+        const u64 mask = bw >= 64 ? ~0ull : (1ull << bw) - 1ull;
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            u32 lo, hi;
+            rfor_window(w, last, bit + x * bw, lo, hi);
+            v[x] = (((u64)hi << 32) | lo) & mask;
         }
     }
-    ts_cp_async_wait();
-    __syncthreads();
-    return q;
+};
+
+// One entry (bw <= LANE bits at bit `bit`).
+template <int LANE>
+__device__ __forceinline__ typename Lane<LANE>::T rfor_entry(const u32* w, u32 last, u32 bit, u32 bw) {
+    u32 lo, hi;
+    rfor_window(w, last, bit, lo, hi);
+    if (LANE == 32) return (typename Lane<LANE>::T)(lo & rfor_mask(bw));
+    const u64 mask = bw >= 64 ? ~0ull : (1ull << bw) - 1ull;
+    return (typename Lane<LANE>::T)((((u64)hi << 32) | lo) & mask);
 }
 
-// Step 2 for block `b` of a loaded group, by one warp: run starts into s.start_flags[b]. Returns
-// the run count, or 0 when the block is corrupt (reported).
-template <int LANE, int G>
-__device__ __forceinline__ u32 rfor_run_starts(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c, u32 b,
-                                               u64* status) {
-    typedef RforGroupStorage<LANE, G> S;
-    const u32 RW = S::RW;
+// Steps 1-2 for block `k` of chunk `c` (layout L), by the whole warp (every lane calls it; no
+// other warp takes part). `add` is added to every value (the decoder folds the sign flip of
+// signed types into it: flipping the top bit is adding it). Returns the block with r = 0 when it
+// is corrupt (reported to `status`).
+template <int LANE>
+__device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restrict__ g, const ChunkDesc& c,
+                                                            const ChunkLayout& L, u32 k, typename Lane<LANE>::T add,
+                                                            RforWarpStorage<LANE>& s, u64* status) {
+    typedef typename Lane<LANE>::T T;
+    const u32 RW = Lane<LANE>::REF_WORDS;
     const u32 l = threadIdx.x & 31;
-    const u32 k = q.k0 + b;
-    const u32 r = s.runs[b];
-    if (r == 0) return 0;  // uniform across the warp
-    const u32 count = ts_min(TS_RFOR_BLOCK_VALUES, c.total_count - k * TS_RFOR_BLOCK_VALUES);
+    RforBlock<LANE> blk;
+    blk.r = 0;
+    blk.mode = TS_RFOR_CORRUPT;
+    blk.carry = 0;
+    blk.excl4 = blk.tot4 = 0;
+    blk.count = ts_min(TS_RFOR_BLOCK_VALUES, c.total_count - k * TS_RFOR_BLOCK_VALUES);
+
+    // block_starts[k] (lane 0) and block_starts[k + 1] (lane 1). This block checks entry k + 1
+    // (and entry 0 for block 0): each entry is checked once, in the order the CPU checks them.
+    const u32 e = l < 2 ? __ldg(&g[L.block_starts + k + l]) : 0u;
+    const u32 e0 = __shfl_sync(0xFFFFFFFFu, e, 0), e1 = __shfl_sync(0xFFFFFFFFu, e, 1);
+    if (l == 0 && k == 0 && e0 > L.data_len) ts_report(status, TS_CLASS_BLOCK_STARTS, 0, TS_ST_BLOCK_START, e0);
+    if (l == 0 && (e1 > L.data_len || e1 < e0)) ts_report(status, TS_CLASS_BLOCK_STARTS, k + 1, TS_ST_BLOCK_START, e1);
+    if (e0 > e1 || e1 > L.data_len) return blk;  // reported above or by the block before
+
+    const u32 len = e1 - e0;
+    blk.w = g + L.data + e0;
+    blk.last = len - 1;  // len = 0 reads nothing: the truncation check comes first
+    const u32 x = len ? rfor_word(blk.w, blk.last, l) : 0u;
+    const u32 run_word = __shfl_sync(0xFFFFFFFFu, x, RW);
+    T vref = (T)__shfl_sync(0xFFFFFFFFu, x, 0);
+    if (LANE == 64) vref |= (T)((u64)__shfl_sync(0xFFFFFFFFu, x, 1) << 32);
+    const u32 r = len >= RW + 1 ? run_word & 0xFFFFu : 0u;
+    const u32 lref = len >= RW + 1 ? run_word >> 16 : 0u;
     const u32 m = (r + 31) / 32;
-    const u32 lref = s.words[s.first_word[b] + RW] >> 16;
-    // Data without runs (RFOR chosen for a column that has none, or a block of distinct values):
-    // r equals the value count, length_reference is 1 and every run-length miniblock has bit
-    // width 0, so every length is exactly 1 and their sum is the count: nothing to check, no
-    // flags to build, and position p is run p (rfor_expand_quad's identity case).
-    const u32 lbw_l = l < m ? s.mb_bw[b][m + l] : 0u;
-    if (r == count && lref == 1 && __ballot_sync(0xFFFFFFFFu, lbw_l != 0) == 0) {
-        if (l == 0) s.identity[b] = count;
-        __syncwarp();
-        return r;
+    const u32 bw_words = (2 * m + 3) / 4;
+    const u32 bw_word = __shfl_sync(0xFFFFFFFFu, x, ts_min(RW + 1 + l / 4, 31u));
+    u32 code = 0, detail = 0;
+    if (len < RW + 1) {
+        code = TS_ST_TRUNCATED;
+        detail = RW + 1;
+    } else if (r < 1 || r > TS_RFOR_BLOCK_VALUES) {
+        code = TS_ST_RUN_COUNT;
+        detail = r;
+    } else if (lref < 1 || lref > TS_RFOR_MAX_LENGTH) {
+        code = TS_ST_LENGTH_REF;
+        detail = lref;
+    } else if (RW + 1 + bw_words > len) {
+        code = TS_ST_TRUNCATED;
+        detail = RW + 1 + bw_words;
     }
-    reinterpret_cast<uint4*>(s.start_flags[b])[l] = make_uint4(0u, 0u, 0u, 0u);
+    if (code) {  // warp-uniform
+        if (l == 0) ts_report(status, TS_CLASS_BLOCK, k, code, detail);
+        return blk;
+    }
+    // Lane l < m: value miniblock l; m <= l < 2m: run-length miniblock l - m.
+    const bool active = l < 2 * m;
+    const u32 bw = active ? (bw_word >> (8 * (l & 3))) & 0xFFu : 0u;
+    const bool is_len = l >= m;
+    const u32 mb = is_len ? l - m : l;
+    const u32 entries = mb == m - 1 ? r - 32 * (m - 1) : 32u;
+    const bool too_wide = active && bw > (is_len ? (u32)TS_RFOR_MAX_LENGTH_BITS : (u32)LANE);
+    const u32 wide = __ballot_sync(0xFFFFFFFFu, too_wide);
+    const u32 words = active && !wide ? ts_miniblock_words(entries, bw) : 0u;
+    const u32 incl = warp_inclusive_sum(words);
+    const u32 total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+    const u32 first = RW + 1 + bw_words;
+    if (wide) {
+        const u32 bad = __ffs(wide) - 1;
+        const u32 bad_bw = __shfl_sync(0xFFFFFFFFu, bw, bad);
+        if (l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_BIT_WIDTH, (bad << 8) | bad_bw);
+        return blk;
+    }
+    if (first + total > len) {
+        if (l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_TRUNCATED, first + total);
+        return blk;
+    }
+    blk.mb_bit = (first + incl - words) * 32;  // <= 32 * len: no overflow (len checked above)
+    blk.mb_bw = bw;
+    blk.vref = (T)(vref + add);
+
+    // IDENTITY: nothing to check (valid lengths of 1 summing to the count).
+    if (r == blk.count && lref == 1 && __ballot_sync(0xFFFFFFFFu, is_len && active && bw != 0) == 0) {
+        blk.r = r;
+        blk.mode = TS_RFOR_IDENTITY;
+        return blk;
+    }
+    if (r == 1) {
+        // ONE_RUN: value miniblock 0 and run-length miniblock 1 hold one entry each.
+        const u32 lbw = __shfl_sync(0xFFFFFFFFu, bw, 1), lbit = __shfl_sync(0xFFFFFFFFu, blk.mb_bit, 1);
+        const u32 vbw = __shfl_sync(0xFFFFFFFFu, bw, 0), vbit = __shfl_sync(0xFFFFFFFFu, blk.mb_bit, 0);
+        u32 lo, hi;
+        rfor_window(blk.w, blk.last, lbit, lo, hi);
+        const u32 run_len = lref + (lo & rfor_mask(lbw));
+        if (run_len > TS_RFOR_MAX_LENGTH || run_len != blk.count) {
+            if (l == 0) {
+                if (run_len > TS_RFOR_MAX_LENGTH) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, run_len & 0x1FFFFu);
+                else ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, run_len);
+            }
+            return blk;
+        }
+        blk.one = (T)(blk.vref + rfor_entry<LANE>(blk.w, blk.last, vbit, vbw));
+        blk.r = 1;
+        blk.mode = TS_RFOR_ONE_RUN;
+        return blk;
+    }
+
+    // RUNS. The previous block's stripes may still read s: converge first.
     __syncwarp();
-    u8* flag = reinterpret_cast<u8*>(s.start_flags[b]);
-    // Pass g takes entries 128g .. 128g + 127, lane l the four entries j0 = 128g + 4l .. j0 + 3
-    // (one run-length miniblock: 32 entries are 8 lanes): one 64-bit window of the packed
-    // lengths gives all four (4 * 10 bits at most), and one warp scan per 128 runs places them.
+    reinterpret_cast<uint4*>(s.start_flags)[l] = make_uint4(0u, 0u, 0u, 0u);
+    __syncwarp();
+    u8* flag = reinterpret_cast<u8*>(s.start_flags);
+    // Pass g takes runs 128g .. 128g + 127, lane l the four runs j0 = 128g + 4l .. j0 + 3 (one
+    // miniblock of each array: 32 runs are 8 lanes); one warp scan per pass places them.
     u32 carry = 0;
     bool bad = false;
     for (u32 j0 = 4 * l; j0 - 4 * l < r; j0 += 128) {
-        u32 len[4] = {0u, 0u, 0u, 0u};
+        const u32 q = ts_min(j0 >> 5, m - 1);  // this lane's miniblock (clamped past r)
+        const u32 lbw = __shfl_sync(0xFFFFFFFFu, bw, m + q);
+        const u32 lbit = __shfl_sync(0xFFFFFFFFu, blk.mb_bit, m + q) + (j0 & 31) * lbw;
+        const u32 vbw = __shfl_sync(0xFFFFFFFFu, bw, q);
+        const u32 vbit = __shfl_sync(0xFFFFFFFFu, blk.mb_bit, q) + (j0 & 31) * vbw;
+        u32 len4[4] = {0u, 0u, 0u, 0u};
         if (j0 < r) {
-            const u32 lbw = s.mb_bw[b][m + (j0 >> 5)];
-            const u32 bit = s.mb_bit[b][m + (j0 >> 5)] + (j0 & 31) * lbw;
-            // Entry j0 starts inside the block, which ends at least two words before the
-            // array's end; only a zero-width miniblock at the block's very end can start on
-            // that last word, and its reads are masked off: the clamp keeps them in words[].
-            const u32 i = ts_min(bit >> 5, S::WORDS - 3);
-            const u32 w1 = s.words[i + 1];
-            const u32 lo = __funnelshift_r(s.words[i], w1, bit);
-            const u32 hi = __funnelshift_r(w1, s.words[i + 2], bit);
+            u32 lo, hi;
+            rfor_window(blk.w, blk.last, lbit, lo, hi);
             const u32 mask = rfor_mask(lbw);
             u32 most = 0;
 #pragma unroll
             for (u32 x = 0; x < 4; ++x) {
                 // x * lbw <= 30: inside the 64-bit window, one funnel shift.
                 const u32 f = __funnelshift_r(lo, hi, x * lbw) & mask;
-                len[x] = j0 + x < r ? lref + f : 0u;
-                most = ts_max(most, len[x]);
+                len4[x] = j0 + x < r ? lref + f : 0u;
+                most = ts_max(most, len4[x]);
             }
             // lref >= 1, so every length is >= 1; only the upper bound can fail.
             if (most > TS_RFOR_MAX_LENGTH) {
 #pragma unroll
                 for (u32 x = 0; x < 4; ++x) {
-                    if (len[x] > TS_RFOR_MAX_LENGTH && !bad) {
-                        // Entry index in the detail, so the first bad entry wins the atomicMin.
-                        ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, ((j0 + x) << 17) | (len[x] & 0x1FFFFu));
+                    if (len4[x] > TS_RFOR_MAX_LENGTH && !bad) {
+                        // Run index in the detail, so the first bad run wins the atomicMin.
+                        ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_LENGTH, ((j0 + x) << 17) | (len4[x] & 0x1FFFFu));
                         bad = true;
                     }
-                    len[x] = 0;
+                    len4[x] = 0;
                 }
             }
+            T v[4];
+            RforQuad<LANE>::get(blk.w, blk.last, vbit, vbw, v);
+            T* rv = s.run_val + j0;
+            if (LANE == 32) {
+                *reinterpret_cast<uint4*>(rv) = make_uint4((u32)(blk.vref + v[0]), (u32)(blk.vref + v[1]),
+                                                           (u32)(blk.vref + v[2]), (u32)(blk.vref + v[3]));
+            } else {
+#pragma unroll
+                for (u32 x = 0; x < 4; ++x) rv[x] = (T)(blk.vref + v[x]);
+            }
         }
-        const u32 total = len[0] + len[1] + len[2] + len[3];
-        const u32 incl = warp_inclusive_sum(total);
+        const u32 sum4 = len4[0] + len4[1] + len4[2] + len4[3];
+        const u32 incl4 = warp_inclusive_sum(sum4);
         // Run j ends where run j + 1 starts; an end at or past the count starts nothing (the
         // last run's, or a corrupt block's, which the sum check below rejects).
-        u32 end = carry + incl - total;
+        u32 end = carry + incl4 - sum4;
 #pragma unroll
         for (u32 x = 0; x < 4; ++x) {
-            end += len[x];
-            if (len[x] != 0 && end < count) flag[end] = 1;
+            end += len4[x];
+            if (len4[x] != 0 && end < blk.count) flag[end] = 1;
         }
-        carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
+        carry += __shfl_sync(0xFFFFFFFFu, incl4, 31);
     }
     // The lengths must sum to the block's value count; a run-length error, if any, sorts first
     // in the status key (the CPU checks lengths before their sum).
     bad = __any_sync(0xFFFFFFFFu, bad);
-    if (bad || carry != count) {
+    if (bad || carry != blk.count) {
         if (!bad && l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_RUN_SUM, carry);
-        return 0;
+        return blk;
     }
-    // Valid lengths (each >= 1) that sum to r values are all 1.
-    if (l == 0) s.identity[b] = r == count ? count : 0u;
     __syncwarp();
-    return r;
-}
-
-// Step 3: values at positions p .. p+3 of block `b` (p a multiple of 4), whose start flags are
-// the word `fw` (s.start_flags[b][p / 4]), with `before` runs starting in 1 .. p - 1 (so
-// position p - 1 is in run `before`). Identity blocks ignore fw and before.
-template <int LANE, int G>
-__device__ __forceinline__ void rfor_expand_quad(const RforGroupStorage<LANE, G>& s, u32 b, u32 p, u32 fw, u32 before,
-                                                 typename Lane<LANE>::T (&items)[TS_ITEMS]) {
-    typedef typename Lane<LANE>::T T;
-    const T vref = ts_read_lane<LANE>(s.words + s.first_word[b]);
-    const u32 count = s.identity[b];
-    if (count) {
-        // Position p is run p; p .. p+3 lie in one value miniblock (p is a multiple of 4).
-        // Positions at or past the count (the chunk's last, partial block) read nothing: the
-        // last miniblock stores only its entries' bits.
-        const u32 vbw = s.mb_bw[b][p >> 5];
-        const u32 bit = s.mb_bit[b][p >> 5] + (p & 31) * vbw;
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i)
-            items[i] = p + i < count ? (T)(vref + rfor_value<LANE>(s.words, bit + i * vbw, vbw)) : (T)0;
-        return;
-    }
-    // Position p + i is in run `before` plus the flags of p .. p + i (byte i of fw and below).
-    // At most r - 1 flags exist, so every run index is below r: positions past the count (a
-    // partial block) take the last run, inside the checked miniblocks.
-    // Long runs (few flags): when no lane of the warp has a run start among its last three
-    // positions, each lane's four values are one run's, unpacked once (warp-uniform branch).
-    if (__all_sync(0xFFFFFFFFu, (fw >> 8) == 0u)) {
-        const u32 run = before + (fw & 0xFFu);
-        const u32 vbw = s.mb_bw[b][run >> 5];
-        const T v = (T)(vref + rfor_value<LANE>(s.words, s.mb_bit[b][run >> 5] + (run & 31) * vbw, vbw));
-#pragma unroll
-        for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = v;
-        return;
-    }
-#pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) {
-        const u32 run = before + __popc(fw & (0xFFFFFFFFu >> (24 - 8 * i)));
-        const u32 vbw = s.mb_bw[b][run >> 5];
-        items[i] = (T)(vref + rfor_value<LANE>(s.words, s.mb_bit[b][run >> 5] + (run & 31) * vbw, vbw));
-    }
-}
-
-// Decodes block `b` (< q.blocks) of a loaded group with one warp, up to its run starts: the
-// returned r is the run count, or 0 when the block is corrupt (reported). Every lane of the warp
-// must call it; no other warp takes part. Then LoadRBitPackStripe gives the values.
-template <int LANE, int G>
-__device__ __forceinline__ RforRuns LoadRBitPackWarp(RforGroupStorage<LANE, G>& s, const RforGroup& q, const ChunkDesc& c,
-                                                     u32 b, u64* status) {
-    rfor_block_meta<LANE, G>(s, q, b, status);
-    RforRuns w;
-    w.r = rfor_run_starts<LANE, G>(s, q, c, b, status);
-    w.carry = 0;
     u32 cnt4 = 0;
-    // One run (a block of one value): no flags, nothing to count.
-    if (w.r > 1 && s.identity[b] == 0) {
-        const u32 l = threadIdx.x & 31;
 #pragma unroll
-        for (u32 k = 0; k < 4; ++k) cnt4 |= __popc(s.start_flags[b][32 * k + l]) << (8 * k);
-    }
+    for (u32 q = 0; q < 4; ++q) cnt4 |= __popc(s.start_flags[32 * q + l]) << (8 * q);
     const u32 incl4 = warp_inclusive_sum(cnt4);
-    w.excl4 = incl4 - cnt4;
-    w.tot4 = __shfl_sync(0xFFFFFFFFu, incl4, 31);
-    return w;
+    blk.excl4 = incl4 - cnt4;
+    blk.tot4 = __shfl_sync(0xFFFFFFFFu, incl4, 31);
+    blk.r = r;
+    blk.mode = TS_RFOR_RUNS;
+    return blk;
 }
 
-// Stripe k (0..3) of block `b` after LoadRBitPackWarp returned `w` with w.r > 0: lane l gets the
-// values at positions 128k + 4l .. 128k + 4l + 3 (a warp's stripe is 512 contiguous output
-// bytes). The whole warp calls it for k = 0, 1, 2, 3 in order (w.carry follows the stripes).
-template <int LANE, int G>
-__device__ __forceinline__ void LoadRBitPackStripe(const RforGroupStorage<LANE, G>& s, u32 b, u32 k, RforRuns& w,
+// Stripe k (0..3) of a block that LoadRBitPackWarp returned with r > 0: lane l gets the values
+// at positions 128k + 4l .. 128k + 4l + 3 (a warp's stripe is 512 contiguous output bytes).
+// The whole warp calls it for k = 0, 1, 2, 3 in order (blk.carry follows the stripes).
+// Positions at or past the count (the chunk's last, partial block) get some value of the block.
+template <int LANE>
+__device__ __forceinline__ void LoadRBitPackStripe(RforBlock<LANE>& blk, const RforWarpStorage<LANE>& s, u32 k,
                                                    typename Lane<LANE>::T (&items)[TS_ITEMS]) {
+    typedef typename Lane<LANE>::T T;
     const u32 l = threadIdx.x & 31;
-    const u32 fw = s.identity[b] || w.r == 1 ? 0u : s.start_flags[b][32 * k + l];
-    rfor_expand_quad<LANE, G>(s, b, 128 * k + TS_ITEMS * l, fw, w.carry + ((w.excl4 >> (8 * k)) & 0xFFu), items);
-    w.carry += (w.tot4 >> (8 * k)) & 0xFFu;
+    if (blk.mode == TS_RFOR_RUNS) {
+        const u32 fw = s.start_flags[32 * k + l];
+        const T* rv = s.run_val + blk.carry + ((blk.excl4 >> (8 * k)) & 0xFFu);
+        blk.carry += (blk.tot4 >> (8 * k)) & 0xFFu;
+        // Position p + i is in run (runs before the lane) + (flag bytes 0..i of fw): byte i of
+        // fw * 0x01010101 (each byte is 0 or 1, so no byte carries into the next).
+        if (__all_sync(0xFFFFFFFFu, (fw >> 8) == 0u)) {
+            // Long runs: no lane of the warp has a run start among its last three positions.
+            const T v = rv[fw];
+#pragma unroll
+            for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = v;
+        } else {
+            const u32 sums = fw * 0x01010101u;
+#pragma unroll
+            for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = rv[(sums >> (8 * i)) & 0xFFu];
+        }
+    } else if (blk.mode == TS_RFOR_IDENTITY) {
+        // Position p is run p; p .. p + 3 lie in one value miniblock (p is a multiple of 4).
+        const u32 p = 128 * k + TS_ITEMS * l;
+        const u32 vbw = __shfl_sync(0xFFFFFFFFu, blk.mb_bw, p >> 5);
+        const u32 vbit = __shfl_sync(0xFFFFFFFFu, blk.mb_bit, p >> 5) + (p & 31) * vbw;
+        T v[4];
+        RforQuad<LANE>::get(blk.w, blk.last, vbit, vbw, v);
+#pragma unroll
+        for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = (T)(blk.vref + v[i]);
+    } else {
+#pragma unroll
+        for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = blk.one;
+    }
 }
 
 // The paper's shape: RFOR block `tile` of chunk `c` decoded by the whole thread block, thread
-// t getting values 4t .. 4t+3.
+// t getting values 4t .. 4t+3 (warp w decodes the block and keeps stripe w). `s` holds one
+// RforWarpStorage per warp.
 template <int LANE>
 __device__ __forceinline__ bool LoadRBitPack(const u32* __restrict__ g, const ChunkDesc& c, u32 tile,
-                                             RforGroupStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
-                                             u64* status) {
-    const RforGroup q = LoadRBitPackGroup<LANE, 1>(g, c, tile, s, status);
-    if (threadIdx.x < 32) {
-        rfor_block_meta<LANE, 1>(s, q, 0, status);
-        const u32 r = rfor_run_starts<LANE, 1>(s, q, c, 0, status);
-        if (threadIdx.x == 0) s.runs[0] = r;
-    }
-    __syncthreads();
-    const u32 r = s.runs[0];
-    if (r == 0) {
+                                             RforWarpStorage<LANE> (&s)[TS_THREADS / 32],
+                                             typename Lane<LANE>::T (&items)[TS_ITEMS], u64* status) {
+    const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
+    const u32 warp = threadIdx.x >> 5;
+    RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, c, L, tile, 0, s[warp], status);
+    if (blk.r == 0) {
 #pragma unroll
         for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = 0;
         return false;
     }
-    // Thread t's flags are word t; the run starts before it: the flags of the warps before
-    // this one (lane l adding words l, l + 32, ... below the warp's first), then the warp scan.
-    const u32 t = threadIdx.x, l = t & 31, w0 = t & ~31u;
-    const bool flags = s.identity[0] == 0;
-    u32 prior = 0;
-    for (u32 x = l; x < w0; x += 32) prior += flags ? __popc(s.start_flags[0][x]) : 0u;
-    prior = __shfl_sync(0xFFFFFFFFu, warp_inclusive_sum(prior), 31);
-    const u32 fw = flags ? s.start_flags[0][t] : 0u;
-    const u32 cnt = __popc(fw);
-    const u32 incl = warp_inclusive_sum(cnt);
-    rfor_expand_quad<LANE, 1>(s, 0, TS_ITEMS * t, fw, prior + incl - cnt, items);
+    // The stripes before this warp's only advance the run count.
+    for (u32 k = 0; k < warp; ++k) blk.carry += (blk.tot4 >> (8 * k)) & 0xFFu;
+    LoadRBitPackStripe<LANE>(blk, s[warp], warp, items);
     return true;
 }
 
