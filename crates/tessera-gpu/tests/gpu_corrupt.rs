@@ -209,3 +209,65 @@ fn random_bit_flips_fail_or_decode_like_the_cpu() {
     }
     eprintln!("{rejected} of 1500 corrupted chunks rejected by both");
 }
+
+/// A change to one payload word.
+type WordEdit = fn(u32) -> u32;
+
+/// The RFOR blocks the GPU decodes without a run pass: blocks of one run (constant data) and
+/// blocks of distinct values (every run of length 1). Each edit below makes the run lengths
+/// wrong, so the CPU must reject it (checked here with or without a GPU), and the GPU with the
+/// same error.
+#[test]
+fn rfor_one_run_and_distinct_blocks_fail_like_the_cpu() {
+    let n = 3000u32; // 5 full blocks and one of 440 values
+    let nb = (n as usize).div_ceil(512);
+    let data = 4 + nb + 1;
+    let gpu_present = gpu().is_some();
+    if !gpu_present {
+        eprintln!("checking the CPU verdicts only: no GPU");
+    }
+    for ty in [LogicalType::U32, LogicalType::U64] {
+        let w = ty.width();
+        let rw = ty.lane().ref_words();
+        let constant: Vec<u8> = (0..n)
+            .flat_map(|_| 7u64.to_le_bytes()[..w].to_vec())
+            .collect();
+        let distinct: Vec<u8> = (0..n as u64)
+            .flat_map(|i| (3 * i + 1).to_le_bytes()[..w].to_vec())
+            .collect();
+        for (name, raw) in [("one run", &constant), ("distinct", &distinct)] {
+            let good = encode(ty, CodecId::Rfor, raw);
+            for k in [0, nb - 1] {
+                let run_word = data + get(&good, 4 + k) as usize + rw;
+                let run_count = get(&good, run_word) & 0xFFFF;
+                let expected_runs = if name == "one run" {
+                    1
+                } else {
+                    (n as usize - 512 * k).min(512) as u32
+                };
+                assert_eq!(
+                    run_count, expected_runs,
+                    "{ty:?} {name}: block {k}'s run count"
+                );
+                let edits: [(&str, WordEdit); 4] = [
+                    ("length_reference + 1", |w| w + (1 << 16)),
+                    ("length_reference - 1", |w| w - (1 << 16)),
+                    ("one run more", |w| w + 1),
+                    ("one run fewer", |w| w - 1),
+                ];
+                for (what, f) in edits {
+                    let mut p = good.clone();
+                    edit(&mut p, run_word, f);
+                    let what = format!("{ty:?} {name}, block {k}: {what}");
+                    let mut out = vec![0u8; n as usize * w];
+                    let cpu = column::decode_chunk_reference(ty, CodecId::Rfor, &p, &mut out);
+                    // A run count of 0 (one run fewer than one) is an error too.
+                    assert!(cpu.is_err(), "{what}: the CPU accepts it");
+                    if gpu_present {
+                        assert!(assert_same(ty, CodecId::Rfor, &p, n, &what));
+                    }
+                }
+            }
+        }
+    }
+}
