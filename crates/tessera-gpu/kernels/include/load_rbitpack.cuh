@@ -88,6 +88,16 @@ __device__ __forceinline__ void rfor_window(const u32* w, u32 last, u32 bit, u32
     hi = __funnelshift_r(b, c, bit);
 }
 
+// One entry (bw <= LANE bits at bit `bit`).
+template <int LANE>
+__device__ __forceinline__ typename Lane<LANE>::T rfor_entry(const u32* w, u32 last, u32 bit, u32 bw) {
+    u32 lo, hi;
+    rfor_window(w, last, bit, lo, hi);
+    if (LANE == 32) return (typename Lane<LANE>::T)(lo & rfor_mask(bw));
+    const u64 mask = bw >= 64 ? ~0ull : (1ull << bw) - 1ull;
+    return (typename Lane<LANE>::T)((((u64)hi << 32) | lo) & mask);
+}
+
 // Entries e .. e + 3 of a miniblock (v[x] = entry e + x, packed at bw bits from bit `bit`), for
 // lane 32 (bw <= 32). Up to 10 bits, all four lie in one 64-bit window (3 * 10 + 10 <= 64, and
 // every shift stays below 32); wider, two windows of two entries each.
@@ -112,25 +122,10 @@ template <> struct RforQuad<32> {
 // Lane 64 (bw <= 64): one 64-bit window per entry.
 template <> struct RforQuad<64> {
     __device__ __forceinline__ static void get(const u32* w, u32 last, u32 bit, u32 bw, u64 (&v)[4]) {
-        const u64 mask = bw >= 64 ? ~0ull : (1ull << bw) - 1ull;
 #pragma unroll
-        for (u32 x = 0; x < 4; ++x) {
-            u32 lo, hi;
-            rfor_window(w, last, bit + x * bw, lo, hi);
-            v[x] = (((u64)hi << 32) | lo) & mask;
-        }
+        for (u32 x = 0; x < 4; ++x) v[x] = rfor_entry<64>(w, last, bit + x * bw, bw);
     }
 };
-
-// One entry (bw <= LANE bits at bit `bit`).
-template <int LANE>
-__device__ __forceinline__ typename Lane<LANE>::T rfor_entry(const u32* w, u32 last, u32 bit, u32 bw) {
-    u32 lo, hi;
-    rfor_window(w, last, bit, lo, hi);
-    if (LANE == 32) return (typename Lane<LANE>::T)(lo & rfor_mask(bw));
-    const u64 mask = bw >= 64 ? ~0ull : (1ull << bw) - 1ull;
-    return (typename Lane<LANE>::T)((((u64)hi << 32) | lo) & mask);
-}
 
 // Steps 1-2 for block `k` of chunk `c` (layout L), by the whole warp (every lane calls it; no
 // other warp takes part). `add` is added to every value (the decoder folds the sign flip of
@@ -210,7 +205,7 @@ __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restric
         if (l == 0) ts_report(status, TS_CLASS_BLOCK, k, TS_ST_TRUNCATED, first + total);
         return blk;
     }
-    blk.mb_bit = (first + incl - words) * 32;  // <= 32 * len: no overflow (len checked above)
+    blk.mb_bit = (first + incl - words) * 32;  // < 32 * 684: 16 miniblocks of <= 32 words, 16 of <= 10
     blk.mb_bw = bw;
     blk.vref = (T)(vref + add);
 
