@@ -152,18 +152,15 @@ extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
     u64 sum = 0;
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk_fast(chunks, n_chunks, group);
-        const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
-        const u32 k = (group - c.first_group) * TS_RFOR_GROUP_L32 + warp;  // one block per warp
-        if (k >= L.block_count) continue;
-        RforBlock<32> blk = LoadRBitPackWarp<32>(g, c, L, k, 0u, s[warp], status + ci);
-        if (blk.r == 0) continue;
+        const RforTask t = rfor_task(chunks, n_chunks, group, warp);  // one block per warp
+        if (!t.has_block) continue;
+        RforBlock<32> blk = LoadRBitPackWarp<32>(g, t.c, t.L, t.k, 0u, s[warp], status + t.ci);
+        if (blk.mode == TS_RFOR_CORRUPT) continue;
 #pragma unroll
         for (u32 q = 0; q < 4; ++q) {
             LoadRBitPackStripe<32>(blk, s[warp], q, items);
-            const u32 pos = k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
+            const u32 pos = t.k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
+            const u32 valid = pos < t.c.total_count ? ts_min(TS_ITEMS, t.c.total_count - pos) : 0u;
             sum += ts_filter_sum(items, valid, lo, hi);
         }
     }

@@ -20,10 +20,9 @@
 #include "include/store.cuh"
 #include "include/bitpack.cuh"
 
-template <int LANE, int OUT_BYTES, int G>
+template <int LANE, int OUT_BYTES>
 __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
                                             u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
-    static_assert(G == TS_THREADS / 32, "an RFOR group is one block per warp");
     typedef typename Lane<LANE>::T T;
     __shared__ RforWarpStorage<LANE> s[TS_THREADS / 32];
     T items[TS_ITEMS];
@@ -33,35 +32,32 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
     const T add = OUT_BYTES >= 4 ? (T)flip : (T)0;
     const u64 store_flip = OUT_BYTES >= 4 ? 0ull : flip;
     for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk_fast(chunks, n_chunks, group);
-        const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
         // One warp per block, no thread-block barrier.
-        const u32 k = (group - c.first_group) * G + warp;
-        if (k >= L.block_count) continue;
-        RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, c, L, k, add, s[warp], status + ci);
-        if (blk.r == 0) continue;
+        const RforTask t = rfor_task(chunks, n_chunks, group, warp);
+        if (!t.has_block) continue;
+        RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, t.c, t.L, t.k, add, s[warp], status + t.ci);
+        if (blk.mode == TS_RFOR_CORRUPT) continue;
 #pragma unroll
         for (u32 q = 0; q < 4; ++q) {
             LoadRBitPackStripe<LANE>(blk, s[warp], q, items);
-            const u32 pos = k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
-            const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
-            if (valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, store_flip, status + ci, pos);
+            const u32 pos = t.k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
+            const u32 valid = pos < t.c.total_count ? ts_min(TS_ITEMS, t.c.total_count - pos) : 0u;
+            if (valid) ts_store_items<OUT_BYTES>(out, t.c.out_index + pos, items, valid, store_flip, status + t.ci, pos);
         }
     }
 }
 
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
-    rfor_decode<32, 1, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 1>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u16(TS_DECODE_ARGS) {
-    rfor_decode<32, 2, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 2>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u32(TS_DECODE_ARGS) {
-    rfor_decode<32, 4, TS_RFOR_GROUP_L32>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 4>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u64(TS_DECODE_ARGS) {
-    rfor_decode<64, 8, TS_RFOR_GROUP_L64>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<64, 8>(g, chunks, n_chunks, total_groups, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

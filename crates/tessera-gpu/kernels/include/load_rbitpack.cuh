@@ -28,7 +28,7 @@
 // words), never staged: every read index is clamped to the block's last word, so a read never
 // leaves the block's checked range [block_starts[k], block_starts[k+1]); the clamped words only
 // feed bits past the block's last entry, which are masked off. Every run index stays below r
-// (there are r - 1 flags). Failures are reported with ts_report; the block's r is then 0.
+// (there are r - 1 flags). Failures are reported with ts_report; the block is then TS_RFOR_CORRUPT.
 //
 // LoadRBitPack keeps the paper's shape (one block per thread block, thread t holding values
 // 4t .. 4t+3): each warp decodes the block with the steps above and keeps its own stripe (the
@@ -61,8 +61,7 @@ template <int LANE> struct RforBlock {
     const u32* w;  // the block's first word (global memory)
     u32 last;      // index of its last word: every read is clamped to it
     u32 count;     // values in the block
-    u32 r;         // runs; 0: the block is corrupt (reported)
-    u32 mode;      // TS_RFOR_*
+    u32 mode;      // TS_RFOR_*; TS_RFOR_CORRUPT: the block failed a check (reported)
     u32 mb_bit;    // lane l < 2m: miniblock l's first bit, counted from w
     u32 mb_bw;     // lane l < 2m: its bit width
     T vref;        // value_reference + add
@@ -127,10 +126,32 @@ template <> struct RforQuad<64> {
     }
 };
 
+// The block that warp `warp` of a thread block decodes in group `group` (the host counts groups
+// of TS_RFOR_GROUP_L32 / _L64 blocks per chunk: one block per warp) and its chunk; `k` is
+// chunk-relative, and `has_block` is false for the warps past a chunk's last block.
+struct RforTask {
+    u32 ci;
+    ChunkDesc c;
+    ChunkLayout L;
+    u32 k;
+    bool has_block;
+};
+__device__ __forceinline__ RforTask rfor_task(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group, u32 warp) {
+    static_assert(TS_RFOR_GROUP_L32 == TS_THREADS / 32 && TS_RFOR_GROUP_L64 == TS_THREADS / 32,
+                  "an RFOR group is one block per warp");
+    RforTask t;
+    t.ci = ts_find_chunk_fast(chunks, n_chunks, group);
+    t.c = ts_load_chunk(chunks, t.ci);
+    t.L = ts_chunk_layout(t.c, TS_RFOR_BLOCK_VALUES);
+    t.k = (group - t.c.first_group) * (TS_THREADS / 32) + warp;
+    t.has_block = t.k < t.L.block_count;
+    return t;
+}
+
 // Steps 1-2 for block `k` of chunk `c` (layout L), by the whole warp (every lane calls it; no
 // other warp takes part). `add` is added to every value (the decoder folds the sign flip of
-// signed types into it: flipping the top bit is adding it). Returns the block with r = 0 when it
-// is corrupt (reported to `status`).
+// signed types into it: flipping the top bit is adding it). Returns the block in mode
+// TS_RFOR_CORRUPT when it fails a check (reported to `status`).
 template <int LANE>
 __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restrict__ g, const ChunkDesc& c,
                                                             const ChunkLayout& L, u32 k, typename Lane<LANE>::T add,
@@ -139,7 +160,6 @@ __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restric
     const u32 RW = Lane<LANE>::REF_WORDS;
     const u32 l = threadIdx.x & 31;
     RforBlock<LANE> blk;
-    blk.r = 0;
     blk.mode = TS_RFOR_CORRUPT;
     blk.carry = 0;
     blk.excl4 = blk.tot4 = 0;
@@ -211,7 +231,6 @@ __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restric
 
     // IDENTITY: nothing to check (valid lengths of 1 summing to the count).
     if (r == blk.count && lref == 1 && __ballot_sync(0xFFFFFFFFu, is_len && active && bw != 0) == 0) {
-        blk.r = r;
         blk.mode = TS_RFOR_IDENTITY;
         return blk;
     }
@@ -230,7 +249,6 @@ __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restric
             return blk;
         }
         blk.one = (T)(blk.vref + rfor_entry<LANE>(blk.w, blk.last, vbit, vbw));
-        blk.r = 1;
         blk.mode = TS_RFOR_ONE_RUN;
         return blk;
     }
@@ -312,12 +330,11 @@ __device__ __forceinline__ RforBlock<LANE> LoadRBitPackWarp(const u32* __restric
     const u32 incl4 = warp_inclusive_sum(cnt4);
     blk.excl4 = incl4 - cnt4;
     blk.tot4 = __shfl_sync(0xFFFFFFFFu, incl4, 31);
-    blk.r = r;
     blk.mode = TS_RFOR_RUNS;
     return blk;
 }
 
-// Stripe k (0..3) of a block that LoadRBitPackWarp returned with r > 0: lane l gets the values
+// Stripe k (0..3) of a block that LoadRBitPackWarp returned not corrupt: lane l gets the values
 // at positions 128k + 4l .. 128k + 4l + 3 (a warp's stripe is 512 contiguous output bytes).
 // The whole warp calls it for k = 0, 1, 2, 3 in order (blk.carry follows the stripes).
 // Positions at or past the count (the chunk's last, partial block) get some value of the block.
@@ -367,7 +384,7 @@ __device__ __forceinline__ bool LoadRBitPack(const u32* __restrict__ g, const Ch
     const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
     const u32 warp = threadIdx.x >> 5;
     RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, c, L, tile, 0, s[warp], status);
-    if (blk.r == 0) {
+    if (blk.mode == TS_RFOR_CORRUPT) {
 #pragma unroll
         for (u32 i = 0; i < TS_ITEMS; ++i) items[i] = 0;
         return false;
