@@ -292,23 +292,32 @@ fn golden_payloads() {
         enc32(CodecId::Dfor, &[10, 12, 11]),
         [128, 4, 3, 4, 1, 5, 10, u32::MAX, 2, 0b00_11_01, 0]
     );
-    // RFOR [7, 7, 7, 9, 9]: runs (7, 3), (9, 2); value_reference 7, length_reference 2,
-    // r = 2, widths [2 | 1 << 8], values [0, 2] in 4 bits, lengths [1, 0] in 2 bits.
+    // RFOR 20 sevens then 13 nines: runs (7, 20), (9, 13); value_reference 7, length_reference
+    // 13, r = 2, widths [2 | 3 << 8], values [0, 2] in 4 bits, lengths [7, 0] in 6 bits (5
+    // block words; the identity block would take 6: 33 values of 2 bits are 3 words).
+    let mut runs = vec![7u32; 20];
+    runs.extend([9u32; 13]);
     assert_eq!(
-        enc32(CodecId::Rfor, &[7, 7, 7, 9, 9]),
+        enc32(CodecId::Rfor, &runs),
         [
             512,
             16,
-            5,
+            33,
             1,
             0,
             5,
             7,
-            2 | 2 << 16,
-            2 | 1 << 8,
+            2 | 13 << 16,
+            2 | 3 << 8,
             0b10_00,
-            0b0_1
+            0b000_111
         ]
+    );
+    // RFOR [7, 7, 7, 9, 9] as maximal runs would take 5 words, so it is an identity block (4
+    // words): r = 5, length_reference 1, widths [2 | 0 << 8], values [0, 0, 0, 2, 2] in 10 bits.
+    assert_eq!(
+        enc32(CodecId::Rfor, &[7, 7, 7, 9, 9]),
+        [512, 16, 5, 1, 0, 4, 7, 5 | 1 << 16, 2, 0b10_10_00_00_00]
     );
     // Empty chunks: header and block_starts = [0].
     for c in INT_CODECS {

@@ -11,6 +11,8 @@
 //         from its predecessor) with a warp-wide scan of per-lane counts, and gathers runs
 //         (value, length); then value_reference = min(values), length_reference =
 //         min(lengths), and the bit width of each of the m = ceil(r/32) miniblocks of each array;
+//         the identity block (every value a run of length 1) replaces the runs when it takes no
+//         more words, as on the CPU (rfor.md, "Runs");
 //   sizes `rfor_encode_sizes_<lane>` writes the block's size in words;
 //   pack  `rfor_encode_pack_<lane>` writes block_starts entry, value_reference, run word,
 //         bit-width words and the 2m miniblocks (the last of each array holding only its real
@@ -99,7 +101,7 @@ __device__ __forceinline__ RforPlan rfor_block_plan(const T* __restrict__ values
     }
     const u32 mine = __popc(flags);
     const u32 incl = warp_inclusive_sum(mine);
-    const u32 r = __shfl_sync(0xFFFFFFFFu, incl, 31);
+    u32 r = __shfl_sync(0xFFFFFFFFu, incl, 31);
     u32 run = incl - mine;
     while (flags) {
         const u32 i = __ffs(flags) - 1;
@@ -119,10 +121,9 @@ __device__ __forceinline__ RforPlan rfor_block_plan(const T* __restrict__ values
         lmin = len < lmin ? len : lmin;
     }
     vref = warp_min(vmin);
-    const u32 lref = warp_min(lmin);
-    // Bit widths, miniblock by miniblock; lane q keeps those of miniblock q. The packed arrays
-    // are rewritten in place (each lane only touches its own entries j = 32q + lane).
-    const u32 m = (r + 31) / 32;
+    u32 lref = warp_min(lmin);
+    // Bit widths of the maximal runs, miniblock by miniblock; lane q keeps those of miniblock q.
+    u32 m = (r + 31) / 32;
     u32 vbw = 0, lbw = 0, words = 0;
     for (u32 q = 0; q < m; ++q) {
         const u32 j = q * 32 + lane;
@@ -130,13 +131,7 @@ __device__ __forceinline__ RforPlan rfor_block_plan(const T* __restrict__ values
         u32 pl = 0;
         if (j < r) {
             pv = (T)(w.run_val[j] - vref);
-            const u32 len = (j + 1 < r ? (u32)w.run_start[j + 1] : cnt) - w.run_start[j];
-            pl = len - lref;
-        }
-        __syncwarp();
-        if (j < r) {
-            w.vals[j] = pv;
-            w.run_len[j] = (u16)pl;
+            pl = (j + 1 < r ? (u32)w.run_start[j + 1] : cnt) - w.run_start[j] - lref;
         }
         const u32 vb = ts_bit_width(warp_or(pv));
         const u32 lb = ts_bit_width(warp_or(pl));
@@ -145,6 +140,44 @@ __device__ __forceinline__ RforPlan rfor_block_plan(const T* __restrict__ values
         if (lane == q) {
             vbw = vb;
             lbw = lb;
+        }
+    }
+    // The identity block (every value a run of length 1) when it takes no more words (rfor.md,
+    // "Runs"; the CPU encoder's block_runs). Its value_reference is the same minimum.
+    bool identity = false;
+    if (r < cnt) {
+        const u32 mi = (cnt + 31) / 32;
+        u32 ibw = 0, iwords = 0;
+        for (u32 q = 0; q < mi; ++q) {
+            const u32 j = q * 32 + lane;
+            const T pv = j < cnt ? (T)(w.vals[j] - vref) : (T)0;
+            const u32 vb = ts_bit_width(warp_or(pv));
+            iwords += ts_miniblock_words(q == mi - 1 ? cnt - 32 * (mi - 1) : 32u, vb);
+            if (lane == q) ibw = vb;
+        }
+        if ((2 * mi + 3) / 4 + iwords <= (2 * m + 3) / 4 + words) {
+            identity = true;
+            r = cnt;
+            m = mi;
+            lref = 1;
+            vbw = ibw;
+            lbw = 0;
+            words = iwords;
+        }
+    }
+    // The packed arrays, rewritten in place (each lane only touches its own entries j = 32q +
+    // lane, and reads w.vals[j] only at its own j).
+    __syncwarp();
+    for (u32 q = 0; q < m; ++q) {
+        const u32 j = q * 32 + lane;
+        if (j < r) {
+            if (identity) {
+                w.vals[j] = (T)(w.vals[j] - vref);
+                w.run_len[j] = 0;
+            } else {
+                w.vals[j] = (T)(w.run_val[j] - vref);
+                w.run_len[j] = (u16)((j + 1 < r ? (u32)w.run_start[j + 1] : cnt) - w.run_start[j] - lref);
+            }
         }
     }
     __syncwarp();

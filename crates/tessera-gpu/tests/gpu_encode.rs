@@ -92,3 +92,44 @@ fn gpu_encoders_reject_unaligned_chunks() {
     assert!(gpu.encode(CodecId::For, &[1u32, 2, 3], 1000).is_err());
     assert!(gpu.encode(CodecId::Plain, &[1u32, 2, 3], 1024).is_err());
 }
+
+/// RFOR blocks whose runs average 1 to 4 values, of 1 to 40 value bits: the encoders' choice
+/// between maximal runs and the identity block (`rfor.md`, "Runs") falls on both sides, and
+/// on ties, block by block; the GPU must choose as the CPU does.
+#[test]
+fn gpu_rfor_encoder_chooses_identity_blocks_like_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    for round in 0..40 {
+        let n = rng.random_range(1..=40 * 512);
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            let most_len = rng.random_range(1..=4u32) as usize;
+            let bits = rng.random_range(1..=40u32);
+            let block_end = (v.len() / 512 + 1) * 512;
+            while v.len() < n.min(block_end) {
+                let x = rng.random::<u64>() >> (64 - bits);
+                let len = rng
+                    .random_range(1..=most_len)
+                    .min(n.min(block_end) - v.len());
+                v.extend(std::iter::repeat_n(x, len));
+            }
+        }
+        let v64: Vec<u64> = v.clone();
+        let v32: Vec<u32> = v.iter().map(|&x| x as u32).collect();
+        for chunk_values in [512usize, 4096] {
+            assert!(
+                gpu.encode(CodecId::Rfor, &v32, chunk_values)
+                    .expect("encodes")
+                    == cpu_chunks(CodecId::Rfor, &v32, chunk_values),
+                "lane 32 round {round} n={n} cv={chunk_values}"
+            );
+            assert!(
+                gpu.encode(CodecId::Rfor, &v64, chunk_values)
+                    .expect("encodes")
+                    == cpu_chunks(CodecId::Rfor, &v64, chunk_values),
+                "lane 64 round {round} n={n} cv={chunk_values}"
+            );
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! `ceil(2m/4)` bit-width words (`m = ceil(r/32)`: value widths then length widths), the value
 //! miniblocks, the length miniblocks. The last miniblock of each array stores only its real
 //! entries' bits, `ceil(e * bit_width / 32)` words. Blocks are not padded: the last block holds
-//! `total_count - 512k` values. Invariants the encoder keeps: runs are maximal and never cross a
-//! block; references are the minima; run-length widths are at most 10 (lengths fit 1..=512).
+//! `total_count - 512k` values. Invariants the encoder keeps: runs never cross a block; a block
+//! holds its maximal runs, or is an *identity block* (every value its own run of length 1) when
+//! that takes no more words, as on data with few repeats; references are the minima; run-length
+//! widths are at most 10 (lengths fit 1..=512).
 
 use super::for_::{block_slice, miniblock_width, read_bits_reference};
 use super::header::{self, Shape, Writer};
@@ -45,6 +47,13 @@ impl<W: Word> Runs<W> {
         }
     }
 
+    /// Every value of `vals` (1..=512 values) as its own run of length 1.
+    fn identity(&mut self, vals: &[W]) {
+        self.values[..vals.len()].copy_from_slice(vals);
+        self.lengths[..vals.len()].fill(1);
+        self.r = vals.len();
+    }
+
     /// Splits `vals` (1..=512 values) into maximal runs.
     #[inline(always)]
     fn split(&mut self, vals: &[W]) {
@@ -52,9 +61,7 @@ impl<W: Word> Runs<W> {
         let vals = &vals[..m];
         // Common case on data without runs: no two neighbours equal, every run has length 1.
         if no_equal_neighbours(vals) {
-            self.values[..m].copy_from_slice(vals);
-            self.lengths[..m].fill(1);
-            self.r = m;
+            self.identity(vals);
             return;
         }
         // Branch-free: every position writes its value and end into slot `r`, and `r` moves on
@@ -163,10 +170,47 @@ fn plan<W: Word>(runs: &Runs<W>) -> Plan<W> {
     }
 }
 
-/// Appends one block for `runs`.
+/// The plan of `vals` as an identity block (every value a run of length 1): run-length
+/// reference 1, every run-length width 0.
 #[inline(always)]
-fn put_block<W: Word>(runs: &Runs<W>, out: &mut Vec<u8>) {
+fn identity_plan<W: Word>(vals: &[W], vref: W) -> Plan<W> {
+    let m = vals.len().div_ceil(32);
+    let head = W::REF_WORDS + 1 + (2 * m).div_ceil(4);
+    let mut widths = [0u32; 32];
+    let words = head + array_widths(vals, vref, &mut widths[..m]);
+    Plan {
+        vref,
+        lref: 1,
+        m,
+        widths,
+        head,
+        words,
+    }
+}
+
+/// Fills `runs` with what the encoder writes for the block `vals`: its maximal runs, or the
+/// identity block when that takes no more words (`rfor.md`, "Runs"). A block of mostly short
+/// runs packs a value and a run length per run; below about two values a run the lengths cost
+/// more than the repeats save, and identity blocks also decode without run expansion.
+#[inline(always)]
+fn block_runs<W: Word>(runs: &mut Runs<W>, vals: &[W]) -> Plan<W> {
+    runs.split(vals);
     let p = plan(runs);
+    if runs.r == vals.len() {
+        return p;
+    }
+    // The minimum of the run values is the minimum of the values.
+    let id = identity_plan(vals, p.vref);
+    if id.words <= p.words {
+        runs.identity(vals);
+        return id;
+    }
+    p
+}
+
+/// Appends one block for `runs`, laid out by `p` (its plan).
+#[inline(always)]
+fn put_block<W: Word>(runs: &Runs<W>, p: &Plan<W>, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + 4 * p.words, 0);
     let dst = &mut out[start..];
@@ -199,15 +243,11 @@ pub(crate) fn encoded_size<W: Word>(values: &[W]) -> usize {
     let mut words = 0usize;
     for vals in values.chunks(BLOCK) {
         if no_equal_neighbours(vals) {
-            // Every run has length 1: the runs are the values themselves, the length
-            // reference is 1 and every length packs to width 0. Size it without splitting.
-            let m = vals.len().div_ceil(32);
+            // Every run has length 1: size the identity block without splitting.
             let vref = vals.iter().fold(W::MAX, |a, &v| a.min(v));
-            let mut widths = [0u32; 16];
-            words += W::REF_WORDS + 1 + (2 * m).div_ceil(4) + array_widths(vals, vref, &mut widths);
+            words += identity_plan(vals, vref).words;
         } else {
-            runs.split(vals);
-            words += plan(&runs).words;
+            words += block_runs(&mut runs, vals).words;
         }
     }
     header::prefix_bytes(values.len(), &SHAPE) + 4 * words
@@ -220,8 +260,8 @@ pub(crate) fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
     let mut runs = Runs::<W>::new();
     for (k, vals) in values.chunks(BLOCK).enumerate() {
         w.mark(out, k);
-        runs.split(vals);
-        put_block(&runs, out);
+        let p = block_runs(&mut runs, vals);
+        put_block(&runs, &p, out);
     }
     w.mark(out, header::block_count(n, &SHAPE));
 }
