@@ -24,7 +24,10 @@
 //! its SAFETY argument) takes a whole window while the window's word-array reach is there, cut to
 //! as many words as the output room past its start allows at 16 bytes a word (the most a word
 //! yields outside a long code, which checks its own room): so a step checks nothing about the
-//! output's length. One call runs window after window (`next_window` checks the one that ended and
+//! output's length. An LI whose source is inside the dictionary and after which a whole window's
+//! room (`16 * (WINDOW + 1)` bytes) is left is copied in place and the window goes on after its
+//! c word (text has one in every seven 2-byte words); an LRL, or an LI without that room, ends
+//! the window. One call runs window after window (`next_window` checks the one that ended and
 //! starts the next, without leaving the loop). Every array index and output position of a step
 //! comes from the trailing-zero count and three counters (no chain through earlier words), and a
 //! step's one other check is a table compare, `t < thr[l + 1]`, that passes exactly the SIs inside
@@ -598,7 +601,7 @@ unsafe fn copy16(dst: *mut u8, src: *const u8, n: usize) {
     if n > 16 {
         cold();
         // SAFETY: the contract, passed on.
-        unsafe { copy16_more(dst, src, n) };
+        unsafe { copy16_more(dst, src, 16, n) };
     }
 }
 
@@ -616,15 +619,15 @@ unsafe fn piece16(dst: *mut u8, src: *const u8, q: usize) {
     }
 }
 
-/// The pieces of [`copy16`] after the first (`n > 16`). Pieces go one at a time, in order,
-/// each read before it is written (never a `memcpy`: it would not allow the source to run on
-/// into the destination as SI / LI's scratch tail does).
+/// The pieces of [`copy16`] from offset `q0` (a multiple of 16, below `n`). Pieces go one at a
+/// time, in order, each read before it is written (never a `memcpy`: it would not allow the
+/// source to run on into the destination as SI / LI's scratch tail does).
 ///
 /// # Safety
 /// As [`copy16`].
 #[inline(never)]
-unsafe fn copy16_more(dst: *mut u8, src: *const u8, n: usize) {
-    let mut q = 16;
+unsafe fn copy16_more(dst: *mut u8, src: *const u8, q0: usize, n: usize) {
+    let mut q = q0;
     while q < n {
         // SAFETY: q < n.next_multiple_of(16), so the piece is inside both ranges.
         unsafe { piece16(dst, src, q) };
@@ -771,6 +774,10 @@ struct FastCtx {
     /// The segment's end and the output's end (long codes check their room against these).
     olim: *mut u8,
     oend: *mut u8,
+    /// `oend - 16 * (WINDOW + 1)` as an address (0 if the output is shorter): an LI that ends
+    /// at or before it leaves the rest of its window the room of a whole window, so the window
+    /// goes on after it (`fast_window`).
+    li_lim: usize,
     /// The identifier block, the segment's word end, and the last array byte a window may
     /// start at (`WINDOW_ARRAY_REACH` before the array's end): [`next_window`] checks a new
     /// window against them.
@@ -838,7 +845,8 @@ fn next_window(fp: &mut FastPos, ctx: &FastCtx, ok: *mut u8, ap: *const u8, k: u
 /// its identifier bits from bit 0, and a stop bit at its span), without bounds checks beyond
 /// the format's own and without any check of the output's length in a step: each window has
 /// `16 * (span + 1)` bytes of room, which it cannot outgrow (every word outside a long code
-/// yields at most 16 bytes; a long code checks its own room and ends its window), and whether
+/// yields at most 16 bytes; a long code checks its own room: an LI goes on in the window only
+/// with `16 * (WINDOW + 1)` bytes of room after it, and any other ends its window), and whether
 /// it ended inside its segment is checked when it ends ([`next_window`], which also starts the
 /// next one, or the caller). Returns `k + 16` (`k`: the words of the last window consumed,
 /// `fp.ok`, `fp.ap` as in it) and whether it stopped early. At a step whose dictionary, run or
@@ -947,8 +955,47 @@ unsafe fn fast_window<const LONG_SC: bool>(
         } else {
             cold();
             if len1 == LONG_L as usize + 1 {
-                // LI / LRL end the window (a window's room holds only codes of at most 16
-                // bytes a word): the next one starts after the c word.
+                // An LI whose c word is the next word of the window (identifier 0), whose source
+                // is inside the dictionary and which leaves a whole window's room after it
+                // goes on in the window: words nz and nz + 1 consumed, 3 array bytes.
+                if (rest >> (nz + 1)) & 1 == 0 {
+                    // SAFETY: nz + 1 < span (the stop bit at span is 1): the c word is a word
+                    // of the window, inside the reach.
+                    let len = usize::from(unsafe { *ap_.add(nz + 2) }) + LONG_MIN;
+                    let np = ok_.wrapping_add(nz);
+                    if t + len <= ctx.dict_len && np as usize + len <= ctx.li_lim {
+                        // SAFETY: dictionary bytes [t, t + len) end at or before the segment's
+                        // start <= np; the pieces (len >= 18: at least two) read before
+                        // d + t + len + 16 <= np + 16 and write np .. np + len + 16 <= li_lim
+                        // + 16 < oend, inside out; the len bytes wanted lie before np.
+                        unsafe {
+                            let src = ctx.d.add(t);
+                            piece16(np, src, 0);
+                            piece16(np, src, 16);
+                            if len > 32 {
+                                copy16_more(np, src, 32, len);
+                            }
+                        }
+                        // Word nz + 2 (after the c word) starts at output np + len, array byte
+                        // ap + nz + 3. The window's words after it (span - nz - 2 of them,
+                        // at most 16 bytes each, then a 16-byte scratch piece) end before
+                        // np + len + 16 * (WINDOW + 1) <= oend: the room holds.
+                        ok_ = ok_.wrapping_add(len - 2);
+                        // SAFETY: one 2-byte word more, inside the reach.
+                        ap_ = unsafe { ap_.add(1) };
+                        k16 = nz + 18;
+                        bits_ = rest;
+                        // SAFETY: bits != 0 (rest != 0).
+                        nz = unsafe { NonZeroU64::new_unchecked(bits_) }.trailing_zeros() as usize;
+                        // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span: the c word's
+                        // bit is 0, so nz >= k (sc_run's contract; the room as above).
+                        unsafe { sc_run::<LONG_SC>(ok_, ap_, k16, nz) };
+                        rest = bits_ & (bits_ - 1);
+                        continue;
+                    }
+                }
+                // Any other LI, and every LRL, ends the window (its room holds only codes of
+                // at most 16 bytes a word): the next one starts after the c word.
                 // SAFETY: this function's contract, and ok, ap as after the last step.
                 let (k16l, done) = unsafe { long_code(fp, ctx, ok_, ap_, nz, rest, t) };
                 if !done {
@@ -1120,6 +1167,7 @@ fn dict_fast_windows(
         dict_len: seg.dict_end - seg.dict_start,
         olim: o0.wrapping_add(seg.end),
         oend: o0.wrapping_add(out.len()),
+        li_lim: (o0.wrapping_add(out.len()) as usize).saturating_sub(16 * (WINDOW + 1)),
         ids: s.ids.as_ptr(),
         ids_len: s.ids.len(),
         words_end,
@@ -1531,6 +1579,72 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// LIs in the middle of a fast window, which the window decodes in place and goes on
+    /// after: valid ones (their pieces, the SC run after the c word, an LRL next), and each
+    /// check that sends one to the window-ending path (the c word a 2-byte word, a source past
+    /// the dictionary), a code past the segment's end with words after it, and LIs too close to
+    /// the strip's end for a whole window's room after it).
+    #[test]
+    fn long_codes_inside_fast_windows() {
+        for j in [4, 10] {
+            for lead in (0..8).chain(200..216) {
+                // Valid: LIs of 18, 32, 33 and 273 bytes, each followed by SC words and an
+                // SI, then an LRL (p set by the SI), then 100 SC words.
+                for c in [0u8, 14, 15, 255] {
+                    let len = usize::from(c) + LONG_MIN;
+                    let tail = [
+                        two(0, 15),
+                        sc(c),
+                        sc(b'a'),
+                        sc(b'a'),
+                        two(7, 3),
+                        two(RUN_T, 15),
+                        sc(0),
+                    ];
+                    let p = strip_case(j, lead, len + 2 + 5 + 18 + 100, &tail, 100);
+                    assert_eq!(agree(&p, STRIP_BYTES), Ok(vec![b'a'; STRIP_BYTES]));
+                }
+                let cases: [(&[W], usize, &str); 3] = [
+                    // t + len = 4098 > the dictionary's 4096 bytes (j = 4: a whole one).
+                    (
+                        &[two(4080, 15), sc(0), sc(b'a')],
+                        19,
+                        "SI/LI offset t + length",
+                    ),
+                    // The c word is a 2-byte word.
+                    (
+                        &[two(0, 15), two(0, 0)],
+                        20,
+                        "long code's c word identifier",
+                    ),
+                    // 40 bytes where 10 are left, then more words.
+                    (&[two(0, 15), sc(22)], 10, "code length"),
+                ];
+                for (tail, left, field) in cases {
+                    // Words after the tail, as many as the word count allows.
+                    let p = strip_case(j, lead, left, tail, left - tail.len());
+                    let e = agree(&p, STRIP_BYTES).expect_err("must fail");
+                    assert!(
+                        e.contains(&format!("\"{field}\"")),
+                        "j {j}, lead {lead}: {e}"
+                    );
+                }
+            }
+        }
+        // The strip's last segment holds words to 1..80 bytes before the strip's end after
+        // an LI, so the LI itself may lie within a window's room of the end (the window ends
+        // there and the next ones are the small room-cut windows).
+        for before in [1, 16, 17, 40, 80, 300, 900, 1000] {
+            let tail = [two(0, 15), sc(30)];
+            let p = strip_case(10, 3, 48 + before, &tail, before);
+            assert_eq!(
+                agree(&p, STRIP_BYTES),
+                Ok(vec![b'a'; STRIP_BYTES]),
+                "{before}"
+            );
         }
     }
 
