@@ -983,13 +983,15 @@ unsafe fn fast_window<const LONG_SC: bool>(
                         ok_ = ok_.wrapping_add(len - 2);
                         // SAFETY: one 2-byte word more, inside the reach.
                         ap_ = unsafe { ap_.add(1) };
+                        // SAFETY: words k = nz + 2 .. (the next 2-byte word, after the c word
+                        // whose bit is 0) <= span (sc_run's contract; the room as above).
+                        unsafe { sc_first(ok_, ap_, nz + 2) };
                         k16 = nz + 18;
                         bits_ = rest;
                         // SAFETY: bits != 0 (rest != 0).
                         nz = unsafe { NonZeroU64::new_unchecked(bits_) }.trailing_zeros() as usize;
-                        // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span: the c word's
-                        // bit is 0, so nz >= k (sc_run's contract; the room as above).
-                        unsafe { sc_run::<LONG_SC>(ok_, ap_, k16, nz) };
+                        // SAFETY: as sc_first's.
+                        unsafe { sc_rest::<LONG_SC>(ok_, ap_, k16, nz) };
                         rest = bits_ & (bits_ - 1);
                         continue;
                     }
@@ -1020,12 +1022,16 @@ unsafe fn fast_window<const LONG_SC: bool>(
         ok_ = ok_.wrapping_add(len1);
         // SAFETY: stays inside the window's array reach (one per 2-byte word of the window).
         ap_ = unsafe { ap_.add(1) };
+        // The SC run's first piece before the trailing-zero count: it needs only where the
+        // run starts (word nz + 1), so it takes its addresses from nz without a copy of it.
+        // SAFETY: words k = nz + 1 .. (the next 2-byte word) <= span (sc_run's contract).
+        unsafe { sc_first(ok_, ap_, nz + 1) };
         k16 = nz + 17;
         bits_ = rest;
         // SAFETY: bits != 0 (rest != 0).
         nz = unsafe { NonZeroU64::new_unchecked(bits_) }.trailing_zeros() as usize;
         // SAFETY: words k .. nz, k = k16 - 16 <= nz <= span (sc_run's contract).
-        unsafe { sc_run::<LONG_SC>(ok_, ap_, k16, nz) };
+        unsafe { sc_rest::<LONG_SC>(ok_, ap_, k16, nz) };
         rest = bits_ & (bits_ - 1);
     }
     // nz = span, the stop bit: the window ended with the SC run just copied.
@@ -1051,8 +1057,29 @@ unsafe fn fast_window<const LONG_SC: bool>(
 /// ends before `16 * (span + 1)` past it, inside the room; array and out are different buffers.
 #[inline(always)]
 unsafe fn sc_run<const LONG_SC: bool>(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
+    // SAFETY: the contract.
+    unsafe {
+        sc_first(ok, ap, k16 - 16);
+        sc_rest::<LONG_SC>(ok, ap, k16, nz);
+    }
+}
+
+/// The first piece of [`sc_run`] (words from `k`), which does not depend on where the run ends.
+///
+/// # Safety
+/// As [`sc_run`] with `k16 = k + 16`.
+#[inline(always)]
+unsafe fn sc_first(ok: *mut u8, ap: *const u8, k: usize) {
     // SAFETY: the contract (the first piece).
-    unsafe { piece16(ok.wrapping_add(k16 - 16), ap.add(k16 - 16), 0) };
+    unsafe { piece16(ok.wrapping_add(k), ap.add(k), 0) };
+}
+
+/// The pieces of [`sc_run`] after the first (only with `LONG_SC`, for a run of more than 16).
+///
+/// # Safety
+/// As [`sc_run`].
+#[inline(always)]
+unsafe fn sc_rest<const LONG_SC: bool>(ok: *mut u8, ap: *const u8, k16: usize, nz: usize) {
     if LONG_SC && nz > k16 {
         // SAFETY: the contract, for the pieces after the first.
         unsafe { sc_more(ok, ap, k16, nz) };
