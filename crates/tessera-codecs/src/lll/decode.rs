@@ -980,6 +980,9 @@ unsafe fn fast_window<const LONG_SC: bool>(
                         // ap + nz + 3. The window's words after it (span - nz - 2 of them,
                         // at most 16 bytes each, then a 16-byte scratch piece) end before
                         // np + len + 16 * (WINDOW + 1) <= oend: the room holds.
+                        // The rest is the step's tail below with len - 2 and nz + 2, written
+                        // out: one tail for both (a phi for the SC run's first word) made
+                        // LLVM give the SI step two more instructions (19, objdump).
                         ok_ = ok_.wrapping_add(len - 2);
                         // SAFETY: one 2-byte word more, inside the reach.
                         ap_ = unsafe { ap_.add(1) };
