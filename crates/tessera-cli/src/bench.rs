@@ -31,7 +31,8 @@ pub struct BenchArgs {
     /// each other family).
     #[arg(long)]
     pub quick: bool,
-    /// Only data sets whose name contains one of these (comma-separated) substrings.
+    /// Only data sets whose name contains one of these (comma-separated) substrings; a filter
+    /// that starts with `=` takes the set of exactly that name (`=uniform-b1` is not `-b10`).
     #[arg(long, value_delimiter = ',')]
     pub sets: Vec<String>,
     /// Write each data set's values (raw little-endian u32) to DIR/<set>.u32 for the nvCOMP
@@ -71,6 +72,17 @@ pub struct BenchArgs {
     pub segment_bytes: Option<usize>,
 }
 
+impl BenchArgs {
+    /// Whether `--sets` selects the data set `name` (every set when it is empty).
+    pub fn selects(&self, name: &str) -> bool {
+        self.sets.is_empty()
+            || self.sets.iter().any(|f| match f.strip_prefix('=') {
+                Some(exact) => name == exact,
+                None => name.contains(f.as_str()),
+            })
+    }
+}
+
 /// Runs the chosen suite.
 pub fn run(args: &BenchArgs) -> Result<()> {
     match args.suite.as_str() {
@@ -81,5 +93,36 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         other => Err(Error::InvalidArgument(format!(
             "unknown bench suite '{other}' (suites: gpu, bitmap, huffman, lll)"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: super::BenchArgs,
+    }
+
+    fn args(cmd: &[&str]) -> super::BenchArgs {
+        Cli::try_parse_from(["bench", "gpu"].iter().chain(cmd))
+            .expect("arguments parse")
+            .bench
+    }
+
+    #[test]
+    fn set_filters_match_substrings_or_exact_names() {
+        assert!(args(&[]).selects("uniform-b10"));
+        let sub = args(&["--sets", "uniform-b1,zipf"]);
+        assert!(
+            sub.selects("uniform-b1") && sub.selects("uniform-b17") && sub.selects("d3-zipf-2")
+        );
+        assert!(!sub.selects("uniform-b2"));
+        let exact = args(&["--sets", "=uniform-b1,=d1-sorted-2^2"]);
+        assert!(exact.selects("uniform-b1") && exact.selects("d1-sorted-2^2"));
+        assert!(!exact.selects("uniform-b10") && !exact.selects("d1-sorted-2^20"));
+        assert!(!exact.selects("=uniform-b1"));
     }
 }

@@ -245,7 +245,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let mut d_out = gpu.alloc::<u8>(bytes + 64)?;
     let mut pinned_col = None;
     for s in set_specs(args.quick) {
-        if !args.sets.is_empty() && !args.sets.iter().any(|f| s.name.contains(f.as_str())) {
+        if !args.selects(&s.name) {
             continue;
         }
         let t0 = Instant::now();

@@ -527,7 +527,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     for spec in data_sets(args, n) {
         let name = spec.name.as_str();
-        if !args.sets.is_empty() && !args.sets.iter().any(|f| name.contains(f.as_str())) {
+        if !args.selects(name) {
             continue;
         }
         let t0 = Instant::now();

@@ -163,7 +163,7 @@ fn inputs(args: &BenchArgs) -> Result<Vec<(String, Vec<u8>)>> {
         let name = f
             .file_name()
             .map_or("input".into(), |n| n.to_string_lossy().into_owned());
-        if !args.sets.is_empty() && !args.sets.iter().any(|s| name.contains(s.as_str())) {
+        if !args.selects(&name) {
             continue;
         }
         let bytes = std::fs::read(&f).map_err(io(&f))?;
