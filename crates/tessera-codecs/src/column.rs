@@ -18,9 +18,10 @@
 //! - Auto (`requested = None`): the smallest exact payload size ([`crate::int::encoded_size`];
 //!   plain is `n * width`), except that DFOR or RFOR must be at least [`AUTO_MARGIN`] (1/32,
 //!   about 3%) smaller than FOR to be chosen over it: FOR decodes fastest of the three (on the
-//!   H100 at 250 M values, 87-97% of the copy ceiling against 77-95% for DFOR and 73-98% for RFOR), so a sliver
-//!   of size does not buy a slower column. Plain wins whenever it is not larger than the best
-//!   candidate. Ties go to the earlier of **for, dfor, rfor**, so the choice is deterministic.
+//!   H100 at 250 M values, 87-97% of the copy ceiling against 77-95% for DFOR and 73-98% for
+//!   RFOR), so a sliver of size does not buy a slower column. Plain wins whenever it is not
+//!   larger than the best candidate. Ties go to the earlier of **for, dfor, rfor**, so the
+//!   choice is deterministic.
 //! - Decoding narrows lane values back to the logical type; an 8- or 16-bit lane value that does
 //!   not fit is corruption (`Error::ValueOutOfRange`).
 
