@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// Dump only these (comma-separated) sets.
     #[arg(long, value_delimiter = ',')]
     pub dump_sets: Vec<String>,
+    /// `gpu` suite: only write the `--sets` to `--dump` and stop (no GPU needed), for nvCOMP
+    /// runs over more sets than one bench call measures.
+    #[arg(long, requires = "dump")]
+    pub dump_only: bool,
     /// Values per chunk (a multiple of 512, at most 2^24).
     #[arg(long, default_value_t = 1 << 20)]
     pub chunk_values: usize,

@@ -569,3 +569,50 @@ fn compress_overwrites_atomically() {
     assert_ok(&tessera(&[&"inspect", &packed]));
     assert_eq!(files_in(dir.path()), ["odd.bin", "x.bin", "x.tsr"]);
 }
+
+#[test]
+fn bench_gpu_dump_only_writes_the_exact_sets_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        &"bench",
+        &"gpu",
+        &"--dump-only",
+        &"--values",
+        &"1000",
+        &"--sets",
+        &"=uniform-b3,=d1-sorted-2^4",
+        &"--dump",
+        &dir.path(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["d1-sorted-2^4.u32", "uniform-b3.u32"]);
+    let words = |name: &str| -> Vec<u32> {
+        let b = std::fs::read(dir.path().join(name)).unwrap();
+        assert_eq!(b.len(), 4000, "{name}");
+        b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let u = words("uniform-b3.u32");
+    assert!(u.iter().all(|&v| v < 8) && u.iter().any(|&v| v >= 4));
+    let d = words("d1-sorted-2^4.u32");
+    assert!(d.windows(2).all(|w| w[0] <= w[1]) && d[999] < 16 && d[0] < d[999]);
+    // A filter that selects nothing is an error, not an empty folder.
+    let none = tessera(&[
+        &"bench",
+        &"gpu",
+        &"--dump-only",
+        &"--values",
+        &"10",
+        &"--sets",
+        &"=uniform-b",
+        &"--dump",
+        &dir.path(),
+    ]);
+    assert_eq!(none.status.code(), Some(1), "{}", stderr(&none));
+}

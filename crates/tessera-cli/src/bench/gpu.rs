@@ -168,6 +168,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return Err(Error::InvalidArgument("--runs must be at least 5".into()));
     }
     let started = Instant::now();
+    if args.dump_only {
+        return dump_only(args);
+    }
     let gpu = Gpu::new()?;
     gpu.warm_up()?;
     let info = gpu.info().clone();
@@ -276,6 +279,33 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     write_outputs(&args.out, &report)?;
     println!("\n{}", summary_table(&report));
     eprintln!("bench gpu done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `--dump-only`: each selected set's values, raw little-endian u32, to `--dump`/<set>.u32
+/// (written to a temporary name and renamed), with no GPU work.
+fn dump_only(args: &BenchArgs) -> Result<()> {
+    let dir = args
+        .dump
+        .as_ref()
+        .ok_or_else(|| Error::InvalidArgument("--dump-only needs --dump DIR".into()))?;
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut written = 0;
+    for s in set_specs(args.quick) {
+        if !args.selects(&s.name) {
+            continue;
+        }
+        let data = (s.make)(args.values);
+        let path = dir.join(format!("{}.u32", data.name));
+        let tmp = dir.join(format!(".{}.u32.tmp", data.name));
+        std::fs::write(&tmp, to_bytes(&data.values)).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        eprintln!("{} ({} values)", path.display(), data.values.len());
+        written += 1;
+    }
+    if written == 0 {
+        return Err(Error::InvalidArgument("--sets selects no data set".into()));
+    }
     Ok(())
 }
 
