@@ -20,7 +20,7 @@
 //! Numbers are printed and saved, never asserted.
 
 use super::common::{gbps, io, median, today, write_results};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -256,8 +256,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let raw = to_bytes(&data.values);
         let dump_this = args.dump_sets.is_empty() || args.dump_sets.contains(&data.name);
         if let Some(dir) = args.dump.as_ref().filter(|_| dump_this) {
-            let path = dir.join(format!("{}.u32", data.name));
-            std::fs::write(&path, &raw).map_err(io(&path))?;
+            write_dump(dir, &data.name, &raw)?;
         }
         let r = bench_set(
             &gpu,
@@ -282,8 +281,17 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--dump-only`: each selected set's values, raw little-endian u32, to `--dump`/<set>.u32
-/// (written to a temporary name and renamed), with no GPU work.
+/// Writes one set's values (raw little-endian u32) to `dir`/<name>.u32 through a temporary
+/// name and a rename, so the nvCOMP script never reads a half-written file.
+fn write_dump(dir: &Path, name: &str, raw: &[u8]) -> Result<PathBuf> {
+    let path = dir.join(format!("{name}.u32"));
+    let tmp = dir.join(format!(".{name}.u32.tmp"));
+    std::fs::write(&tmp, raw).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    Ok(path)
+}
+
+/// `--dump-only`: each selected set's values to `--dump` ([`write_dump`]), with no GPU work.
 fn dump_only(args: &BenchArgs) -> Result<()> {
     let dir = args
         .dump
@@ -296,10 +304,7 @@ fn dump_only(args: &BenchArgs) -> Result<()> {
             continue;
         }
         let data = (s.make)(args.values);
-        let path = dir.join(format!("{}.u32", data.name));
-        let tmp = dir.join(format!(".{}.u32.tmp", data.name));
-        std::fs::write(&tmp, to_bytes(&data.values)).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        let path = write_dump(dir, &data.name, &to_bytes(&data.values))?;
         eprintln!("{} ({} values)", path.display(), data.values.len());
         written += 1;
     }
