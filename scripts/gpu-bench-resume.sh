@@ -15,16 +15,18 @@ shift 3
 out=${OUT:-/tmp/tessera-out}
 mkdir -p "$out/results"
 bin=${TESSERA_BIN:-tgt/dev/bin/tessera}
-left=()
-for s in "$@"; do
-  if [[ "$partial" != - ]] && python3 - "$partial" "$s" <<'PY'
+# The SETs the partial JSON lacks, in order, each as an exact filter (=NAME).
+if [[ "$partial" == - ]]; then
+  left=("${@/#/=}")
+else
+  mapfile -t left < <(python3 - "$partial" "$@" <<'PY'
 import json, sys
-names = {x["name"] for x in json.load(open(sys.argv[1]))["sets"]}
-sys.exit(0 if sys.argv[2] in names else 1)
+done = {x["name"] for x in json.load(open(sys.argv[1]))["sets"]}
+print("\n".join("=" + s for s in sys.argv[2:] if s not in done))
 PY
-  then continue; fi
-  left+=("=$s")
-done
+  )
+  [[ ${#left[@]} -eq 1 && -z "${left[0]}" ]] && left=()
+fi
 if [[ ${#left[@]} -eq 0 ]]; then echo "every set is done"; exit 0; fi
 args=(bench gpu --values "$values" --runs 7 --out "$out/results" --sets "$(IFS=,; echo "${left[*]}")")
 [[ "$partial" != - ]] && args+=(--merge "$partial")
