@@ -74,6 +74,10 @@ pub struct BenchArgs {
     /// encoded with; default the encoder's (512).
     #[arg(long)]
     pub segment_bytes: Option<usize>,
+    /// `lll` suite: what the LLL encoder's parse minimizes (`lll.md` §9): `smallest` (the
+    /// default) or `fast-decode` (no 2-byte copies or runs).
+    #[arg(long, value_enum)]
+    pub lll_parse: Option<crate::ParseArg>,
 }
 
 impl BenchArgs {

@@ -163,6 +163,24 @@ impl CodecArg {
     }
 }
 
+/// `--lll-parse` (`lll::Parse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ParseArg {
+    /// The fewest bytes.
+    Smallest,
+    /// No 2-byte copies or runs: fewer words to decode.
+    FastDecode,
+}
+
+impl ParseArg {
+    pub(crate) fn parse(self) -> lll::Parse {
+        match self {
+            ParseArg::Smallest => lll::Parse::Smallest,
+            ParseArg::FastDecode => lll::Parse::FastDecode,
+        }
+    }
+}
+
 /// Parses `--chunk-values`: a multiple of 512 in `512..=2^24`.
 fn parse_chunk_values(s: &str) -> Result<usize, String> {
     let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
@@ -196,6 +214,11 @@ struct CompressArgs {
     /// best ratio), 1024, 2048 or 4096 (faster GPU decoding, lower ratio on images and text).
     #[arg(long, value_name = "N")]
     segment_bytes: Option<usize>,
+    /// With --type bytes or utf8, codec lll or auto: what LLL's parse minimizes. `smallest` (the
+    /// default) writes the fewest bytes; `fast-decode` writes no 2-byte copies or runs, a few
+    /// percent more bytes for fewer words to decode (docs/format/lll.md §9).
+    #[arg(long, value_enum, value_name = "PARSE")]
+    lll_parse: Option<ParseArg>,
     /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line).
     input: PathBuf,
     /// The .tsr file to write.
@@ -378,6 +401,18 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             )));
         }
     }
+    if a.lll_parse.is_some() {
+        if !matches!(ty, LogicalType::Bytes | LogicalType::Utf8) {
+            return Err(CliError(
+                "--lll-parse applies to --type bytes and utf8 only".into(),
+            ));
+        }
+        if a.codec.codec().is_some_and(|c| c != CodecId::Lll) {
+            return Err(CliError(
+                "--lll-parse applies to --codec lll or auto only".into(),
+            ));
+        }
+    }
     let bit_len = match (ty, a.bits) {
         (LogicalType::Bits, Some(n)) => Some(n),
         (LogicalType::Bits, None) if meta.is_file() => Some(meta.len() * 8),
@@ -423,6 +458,7 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
         bit_len,
         codec_options: CodecOptions {
             lll_segment_bytes: a.segment_bytes.unwrap_or(lll::DEFAULT_SEGMENT_BYTES),
+            lll_parse: a.lll_parse.map_or(lll::Parse::Smallest, ParseArg::parse),
         },
     };
     let t = Instant::now();

@@ -189,6 +189,63 @@ fn lll_segment_bytes_reach_the_payloads() {
     }
 }
 
+/// `--lll-parse fast-decode` reaches the LLL encoder: each chunk's payload is, byte for byte,
+/// `lll::encode_with` of the chunk under that parse (and not the smallest parse's payload);
+/// utf8 round trips with it; it is refused where it does not apply.
+#[test]
+fn lll_parse_reaches_the_encoder() {
+    use tessera_codecs::lll;
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng();
+    let text = text_like(&mut r, 100_000);
+    let extra = ["--lll-parse", "fast-decode", "--chunk-values", "32768"];
+    round_trip(dir.path(), "bytes", "lll", &text, &extra);
+    round_trip(dir.path(), "utf8", "lll", &text, &extra);
+    let c = tessera_format::container::Container::open(dir.path().join("bytes-lll.tsr")).unwrap();
+    let chunks = c.columns()[0].chunks.len();
+    assert_eq!(chunks, text.len().div_ceil(32768));
+    let fast = lll::EncodeOptions {
+        parse: lll::Parse::FastDecode,
+        ..lll::EncodeOptions::default()
+    };
+    let mut differs = false;
+    for (k, raw) in text.chunks(32768).enumerate() {
+        let (mut want, mut smallest) = (Vec::new(), Vec::new());
+        lll::encode_with(raw, &mut want, &fast).unwrap();
+        lll::encode(raw, &mut smallest).unwrap();
+        assert!(c.chunk_payload(0, k).unwrap() == want, "chunk {k}");
+        differs |= want != smallest;
+    }
+    assert!(differs, "the parses wrote the same payloads");
+    let src = dir.path().join("in");
+    std::fs::write(&src, &text).unwrap();
+    let tsr = dir.path().join("x.tsr");
+    for (args, what) in [
+        (vec!["--type", "u32"], "an integer column"),
+        (vec!["--type", "bytes", "--codec", "huffman"], "huffman"),
+        (
+            vec!["--type", "bytes", "--lll-parse", "fastest"],
+            "an unknown parse",
+        ),
+    ] {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"compress"];
+        for x in &args {
+            a.push(x);
+        }
+        if !args.contains(&"--lll-parse") {
+            a.push(&"--lll-parse");
+            a.push(&"fast-decode");
+        }
+        a.push(&src);
+        a.push(&tsr);
+        let o = tessera(&a);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success(), "{what}: {err}");
+        assert!(err.contains("lll-parse"), "{what}: {err}");
+        assert!(!tsr.exists(), "{what}: an output was written");
+    }
+}
+
 #[test]
 fn bits_columns_round_trip_with_exact_lengths() {
     let dir = tempfile::tempdir().unwrap();

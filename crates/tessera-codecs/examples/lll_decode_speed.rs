@@ -1,6 +1,7 @@
 //! Single-thread LLL decode speed on the bench sets (`bench/data/*.gray`, `text.txt`,
 //! `xml.xml`), for tuning the reference decoder without the CLI:
-//! `cargo run --release -p tessera-codecs --example lll_decode_speed [-- FILE...] [--runs N] [--bytes N]`.
+//! `cargo run --release -p tessera-codecs --example lll_decode_speed [-- FILE...] [--runs N] [--bytes N]
+//! [--parse smallest|fast-decode]`.
 //!
 //! Each set is encoded once; each timed run decodes the payload repeatedly into one buffer for
 //! at least `--bytes` (100 MB) of output, timed as this thread's CPU time where Linux reports it (the machine
@@ -17,8 +18,16 @@ use common::cpu_ns;
 
 fn main() {
     let common::Args {
-        files, runs, bytes, ..
+        files,
+        runs,
+        bytes,
+        parse,
+        ..
     } = common::parse_args(9, 100_000_000, false);
+    let opts = lll::EncodeOptions {
+        parse,
+        ..lll::EncodeOptions::default()
+    };
     let simple = std::env::var_os("LLL_SIMPLE").is_some();
     println!(
         "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10}",
@@ -28,7 +37,7 @@ fn main() {
     for f in &files {
         let data = std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"));
         let mut p = Vec::new();
-        let counts = lll::encode(&data, &mut p).expect("encodes");
+        let counts = lll::encode_with(&data, &mut p, &opts).expect("encodes");
         if std::env::var_os("LLL_COUNTS").is_some() {
             println!("{f}: {counts:?}");
             if let Some(dir) = std::env::var_os("LLL_DUMP") {

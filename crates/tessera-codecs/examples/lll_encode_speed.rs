@@ -23,7 +23,12 @@ fn main() {
         runs,
         bytes,
         dump,
+        parse,
     } = common::parse_args(5, 4_000_000, true);
+    let opts = lll::EncodeOptions {
+        parse,
+        ..lll::EncodeOptions::default()
+    };
     // One worker: the pool's thread runs every strip, and `install` runs the closure on it, so
     // the CPU-time clock read inside the closure sees all the work.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -44,7 +49,8 @@ fn main() {
                 .map(|_| {
                     let (t0, c0) = (Instant::now(), cpu_ns());
                     for _ in 0..reps {
-                        lll::encode(std::hint::black_box(&data), &mut p).expect("encodes");
+                        lll::encode_with(std::hint::black_box(&data), &mut p, &opts)
+                            .expect("encodes");
                         std::hint::black_box(&p);
                     }
                     match (c0, cpu_ns()) {

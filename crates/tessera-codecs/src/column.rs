@@ -247,12 +247,16 @@ pub struct CodecOptions {
     /// reach the bytes just before more of their own (the best ratio on images and text),
     /// larger ones decode faster on a GPU.
     pub lll_segment_bytes: usize,
+    /// What LLL's parse minimizes (`docs/format/lll.md` §9): the smallest payload, or a few
+    /// percent more bytes for fewer words to decode (no 2-byte copies or runs).
+    pub lll_parse: lll::Parse,
 }
 
 impl Default for CodecOptions {
     fn default() -> Self {
         CodecOptions {
             lll_segment_bytes: lll::DEFAULT_SEGMENT_BYTES,
+            lll_parse: lll::Parse::Smallest,
         }
     }
 }
@@ -310,7 +314,13 @@ pub fn encode_values_with(
         LogicalType::Bytes => {
             encode_smallest(&AUTO_ORDER_BYTES, requested, raw, out, |c, o| match c {
                 CodecId::Huffman => huffman::encode(raw, o),
-                _ => lll::encode_with_segment_bytes(raw, o, opts.lll_segment_bytes).map(|_| ()),
+                _ => {
+                    let lll_opts = lll::EncodeOptions {
+                        segment_bytes: opts.lll_segment_bytes,
+                        parse: opts.lll_parse,
+                    };
+                    lll::encode_with(raw, o, &lll_opts).map(|_| ())
+                }
             })
         }
         LogicalType::Bits => {

@@ -557,6 +557,87 @@ fn every_code_type_is_emitted() {
     );
 }
 
+/// The output lengths of every short code (RL, SI, SRL: a 2-byte word that is not a long code's
+/// head) of a valid payload with 512-byte segments (§3: a strip of `L` bytes has `ceil(L / 512)`
+/// segments, segment 0 the non-dictionary one), read straight from its words (§4, §5).
+fn short_code_lengths(p: &[u8]) -> Vec<usize> {
+    let word = |at: usize| u32::from_le_bytes(p[at..at + 4].try_into().expect("4 bytes")) as usize;
+    assert_eq!(word(0), 512, "a payload with 512-byte segments");
+    let (n, strips) = (word(8), word(12));
+    let mut lengths = Vec::new();
+    for k in 0..strips {
+        let e = word(HEADER_BYTES + 4 * k) as u32;
+        if e & (STORED_STRIP | FILL_STRIP) != 0 {
+            continue;
+        }
+        let at = (e & STRIP_OFFSET_MASK) as usize;
+        let len = (n - k * STRIP_BYTES).min(STRIP_BYTES);
+        let segs = len.div_ceil(512);
+        let counts: Vec<usize> = (0..segs)
+            .map(|j| usize::from(u16::from_le_bytes([p[at + 2 * j], p[at + 2 * j + 1]])))
+            .collect();
+        let m: usize = counts.iter().sum();
+        let ids = &p[at + 2 * segs..at + 2 * segs + m.div_ceil(8)];
+        let array = &p[at + 2 * segs + m.div_ceil(8)..];
+        let (mut i, mut j) = (0, 0);
+        while i < m {
+            if ids[i / 8] >> (i % 8) & 1 == 1 {
+                let b1 = array[j + 1];
+                if i < counts[0] {
+                    lengths.push(usize::from(b1) + 2); // RL
+                } else if b1 >> 4 == 15 {
+                    (i, j) = (i + 1, j + 1); // a long code: its c word follows
+                } else {
+                    lengths.push(usize::from(b1 >> 4) + 2); // SI or SRL
+                }
+                j += 2;
+            } else {
+                j += 1;
+            }
+            i += 1;
+        }
+    }
+    lengths
+}
+
+#[test]
+fn fast_decode_parse_writes_no_2_byte_code() {
+    let fast = lll::EncodeOptions {
+        parse: lll::Parse::FastDecode,
+        ..lll::EncodeOptions::default()
+    };
+    for (name, data) in [
+        ("gradient", gradient_image()),
+        ("text", text(200_000, 5)),
+        ("every_code", every_code_input()),
+    ] {
+        let (small, _) = enc(&data);
+        let mut quick = Vec::new();
+        let counts = lll::encode_with(&data, &mut quick, &fast).expect("encode");
+        assert!(dec(&quick, data.len()) == data, "{name}: round trip");
+        // The smallest parse does use 2-byte codes here, so the charge changes the words.
+        let lengths = short_code_lengths(&small);
+        assert!(lengths.contains(&2), "{name}: no 2-byte code to remove");
+        let lengths = short_code_lengths(&quick);
+        assert!(!lengths.is_empty(), "{name}: {counts:?}");
+        assert!(lengths.iter().all(|&l| l >= 3), "{name}: a 2-byte code");
+        // The smallest parse has the fewest bits per segment; bytes differ from bits / 8 by at
+        // most the identifier block's rounding, one byte per strip.
+        let strips = data.len().div_ceil(STRIP_BYTES);
+        assert!(
+            quick.len() + strips >= small.len(),
+            "{name}: {} < {}",
+            quick.len(),
+            small.len()
+        );
+        eprintln!(
+            "lll {name}: smallest {} bytes, fast-decode {} bytes",
+            small.len(),
+            quick.len()
+        );
+    }
+}
+
 // ---- must-fail payloads ------------------------------------------------------------------
 
 /// Every decoder must fail with the same error (every field); returns the reference's error.

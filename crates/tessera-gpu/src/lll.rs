@@ -1135,12 +1135,20 @@ mod model {
             0usize, 1, 2, 511, 512, 513, 2049, 4095, 4096, 4097, 9000, 32768, 32769, 70001,
         ] {
             for data in data_sets(&mut r, n) {
-                for sb in cpu::SEGMENT_SIZES {
+                for (sb, parse) in cpu::SEGMENT_SIZES
+                    .into_iter()
+                    .flat_map(|sb| [(sb, cpu::Parse::Smallest), (sb, cpu::Parse::FastDecode)])
+                {
                     let mut payload = Vec::new();
-                    cpu::encode_with_segment_bytes(&data, &mut payload, sb).expect("encodes");
+                    let opts = cpu::EncodeOptions {
+                        segment_bytes: sb,
+                        parse,
+                    };
+                    cpu::encode_with(&data, &mut payload, &opts).expect("encodes");
                     for threads in [64, 128, 256] {
                         let mut out = vec![0xA5u8; n];
-                        let what = format!("{n} bytes, segments of {sb}, {threads} threads");
+                        let what =
+                            format!("{n} bytes, segments of {sb}, {parse:?}, {threads} threads");
                         assert_eq!(decode(&payload, &mut out, threads), Ok(()), "{what}");
                         assert!(out == data, "{what}");
                     }

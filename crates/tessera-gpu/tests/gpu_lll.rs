@@ -150,11 +150,16 @@ fn check_decode(gpu: &Gpu, what: &str, data: &[u8]) {
 /// [`check_decode`] with segments of `segment_bytes`.
 fn check_decode_with(gpu: &Gpu, what: &str, data: &[u8], segment_bytes: usize) {
     let (payload, _) = encode_with(data, segment_bytes);
+    check_payload(gpu, what, data, &payload);
+}
+
+/// GPU `decode` of `payload`, an encoding of `data`, equals the CPU decoder's output.
+fn check_payload(gpu: &Gpu, what: &str, data: &[u8], payload: &[u8]) {
     let mut want = vec![0u8; data.len()];
-    cpu::decode(&payload, &mut want).expect("CPU decodes its own encoding");
+    cpu::decode(payload, &mut want).expect("CPU decodes its own encoding");
     assert!(want == data, "{what}: CPU round trip");
     let mut got = vec![POISON; data.len()];
-    lll::decode(gpu, &payload, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
+    lll::decode(gpu, payload, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
     if let Some(i) = (0..data.len()).find(|&i| got[i] != want[i]) {
         panic!(
             "{what} ({} bytes): first difference at byte {i} (strip {}, offset {}): GPU {:#04x}, CPU {:#04x}",
@@ -330,6 +335,28 @@ fn gpu_equals_cpu_on_every_code_type() {
         mixed.extend(part);
     }
     check_decode(gpu, "mixed", &mixed);
+}
+
+#[test]
+fn gpu_equals_cpu_on_fast_decode_payloads() {
+    // The fast-decode parse (`lll.md` §9) writes other words (no 2-byte copies or runs, more
+    // SC runs); the format and so the kernel are the same, for every segment size.
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng();
+    for segment_bytes in cpu::SEGMENT_SIZES {
+        let opts = cpu::EncodeOptions {
+            segment_bytes,
+            parse: cpu::Parse::FastDecode,
+        };
+        for n in [1usize, 513, 32_769, 3 * cpu::STRIP_BYTES + 777] {
+            for (name, data) in corpus(&mut r, n) {
+                let mut payload = Vec::new();
+                cpu::encode_with(&data, &mut payload, &opts).expect("encodes");
+                let what = format!("{name}, {n} bytes, segments of {segment_bytes}, fast-decode");
+                check_payload(gpu, &what, &data, &payload);
+            }
+        }
+    }
 }
 
 /// One strip of `L = 8192` bytes coded by hand (`lll.md` §4, §5): the first 4096 bytes as SC

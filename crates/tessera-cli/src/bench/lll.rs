@@ -122,6 +122,10 @@ pub struct Report {
     /// before format 1.3, which were all 4096).
     #[serde(default)]
     pub segment_bytes: Option<usize>,
+    /// What the LLL encoder's parse minimized (`lll.md` §9: `smallest` or `fast-decode`;
+    /// absent in results written before the choice existed, which were all `smallest`).
+    #[serde(default)]
+    pub parse: Option<String>,
     pub sets: Vec<SetResult>,
 }
 
@@ -282,7 +286,7 @@ fn bench_set(
     let mut counts = cpu::CodeCounts::default();
     for c in file.chunks(CHUNK) {
         let mut p = Vec::new();
-        let k = cpu::encode_with_segment_bytes(c, &mut p, segment_bytes(args))?;
+        let k = cpu::encode_with(c, &mut p, &encode_options(args))?;
         counts.sc += k.sc;
         counts.rl += k.rl;
         counts.si += k.si;
@@ -442,6 +446,16 @@ fn segment_bytes(args: &BenchArgs) -> usize {
     args.segment_bytes.unwrap_or(cpu::DEFAULT_SEGMENT_BYTES)
 }
 
+/// The encoder options of `--segment-bytes` and `--lll-parse`.
+fn encode_options(args: &BenchArgs) -> cpu::EncodeOptions {
+    cpu::EncodeOptions {
+        segment_bytes: segment_bytes(args),
+        parse: args
+            .lll_parse
+            .map_or(cpu::Parse::Smallest, crate::ParseArg::parse),
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Result<()> {
     if args.runs < 5 {
         return Err(Error::InvalidArgument("--runs must be at least 5".into()));
@@ -495,6 +509,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         copy_ceiling_gbps: g.as_ref().map(|(s, _)| s.ceiling),
         h2d_gbps: g.as_ref().map(|(_, h)| *h),
         segment_bytes: Some(segment_bytes(args)),
+        parse: Some(encode_options(args).parse.name().into()),
         sets: Vec::new(),
     };
     if let Some(dir) = &args.dump {
@@ -591,8 +606,9 @@ fn summary(r: &Report) -> String {
         })
         .collect();
     format!(
-        "LLL (segments of {} bytes) on {} ({} CPU threads), {}; copy ceiling {}, pinned H2D {}\n{}",
+        "LLL (segments of {} bytes, parse {}) on {} ({} CPU threads), {}; copy ceiling {}, pinned H2D {}\n{}",
         r.segment_bytes.unwrap_or(4096),
+        r.parse.as_deref().unwrap_or("smallest"),
         r.device,
         r.cpu_threads,
         r.date,
@@ -605,7 +621,7 @@ fn summary(r: &Report) -> String {
 
 fn markdown(r: &Report) -> String {
     let mut s = format!(
-        "# tessera LLL benchmark, {}\n\nLLL segments of {} bytes (`lll.md` §2). {}, {} CPU threads; median of {} runs after a warm-up. \
+        "# tessera LLL benchmark, {}\n\nLLL segments of {} bytes (`lll.md` §2), parse `{}` (§9). {}, {} CPU threads; median of {} runs after a warm-up. \
          Copy ceiling (device-to-device, bytes read + written): {}. Pinned host-to-device: {}.\n\n\
          Ratios: input / compressed. LLL over the whole set (16 MiB chunks, independent 32 KiB \
          strips); peers over independent 64 KiB blocks of one copy of the file (up to 64 MiB). \
@@ -618,6 +634,7 @@ fn markdown(r: &Report) -> String {
          decode.\n\n",
         r.date,
         r.segment_bytes.unwrap_or(4096),
+        r.parse.as_deref().unwrap_or("smallest"),
         r.device,
         r.cpu_threads,
         r.runs,

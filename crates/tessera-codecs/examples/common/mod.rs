@@ -26,7 +26,8 @@ pub fn bench_files(files: Vec<String>) -> Vec<String> {
     v
 }
 
-/// The examples' command line: `[--runs N] [--bytes N] [--dump DIR] FILES...`, with the
+/// The examples' command line: `[--runs N] [--bytes N] [--parse smallest|fast-decode]
+/// [--dump DIR] FILES...`, with the
 /// example's defaults for runs and bytes; files as [`bench_files`] gives them. `--dump` is
 /// taken only where the example allows it.
 pub struct Args {
@@ -34,6 +35,8 @@ pub struct Args {
     pub runs: usize,
     pub bytes: usize,
     pub dump: Option<String>,
+    /// The LLL encoder's parse (`lll.md` §9).
+    pub parse: tessera_codecs::lll::Parse,
 }
 
 pub fn parse_args(runs: usize, bytes: usize, allow_dump: bool) -> Args {
@@ -42,12 +45,20 @@ pub fn parse_args(runs: usize, bytes: usize, allow_dump: bool) -> Args {
         runs,
         bytes,
         dump: None,
+        parse: tessera_codecs::lll::Parse::Smallest,
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
         match x.as_str() {
             "--runs" => a.runs = it.next().and_then(|v| v.parse().ok()).expect("--runs N"),
             "--bytes" => a.bytes = it.next().and_then(|v| v.parse().ok()).expect("--bytes N"),
+            "--parse" => {
+                a.parse = match it.next().as_deref() {
+                    Some("smallest") => tessera_codecs::lll::Parse::Smallest,
+                    Some("fast-decode") => tessera_codecs::lll::Parse::FastDecode,
+                    _ => panic!("--parse smallest|fast-decode"),
+                }
+            }
             "--dump" if allow_dump => a.dump = Some(it.next().expect("--dump DIR")),
             _ => a.files.push(x),
         }

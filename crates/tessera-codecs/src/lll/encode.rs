@@ -9,7 +9,7 @@
 //! long match, 8-byte) prefix hash, and are compared 8 bytes at a time only when their byte at
 //! the best length so far matches. A backward dynamic program then picks, over the whole
 //! segment, the word sequence with the fewest bits (8 per word-array byte plus 1 identifier bit
-//! per word), in two states: the previous character set (after SC, SI, LI) or unset (at the
+//! per word, plus, under [`Parse::FastDecode`], a charge per 2-byte word), in two states: the previous character set (after SC, SI, LI) or unset (at the
 //! segment start and after SRL / LRL: `lll.md` §5). Each family of copy or run lengths is one
 //! range-minimum query ([`MinTable`]), not a scan of up to 256 lengths; ties go the scan's way
 //! (the first cheapest), so the output is the same byte for byte as that of the chain walk and
@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
-    strip_segments, valid_segment_bytes, CodeCounts, Seg, DEFAULT_SEGMENT_BYTES, DICTIONARY_BYTES,
+    strip_segments, valid_segment_bytes, CodeCounts, EncodeOptions, Parse, Seg, DICTIONARY_BYTES,
     FILL_STRIP, HEADER_BYTES, LONG_L, LONG_MAX, LONG_MIN, MAX_SEGMENT_BYTES, RL_MAX, RL_MIN, RUN_T,
     SEGMENT_SIZES, SHORT_MAX, SHORT_MIN, STORED_STRIP, STRIP_BYTES,
 };
@@ -38,17 +38,42 @@ const COST_SC: u32 = 9;
 const COST_SHORT: u32 = 17;
 const COST_LONG: u32 = 26;
 
+/// What the parse charges for each kind of word: a [`Parse`]'s bits per 2-byte word on top of
+/// the bits the word takes (`lll.md` §9). SC words are never charged more: they are the words a
+/// decoder copies in blocks.
+#[derive(Clone, Copy, Debug)]
+struct Costs {
+    /// SC (1-byte word).
+    sc: u32,
+    /// A short code: RL, SI or SRL (one 2-byte word).
+    short: u32,
+    /// A long code: LI or LRL (a 2-byte word and its c word).
+    long: u32,
+}
+
+impl Costs {
+    fn of(parse: Parse) -> Self {
+        let extra = parse.code_bits();
+        Costs {
+            sc: COST_SC,
+            short: COST_SHORT + extra,
+            long: COST_LONG + extra,
+        }
+    }
+}
+
 /// Largest payload [`encode`] can write for `n` input bytes: a header, the directory and at most
 /// the input bytes themselves (a strip is stored when its coding is not shorter, §4a).
 pub fn max_encoded_len(n: usize) -> usize {
     HEADER_BYTES + 4 * n.div_ceil(STRIP_BYTES) + n
 }
 
-/// Encodes `data` into `out` (cleared first) with segments of [`DEFAULT_SEGMENT_BYTES`] and
-/// returns how many words of each code type it wrote. Fails only if `data` is longer than
+/// Encodes `data` into `out` (cleared first) with [`EncodeOptions::default`] (segments of
+/// [`DEFAULT_SEGMENT_BYTES`](super::DEFAULT_SEGMENT_BYTES), [`Parse::Smallest`]) and returns how
+/// many words of each code type it wrote. Fails only if `data` is longer than
 /// `MAX_CHUNK_VALUES` bytes.
 pub fn encode(data: &[u8], out: &mut Vec<u8>) -> Result<CodeCounts> {
-    encode_with_segment_bytes(data, out, DEFAULT_SEGMENT_BYTES)
+    encode_with(data, out, &EncodeOptions::default())
 }
 
 /// [`encode`] with segments of `segment_bytes`, one of [`SEGMENT_SIZES`] (4096 writes a payload
@@ -59,6 +84,22 @@ pub fn encode_with_segment_bytes(
     out: &mut Vec<u8>,
     segment_bytes: usize,
 ) -> Result<CodeCounts> {
+    let opts = EncodeOptions {
+        segment_bytes,
+        parse: Parse::Smallest,
+    };
+    encode_with(data, out, &opts)
+}
+
+/// [`encode`] with `opts`: the segment size (one of [`SEGMENT_SIZES`]) and what the parse
+/// minimizes ([`Parse`]). Fails on any other segment size, or if `data` is longer than
+/// `MAX_CHUNK_VALUES` bytes.
+pub fn encode_with(data: &[u8], out: &mut Vec<u8>, opts: &EncodeOptions) -> Result<CodeCounts> {
+    let EncodeOptions {
+        segment_bytes,
+        parse,
+    } = *opts;
+    let costs = Costs::of(parse);
     if !valid_segment_bytes(segment_bytes) {
         return Err(Error::InvalidArgument(format!(
             "LLL segment_bytes {segment_bytes} is not one of {SEGMENT_SIZES:?}"
@@ -74,7 +115,7 @@ pub fn encode_with_segment_bytes(
     let strips: Vec<(Coding, CodeCounts)> = data
         .par_chunks(STRIP_BYTES)
         .map_init(Scratch::new, |scratch, strip| {
-            encode_strip(strip, segment_bytes, scratch)
+            encode_strip(strip, segment_bytes, costs, scratch)
         })
         .collect();
     let strip_bytes = |k: usize| -> &[u8] {
@@ -129,9 +170,14 @@ enum Coding {
 /// One strip: a fill strip when it is at least 2 copies of one byte (§4b); else word counts,
 /// identifier bits and word array (§4), or stored when that is not shorter than the strip
 /// (§4a). The counts hold only `fill = 1` or `stored = 1` for those.
-fn encode_strip(strip: &[u8], segment_bytes: usize, scratch: &mut Scratch) -> (Coding, CodeCounts) {
-    code_strip(strip, segment_bytes, |seg, w, counts| {
-        encode_dictionary(strip, seg, scratch, w, counts)
+fn encode_strip(
+    strip: &[u8],
+    segment_bytes: usize,
+    costs: Costs,
+    scratch: &mut Scratch,
+) -> (Coding, CodeCounts) {
+    code_strip(strip, segment_bytes, costs, |seg, w, counts| {
+        encode_dictionary(strip, seg, costs, scratch, w, counts)
     })
 }
 
@@ -140,6 +186,7 @@ fn encode_strip(strip: &[u8], segment_bytes: usize, scratch: &mut Scratch) -> (C
 fn code_strip(
     strip: &[u8],
     segment_bytes: usize,
+    costs: Costs,
     mut dictionary: impl FnMut(&Seg, &mut Words, &mut CodeCounts),
 ) -> (Coding, CodeCounts) {
     if strip.len() >= 2 && strip.iter().all(|&b| b == strip[0]) {
@@ -158,7 +205,7 @@ fn code_strip(
         if seg.dictionary {
             dictionary(seg, &mut w, &mut counts);
         } else {
-            encode_plain(&strip[seg.start..seg.end], &mut w, &mut counts);
+            encode_plain(&strip[seg.start..seg.end], costs, &mut w, &mut counts);
         }
         word_counts.push((w.count - before) as u16);
     }
@@ -204,7 +251,7 @@ impl Words {
 }
 
 /// Non-dictionary subsegment (§5): SC and RL.
-fn encode_plain(d: &[u8], w: &mut Words, counts: &mut CodeCounts) {
+fn encode_plain(d: &[u8], costs: Costs, w: &mut Words, counts: &mut CodeCounts) {
     let n = d.len();
     let mut cost = vec![0u32; n + 1];
     let mut take = vec![1usize; n + 1];
@@ -215,10 +262,10 @@ fn encode_plain(d: &[u8], w: &mut Words, counts: &mut CodeCounts) {
         } else {
             1
         };
-        let mut best = COST_SC + cost[i + 1];
+        let mut best = costs.sc + cost[i + 1];
         let mut len = 1;
         for k in RL_MIN..=run.min(RL_MAX) {
-            let c = COST_SHORT + cost[i + k];
+            let c = costs.short + cost[i + k];
             if c < best {
                 best = c;
                 len = k;
@@ -597,6 +644,7 @@ const STEP_RUN: u16 = 1 << 15;
 fn encode_dictionary(
     strip: &[u8],
     seg: &Seg,
+    costs: Costs,
     scratch: &mut Scratch,
     w: &mut Words,
     counts: &mut CodeCounts,
@@ -636,19 +684,19 @@ fn encode_dictionary(
     let mut next_set = 0u32; // cost_set[i + 1]
     let mut run = 0usize; // bytes equal to d[i - 1] from i on
     for i in (0..n).rev() {
-        let mut best = COST_SC + next_set;
+        let mut best = costs.sc + next_set;
         let mut step = 1;
         let len = usize::from(matches[i].1);
         if len >= SHORT_MIN {
             let (c, at) = min_set.min(i + SHORT_MIN, i + len.min(SHORT_MAX));
-            if COST_SHORT + c < best {
-                best = COST_SHORT + c;
+            if costs.short + c < best {
+                best = costs.short + c;
                 step = (at - i) as u16;
             }
             if len >= LONG_MIN {
                 let (c, at) = min_set.min(i + LONG_MIN, i + len);
-                if COST_LONG + c < best {
-                    best = COST_LONG + c;
+                if costs.long + c < best {
+                    best = costs.long + c;
                     step = (at - i) as u16;
                 }
             }
@@ -660,14 +708,14 @@ fn encode_dictionary(
             let r = run.min(LONG_MAX);
             if r >= SHORT_MIN {
                 let (c, at) = min_unset.min(i + SHORT_MIN, i + r.min(SHORT_MAX));
-                if COST_SHORT + c < best {
-                    best = COST_SHORT + c;
+                if costs.short + c < best {
+                    best = costs.short + c;
                     step = (at - i) as u16 | STEP_RUN;
                 }
                 if r >= LONG_MIN {
                     let (c, at) = min_unset.min(i + LONG_MIN, i + r);
-                    if COST_LONG + c < best {
-                        best = COST_LONG + c;
+                    if costs.long + c < best {
+                        best = costs.long + c;
                         step = (at - i) as u16 | STEP_RUN;
                     }
                 }
@@ -715,6 +763,7 @@ mod tests {
     //! byte-identical on every input.
 
     use super::*;
+    use crate::lll::DEFAULT_SEGMENT_BYTES;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -783,6 +832,7 @@ mod tests {
     fn ref_dictionary(
         strip: &[u8],
         seg: &Seg,
+        costs: Costs,
         m: &mut RefMatcher,
         w: &mut Words,
         counts: &mut CodeCounts,
@@ -798,18 +848,18 @@ mod tests {
         let mut step_unset = vec![Step::Sc; n];
         let mut run = 0usize;
         for i in (0..n).rev() {
-            let mut best = COST_SC + cost_set[i + 1];
+            let mut best = costs.sc + cost_set[i + 1];
             let mut step = Step::Sc;
             let (t, len) = matches[i];
             for k in SHORT_MIN..=len.min(SHORT_MAX) {
-                let c = COST_SHORT + cost_set[i + k];
+                let c = costs.short + cost_set[i + k];
                 if c < best {
                     best = c;
                     step = Step::Copy(t, k);
                 }
             }
             for k in LONG_MIN..=len.min(LONG_MAX) {
-                let c = COST_LONG + cost_set[i + k];
+                let c = costs.long + cost_set[i + k];
                 if c < best {
                     best = c;
                     step = Step::Copy(t, k);
@@ -821,14 +871,14 @@ mod tests {
                 run = if d[i] == d[i - 1] { run + 1 } else { 0 };
                 let r = run.min(LONG_MAX);
                 for k in SHORT_MIN..=r.min(SHORT_MAX) {
-                    let c = COST_SHORT + cost_unset[i + k];
+                    let c = costs.short + cost_unset[i + k];
                     if c < best {
                         best = c;
                         step = Step::Run(k);
                     }
                 }
                 for k in LONG_MIN..=r {
-                    let c = COST_LONG + cost_unset[i + k];
+                    let c = costs.long + cost_unset[i + k];
                     if c < best {
                         best = c;
                         step = Step::Run(k);
@@ -877,15 +927,15 @@ mod tests {
         }
     }
 
-    fn ref_strip(strip: &[u8], segment_bytes: usize) -> (Coding, CodeCounts) {
+    fn ref_strip(strip: &[u8], segment_bytes: usize, costs: Costs) -> (Coding, CodeCounts) {
         let mut m = RefMatcher::new();
-        code_strip(strip, segment_bytes, |seg, w, counts| {
-            ref_dictionary(strip, seg, &mut m, w, counts)
+        code_strip(strip, segment_bytes, costs, |seg, w, counts| {
+            ref_dictionary(strip, seg, costs, &mut m, w, counts)
         })
     }
 
-    /// Asserts, strip by strip, that both encoders write the same, and that both matchers find
-    /// the same match at every position of every dictionary segment.
+    /// Asserts, strip by strip, that both encoders write the same under every [`Parse`], and that
+    /// both matchers find the same match at every position of every dictionary segment.
     fn same(data: &[u8], segment_bytes: usize, what: &str) {
         let mut scratch = Scratch::new();
         let mut rm = RefMatcher::new();
@@ -907,10 +957,14 @@ mod tests {
                     );
                 }
             }
-            assert!(
-                encode_strip(strip, segment_bytes, &mut scratch) == ref_strip(strip, segment_bytes),
-                "{what}: strip {k} differs"
-            );
+            for parse in [Parse::Smallest, Parse::FastDecode] {
+                let costs = Costs::of(parse);
+                assert!(
+                    encode_strip(strip, segment_bytes, costs, &mut scratch)
+                        == ref_strip(strip, segment_bytes, costs),
+                    "{what}: strip {k} differs ({parse:?})"
+                );
+            }
         }
     }
 

@@ -25,7 +25,7 @@ mod decode;
 mod encode;
 
 pub use decode::{decode, decode_reference, decode_simple, strip_directory, StripKind, StripRange};
-pub use encode::{encode, encode_with_segment_bytes, max_encoded_len};
+pub use encode::{encode, encode_with, encode_with_segment_bytes, max_encoded_len};
 
 /// Codec id reserved for LLL in the container (`lll.md` §1; not yet in `CodecId`).
 pub const CODEC_ID: u8 = 48;
@@ -88,6 +88,65 @@ const _: () = assert!(RUN_T as usize == DICTIONARY_BYTES - 1);
 // A segment's word count fits the u16 of §4: each word yields at least one byte.
 const _: () = assert!(MAX_SEGMENT_BYTES <= u16::MAX as usize);
 const _: () = assert!(MAX_SEGMENT_BYTES <= DICTIONARY_BYTES);
+
+/// What the encoder's optimal parse minimizes (`lll.md` §9). The format is the same either way:
+/// every decoder reads both, and only the choice of words differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Parse {
+    /// The fewest bits: 8 per word-array byte plus 1 identifier bit per word. The smallest
+    /// payload, and what the paper's encoder does.
+    #[default]
+    Smallest,
+    /// The fewest bits plus [`FAST_DECODE_CODE_BITS`] for every 2-byte word. A decoder's cost
+    /// is per word, not per byte: a run of SC words is one block copy, while each 2-byte word
+    /// is a step of its own (its fields, a check, a copy or fill). A copy or run of 2 bytes saves
+    /// 1 bit over two SC words, so this parse writes none; longer codes save at least 10 bits
+    /// and stay. Measured on the bench photographs (2026-11-23, development machine): about 2%
+    /// larger payloads, the reference decoder 1.5-2.1x faster; but a GPU decoder, which pays
+    /// per word, up to 16% slower (`lll.md` §9).
+    FastDecode,
+}
+
+/// Bits [`Parse::FastDecode`] charges per 2-byte word on top of its size: more than the 1 bit
+/// a 2-byte code saves over SC words, well under the 10 bits that a 3-byte one saves.
+pub const FAST_DECODE_CODE_BITS: u32 = 2;
+
+impl Parse {
+    /// Bits the parse charges per 2-byte word on top of the bits the word takes.
+    pub fn code_bits(self) -> u32 {
+        match self {
+            Parse::Smallest => 0,
+            Parse::FastDecode => FAST_DECODE_CODE_BITS,
+        }
+    }
+
+    /// The name the CLI and the bench results use (`smallest`, `fast-decode`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Parse::Smallest => "smallest",
+            Parse::FastDecode => "fast-decode",
+        }
+    }
+}
+
+/// How [`encode_with`] writes a payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EncodeOptions {
+    /// One of [`SEGMENT_SIZES`] (§2; 4096 writes a payload that every decoder since format 1
+    /// reads, the others need format 1.3).
+    pub segment_bytes: usize,
+    /// What the parse minimizes.
+    pub parse: Parse,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        EncodeOptions {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            parse: Parse::Smallest,
+        }
+    }
+}
 
 /// How many words of each code type an encoding holds (the paper's code names).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
