@@ -7,7 +7,10 @@
 //! at least `--bytes` (100 MB) of output, timed as this thread's CPU time where Linux reports it (the machine
 //! may be shared) and wall-clock time otherwise; the table prints the median and the best of
 //! `--runs` runs (after one warm-up) as GB/s of output, for `decode_reference` and the `decode_simple` oracle. The decoded bytes
-//! are checked against the input.
+//! are checked against the input. `GHz` is the core's clock (`common::core_ghz`), the mean of one
+//! measurement right before the set's runs and one right after, `cyc/B` that clock over the
+//! median: the decoder's cycles per output byte, which a shared host's changing clock (or a
+//! virtual CPU that gets part of a core) moves much less than it moves GB/s.
 
 use std::time::Instant;
 
@@ -30,8 +33,8 @@ fn main() {
     };
     let simple = std::env::var_os("LLL_SIMPLE").is_some();
     println!(
-        "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10}",
-        "set", "bytes", "ratio", "ref GB/s", "ref best", "simple"
+        "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>6} {:>6}",
+        "set", "bytes", "ratio", "ref GB/s", "ref best", "simple", "GHz", "cyc/B"
     );
     let (mut sum_log, mut count) = (0f64, 0usize);
     for f in &files {
@@ -69,7 +72,9 @@ fn main() {
             let g = |s: f64| (data.len() * reps) as f64 / s / 1e9;
             (g(v[v.len() / 2]), g(v[0]))
         };
+        let before = common::core_ghz();
         let (r, best) = time(lll::decode_reference, &mut out);
+        let ghz = before.zip(common::core_ghz()).map(|(a, b)| (a + b) / 2.0);
         let s = if simple {
             format!("{:.2}", time(lll::decode_simple, &mut out).0)
         } else {
@@ -79,14 +84,20 @@ fn main() {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let (ghz, cpb) = match ghz {
+            Some(g) => (format!("{g:.2}"), format!("{:.2}", g / r)),
+            None => ("-".into(), "-".into()),
+        };
         println!(
-            "{:<28} {:>9} {:>7.3} {:>10.3} {:>10.3} {:>10}",
+            "{:<28} {:>9} {:>7.3} {:>10.3} {:>10.3} {:>10} {:>6} {:>6}",
             name,
             data.len(),
             data.len() as f64 / p.len() as f64,
             r,
             best,
-            s
+            s,
+            ghz,
+            cpb
         );
         sum_log += r.ln();
         count += 1;
