@@ -384,34 +384,30 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             ty.name()
         )));
     }
-    if let Some(n) = a.segment_bytes {
+    // LLL's encoder options apply where LLL may write the chunks: bytes and utf8 columns, with
+    // codec lll or auto.
+    for (flag, given) in [
+        ("--segment-bytes", a.segment_bytes.is_some()),
+        ("--lll-parse", a.lll_parse.is_some()),
+    ] {
+        if !given {
+            continue;
+        }
         if !matches!(ty, LogicalType::Bytes | LogicalType::Utf8) {
-            return Err(CliError(
-                "--segment-bytes applies to --type bytes and utf8 only".into(),
-            ));
+            return Err(CliError(format!(
+                "{flag} applies to --type bytes and utf8 only"
+            )));
         }
         if a.codec.codec().is_some_and(|c| c != CodecId::Lll) {
-            return Err(CliError(
-                "--segment-bytes applies to --codec lll or auto only".into(),
-            ));
-        }
-        if !SEGMENT_SIZES.contains(&n) {
             return Err(CliError(format!(
-                "--segment-bytes must be 512, 1024, 2048 or 4096, not {n}"
+                "{flag} applies to --codec lll or auto only"
             )));
         }
     }
-    if a.lll_parse.is_some() {
-        if !matches!(ty, LogicalType::Bytes | LogicalType::Utf8) {
-            return Err(CliError(
-                "--lll-parse applies to --type bytes and utf8 only".into(),
-            ));
-        }
-        if a.codec.codec().is_some_and(|c| c != CodecId::Lll) {
-            return Err(CliError(
-                "--lll-parse applies to --codec lll or auto only".into(),
-            ));
-        }
+    if let Some(n) = a.segment_bytes.filter(|n| !SEGMENT_SIZES.contains(n)) {
+        return Err(CliError(format!(
+            "--segment-bytes must be 512, 1024, 2048 or 4096, not {n}"
+        )));
     }
     let bit_len = match (ty, a.bits) {
         (LogicalType::Bits, Some(n)) => Some(n),
