@@ -8,6 +8,7 @@
 mod bitmap;
 mod common;
 mod gpu;
+mod host;
 mod huffman;
 mod lll;
 mod svg;

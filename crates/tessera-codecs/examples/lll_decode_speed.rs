@@ -10,7 +10,10 @@
 //! are checked against the input. `GHz` is the core's clock (`common::core_ghz`), the mean of one
 //! measurement right before the set's runs and one right after, `cyc/B` that clock over the
 //! median: the decoder's cycles per output byte, which a shared host's changing clock (or a
-//! virtual CPU that gets part of a core) moves much less than it moves GB/s.
+//! virtual CPU that gets part of a core) moves much less than it moves GB/s. `add/c` is the
+//! integer additions a cycle this thread got right before and right after the set's runs
+//! (`common::core_adds_per_cycle`): about 5 when it has a core to itself, less when another
+//! thread shares its physical core, which slows the decoder too.
 
 use std::time::Instant;
 
@@ -33,8 +36,8 @@ fn main() {
     };
     let simple = std::env::var_os("LLL_SIMPLE").is_some();
     println!(
-        "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>6} {:>6}",
-        "set", "bytes", "ratio", "ref GB/s", "ref best", "simple", "GHz", "cyc/B"
+        "{:<28} {:>9} {:>7} {:>10} {:>10} {:>10} {:>6} {:>6} {:>9}",
+        "set", "bytes", "ratio", "ref GB/s", "ref best", "simple", "GHz", "cyc/B", "add/c"
     );
     let (mut sum_log, mut count) = (0f64, 0usize);
     for f in &files {
@@ -73,8 +76,15 @@ fn main() {
             (g(v[v.len() / 2]), g(v[0]))
         };
         let before = common::core_ghz();
+        let adds0 = before.and_then(common::core_adds_per_cycle);
         let (r, best) = time(lll::decode_reference, &mut out);
-        let ghz = before.zip(common::core_ghz()).map(|(a, b)| (a + b) / 2.0);
+        let after = common::core_ghz();
+        let adds1 = after.and_then(common::core_adds_per_cycle);
+        let ghz = before.zip(after).map(|(a, b)| (a + b) / 2.0);
+        let adds = match adds0.zip(adds1) {
+            Some((a, b)) => format!("{a:.1}/{b:.1}"),
+            None => "-".into(),
+        };
         let s = if simple {
             format!("{:.2}", time(lll::decode_simple, &mut out).0)
         } else {
@@ -89,7 +99,7 @@ fn main() {
             None => ("-".into(), "-".into()),
         };
         println!(
-            "{:<28} {:>9} {:>7.3} {:>10.3} {:>10.3} {:>10} {:>6} {:>6}",
+            "{:<28} {:>9} {:>7.3} {:>10.3} {:>10.3} {:>10} {:>6} {:>6} {:>9}",
             name,
             data.len(),
             data.len() as f64 / p.len() as f64,
@@ -97,7 +107,8 @@ fn main() {
             best,
             s,
             ghz,
-            cpb
+            cpb,
+            adds
         );
         sum_log += r.ln();
         count += 1;

@@ -18,19 +18,6 @@ pub fn gbps<B: TryInto<u64>>(bytes: B, ms: f64) -> f64 {
     bytes.try_into().unwrap_or(u64::MAX) as f64 / (ms * 1e-3) / 1e9
 }
 
-/// CPU time this thread has run, in ns (`CLOCK_THREAD_CPUTIME_ID`, exact to the call, unlike
-/// the scheduler-tick granularity of `/proc/thread-self/schedstat`); time the thread waited for
-/// a CPU (another tenant's, on a shared host) is not in it. `None` where the clock is missing.
-fn thread_cpu_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
 /// Medians of the wall time and of this thread's CPU time (ms; `None` where the CPU time is not
 /// reported) of `work` over `runs` runs after a warm-up, from the same runs. For work that runs
 /// on the calling thread only: the pair tells a slow core from a core taken away.
@@ -41,11 +28,11 @@ pub fn wall_and_thread_cpu_ms<R>(
     work()?;
     let (mut wall, mut cpu) = (Vec::with_capacity(runs), Some(Vec::with_capacity(runs)));
     for _ in 0..runs {
-        let c0 = thread_cpu_ns();
+        let c0 = super::host::cpu_ns();
         let t0 = Instant::now();
         std::hint::black_box(work()?);
         wall.push(t0.elapsed().as_secs_f64() * 1e3);
-        match (c0, thread_cpu_ns(), cpu.as_mut()) {
+        match (c0, super::host::cpu_ns(), cpu.as_mut()) {
             (Some(a), Some(b), Some(v)) if b >= a => v.push((b - a) as f64 * 1e-6),
             _ => cpu = None,
         }

@@ -26,6 +26,7 @@
 //! DIR/<set>.bin for `bench/peers/nvcomp_bytes.py`.
 
 use super::common::{gbps, io, slug, today, wall_and_thread_cpu_ms, wall_ms, write_results};
+use super::host;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -100,6 +101,15 @@ pub struct SetResult {
     /// is the figure; this one leaves out the time a shared host gave the core to others.
     #[serde(default)]
     pub cpu_reference_gbps_1core_cpu_time: Option<f64>,
+    /// The core's clock (GHz) and the integer additions a cycle the bench's thread got, right
+    /// before and right after the reference decoder's one-core runs (`host.rs`; `None` off
+    /// x86-64 and in results written before session 25). About 4.4-4.7 additions a cycle on a
+    /// whole core of the GPU machine's host, about 2.5 when another tenant's thread shares it:
+    /// a one-core figure with a low share was measured on part of a core.
+    #[serde(default)]
+    pub core_ghz: Option<f64>,
+    #[serde(default)]
+    pub core_adds_per_cycle: Option<[f64; 2]>,
     pub cpu_fast_gbps_1core: f64,
     pub cpu_fast_gbps_all: f64,
     pub peers: Vec<PeerResult>,
@@ -319,6 +329,8 @@ fn bench_set(
         .count()
         .clamp(1, lens.len());
     let sample_bytes: usize = lens[..sample_chunks].iter().sum();
+    let ghz = host::core_ghz();
+    let adds_before = ghz.and_then(host::core_adds_per_cycle);
     let (ms, cpu_ms) = wall_and_thread_cpu_ms(ONE_CORE_RUNS, || {
         let mut at = 0;
         for (p, &n) in payloads[..sample_chunks].iter().zip(&lens) {
@@ -327,6 +339,9 @@ fn bench_set(
         }
         Ok(())
     })?;
+    let core_adds_per_cycle = adds_before
+        .zip(ghz.and_then(host::core_adds_per_cycle))
+        .map(|(a, b)| [a, b]);
     let cpu_reference_gbps_1core = gbps(sample_bytes, ms);
     let cpu_reference_gbps_1core_cpu_time = cpu_ms.map(|c| gbps(sample_bytes, c));
     let ms = one_core.install(|| {
@@ -432,6 +447,8 @@ fn bench_set(
         encode_gbps,
         cpu_reference_gbps_1core,
         cpu_reference_gbps_1core_cpu_time,
+        core_ghz: ghz,
+        core_adds_per_cycle,
         cpu_fast_gbps_1core,
         cpu_fast_gbps_all,
         peers,
@@ -543,6 +560,9 @@ fn set_line(r: &SetResult) -> String {
         "{:<28} LLL {:.2}x, CPU ref {:.2} GB/s, fast 1 core {:.2}, all {:.1}",
         r.name, r.lll_ratio, r.cpu_reference_gbps_1core, r.cpu_fast_gbps_1core, r.cpu_fast_gbps_all
     );
+    if let Some([a, b]) = r.core_adds_per_cycle {
+        s.push_str(&format!(" (core {a:.1}/{b:.1} add/c)"));
+    }
     for g in &r.gpu {
         s.push_str(&format!(
             " | GPU{} {:.0} GB/s {:.0}%{}",
@@ -568,8 +588,8 @@ fn best_gpu(r: &SetResult) -> Option<&GpuResult> {
 
 fn summary(r: &Report) -> String {
     let headers = [
-        "set", "LLL x", "lz4 x", "defl x", "zstd x", "ref 1c", "fast 1c", "fast all", "lz4 1c",
-        "GPU GB/s", "% copy", "A ms", "B ms", "C ms", "ok",
+        "set", "LLL x", "lz4 x", "defl x", "zstd x", "ref 1c", "add/c", "fast 1c", "fast all",
+        "lz4 1c", "GPU GB/s", "% copy", "A ms", "B ms", "C ms", "ok",
     ];
     let f = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
     let rows: Vec<Vec<String>> = r
@@ -585,6 +605,8 @@ fn summary(r: &Report) -> String {
                 f(peer_of(s, "libdeflate-6").map(|p| p.ratio), 2),
                 f(peer_of(s, "zstd-3").map(|p| p.ratio), 2),
                 format!("{:.2}", s.cpu_reference_gbps_1core),
+                s.core_adds_per_cycle
+                    .map_or("-".into(), |[a, b]| format!("{a:.1}/{b:.1}")),
                 format!("{:.2}", s.cpu_fast_gbps_1core),
                 format!("{:.1}", s.cpu_fast_gbps_all),
                 f(peer_of(s, "lz4_flex").map(|p| p.decode_gbps_1core), 2),
@@ -615,7 +637,7 @@ fn summary(r: &Report) -> String {
         r.copy_ceiling_gbps
             .map_or("-".into(), |c| format!("{c:.0} GB/s")),
         r.h2d_gbps.map_or("-".into(), |c| format!("{c:.1} GB/s")),
-        crate::report::table(&headers, &headers[1..14], &rows)
+        crate::report::table(&headers, &headers[1..15], &rows)
     )
 }
 
@@ -660,10 +682,14 @@ fn markdown(r: &Report) -> String {
             set.encode_gbps
         ));
     }
-    s.push_str("\n## Decode throughput (GB/s of output)\n\n`LLL ref 1 core (CPU time)`: the same runs timed by the decoding thread's CPU time, which leaves out the time a shared host gave the core to others.\n\n| set | bytes | LLL ref 1 core | LLL ref 1 core (CPU time) | LLL fast 1 core | LLL fast all cores | lz4 1 core | deflate 1 core | zstd 1 core | GPU (variant: GB/s, % copy) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    s.push_str("\n## Decode throughput (GB/s of output)\n\n`LLL ref 1 core (CPU time)`: the same runs timed by the decoding thread's CPU time, which leaves out the time a shared host gave the core to others. `core`: the core's clock, and the integer additions a cycle the thread got right before and after those runs (about 4.5 on a whole core of the GPU machine's host, about 2.5 when another tenant's thread shares the core).\n\n| set | bytes | LLL ref 1 core | LLL ref 1 core (CPU time) | core (GHz, add/c) | LLL fast 1 core | LLL fast all cores | lz4 1 core | deflate 1 core | zstd 1 core | GPU (variant: GB/s, % copy) |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for set in &r.sets {
         let p =
             |c: &str| peer_of(set, c).map_or("-".into(), |p| format!("{:.2}", p.decode_gbps_1core));
+        let core = match (set.core_ghz, set.core_adds_per_cycle) {
+            (Some(g), Some([a, b])) => format!("{g:.2}, {a:.1}/{b:.1}"),
+            _ => "-".into(),
+        };
         let gpu = if set.gpu.is_empty() {
             "no GPU".to_string()
         } else {
@@ -682,12 +708,13 @@ fn markdown(r: &Report) -> String {
                 .join(", ")
         };
         s.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} | {} | {} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
             set.name,
             set.bytes,
             set.cpu_reference_gbps_1core,
             set.cpu_reference_gbps_1core_cpu_time
                 .map_or("-".into(), |v| format!("{v:.2}")),
+            core,
             set.cpu_fast_gbps_1core,
             set.cpu_fast_gbps_all,
             p("lz4_flex"),

@@ -1,61 +1,14 @@
 //! What the LLL speed examples (`lll_decode_speed`, `lll_encode_speed`) share: their command
-//! line, the thread's CPU clock and the default list of bench files.
+//! line, the default list of bench files, and the bench's host probes (`host`: the thread's CPU
+//! clock, the core's clock and share).
 
-/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`, Linux), so that a
-/// busy shared machine's other work does not count; `None` where it is missing (callers fall
-/// back to wall-clock time).
-pub fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// The core's clock in GHz right now, from a chain of dependent 64-bit multiplies (3 cycles each
-/// on current Intel and AMD cores; a chain of `add reg, imm` does not do: Intel's Golden Cove
-/// renamer folds those, and measured 6-12 "GHz") timed by the wall clock over about 50 ms;
-/// `None` off x86-64. A shared host
-/// changes its cores' clocks with its load, so the examples print this next to their figures:
-/// GHz / (GB/s) is the decoder's cycles per byte, which does not move with the clock.
+#[path = "../../../tessera-cli/src/bench/host.rs"]
+mod host;
 #[allow(
-    dead_code,
-    reason = "used by lll_decode_speed; each example compiles this module on its own"
+    unused_imports,
+    reason = "each example compiles this module on its own and uses a part"
 )]
-pub fn core_ghz() -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // 8 dependent multiplies a loop iteration: 24 cycles; the loop counter is a chain of its
-        // own.
-        let chain = |iters: u64| {
-            let mut x = 3u64;
-            let y = std::hint::black_box(5u64);
-            let mut n = iters;
-            let t0 = std::time::Instant::now();
-            // SAFETY: register arithmetic only; no memory, no stack, flags clobbered.
-            unsafe {
-                std::arch::asm!(
-                    "2:",
-                    "imul {x}, {y}", "imul {x}, {y}", "imul {x}, {y}", "imul {x}, {y}",
-                    "imul {x}, {y}", "imul {x}, {y}", "imul {x}, {y}", "imul {x}, {y}",
-                    "dec {n}",
-                    "jnz 2b",
-                    x = inout(reg) x,
-                    n = inout(reg) n,
-                    y = in(reg) y,
-                    options(nomem, nostack),
-                );
-            }
-            std::hint::black_box((x, n));
-            t0.elapsed().as_secs_f64()
-        };
-        chain(1_000_000); // warm-up: the clock ramps up
-        let iters = 4_000_000; // 96 M cycles: 24-48 ms at 2-4 GHz
-        let s = (0..3).map(|_| chain(iters)).fold(f64::INFINITY, f64::min);
-        Some(24.0 * iters as f64 / s / 1e9)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
-}
+pub use host::{core_adds_per_cycle, core_ghz, cpu_ns};
 
 /// `files` as given, or, when none were, every `.gray`, `.txt` and `.xml` file of the
 /// repository's `bench/data`, sorted.
