@@ -61,10 +61,10 @@ fn wall_secs(run: impl Fn(u64), iters: u64, pick: Pick) -> f64 {
 
 /// The core's clock in GHz right now, from a chain of dependent 64-bit multiplies (3 cycles each
 /// on current Intel and AMD cores; a chain of `add reg, imm` does not do: Intel's Golden Cove
-/// renamer folds those, and measured 6-12 "GHz") timed by the wall clock over about 50 ms;
-/// `None` off x86-64. A shared host
-/// changes its cores' clocks with its load, so the examples print this next to their figures:
-/// GHz / (GB/s) is the decoder's cycles per byte, which does not move with the clock.
+/// renamer folds those, and measured 6-12 "GHz"), the fastest of 3 runs of 24-48 ms by the wall
+/// clock; `None` off x86-64. A shared host changes its cores' clocks with its load, so the
+/// bench and the examples record this next to their figures: GHz / (GB/s) is a decoder's cycles
+/// per byte, which does not move with the clock.
 pub fn core_ghz() -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -103,9 +103,9 @@ pub fn core_ghz() -> Option<f64> {
 
 /// Integer additions per cycle this thread gets right now: a loop of 8 independent chains of
 /// register-to-register `add` (which no renamer folds), the middle of 5 runs of 4-8 ms by the wall
-/// clock,
-/// over the clock `ghz` ([`core_ghz`]); `None` off x86-64. A core running this alone retires
-/// close to its ALU count a cycle (about 5 on the host's Intel core); a virtual CPU whose
+/// clock, over the clock `ghz` ([`core_ghz`]); `None` off x86-64. A core running this alone
+/// retires close to its ALU count a cycle (4.4-4.7 measured on the GPU machine's host, 3.7-3.8 on
+/// the development machine's AMD core); a virtual CPU whose
 /// physical core another tenant's thread shares (SMT) gets a part of that, and so does every
 /// throughput-bound loop, a decoder's included. Printed next to the decoder's figures, it tells
 /// a slow decoder from a shared core.
