@@ -26,26 +26,12 @@ pub fn cpu_ns() -> Option<u64> {
     (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Which run of [`wall_secs`] counts.
+/// Wall-clock seconds of `runs` runs of `run(iters)` (after one untimed `run(iters / 4)`),
+/// fastest first.
 #[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-enum Pick {
-    /// The fastest of 3.
-    Fastest,
-    /// The middle of 5.
-    Middle,
-}
-
-/// Wall-clock seconds of `run(iters)` (after one untimed `run(iters / 4)`), picked as `pick`
-/// says.
-#[cfg(target_arch = "x86_64")]
-fn wall_secs(run: impl Fn(u64), iters: u64, pick: Pick) -> f64 {
+fn wall_secs(run: impl Fn(u64), iters: u64, runs: usize) -> Vec<f64> {
     run(iters / 4);
-    let n = match pick {
-        Pick::Fastest => 3,
-        Pick::Middle => 5,
-    };
-    let mut v: Vec<f64> = (0..n)
+    let mut v: Vec<f64> = (0..runs)
         .map(|_| {
             let t0 = std::time::Instant::now();
             run(iters);
@@ -53,10 +39,7 @@ fn wall_secs(run: impl Fn(u64), iters: u64, pick: Pick) -> f64 {
         })
         .collect();
     v.sort_by(|a, b| a.total_cmp(b));
-    match pick {
-        Pick::Fastest => v[0],
-        Pick::Middle => v[n / 2],
-    }
+    v
 }
 
 /// The core's clock in GHz right now, from a chain of dependent 64-bit multiplies (3 cycles each
@@ -93,7 +76,7 @@ pub fn core_ghz() -> Option<f64> {
         // The warm-up lets the clock ramp up; 96 M cycles a run: 24-48 ms at 2-4 GHz. The
         // fastest of 3 runs: a latency-bound chain that another thread slowed is rare.
         let iters = 4_000_000;
-        Some(24.0 * iters as f64 / wall_secs(chain, iters, Pick::Fastest) / 1e9)
+        Some(24.0 * iters as f64 / wall_secs(chain, iters, 3)[0] / 1e9)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -139,7 +122,7 @@ pub fn core_adds_per_cycle(ghz: f64) -> Option<f64> {
         // 16 adds and a loop branch an iteration: about 4 cycles alone, so 4 M iterations take
         // 4-8 ms; the middle of 5 runs is the share the thread typically got.
         let iters = 4_000_000;
-        Some(16.0 * iters as f64 / wall_secs(run, iters, Pick::Middle) / (ghz * 1e9))
+        Some(16.0 * iters as f64 / wall_secs(run, iters, 5)[2] / (ghz * 1e9))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
