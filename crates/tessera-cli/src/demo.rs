@@ -12,7 +12,7 @@ use tessera_codecs::column::CodecOptions;
 use tessera_format::container::{Container, ContainerWriter};
 use tessera_format::LogicalType;
 
-use crate::datasets::{self, Dataset};
+use tessera::datasets::{self, Dataset};
 use crate::pipeline::{self, Decoder, DeviceArg, EncodeOptions};
 use crate::{report, CliError, CliResult};
 

@@ -8,11 +8,6 @@
 
 mod bench;
 mod bitmaps;
-#[allow(
-    dead_code,
-    reason = "the generators are shared with bench; demo uses only some of them"
-)]
-mod datasets;
 mod demo;
 mod gpu_bytes;
 mod pipeline;

@@ -30,7 +30,7 @@ use tessera_gpu::{ChunkRef, CudaSlice, Gpu};
 
 use super::svg::{line_chart, Series};
 use super::BenchArgs;
-use crate::datasets::{self, Dataset};
+use tessera::datasets::{self, Dataset};
 
 const CODECS: [CodecId; 3] = [CodecId::For, CodecId::Dfor, CodecId::Rfor];
 const POISON: u8 = 0xA5;
