@@ -17,7 +17,7 @@ use tessera_format::container::{Container, ContainerWriter};
 use tessera_format::{CodecId, Error, LogicalType};
 use tessera_query::index::{ColumnIndex, Index, Predicate};
 
-use crate::pipeline::{Decoder, DeviceArg};
+use crate::device::DeviceArg;
 use crate::{open_container, CliError, CliResult};
 
 /// Operations of `tessera bitmap`.
@@ -182,12 +182,12 @@ pub fn bitmap_op(a: &BitmapArgs) -> CliResult<()> {
     } else {
         Flavor::Wah
     };
-    let decoder = Decoder::open(a.device)?;
+    let decoder = a.device.open()?;
     let t = Instant::now();
     let one = |k: usize| {
         let x = chunk_bitmap(&ca, ia, k, flavor)?;
         let y = chunk_bitmap(&cb, ib, k, flavor)?;
-        crate::gpu_bytes::bitmap_op(decoder.gpu(), a.op.op(), &x, &y)
+        decoder.bitmap_op(a.op.op(), &x, &y)
     };
     // The GPU works chunk after chunk on its one stream; the CPU takes chunks in parallel.
     let results: tessera_format::Result<Vec<Bitmap>> = if decoder.gpu().is_some() {
@@ -280,9 +280,9 @@ fn index_build(a: &IndexBuildArgs) -> CliResult<()> {
                 col.logical_type.name()
             )));
         }
-        let mut raw = vec![0u8; col.uncompressed_bytes() as usize];
-        let mut decoder = Decoder::open(DeviceArg::Cpu)?;
-        decoder.decode_chunks(&c, ci, 0..col.chunks.len(), &mut raw)?;
+        let table = tessera::TableReader::from_container(c);
+        let raw = table.read_raw(ci, &mut tessera::Engine::cpu())?;
+        let col = &table.columns()[ci];
         let ix = ColumnIndex::build(&col.name, col.logical_type, &raw, a.max_distinct, a.bins)?;
         if index.column(&ix.name).is_some() {
             return Err(CliError(format!("two columns named '{}'", ix.name)));

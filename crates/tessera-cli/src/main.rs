@@ -9,10 +9,8 @@
 mod bench;
 mod bitmaps;
 mod demo;
-mod gpu_bytes;
-mod pipeline;
+mod device;
 mod report;
-mod text;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -22,12 +20,13 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use tessera::{ColumnOptions, TableReader, TableWriter};
 use tessera_codecs::column::CodecOptions;
 use tessera_codecs::lll::{self, SEGMENT_SIZES};
-use tessera_format::container::{Container, ContainerWriter};
+use tessera_format::container::Container;
 use tessera_format::{CodecId, LogicalType, MAX_CHUNK_VALUES};
 
-use pipeline::{DeviceArg, EncodeOptions};
+use device::DeviceArg;
 
 /// A failure reported to the user as one line: `error: {0}`.
 #[derive(Debug)]
@@ -441,28 +440,38 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             .file_stem()
             .map_or("values".into(), |s| s.to_string_lossy().into_owned()),
     };
-    let opts = EncodeOptions {
-        ty,
+    let opts = ColumnOptions {
         codec: a.codec.codec(),
         chunk_values: a.chunk_values,
-        batch_chunks: pipeline::cpu_batch_chunks(),
-        bit_len,
+        batch_chunks: tessera::default_batch_chunks(),
         codec_options: CodecOptions {
             lll_segment_bytes: a.segment_bytes.unwrap_or(lll::DEFAULT_SEGMENT_BYTES),
             lll_parse: a.lll_parse.map_or(lll::Parse::Smallest, ParseArg::parse),
         },
     };
     let t = Instant::now();
-    let mut writer = ContainerWriter::create(&a.output)?;
+    let mut table = TableWriter::create(&a.output)?;
     let pb = progress_bar(meta.len(), "compressing");
     let input = std::io::BufReader::with_capacity(1 << 20, file);
-    let stats = if ty == LogicalType::Utf8 {
-        text::encode_lines(&mut writer, &name, &opts, input, &pb)
-    } else {
-        pipeline::encode_column(&mut writer, &name, &opts, input, &pb)
+    let tick = |n: u64| pb.inc(n);
+    let stats = match ty {
+        LogicalType::Utf8 => table.utf8_column(&name, opts).and_then(|mut c| {
+            c.push_lines(input, tick)?;
+            c.finish()
+        }),
+        LogicalType::Bits => table
+            .bits_column(&name, bit_len.unwrap_or(0), opts)
+            .and_then(|mut c| {
+                c.push_reader(input, tick)?;
+                c.finish()
+            }),
+        _ => table.column(&name, ty, opts).and_then(|mut c| {
+            c.push_reader(input, tick)?;
+            c.finish()
+        }),
     }
     .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
-    let dir = writer.finish()?;
+    let dir = table.finish()?;
     pb.finish_and_clear();
     let col = dir
         .columns
@@ -511,19 +520,16 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
             }
         },
     };
-    let mut decoder = pipeline::Decoder::open(a.device)?;
-    let col = &c.columns()[ci];
+    let mut engine = a.device.open()?;
     let mut out = tessera_format::AtomicFile::create(&a.output)?;
     let pb = progress_bar(report::raw_bytes(&c, ci), "decompressing");
-    let written = if col.logical_type == LogicalType::Utf8 {
-        text::decode_lines_to(&c, ci, &mut decoder, &mut out, &pb)
-    } else {
-        pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
-    };
-    written.map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    let table = TableReader::from_container(c);
+    table
+        .write_column(ci, &mut out, &mut engine, |n| pb.inc(n))
+        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
     out.finish()?;
     pb.finish_and_clear();
-    eprintln!("{}", decoder.report());
+    eprintln!("{}", engine.report());
     Ok(())
 }
 

@@ -18,7 +18,8 @@ pub fn raw_bytes(c: &Container, ci: usize) -> u64 {
         .filter_map(|p| p.get(4..8))
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
         .sum();
-    let unterminated = crate::text::unterminated(col) && col.value_count > 0;
+    let unterminated = col.params.first().is_some_and(|f| f & tessera::UNTERMINATED != 0)
+        && col.value_count > 0;
     text + col.value_count - u64::from(unterminated)
 }
 

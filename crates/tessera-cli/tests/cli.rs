@@ -521,7 +521,15 @@ fn demo_runs_on_small_data() {
     ]);
     assert_ok(&o);
     let text = stdout(&o);
-    for name in ["uniform-b4", "sorted-0..n", "d3-zipf-1.5", "runs-32-b20"] {
+    for name in [
+        "uniform-b4",
+        "sorted-0..n",
+        "d3-zipf-1.5",
+        "runs-32-b20",
+        "bitmap-runs",
+        "log-text",
+        "strings",
+    ] {
         let line = text
             .lines()
             .find(|l| l.starts_with(name))
@@ -533,11 +541,12 @@ fn demo_runs_on_small_data() {
     }
     for h in [
         "codec(s)",
-        "bits/value",
+        "type",
         "ratio",
         "encode MB/s",
-        "decode MB/s",
-        "device",
+        "end-to-end MB/s",
+        "GPU kernel GB/s",
+        "device: cpu",
     ] {
         assert!(text.contains(h), "{h}: {text}");
     }

@@ -30,8 +30,9 @@ pub const END_MAGIC: [u8; 8] = *b"TSREND\r\n";
 pub const VERSION_MAJOR: u16 = 1;
 /// The highest minor version this build writes (it reads any minor of [`VERSION_MAJOR`]). A file
 /// declares the lowest minor that defines everything it uses: 0 for integer columns only, 1 with
-/// a bytes, bits or utf8 column ([`Directory::min_minor`]).
-pub const VERSION_MINOR: u16 = 1;
+/// a bytes, bits or utf8 column, 2 when a utf8 column's chunks hold different value counts
+/// ([`Directory::min_minor`]).
+pub const VERSION_MINOR: u16 = 2;
 /// Flag bits 0..=15 must be understood by a reader; version 1.0 defines none of them.
 pub const MUST_UNDERSTAND_FLAGS: u32 = 0x0000_ffff;
 /// Bytes in the file header.

@@ -128,6 +128,16 @@ pub enum Error {
     Unknown { what: &'static str, found: u64 },
 
     /// The caller asked for something invalid (not a data problem).
+    /// A chunk's error with the column and chunk it concerns (decoders do not know them).
+    #[error("column '{column}' chunk {chunk} ({codec}): {source}")]
+    InChunk {
+        column: String,
+        chunk: u64,
+        codec: &'static str,
+        #[source]
+        source: Box<Error>,
+    },
+
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
@@ -154,6 +164,23 @@ impl Error {
     }
 
     /// Shorthand for [`Error::Truncated`] from `usize` quantities.
+    /// Wraps a decoder's error with its column and chunk, unless it already says where (a
+    /// checksum mismatch), concerns no chunk (I/O, GPU failures) or is already wrapped.
+    pub fn in_chunk(self, column: &str, chunk: usize, codec: &'static str) -> Self {
+        match self {
+            Error::ChecksumMismatch { .. }
+            | Error::Io { .. }
+            | Error::Gpu(_)
+            | Error::InChunk { .. } => self,
+            other => Error::InChunk {
+                column: column.to_owned(),
+                chunk: chunk as u64,
+                codec,
+                source: Box::new(other),
+            },
+        }
+    }
+
     pub fn truncated(what: &'static str, offset: usize, needed: usize, available: usize) -> Self {
         Error::Truncated {
             what,

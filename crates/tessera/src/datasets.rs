@@ -112,6 +112,71 @@ pub fn demo_sets(n: usize) -> Vec<Dataset> {
     ]
 }
 
+/// Words the text generators draw from (a log-like vocabulary).
+const WORDS: [&str; 24] = [
+    "GET", "POST", "/api/v1/orders", "/api/v1/users", "/static/app.js", "200", "404", "500",
+    "user", "session", "ok", "timeout", "retry", "cache", "hit", "miss", "eu-west", "us-east",
+    "shard", "replica", "INFO", "WARN", "ERROR", "latency_ms",
+];
+
+/// `n` bytes of log-like text: lines of words from a small vocabulary, Zipf-distributed, with
+/// numbers (what LLL and Huffman meet in table text).
+pub fn text(n: usize) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ 0x500);
+    let dist = Zipf::new(WORDS.len() as f64, 1.2).expect("valid Zipf parameters");
+    let mut out = Vec::with_capacity(n + 64);
+    while out.len() < n {
+        let words = rng.random_range(4..12);
+        out.extend_from_slice(format!("{:08} ", rng.random_range(0..100_000_000u32)).as_bytes());
+        for _ in 0..words {
+            out.extend_from_slice(WORDS[dist.sample(&mut rng) as usize - 1].as_bytes());
+            out.push(b' ');
+        }
+        out.push(b'\n');
+    }
+    out.truncate(n);
+    out
+}
+
+/// `n` strings like a table's text column: a short prefix, a Zipf-distributed word and a number
+/// (lengths vary from about 10 to 40 bytes).
+pub fn strings(n: usize) -> Vec<String> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ 0x600);
+    let dist = Zipf::new(WORDS.len() as f64, 1.5).expect("valid Zipf parameters");
+    (0..n)
+        .map(|i| {
+            let w = WORDS[dist.sample(&mut rng) as usize - 1];
+            match i % 3 {
+                0 => format!("customer#{:09}", rng.random_range(0..1_000_000u32)),
+                1 => format!("{w} {}", rng.random_range(0..10_000u32)),
+                _ => format!("{w}-{w}/{}", rng.random_range(0..100u32)),
+            }
+        })
+        .collect()
+}
+
+/// A bitmap of `n` bits, packed least significant bit first: runs of set and clear bits with
+/// lengths drawn from 1..2^12, clear runs four times as long (what a predicate over sorted or
+/// clustered data gives: WAH and PLWAH territory).
+pub fn bitmap(n: u64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ 0x700);
+    let mut out = vec![0u8; n.div_ceil(8) as usize];
+    let mut at = 0u64;
+    let mut set = false;
+    while at < n {
+        let len = rng.random_range(1..1u64 << 12) * if set { 1 } else { 4 };
+        let end = (at + len).min(n);
+        if set {
+            for i in at..end {
+                out[(i / 8) as usize] |= 1 << (i % 8);
+            }
+        }
+        at = end;
+        set = !set;
+    }
+    out
+}
+
 /// The full benchmark selection: bit-width sweep 1..=32, D1 2^2..2^28 (even powers), D2 2^6..2^30
 /// (every 4th power), D3 exponents 1..5, and runs of 32.
 pub fn bench_sets(n: usize) -> Vec<Dataset> {

@@ -5,9 +5,10 @@
 //! - at most [`MAX_COLUMNS`] columns with distinct UTF-8 names of at most [`MAX_NAME_LEN`] bytes;
 //! - every chunk's payload lies inside `[16, directory_offset)`, starts 16-aligned, and no two
 //!   payloads overlap;
-//! - every chunk holds `1..=MAX_CHUNK_VALUES` values, every chunk but a column's last holds the
-//!   column's chunk size (its first chunk's count), the last holds no more, and the counts sum to
-//!   the column's `value_count`.
+//! - every chunk holds `1..=MAX_CHUNK_VALUES` values and the counts sum to the column's
+//!   `value_count`; every chunk but a column's last holds the column's chunk size (its first
+//!   chunk's count) and the last holds no more, except in utf8 columns of format 1.2 and later,
+//!   whose chunks may hold any count.
 //!
 //! The parser never reads past the directory's bytes and never sizes an allocation from a field
 //! before checking that the remaining bytes can hold what the field announces.
@@ -18,6 +19,8 @@ use crate::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
 use super::{HEADER_LEN, PAYLOAD_ALIGN};
 
+/// The minor version from which a utf8 column's chunks may hold different value counts.
+pub const VARYING_UTF8_CHUNKS_MINOR: u16 = 2;
 /// Most columns one file may hold.
 pub const MAX_COLUMNS: u32 = 65535;
 /// Longest column name, in bytes of UTF-8.
@@ -63,8 +66,34 @@ pub struct ColumnMeta {
 
 impl ColumnMeta {
     /// The column's chunk size: the value count of its first chunk (`None` with no chunks).
+    /// Every chunk but the last holds exactly this many values, except in a utf8 column of a
+    /// format 1.2 file, whose chunks may hold any count ([`ColumnMeta::has_uniform_chunks`]).
     pub fn chunk_size(&self) -> Option<u32> {
         self.chunks.first().map(|c| c.value_count)
+    }
+
+    /// Whether every chunk but the last holds the first chunk's count and the last no more (the
+    /// rule of every column before format 1.2, and of fixed-size columns in every version).
+    pub fn has_uniform_chunks(&self) -> bool {
+        let Some(size) = self.chunk_size() else {
+            return true;
+        };
+        let n = self.chunks.len();
+        self.chunks[..n - 1].iter().all(|c| c.value_count == size)
+            && self.chunks[n - 1].value_count <= size
+    }
+
+    /// The index of the first value of each chunk, then the column's value count
+    /// (`chunks + 1` entries): where chunk `k`'s values sit in the column.
+    pub fn chunk_starts(&self) -> Vec<u64> {
+        let mut starts = Vec::with_capacity(self.chunks.len() + 1);
+        let mut at = 0u64;
+        starts.push(0);
+        for c in &self.chunks {
+            at += c.value_count as u64;
+            starts.push(at);
+        }
+        starts
     }
 
     /// Bytes the column takes in raw form (little-endian values; packed bits for bits). 0 for
@@ -113,8 +142,13 @@ impl Directory {
                 let chunks = c.chunks.iter().map(|k| k.codec.min_minor());
                 let requested = c.requested_codec.map_or(0, |r| r.min_minor());
                 let params = u16::from(!c.params.is_empty());
+                let varying = if c.has_uniform_chunks() {
+                    0
+                } else {
+                    VARYING_UTF8_CHUNKS_MINOR
+                };
                 chunks
-                    .chain([c.logical_type.min_minor(), requested, params])
+                    .chain([c.logical_type.min_minor(), requested, params, varying])
                     .max()
                     .unwrap_or(0)
             })
@@ -329,6 +363,9 @@ fn parse_column(
         });
     }
     let mut chunks = Vec::with_capacity(chunk_count);
+    // Format 1.2: a utf8 column's chunks may hold different counts (they are cut by text bytes
+    // as well as by strings), so only the fixed-size types keep the uniform chunk size.
+    let varying = logical_type == LogicalType::Utf8 && minor >= VARYING_UTF8_CHUNKS_MINOR;
     let mut sum: u64 = 0;
     let mut chunk_size: u32 = 0;
     // File offset of the previous chunk's value_count, and whether it was short.
@@ -390,7 +427,7 @@ fn parse_column(
         }
         if chunk_idx == 0 {
             chunk_size = count;
-        } else {
+        } else if !varying {
             if let Some((at, short)) = prev_short {
                 return Err(Error::InvalidHeader {
                     field: "chunk value_count",
@@ -408,7 +445,7 @@ fn parse_column(
                 });
             }
         }
-        if count < chunk_size {
+        if count < chunk_size && !varying {
             prev_short = Some((count_at, count));
         }
         sum += count as u64; // at most 2^32 chunks of at most 2^24 values: no overflow
