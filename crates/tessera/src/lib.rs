@@ -4,6 +4,7 @@
 //! This crate is the one way in: it re-exports what a user needs from the inner crates.
 
 pub mod datasets;
+pub mod report;
 
 pub use tessera_format::{CodecId, Error, LogicalType, Result};
 
