@@ -1,62 +1,80 @@
 #!/usr/bin/env bash
-# Session-4 GPU calls. Usage: scripts/gpu-run-s4.sh DIR MODE, where DIR holds bin/tessera and
-# tests/<name>-<hash> (a bundle such as target/device, or a quick partial one) and MODE is
-#   tests      every test binary in DIR/tests with TESSERA_REQUIRE_GPU=1 (ONLY=prefix: those)
-#   memcheck   compute-sanitizer memcheck on the GPU test binaries (gpu_bitmap: its small tests)
-#   racecheck  racecheck on gpu_query, with the first hazards' details
-#   ab         the GPU integer bench on a bit-width subset
-#   sweep      the whole bit-width sweep; sets: D1-D3 and the other sets
-#   benches    bench lll --quick (needs bench/data) and bench bitmap at full size, 5 densities
-#   bitmapq    bench bitmap --quick
+# `tessera-bench` runs from a bundle (../shared/device/bundle.sh gathers target/device/) on the
+# GPU machine:
+#   scripts/gpu-benches.sh quick SUITE...  each suite (gpu, bitmap, huffman, lll) with --quick;
+#                                          huffman and lll on bench/data/ when it is there
+#                                          (scripts/bench-data.sh), and nvCOMP on the same bytes
+#                                          when .whl/ holds its wheels
+#   scripts/gpu-benches.sh ab              gpu on a bit-width subset and one or two sets of each
+#                                          other family: before and after a kernel change
+#   scripts/gpu-benches.sh sweep           gpu, the whole bit-width sweep (uniform-b*)
+#   scripts/gpu-benches.sh sets            gpu, the other families (D1-D3, runs, sorted)
+#   scripts/gpu-benches.sh bitmap-full     bitmap at full size, densities 2^-1, -4, -8, -12, -16
+# BUNDLE=DIR takes the programs from DIR/bin (default target/device). Results go to
+# $OUT/results (bitmap-full: $OUT/bitmap-full), logs to $OUT; the end of each log prints last.
+# A full-size gpu sweep takes longer than one device call: scripts/gpu-bench-resume.sh splits it.
+# A workflow tool for the GPU machine: nothing at build, test or run time calls it.
 set -uo pipefail
-dir=$1; mode=$2
+mode=${1:-}
+case $mode in
+  quick|ab|sweep|sets|bitmap-full) shift ;;
+  *) echo "usage: scripts/gpu-benches.sh quick SUITE... | ab | sweep | sets | bitmap-full" >&2; exit 2 ;;
+esac
+dir=$(cd "${BUNDLE:-target/device}" && pwd) || exit 2
+B=$dir/bin/tessera-bench
 out=${OUT:-/tmp/tessera-out}; mkdir -p "$out/results"
-B=$dir/bin/tessera
-export TESSERA_REQUIRE_GPU=1 RUST_BACKTRACE=1 TESSERA_BIN=$(cd "$(dirname "$B")" && pwd)/tessera
+export RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+summary=()
+fail=0
+
+# bench SECONDS LOG SUITE ARGS...: one run, its exit status kept for the summary.
+bench() {
+  local secs=$1 log=$2; shift 2
+  timeout "$secs" "$B" "$@" > "$out/$log.log" 2>&1
+  local rc=$?
+  [[ $rc == 0 ]] || fail=1
+  summary+=("$log: rc=$rc")
+}
+
+# The bitmap suite's Markdown rows, the columns read most: sizes, compression, decompression,
+# AND, decompress-operate, OR.
 bitmap_table() {
   grep -E '^\| 2\^' "$1" | head -16 | awk -F'|' '{print $2,$3,"comp",$12,$13,"dec",$15,$16,"AND",$18,$19,$20,"decop",$21,"OR",$22,$23,$24,$26}'
 }
+
 case $mode in
-tests)
-  fail=0
-  for t in "$dir"/tests/${ONLY:-}*; do
-    n=$(basename "$t"); timeout 300 "$t" --test-threads=1 > "$out/test-$n.log" 2>&1; rc=$?
-    echo "test $n rc=$rc $(grep -E '^test result' "$out/test-$n.log" | tail -1)"
-    [ $rc = 0 ] || { fail=1; grep -E 'panicked|FAILED|failed' "$out/test-$n.log" | head -8; }
-  done
-  exit $fail ;;
-memcheck)
-  for t in "$dir"/tests/gpu_*; do
-    n=$(basename "$t"); filts=all
-    case $n in gpu_bitmap*) filts="gpu_decompression compression_by_heads_matches compression_of_fills";; esac
-    for filt in $filts; do
-      f=$filt; [ "$f" = all ] && f=
-      timeout ${MEMCHECK_S:-150} compute-sanitizer --tool memcheck --error-exitcode 9 "$t" $f --test-threads=1 > "$out/memcheck-$n-$filt.log" 2>&1
-      echo "memcheck $n $filt rc=$? $(grep 'ERROR SUMMARY' "$out/memcheck-$n-$filt.log" | tail -1)"
-    done
+quick)
+  data=$(ls bench/data/* 2>/dev/null | paste -sd, -)
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl > "$out/pip.log" 2>&1
+  fi
+  for s in "$@"; do
+    args=(--quick --out "$out/results")
+    case $s in
+      huffman|lll) args+=(--dump "/tmp/dump-$s"); [[ -n "$data" ]] && args+=(--input "$data") ;;
+    esac
+    bench 420 "bench-$s" "$s" "${args[@]}"
+    if [[ $s == bitmap ]]; then bitmap_table "$out/bench-$s.log"; else tail -25 "$out/bench-$s.log" | cut -c1-300; fi
+    if [[ ( $s == huffman || $s == lll ) && -d /tmp/site && -f bench/peers/nvcomp_bytes.py ]]; then
+      PYTHONPATH=/tmp/site timeout 240 python3 bench/peers/nvcomp_bytes.py --data "/tmp/dump-$s" \
+        --out "$out/results/nvcomp-$s" > "$out/nvcomp-$s.log" 2>&1
+      summary+=("nvcomp $s: rc=$?")
+    fi
   done ;;
-racecheck)
-  t=$(ls "$dir"/tests/gpu_query-* | head -1)
-  timeout 240 compute-sanitizer --tool racecheck --racecheck-report all --print-limit 20 --error-exitcode 9 "$t" --test-threads=1 > "$out/racecheck-query.log" 2>&1
-  echo "racecheck gpu_query rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck-query.log" | tail -1)"
-  grep -E "hazard|Write Thread|Read Thread|at .*\.cu" "$out/racecheck-query.log" | head -30 ;;
 ab)
-  timeout 400 $B bench gpu --runs 7 --sets uniform-b4,uniform-b8,uniform-b11,uniform-b12,uniform-b16,uniform-b24,d1-sorted-2^12,d1-sorted-2^24,d3-zipf-5,runs-32 --out "$out/results" > "$out/bench-ab.log" 2>&1; echo "ab rc=$?"
-  tail -14 "$out/bench-ab.log" | cut -c1-260 ;;
+  bench 400 bench-gpu-ab gpu --runs 7 --out "$out/results" \
+    --sets uniform-b4,uniform-b8,uniform-b11,uniform-b12,uniform-b16,uniform-b24,d1-sorted-2^12,d1-sorted-2^24,d3-zipf-5,runs-32
+  tail -14 "$out/bench-gpu-ab.log" | cut -c1-260 ;;
 sweep)
-  timeout 560 $B bench gpu --sets uniform-b --out "$out/results" > "$out/bench-gpu.log" 2>&1; echo "gpu sweep rc=$?"
-  tail -36 "$out/bench-gpu.log" | cut -c1-300 ;;
+  bench 560 bench-gpu-sweep gpu --sets uniform-b --out "$out/results"
+  tail -40 "$out/bench-gpu-sweep.log" | cut -c1-300 ;;
 sets)
-  timeout 400 $B bench gpu --sets d1-,d2-,d3-,runs-,sorted-0 --out "$out/results" > "$out/bench-gpu.log" 2>&1; echo "gpu sets rc=$?"
-  tail -30 "$out/bench-gpu.log" | cut -c1-300 ;;
-benches)
-  data=$(ls bench/data/* | paste -sd, -)
-  timeout 200 $B bench lll --quick --input "$data" --out "$out/results" > "$out/bench-lll.log" 2>&1; echo "lll rc=$?"
-  tail -20 "$out/bench-lll.log" | cut -c1-200
-  timeout 330 $B bench bitmap --densities 1,4,8,12,16 --out "$out/bitmap-full" > "$out/bench-bitmap-full.log" 2>&1; echo "bitmap full rc=$?"
+  bench 400 bench-gpu-sets gpu --sets d1-,d2-,d3-,runs-,sorted-0 --out "$out/results"
+  tail -30 "$out/bench-gpu-sets.log" | cut -c1-300 ;;
+bitmap-full)
+  bench 330 bench-bitmap-full bitmap --densities 1,4,8,12,16 --out "$out/bitmap-full"
   bitmap_table "$out/bench-bitmap-full.log" ;;
-bitmapq)
-  timeout 200 $B bench bitmap --quick --out "$out/results" > "$out/bench-bitmap.log" 2>&1; echo "bitmap quick rc=$?"
-  bitmap_table "$out/bench-bitmap.log" ;;
 esac
+printf '%s\n' "${summary[@]}"
+exit $fail

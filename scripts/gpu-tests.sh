@@ -1,54 +1,86 @@
 #!/usr/bin/env bash
-# One GPU-machine session over a bundle made by ../shared/device/bundle.sh (target/device/):
-#   scripts/gpu-session.sh tests [FILTER]   every bundled test binary with TESSERA_REQUIRE_GPU=1,
-#                                           then compute-sanitizer memcheck on the GPU tests
-#   scripts/gpu-session.sh bench SUITES     tessera bench SUITE --quick for each (bitmap, huffman,
-#                                           lll, gpu), nvCOMP on the dumped bytes when .whl/ is here
-# Logs and results go under $OUT (the device tool brings them back); a short summary prints last.
+# The test binaries of a bundle (../shared/device/bundle.sh gathers them into target/device/) on
+# the GPU machine, with TESSERA_REQUIRE_GPU=1 so that a GPU test that would skip fails instead,
+# and compute-sanitizer over the GPU tests:
+#   scripts/gpu-tests.sh [MODE] [FILTER]
+#     all        (the default) run, then memcheck
+#     run        every bundled test binary whose name contains FILTER
+#     memcheck   compute-sanitizer memcheck on the GPU test binaries (gpu_*; of gpu_bitmap only its
+#                small tests: the whole binary takes longer than a device call under memcheck)
+#     racecheck  racecheck on gpu_query and gpu_huffman, with the first hazards' details
+#     initcheck  initcheck on gpu_query
+# BUNDLE=DIR takes the bundle from DIR (default target/device; it holds bin/ and tests/). Logs go
+# under $OUT (the device tool brings them back); a short summary prints last. A workflow tool
+# for the GPU machine: nothing at build, test or run time calls it.
 set -uo pipefail
+shopt -s nullglob
+mode=${1:-all} filter=${2:-}
+dir=$(cd "${BUNDLE:-target/device}" && pwd) || exit 2
 out=${OUT:-/tmp/tessera-out}; mkdir -p "$out"
-export TESSERA_BIN=$PWD/target/device/bin/tessera TESSERA_REQUIRE_GPU=1 RUST_BACKTRACE=1
+# The CLI and bench tests run the bundled programs, not the build machine's paths.
+export TESSERA_BIN=$dir/bin/tessera TESSERA_BENCH_BIN=$dir/bin/tessera-bench
+export TESSERA_REQUIRE_GPU=1 RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/device.txt" 2>&1
 summary=()
-case "${1:-tests}" in
-tests)
-  filter=${2:-}
-  for t in target/device/tests/*; do
-    name=$(basename "$t")
+fail=0
+
+run_tests() {
+  for t in "$dir"/tests/*; do
+    local name; name=$(basename "$t")
     [[ -n "$filter" && "$name" != *$filter* ]] && continue
-    if timeout 300 "$t" --test-threads=1 > "$out/test-$name.log" 2>&1; then r=pass; else r="FAIL($?)"; fi
+    if timeout 300 "$t" --test-threads=1 > "$out/test-$name.log" 2>&1; then r=pass; else r="FAIL($?)"; fail=1; fi
     summary+=("$name: $r $(grep -E '^test result' "$out/test-$name.log" | tail -1)")
+    [[ $r == pass ]] || summary+=("$(grep -E 'panicked|FAILED|failed' "$out/test-$name.log" | head -8)")
   done
-  if command -v compute-sanitizer > /dev/null; then
-    for t in target/device/tests/gpu_*; do
-      name=$(basename "$t")
-      [[ -n "$filter" && "$name" != *$filter* ]] && continue
-      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$t" --test-threads=1 \
-        > "$out/memcheck-$name.log" 2>&1
-      summary+=("memcheck $name: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck-$name.log" | tail -1)")
-    done
-  fi
-  ;;
-bench)
-  shift
-  data=$(ls bench/data/* 2>/dev/null | paste -sd, -)
-  if ls .whl/*.whl > /dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl > "$out/pip.log" 2>&1
-  fi
-  for s in "$@"; do
-    args=(--quick --out "$out/results")
-    case $s in
-      huffman|lll) args+=(--dump "/tmp/dump-$s"); [[ -n "$data" ]] && args+=(--input "$data") ;;
+}
+
+# sanitize TOOL BINARY [TEST FILTER]: one compute-sanitizer run, its summary line kept.
+sanitize() {
+  local tool=$1 t=$2 f=${3:-} name; name=$(basename "$2")
+  local log="$out/$tool-$name${f:+-$f}.log"
+  timeout "${SANITIZE_S:-240}" compute-sanitizer --tool "$tool" --error-exitcode 9 "${@:4}" "$t" $f \
+    --test-threads=1 > "$log" 2>&1
+  local rc=$?
+  [[ $rc == 0 ]] || fail=1
+  summary+=("$tool $name ${f:-all}: rc=$rc $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)")
+}
+
+memcheck() {
+  for t in "$dir"/tests/gpu_*; do
+    [[ -n "$filter" && "$(basename "$t")" != *$filter* ]] && continue
+    case $(basename "$t") in
+      gpu_bitmap*) for f in gpu_decompression compression_by_heads_matches compression_of_fills; do
+          sanitize memcheck "$t" "$f"
+        done ;;
+      *) sanitize memcheck "$t" ;;
     esac
-    timeout 420 target/device/bin/tessera bench "$s" "${args[@]}" > "$out/bench-$s.log" 2>&1
-    summary+=("bench $s: rc=$?")
-    if [[ ( $s == huffman || $s == lll ) && -d /tmp/site && -f bench/peers/nvcomp_bytes.py ]]; then
-      PYTHONPATH=/tmp/site timeout 240 python3 bench/peers/nvcomp_bytes.py --data "/tmp/dump-$s" \
-        --out "$out/results/nvcomp-$s" > "$out/nvcomp-$s.log" 2>&1
-      summary+=("nvcomp $s: rc=$?")
-    fi
   done
-  ;;
+}
+
+# Whether compute-sanitizer is here; a mode that asked only for it fails without it.
+have_sanitizer() {
+  command -v compute-sanitizer > /dev/null && return 0
+  summary+=("compute-sanitizer is not on PATH: no sanitizer runs")
+  [[ $mode == all ]] || fail=1
+  return 1
+}
+case $mode in
+  all) run_tests; have_sanitizer && memcheck ;;
+  run) run_tests ;;
+  memcheck) have_sanitizer && memcheck ;;
+  racecheck)
+    if have_sanitizer; then
+      for t in "$dir"/tests/gpu_query-* "$dir"/tests/gpu_huffman-*; do
+        sanitize racecheck "$t" "" --racecheck-report all --print-limit 20
+        grep -E "hazard|Write Thread|Read Thread|at .*\.cu" "$out/racecheck-$(basename "$t").log" | head -30
+      done
+    fi ;;
+  initcheck)
+    if have_sanitizer; then
+      for t in "$dir"/tests/gpu_query-*; do sanitize initcheck "$t"; done
+    fi ;;
+  *) echo "unknown mode '$mode' (all, run, memcheck, racecheck, initcheck)" >&2; exit 2 ;;
 esac
 echo "== $(cat "$out/device.txt")"
 printf '%s\n' "${summary[@]}"
+exit $fail
