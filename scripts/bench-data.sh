@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Gathers real bytes for the byte-codec benchmarks (`tessera bench lll`, `tessera bench huffman`,
+# Gathers real bytes for the byte-codec benchmarks (`tessera-bench lll`, `tessera-bench huffman`,
 # `bench/peers/nvcomp_bytes.py`) into bench/data/ (or $1):
 #   - 8-bit grayscale images: the PNGs scikit-image ships in its wheel (camera, astronaut, coins,
 #     page, text, moon, coffee, ...), decoded by a small pure-Python PNG reader below (no numpy

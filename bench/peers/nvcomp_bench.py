@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""nvCOMP 6 on the same values as `tessera bench gpu`: the peer we measure against.
+"""nvCOMP 6 on the same values as `tessera-bench gpu`: the peer we measure against.
 
-Reads the data sets that `tessera bench gpu --dump DIR` wrote (DIR/<set>.u32, raw little-endian
+Reads the data sets that `tessera-bench gpu --dump DIR` wrote (DIR/<set>.u32, raw little-endian
 u32), compresses each with nvCOMP's Cascaded (several modes, levels and encodings: its best is
 reported, not its worst), Bitcomp and ANS through nvCOMP's Python API, and times decoding with
 CUDA events on one stream: a warm-up, then the median of --runs runs, output buffer preallocated,
@@ -120,10 +120,10 @@ def best(rows, algo, key):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", help="folder of <set>.u32 files from tessera bench gpu --dump")
+    ap.add_argument("--data", help="folder of <set>.u32 files from tessera-bench gpu --dump")
     ap.add_argument("--from-json", help="comma-separated nvcomp.json files of earlier runs: only write the comparison")
     ap.add_argument("--out", required=True, help="folder for nvcomp.json and nvcomp.md")
-    ap.add_argument("--tessera", help="tessera bench gpu JSON from the same machine, for the comparison")
+    ap.add_argument("--tessera", help="tessera-bench gpu JSON from the same machine, for the comparison")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--sets", default="", help="comma-separated substrings of set names to keep")
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """nvCOMP 6 on raw byte files: the GPU peers of tessera's byte codecs (LLL, Huffman).
 
-Reads every file of --data (e.g. the DIR/<set>.bin that `tessera bench lll --dump DIR` writes, or
+Reads every file of --data (e.g. the DIR/<set>.bin that `tessera-bench lll --dump DIR` writes, or
 bench/data/ from scripts/bench-data.sh), repeats it on the GPU up to --bytes (default 1 GiB,
 whole copies), compresses it with nvCOMP's batched codecs in independent chunks of --chunk bytes
 (64 KiB) and times decoding with CUDA events on one stream: a warm-up, then the median of --runs
@@ -9,7 +9,7 @@ runs, output buffer preallocated, result checked against the input. Codecs: LZ4,
 Deflate, GDeflate (algorithm_type 1, nvCOMP's default), GDeflate entropy-only
 (algorithm_type 0: Huffman coding without LZ77 matches) and ANS (data_type |u1). Prints a table
 and writes nvcomp_bytes.json and nvcomp_bytes.md to --out; given --tessera (the JSON of
-`tessera bench lll` or `tessera bench huffman` from the same machine) the Markdown also compares
+`tessera-bench lll` or `tessera-bench huffman` from the same machine) the Markdown also compares
 tessera's best GPU decode with nvCOMP's on the same set.
 
 Usage on the GPU machine:
@@ -107,7 +107,7 @@ def bench_file(path, args, log):
 
 
 def tessera_sets(path):
-    """slug(set name) -> (best verified GPU GB/s, ratio) from a tessera bench JSON (lll or huffman)."""
+    """slug(set name) -> (best verified GPU GB/s, ratio) from a tessera-bench JSON (lll or huffman)."""
     if not path or not os.path.exists(path):
         return {}
     t = json.load(open(path))
@@ -125,7 +125,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="folder of raw byte files")
     ap.add_argument("--out", required=True, help="folder for nvcomp_bytes.json and nvcomp_bytes.md")
-    ap.add_argument("--tessera", help="tessera bench JSON (lll or huffman) from the same machine")
+    ap.add_argument("--tessera", help="tessera-bench JSON (lll or huffman) from the same machine")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--bytes", type=int, default=1 << 30, help="bytes per set on the GPU (whole copies of the file)")
     ap.add_argument("--chunk", type=int, default=65536, help="uncompressed chunk size of the batched codecs")
@@ -158,7 +158,7 @@ def main():
              f"Decode throughput in GB/s of output (median of {args.runs} runs, CUDA events, device-resident), "
              f"compression ratio (input / compressed) in brackets; batched chunks of {args.chunk // 1024} KiB, "
              "each file repeated on the GPU up to the bytes shown. `tessera` = the best verified GPU decode of the "
-             "tessera bench JSON given with --tessera, on the same file.", "",
+             "tessera-bench JSON given with --tessera, on the same file.", "",
              "| set | bytes | " + " | ".join(labels) + " | tessera | tessera / LZ4 |",
              "| --- | ---: | " + " | ".join("---:" for _ in labels) + " | ---: | ---: |"]
     for r in results:

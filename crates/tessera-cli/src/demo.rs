@@ -115,12 +115,19 @@ pub fn run(a: &DemoArgs) -> CliResult<()> {
                 Ok(got) if &got == want => "ok".to_owned(),
                 Ok(got) => format!(
                     "FAILED: differs from byte {}",
-                    got.iter().zip(want).position(|(x, y)| x != y).unwrap_or(got.len().min(want.len()))
+                    got.iter()
+                        .zip(want)
+                        .position(|(x, y)| x != y)
+                        .unwrap_or(got.len().min(want.len()))
                 ),
                 Err(e) => format!("FAILED: {e}"),
             },
             Original::Strings(want) => match r.read_strings(ci, 0..col.chunks.len(), &mut engine) {
-                Ok(got) => match want.iter().enumerate().find(|(i, s)| got.get(*i) != Some(s.as_str())) {
+                Ok(got) => match want
+                    .iter()
+                    .enumerate()
+                    .find(|(i, s)| got.get(*i) != Some(s.as_str()))
+                {
                     None if got.len() == want.len() => "ok".to_owned(),
                     None => format!("FAILED: {} strings, {} expected", got.len(), want.len()),
                     Some((i, _)) => format!("FAILED: string {i} differs"),

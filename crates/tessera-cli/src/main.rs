@@ -1,12 +1,11 @@
 //! `tessera`: compress raw little-endian integers into `.tsr` files, decompress them (CPU or
-//! GPU), inspect files, run the built-in demo and the GPU benchmarks.
+//! GPU), inspect files, run the built-in demo (the benchmarks are `tessera-bench`).
 //!
 //! Exit status: 0 on success; 1 with a single `error: ...` line on stderr for bad input, bad
 //! usage or I/O failures (clap's usage errors are folded into one line and exit 1 too; `--help`
 //! and `--version` exit 0). A panic (a bug) is reported the same way, as an internal error,
 //! without a backtrace, and temporary files are still removed as the stack unwinds.
 
-mod bench;
 mod bitmaps;
 mod demo;
 mod device;
@@ -71,8 +70,6 @@ enum Command {
     Inspect(InspectArgs),
     /// Compress and decompress built-in data sets, verify them and print a table.
     Demo(demo::DemoArgs),
-    /// Run a benchmark suite (GPU machine).
-    Bench(bench::BenchArgs),
     /// AND / OR / XOR / AND-NOT of two compressed bitmaps, without decompressing them.
     Bitmap(bitmaps::BitmapArgs),
     /// Bitmap indexes over integer columns: build, and query with IN and range predicates.
@@ -269,7 +266,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing subcommand (compress, decompress, inspect, demo, bench, bitmap or index; see 'tessera --help')"
+                "error: missing subcommand (compress, decompress, inspect, demo, bitmap or index; see 'tessera --help')"
             );
             ExitCode::FAILURE
         }
@@ -333,7 +330,6 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Decompress(a) => decompress(&a),
         Command::Inspect(a) => inspect(&a),
         Command::Demo(a) => demo::run(&a),
-        Command::Bench(a) => bench::run(&a).map_err(CliError::from),
         Command::Bitmap(a) => bitmaps::bitmap_op(&a),
         Command::Index(c) => bitmaps::index(&c),
     }

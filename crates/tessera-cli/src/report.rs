@@ -1,8 +1,11 @@
-//! Text output shared by `inspect` and `demo`: aligned tables, and how a column's codecs are
-//! summarised (`auto(dfor×3, rfor×1)`).
+//! Text output shared by `inspect` and `demo`: how a column's codecs are summarised
+//! (`auto(dfor×3, rfor×1)`) and its sizes; the aligned tables are the library's
+//! (`tessera::report::table`, shared with `tessera-bench`).
 
 use tessera_format::container::{ColumnMeta, Container};
 use tessera_format::LogicalType;
+
+pub use tessera::report::table;
 
 /// Bytes of column `ci` in the raw form `decompress` writes: the values, the packed bits, or for
 /// utf8 the line form (each chunk's `data_size`, read from its header without decoding, plus a
@@ -18,7 +21,10 @@ pub fn raw_bytes(c: &Container, ci: usize) -> u64 {
         .filter_map(|p| p.get(4..8))
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
         .sum();
-    let unterminated = col.params.first().is_some_and(|f| f & tessera::UNTERMINATED != 0)
+    let unterminated = col
+        .params
+        .first()
+        .is_some_and(|f| f & tessera::UNTERMINATED != 0)
         && col.value_count > 0;
     text + col.value_count - u64::from(unterminated)
 }
@@ -48,48 +54,6 @@ pub fn bits_per_value(compressed_bytes: u64, values: u64) -> f64 {
     } else {
         compressed_bytes as f64 * 8.0 / values as f64
     }
-}
-
-/// Renders rows under headers; columns whose header is in `right` are right-aligned (numbers).
-pub fn table(headers: &[&str], right: &[&str], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .chain([h.chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            let pad = w.saturating_sub(cell.chars().count());
-            if right.contains(&headers[i]) {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
-            } else {
-                s.push_str(cell);
-                if i + 1 < cells.len() {
-                    s.push_str(&" ".repeat(pad));
-                }
-            }
-        }
-        s
-    };
-    let mut out = line(headers.to_vec());
-    out.push('\n');
-    for r in rows {
-        out.push_str(&line(r.iter().map(String::as_str).collect()));
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -131,18 +95,5 @@ mod tests {
             codec_summary(&col(Some(For), &[For, Plain])),
             "for(plain×1, for×1)"
         );
-    }
-
-    #[test]
-    fn tables_align() {
-        let t = table(
-            &["name", "n"],
-            &["n"],
-            &[
-                vec!["a".into(), "100".into()],
-                vec!["bbb".into(), "2".into()],
-            ],
-        );
-        assert_eq!(t, "name    n\na     100\nbbb     2\n");
     }
 }

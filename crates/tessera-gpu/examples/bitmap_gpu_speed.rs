@@ -1,6 +1,6 @@
 //! GPU-only bitmap timings for quick A/B runs on the GPU machine: compression, decompression and
 //! AND / OR on compressed bitmaps at densities 2^-k, next to a device copy ceiling measured in
-//! the same run. `tessera bench bitmap` is the full benchmark (CPU figures, roaring, the query
+//! the same run. `tessera-bench bitmap` is the full benchmark (CPU figures, roaring, the query
 //! variants, JSON and plots); this skips everything but the GPU kernels, so one variant takes
 //! seconds instead of minutes.
 //!

@@ -1,5 +1,5 @@
 //! GPU-only LLL decode timings for quick A/B runs of kernel variants on the GPU machine.
-//! `tessera bench lll` is the full benchmark (ratios, CPU decoders, peers, loading scenarios,
+//! `tessera-bench lll` is the full benchmark (ratios, CPU decoders, peers, loading scenarios,
 //! JSON and plots); this skips everything but the GPU decode, so a set takes a second or two.
 //!
 //! Usage: `lll_gpu_speed [--segment-bytes 512] [--bytes N] [--runs 7] [--variants 128,128v]

@@ -114,9 +114,30 @@ pub fn demo_sets(n: usize) -> Vec<Dataset> {
 
 /// Words the text generators draw from (a log-like vocabulary).
 const WORDS: [&str; 24] = [
-    "GET", "POST", "/api/v1/orders", "/api/v1/users", "/static/app.js", "200", "404", "500",
-    "user", "session", "ok", "timeout", "retry", "cache", "hit", "miss", "eu-west", "us-east",
-    "shard", "replica", "INFO", "WARN", "ERROR", "latency_ms",
+    "GET",
+    "POST",
+    "/api/v1/orders",
+    "/api/v1/users",
+    "/static/app.js",
+    "200",
+    "404",
+    "500",
+    "user",
+    "session",
+    "ok",
+    "timeout",
+    "retry",
+    "cache",
+    "hit",
+    "miss",
+    "eu-west",
+    "us-east",
+    "shard",
+    "replica",
+    "INFO",
+    "WARN",
+    "ERROR",
+    "latency_ms",
 ];
 
 /// `n` bytes of log-like text: lines of words from a small vocabulary, Zipf-distributed, with

@@ -1,11 +1,11 @@
 //! Columns decoded into GPU memory, with no host round trip for the values: what a GPU program
 //! (a query kernel, a dataframe library) takes as input.
 
+use cudarc::driver::CudaView;
 use tessera_codecs::bitmap::{self, Flavor};
 use tessera_codecs::text;
 use tessera_format::container::{ChunkMeta, ColumnMeta};
 use tessera_format::{CodecId, Error, LogicalType, Result};
-use cudarc::driver::CudaView;
 use tessera_gpu::{ChunkRef, CudaSlice, Gpu};
 
 use crate::read::TableReader;
@@ -161,7 +161,8 @@ fn bytes_to_gpu(
         let mut scratch = gpu.alloc::<u8>(group_len)?;
         let decoded = match codec {
             CodecId::Lll => {
-                let parts: Vec<(&[u8], usize)> = ks.iter().map(|&k| (payloads[k], lens[k])).collect();
+                let parts: Vec<(&[u8], usize)> =
+                    ks.iter().map(|&k| (payloads[k], lens[k])).collect();
                 tessera_gpu::lll::DeviceLll::upload(gpu, &parts)
                     .and_then(|d| tessera_gpu::lll::decode_device(gpu, &d, &mut scratch))
             }
@@ -248,9 +249,15 @@ fn first_cpu_error(
 ) -> Option<(usize, Error)> {
     ks.iter().find_map(|&k| {
         let mut host = vec![0u8; lens[k]];
-        tessera_codecs::column::decode_values(ty, chunks[k].codec, payloads[k], lens[k] as u64, &mut host)
-            .err()
-            .map(|e| (k, e))
+        tessera_codecs::column::decode_values(
+            ty,
+            chunks[k].codec,
+            payloads[k],
+            lens[k] as u64,
+            &mut host,
+        )
+        .err()
+        .map(|e| (k, e))
     })
 }
 
@@ -288,10 +295,12 @@ fn utf8_to_gpu(gpu: &Gpu, meta: &ColumnMeta, payloads: &[&[u8]]) -> Result<GpuDa
         texts.push(&rest[offsets_size..]);
         data_sizes.push(data_size as usize);
     }
-    let col = gpu.upload_column(LogicalType::U32, &offsets).map_err(|e| match e {
-        Error::Gpu(_) => e,
-        _ => (0..chunks.len()).map(cpu_error).next().unwrap_or(e),
-    })?;
+    let col = gpu
+        .upload_column(LogicalType::U32, &offsets)
+        .map_err(|e| match e {
+            Error::Gpu(_) => e,
+            _ => (0..chunks.len()).map(cpu_error).next().unwrap_or(e),
+        })?;
     let mut ends_bytes = gpu.alloc::<u8>(col.decoded_bytes() as usize)?;
     gpu.enqueue_decode(&col, &mut ends_bytes)?;
     gpu.finish_decode(&col, Some(&offsets))?;
@@ -407,7 +416,9 @@ impl TableReader {
         let ty = meta.logical_type;
         let mut resident = Vec::new();
         let group = |codec: CodecId| -> Vec<usize> {
-            (0..chunks.len()).filter(|&k| chunks[k].codec == codec).collect()
+            (0..chunks.len())
+                .filter(|&k| chunks[k].codec == codec)
+                .collect()
         };
         if ty.is_integer() {
             let refs = chunk_refs(chunks, &payloads);

@@ -37,6 +37,7 @@ pub mod datasets;
 mod device;
 mod gpu_column;
 mod read;
+pub mod report;
 mod value;
 mod write;
 
@@ -53,10 +54,10 @@ pub use write::{
     Utf8ColumnWriter, CHUNK_TEXT_BYTES, DEFAULT_CHUNK_VALUES, UNTERMINATED,
 };
 
-/// The `.tsr` container and the shared ids (`tessera-format`).
-pub use tessera_format as format;
 /// The CPU codecs (`tessera-codecs`).
 pub use tessera_codecs as codecs;
+/// The `.tsr` container and the shared ids (`tessera-format`).
+pub use tessera_format as format;
 /// The GPU runtime and kernels (`tessera-gpu`).
 pub use tessera_gpu as gpu;
 /// Tile-based query operators and bitmap indexes (`tessera-query`).

@@ -528,11 +528,8 @@ fn decode_utf8_gpu(
         .collect();
     let total: usize = metas.iter().map(|c| c.value_count as usize).sum();
     let mut ends = vec![0u32; total];
-    if let Err(e) = gpu.decode_column(
-        LogicalType::U32,
-        &refs,
-        bytemuck::cast_slice_mut(&mut ends),
-    ) {
+    if let Err(e) = gpu.decode_column(LogicalType::U32, &refs, bytemuck::cast_slice_mut(&mut ends))
+    {
         return Err(match e {
             Error::Gpu(_) => (0, e),
             // A data error: find the chunk on the CPU.

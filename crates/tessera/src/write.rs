@@ -344,7 +344,11 @@ impl<'a> ColumnWriter<'a> {
 
     /// Appends everything `input` holds (raw little-endian values), reading a batch at a time;
     /// `progress` is told the bytes consumed.
-    pub fn push_reader(&mut self, mut input: impl Read, mut progress: impl FnMut(u64)) -> Result<()> {
+    pub fn push_reader(
+        &mut self,
+        mut input: impl Read,
+        mut progress: impl FnMut(u64),
+    ) -> Result<()> {
         loop {
             let at = self.buf.len();
             self.buf.resize(self.batch_bytes, 0);

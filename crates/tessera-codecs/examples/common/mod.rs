@@ -2,7 +2,7 @@
 //! line, the default list of bench files, and the bench's host probes (`host`: the thread's CPU
 //! clock, the core's clock and share).
 
-#[path = "../../../tessera-cli/src/bench/host.rs"]
+#[path = "../../../tessera-bench/src/host.rs"]
 mod host;
 #[allow(
     unused_imports,

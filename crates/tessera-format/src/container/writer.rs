@@ -134,7 +134,10 @@ impl ContainerWriter {
             )));
         }
         // utf8 chunks may hold different counts (format 1.2, written only when they do).
-        if let Some(size) = col.chunk_size().filter(|_| col.logical_type != LogicalType::Utf8) {
+        if let Some(size) = col
+            .chunk_size()
+            .filter(|_| col.logical_type != LogicalType::Utf8)
+        {
             let last = col.chunks.last().map_or(size, |c| c.value_count);
             if last != size {
                 return Err(Error::InvalidArgument(format!(

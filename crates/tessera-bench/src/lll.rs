@@ -1,4 +1,4 @@
-//! `tessera bench lll`: the LLL byte codec (`docs/format/lll.md`) on real bytes, against CPU
+//! `tessera-bench lll`: the LLL byte codec (`docs/format/lll.md`) on real bytes, against CPU
 //! peers and the GPU copy ceiling, and the paper's loading scenarios.
 //!
 //! Data sets: the files of `--input`, else those in `bench/data/` (gathered by
@@ -23,7 +23,7 @@
 //! Every GPU decode is checked byte for byte against the input (output poisoned first);
 //! numbers are printed and saved, never asserted. Without a GPU the CPU columns are measured
 //! and the GPU columns say "no GPU". `--dump DIR` writes each set's file bytes as
-//! DIR/<set>.bin for `bench/peers/nvcomp_bytes.py`.
+//! `DIR/<set>.bin` for `bench/peers/nvcomp_bytes.py`.
 
 use super::common::{gbps, io, slug, today, wall_and_thread_cpu_ms, wall_ms, write_results};
 use super::host;
@@ -32,10 +32,10 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use tessera_codecs::lll as cpu;
-use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
-use tessera_gpu::lll::{self as glll, DeviceLll, Variant};
-use tessera_gpu::Gpu;
+use tessera::codecs::lll as cpu;
+use tessera::format::{Error, Result, MAX_CHUNK_VALUES};
+use tessera::gpu::lll::{self as glll, DeviceLll, Variant};
+use tessera::gpu::Gpu;
 
 use super::svg::{line_chart, Series};
 use super::BenchArgs;
@@ -637,7 +637,7 @@ fn summary(r: &Report) -> String {
         r.copy_ceiling_gbps
             .map_or("-".into(), |c| format!("{c:.0} GB/s")),
         r.h2d_gbps.map_or("-".into(), |c| format!("{c:.1} GB/s")),
-        crate::report::table(&headers, &headers[1..15], &rows)
+        tessera::report::table(&headers, &headers[1..15], &rows)
     )
 }
 

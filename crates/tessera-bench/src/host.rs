@@ -3,9 +3,9 @@
 //! virtual machine whose CPUs are hyperthreads of a bigger host) a one-core figure moves with
 //! other tenants' load, and these say how much of a core a figure had.
 //!
-//! One file, two users: `bench` (this crate) and the codec examples (`tessera-codecs/examples/
-//! common`, which include it by path), so that both measure the same way. Everything here is
-//! `pub` for the examples and allowed to be unused by either user.
+//! One file, two users: `tessera-bench` (this crate) and the codec examples
+//! (`tessera-codecs/examples/common`, which include it by path), so that both measure the same
+//! way. Everything here is `pub` for the examples and allowed to be unused by either user.
 #![allow(
     dead_code,
     reason = "included by the bench and by the codec examples, each using a part"

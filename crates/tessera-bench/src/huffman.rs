@@ -1,4 +1,4 @@
-//! `tessera bench huffman`: canonical Huffman (`docs/format/huffman.md`) on the GPU and on all
+//! `tessera-bench huffman`: canonical Huffman (`docs/format/huffman.md`) on the GPU and on all
 //! CPU cores, per data set:
 //! - real text / XML: each `--input` file repeated up to `--bytes`; without `--input`, the text
 //!   files found under /usr/share (common-licenses, doc/*/copyright, *.xml) concatenated;
@@ -14,9 +14,9 @@
 //! tables included, and is then broken down by phase: histogram launch, host step with its
 //! transfers, packing launches); the host's code construction per chunk (CPU, measured with or
 //! without a GPU); against the device-to-device copy ceiling measured in the same run; CPU
-//! encode and decode on all cores (rayon over 16 MiB chunks with the `tessera_codecs` API).
+//! encode and decode on all cores (rayon over 16 MiB chunks with the `tessera::codecs` API).
 //! Every GPU payload is compared with the CPU encoder's and every decoded output with the
-//! input. `--dump DIR` writes each set's bytes to DIR/<set>.bin for the nvCOMP peer script
+//! input. `--dump DIR` writes each set's bytes to `DIR/<set>.bin` for the nvCOMP peer script
 //! (ANS and GDeflate entropy-only on the same bytes). Numbers are printed and saved, never
 //! asserted.
 
@@ -29,10 +29,10 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use tessera_codecs::huffman as cpu;
-use tessera_format::{Error, Result};
-use tessera_gpu::huffman as ghuff;
-use tessera_gpu::Gpu;
+use tessera::codecs::huffman as cpu;
+use tessera::format::{Error, Result};
+use tessera::gpu::huffman as ghuff;
+use tessera::gpu::Gpu;
 
 use super::BenchArgs;
 
@@ -642,7 +642,7 @@ fn table(r: &Report) -> String {
 
 fn markdown(r: &Report) -> String {
     let mut s = format!(
-        "# tessera bench huffman: {} ({})\n\nDriver {}; {} CPU threads; {} bytes per set in chunks of {} bytes; median of {} runs after a warm-up. Copy ceiling: {}.\n\n",
+        "# tessera-bench huffman: {} ({})\n\nDriver {}; {} CPU threads; {} bytes per set in chunks of {} bytes; median of {} runs after a warm-up. Copy ceiling: {}.\n\n",
         r.device,
         r.date,
         r.driver,

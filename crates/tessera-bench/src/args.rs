@@ -1,27 +1,31 @@
-//! `tessera bench SUITE`: benchmarks run on the GPU machine. The suite `gpu` is in
-//! [`gpu`]: decode, fused query, encode and host-to-GPU throughput of GPU-FOR / GPU-DFOR /
-//! GPU-RFOR on the papers' data sets, against the device-to-device copy ceiling measured in the
-//! same run (see `../shared/design/benchmarking.md`). Results go to `--out` as
-//! `<date>-<device>-gpu.json`, a Markdown table and SVG plots; nvCOMP's figures on the same
-//! values come from `bench/peers/nvcomp_bench.py` over the files `--dump` writes.
-
-mod bitmap;
-mod common;
-mod gpu;
-mod host;
-mod huffman;
-mod lll;
-mod svg;
+//! The flags of every suite, and `--lll-parse`'s values.
 
 use std::path::PathBuf;
 
-use tessera_format::{Error, Result};
+use tessera::codecs::lll::Parse;
 
-/// Arguments of `tessera bench`.
+/// `--lll-parse`: what the LLL encoder's parse minimizes ([`Parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ParseArg {
+    /// The fewest bytes.
+    Smallest,
+    /// No 2-byte copies or runs: fewer words to decode.
+    FastDecode,
+}
+
+impl ParseArg {
+    /// The encoder's setting.
+    pub fn parse(self) -> Parse {
+        match self {
+            ParseArg::Smallest => Parse::Smallest,
+            ParseArg::FastDecode => Parse::FastDecode,
+        }
+    }
+}
+
+/// The flags of every suite.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Which suite to run: `gpu` (integer codecs), `bitmap`, `huffman` or `lll`.
-    pub suite: String,
     /// Values per data set.
     #[arg(long, default_value_t = 250_000_000)]
     pub values: usize,
@@ -36,7 +40,7 @@ pub struct BenchArgs {
     /// that starts with `=` takes the set of exactly that name (`=uniform-b1` is not `-b10`).
     #[arg(long, value_delimiter = ',')]
     pub sets: Vec<String>,
-    /// Write each data set's values (raw little-endian u32) to DIR/<set>.u32 for the nvCOMP
+    /// Write each data set's values (raw little-endian u32) to `DIR/<set>.u32` for the nvCOMP
     /// peer script.
     #[arg(long)]
     pub dump: Option<PathBuf>,
@@ -78,7 +82,7 @@ pub struct BenchArgs {
     /// `lll` suite: what the LLL encoder's parse minimizes (`lll.md` §9): `smallest` (the
     /// default) or `fast-decode` (no 2-byte copies or runs).
     #[arg(long, value_enum)]
-    pub lll_parse: Option<crate::ParseArg>,
+    pub lll_parse: Option<ParseArg>,
 }
 
 impl BenchArgs {
@@ -89,19 +93,6 @@ impl BenchArgs {
                 Some(exact) => name == exact,
                 None => name.contains(f.as_str()),
             })
-    }
-}
-
-/// Runs the chosen suite.
-pub fn run(args: &BenchArgs) -> Result<()> {
-    match args.suite.as_str() {
-        "gpu" => gpu::run(args),
-        "bitmap" => bitmap::run(args),
-        "huffman" => huffman::run(args),
-        "lll" => lll::run(args),
-        other => Err(Error::InvalidArgument(format!(
-            "unknown bench suite '{other}' (suites: gpu, bitmap, huffman, lll)"
-        ))),
     }
 }
 
@@ -116,7 +107,7 @@ mod tests {
     }
 
     fn args(cmd: &[&str]) -> super::BenchArgs {
-        Cli::try_parse_from(["bench", "gpu"].iter().chain(cmd))
+        Cli::try_parse_from(["tessera-bench"].iter().chain(cmd))
             .expect("arguments parse")
             .bench
     }

@@ -1,4 +1,4 @@
-//! `tessera bench gpu`: the tile-based codecs on the GPU, per data set of the papers
+//! `tessera-bench gpu`: the tile-based codecs on the GPU, per data set of the papers
 //! (`datasets.rs`, the same generators and names as `datasets::bench_sets`, made one at a time
 //! so that 250 M values per set fit in memory).
 //!
@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tessera_codecs::int;
-use tessera_format::{CodecId, Error, LogicalType, Result};
-use tessera_gpu::{ChunkRef, CudaSlice, Gpu};
+use tessera::codecs::int;
+use tessera::format::{CodecId, Error, LogicalType, Result};
+use tessera::gpu::{ChunkRef, CudaSlice, Gpu};
 
 use super::svg::{line_chart, Series};
 use super::BenchArgs;
@@ -281,7 +281,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes one set's values (raw little-endian u32) to `dir`/<name>.u32 through a temporary
+/// Writes one set's values (raw little-endian u32) to `dir/<name>.u32` through a temporary
 /// name and a rename, so the nvCOMP script never reads a half-written file.
 fn write_dump(dir: &Path, name: &str, raw: &[u8]) -> Result<PathBuf> {
     let path = dir.join(format!("{name}.u32"));
@@ -320,10 +320,10 @@ fn bench_set(
     args: &BenchArgs,
     data: &Dataset,
     raw: &[u8],
-    pinned_raw: &mut tessera_gpu::PinnedBuffer,
+    pinned_raw: &mut tessera::gpu::PinnedBuffer,
     d_raw: &mut CudaSlice<u8>,
     d_out: &mut CudaSlice<u8>,
-    pinned_col: &mut Option<tessera_gpu::PinnedBuffer>,
+    pinned_col: &mut Option<tessera::gpu::PinnedBuffer>,
     ceiling: f64,
 ) -> Result<SetResult> {
     let values = &data.values;
@@ -338,7 +338,7 @@ fn bench_set(
     } else {
         (mn + (mx - mn) / 4, mn + (mx - mn) / 4 * 3)
     };
-    let want_sum = tessera_query::sum_between_values(values, lo, hi);
+    let want_sum = tessera::query::sum_between_values(values, lo, hi);
 
     // The uncompressed column: upload from pinned memory, and the query over it.
     pinned_raw.as_mut_slice()?[..raw.len()].copy_from_slice(raw);
@@ -361,7 +361,7 @@ fn bench_set(
     let mut encoded: Vec<(CodecId, Vec<Vec<u8>>, f64, bool)> = Vec::new();
     for codec in CODECS {
         let mut scratch = gpu.encode_scratch(codec, n)?;
-        let mut last: Option<tessera_gpu::DeviceEncoded> = None;
+        let mut last: Option<tessera::gpu::DeviceEncoded> = None;
         let mut t = Vec::new();
         for i in 0..=runs {
             let reuse = last.take().map(|e| e.words);
@@ -410,8 +410,8 @@ fn bench_set(
                 .find(|e| e.0 == codec)
                 .map_or(plain, |e| &e.1[c][..])
         };
-        let sizes = tessera_codecs::column::AUTO_ORDER.map(|k| payload(k).len());
-        let codec = tessera_codecs::column::auto_choice(sizes);
+        let sizes = tessera::codecs::column::AUTO_ORDER.map(|k| payload(k).len());
+        let codec = tessera::codecs::column::auto_choice(sizes);
         auto.push(ChunkRef {
             codec,
             payload: payload(codec),
@@ -598,7 +598,7 @@ fn summary_table(r: &Report) -> String {
         r.values_per_set,
         r.copy_ceiling_gbps,
         r.h2d_gbps,
-        crate::report::table(&headers, &right, &rows)
+        tessera::report::table(&headers, &right, &rows)
     )
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use tessera_format::{Error, Result};
+use tessera::format::{Error, Result};
 
 /// The median (upper median for an even count); NaN for no samples.
 pub fn median(mut v: Vec<f64>) -> f64 {

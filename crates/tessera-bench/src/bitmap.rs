@@ -1,10 +1,10 @@
-//! `tessera bench bitmap`: WAH / PLWAH on the CPU and the GPU, the paper's setup (GPU-PLWAH,
+//! `tessera-bench bitmap`: WAH / PLWAH on the CPU and the GPU, the paper's setup (GPU-PLWAH,
 //! section 5): bitmaps of 1,677,721,600 bits (`--quick`: 1/16 of that) with uniform random bits
 //! of density 2^-k, k = 1..=16 (`--quick`: odd k and 16; `--densities 1,4,8` picks k).
 //!
 //! Per density: sizes (WAH, PLWAH, roaring); compression and decompression on the CPU (one
 //! core: the sequential reference functions; all cores: the multi-core paths of
-//! `tessera_codecs::bitmap`) and on the GPU (device-resident, and with the PCIe transfers:
+//! `tessera::codecs::bitmap`) and on the GPU (device-resident, and with the PCIe transfers:
 //! pageable host memory in, result out, wall clock); GPU throughput as (bytes read + written) /
 //! time against the device-to-device copy ceiling measured in the same run; AND / OR of two
 //! independent bitmaps of that density on the compressed words: GPU, CPU on all cores, roaring
@@ -38,10 +38,10 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
-use tessera_codecs::bitmap::{ops, ops::Op, Bitmap, Flavor};
-use tessera_format::{Error, Result};
-use tessera_gpu::bitmap as gb;
-use tessera_gpu::{Gpu, PinnedBuffer};
+use tessera::codecs::bitmap::{ops, ops::Op, Bitmap, Flavor};
+use tessera::format::{Error, Result};
+use tessera::gpu::bitmap as gb;
+use tessera::gpu::{Gpu, PinnedBuffer};
 
 use super::svg::{line_chart, Series};
 use super::BenchArgs;
