@@ -105,7 +105,7 @@ fn ints_to_gpu(
 
 /// Copies `src` into `dst[at..at + src.len()]` on the device.
 fn place(dst: &mut CudaSlice<u8>, at: usize, src: &CudaView<'_, u8>) -> Result<()> {
-    if src.len() == 0 {
+    if src.is_empty() {
         return Ok(());
     }
     let stream = dst.stream().clone();
@@ -339,7 +339,7 @@ enum Resident {
     Lll(tessera_gpu::lll::DeviceLll, CudaSlice<u8>),
     Huffman(
         tessera_gpu::huffman::HuffmanEncoded,
-        tessera_gpu::huffman::DecodePlan,
+        Box<tessera_gpu::huffman::DecodePlan>,
         CudaSlice<u8>,
     ),
     Bitmap(tessera_gpu::bitmap::DeviceBitmap, CudaSlice<u32>),
@@ -372,7 +372,7 @@ impl Resident {
                 let counts: Vec<usize> = ks.iter().map(|&k| lens[k]).collect();
                 let enc = tessera_gpu::huffman::upload_chunks(gpu, &ps, &counts)?;
                 let plan = tessera_gpu::huffman::plan_decode(gpu, &enc)?;
-                Some(Resident::Huffman(enc, plan, out))
+                Some(Resident::Huffman(enc, Box::new(plan), out))
             }
             _ => None,
         })

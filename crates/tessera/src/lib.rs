@@ -62,3 +62,8 @@ pub use tessera_format as format;
 pub use tessera_gpu as gpu;
 /// Tile-based query operators and bitmap indexes (`tessera-query`).
 pub use tessera_query as query;
+
+/// The README's code blocks, compiled and run as doctests (`cargo test --doc -p tessera`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
