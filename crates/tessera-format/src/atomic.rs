@@ -473,6 +473,14 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
     use super::*;
 
+    /// `remove_live_temporaries` removes every named temporary file of the process: tests that
+    /// make named ones take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -484,6 +492,7 @@ mod tests {
 
     #[test]
     fn both_kinds_replace_or_refuse_as_asked() {
+        let _turn = serial();
         for kind in [TempKind::Auto, TempKind::Named] {
             let dir = tempfile::tempdir().unwrap();
             let dest = dir.path().join("out.bin");
@@ -516,6 +525,7 @@ mod tests {
 
     #[test]
     fn named_temporaries_are_listed_until_finished_or_dropped() {
+        let _turn = serial();
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("x.tsr");
         let f = AtomicFile::with_options(&dest, true, TempKind::Named).unwrap();
