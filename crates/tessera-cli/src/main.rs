@@ -1,21 +1,29 @@
-//! `tessera`: compress raw little-endian integers into `.tsr` files, decompress them (CPU or
-//! GPU), inspect files, run the built-in demo and the GPU benchmarks.
+//! `tessera`: compress raw columns (integers, bytes, bits, lines of text) into `.tsr` files,
+//! decompress them (CPU or GPU), inspect and verify files, run the built-in demo and the GPU
+//! benchmarks.
+//!
+//! Files are taken and given as zstd and gzip do (`files`): `-` is stdin or stdout, an existing
+//! output needs `--force`, the output is never the input, and an interrupted run leaves nothing.
 //!
 //! Exit status: 0 on success; 1 with a single `error: ...` line on stderr for bad input, bad
 //! usage or I/O failures (clap's usage errors are folded into one line and exit 1 too; `--help`
 //! and `--version` exit 0). A panic (a bug) is reported the same way, as an internal error,
-//! without a backtrace, and temporary files are still removed as the stack unwinds.
+//! without a backtrace, and temporary files are still removed as the stack unwinds. A closed
+//! stdout pipe ends the process quietly by SIGPIPE (status 141 in a shell); SIGINT, SIGTERM and
+//! SIGHUP end it as they would, after removing any named temporary file.
 
 mod bench;
 mod bitmaps;
 mod demo;
+mod files;
 mod gpu_bytes;
 mod pipeline;
 mod report;
 mod text;
+mod verify;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -24,7 +32,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_codecs::column::CodecOptions;
 use tessera_codecs::lll::{self, SEGMENT_SIZES};
-use tessera_format::container::{Container, ContainerWriter};
+use tessera_format::container::Container;
 use tessera_format::{CodecId, LogicalType, MAX_CHUNK_VALUES};
 
 use pipeline::{DeviceArg, EncodeOptions};
@@ -55,7 +63,7 @@ const PROGRESS_MIN_BYTES: u64 = 100 << 20;
 #[command(
     name = "tessera",
     version,
-    about = "GPU/CPU compression for analytical integer data (.tsr files)"
+    about = "GPU/CPU compression for analytical columns: integers, bytes, bits and text (.tsr files)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -68,8 +76,10 @@ enum Command {
     Compress(CompressArgs),
     /// Decompress a .tsr column back to raw little-endian values.
     Decompress(DecompressArgs),
-    /// Describe the columns of a .tsr file.
+    /// Describe the columns of a .tsr file (after checking every chunk).
     Inspect(InspectArgs),
+    /// Check .tsr files: every checksum, every chunk decoded; one verdict line per file.
+    Verify(verify::VerifyArgs),
     /// Compress and decompress built-in data sets, verify them and print a table.
     Demo(demo::DemoArgs),
     /// Run a benchmark suite (GPU machine).
@@ -214,9 +224,13 @@ struct CompressArgs {
     /// percent more bytes for fewer words to decode (docs/format/lll.md §9).
     #[arg(long, value_enum, value_name = "PARSE")]
     lll_parse: Option<ParseArg>,
-    /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line).
+    /// Overwrite an existing output file.
+    #[arg(short, long)]
+    force: bool,
+    /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line);
+    /// `-`: stdin.
     input: PathBuf,
-    /// The .tsr file to write.
+    /// The .tsr file to write; `-`: stdout.
     output: PathBuf,
 }
 
@@ -228,23 +242,31 @@ struct DecompressArgs {
     /// Column to write (needed when the file has several).
     #[arg(long)]
     column: Option<String>,
-    /// The .tsr file.
+    /// Overwrite an existing output file.
+    #[arg(short, long)]
+    force: bool,
+    /// The .tsr file; `-`: stdin.
     input: PathBuf,
-    /// Raw little-endian values out (bits: packed bits; utf8: one string a line).
+    /// Raw little-endian values out (bits: packed bits; utf8: one string a line); `-`: stdout.
     output: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
 struct InspectArgs {
-    /// The .tsr file.
+    /// The .tsr file; `-`: stdin.
     file: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Report a damaged file too, followed by the verdict `FILE: ok` or `FILE: damaged: ...`
+    /// (exit status 1 when damaged); without it a damaged file is an error.
+    #[arg(long)]
+    verify: bool,
 }
 
 fn main() -> ExitCode {
     install_panic_reporter();
+    files::install_signal_handling();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -252,7 +274,7 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("error: {}", one_line(&e.0));
+            eprintln!("error: {}", report::escape(&one_line(&e.0)));
             ExitCode::FAILURE
         }
         // The panic reporter already printed the message.
@@ -270,7 +292,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing subcommand (compress, decompress, inspect, demo, bench, bitmap or index; see 'tessera --help')"
+                "error: missing subcommand (compress, decompress, inspect, verify, demo, bench, bitmap or index; see 'tessera --help')"
             );
             ExitCode::FAILURE
         }
@@ -295,7 +317,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 
 /// Folds a message onto one line (OS and codec messages should not contain newlines, but a
 /// second line would break the one-line contract).
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -333,6 +355,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Compress(a) => compress(&a),
         Command::Decompress(a) => decompress(&a),
         Command::Inspect(a) => inspect(&a),
+        Command::Verify(a) => verify::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Bench(a) => bench::run(&a).map_err(CliError::from),
         Command::Bitmap(a) => bitmaps::bitmap_op(&a),
@@ -358,17 +381,8 @@ fn progress_bar(total: u64, verb: &str) -> ProgressBar {
 
 fn compress(a: &CompressArgs) -> CliResult<()> {
     let ty = a.ty.logical();
-    let file = std::fs::File::open(&a.input)
-        .map_err(|e| CliError(format!("cannot open {}: {e}", a.input.display())))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| CliError(format!("cannot stat {}: {e}", a.input.display())))?;
-    if meta.is_dir() {
-        return Err(CliError(format!(
-            "{} is a folder, not a file of raw values",
-            a.input.display()
-        )));
-    }
+    let input = files::Input::open(&a.input)?;
+    let input_len = input.regular_len();
     if a.bits.is_some() && ty != LogicalType::Bits {
         return Err(CliError("--bits applies to --type bits only".into()));
     }
@@ -404,42 +418,40 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             "--segment-bytes must be 512, 1024, 2048 or 4096, not {n}"
         )));
     }
-    let bit_len = match (ty, a.bits) {
-        (LogicalType::Bits, Some(n)) => Some(n),
-        (LogicalType::Bits, None) if meta.is_file() => Some(meta.len() * 8),
-        (LogicalType::Bits, None) => {
+    let bit_len = match (ty, a.bits, input_len) {
+        (LogicalType::Bits, Some(n), _) => Some(n),
+        (LogicalType::Bits, None, Some(len)) => Some(len * 8),
+        (LogicalType::Bits, None, None) => {
             return Err(CliError(
                 "--type bits from a pipe needs --bits N (the bitmap's length)".into(),
             ))
         }
         _ => None,
     };
-    if let Some(n) = bit_len {
-        if meta.is_file() && meta.len() != n.div_ceil(8) {
+    if let (Some(n), Some(len)) = (bit_len, input_len) {
+        if len != n.div_ceil(8) {
             return Err(CliError(format!(
-                "{} is {} bytes, but a bitmap of {n} bits takes {}",
-                a.input.display(),
-                meta.len(),
+                "{} is {len} bytes, but a bitmap of {n} bits takes {}",
+                input.shown(),
                 n.div_ceil(8)
             )));
         }
     }
     // Check the length up front for regular files (the stream check covers pipes).
-    if meta.is_file() && meta.len() % ty.width() as u64 != 0 {
+    if let Some(len) = input_len.filter(|len| len % ty.width() as u64 != 0) {
         return Err(CliError(format!(
-            "{} is {} bytes, not a whole number of {}-byte {} values",
-            a.input.display(),
-            meta.len(),
+            "{} is {len} bytes, not a whole number of {}-byte {} values",
+            input.shown(),
             ty.width(),
             ty.name()
         )));
     }
-    let name = match &a.name {
-        Some(n) => n.clone(),
-        None => a
-            .input
+    let name = match (&a.name, input.path()) {
+        (Some(n), _) => n.clone(),
+        (None, Some(path)) => path
             .file_stem()
             .map_or("values".into(), |s| s.to_string_lossy().into_owned()),
+        (None, None) => "values".into(),
     };
     let opts = EncodeOptions {
         ty,
@@ -453,74 +465,85 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
         },
     };
     let t = Instant::now();
-    let mut writer = ContainerWriter::create(&a.output)?;
-    let pb = progress_bar(meta.len(), "compressing");
-    let input = std::io::BufReader::with_capacity(1 << 20, file);
+    let output = files::Output::create(&a.output, a.force, &[&input], files::Data::Tsr)?;
+    let (shown_in, shown_out, to_stdout) =
+        (input.shown(), output.shown().to_owned(), output.is_stdout());
+    // A stream's header is written first: it says the version this column needs.
+    let minor = ty
+        .min_minor()
+        .max(a.codec.codec().map_or(0, |c| c.min_minor()));
+    let mut writer = output.container_writer(minor)?;
+    let pb = progress_bar(input_len.unwrap_or(0), "compressing");
+    let reader = input.reader();
     let stats = if ty == LogicalType::Utf8 {
-        text::encode_lines(&mut writer, &name, &opts, input, &pb)
+        text::encode_lines(&mut writer, &name, &opts, reader, &pb)
     } else {
-        pipeline::encode_column(&mut writer, &name, &opts, input, &pb)
+        pipeline::encode_column(&mut writer, &name, &opts, reader, &pb)
     }
-    .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
-    let dir = writer.finish()?;
+    .map_err(|e| CliError(format!("{shown_in}: {e}")))?;
+    let (dir, file_bytes) = writer.finish_sized()?;
     pb.finish_and_clear();
     let col = dir
         .columns
         .first()
         .ok_or_else(|| CliError("no column was written".into()))?;
-    println!(
-        "{}: {} {} values, {} -> {} bytes ({:.3} bits/value, {}) in {:.2} s",
-        a.output.display(),
-        stats.values,
-        ty.name(),
+    let summary = format!(
+        "{shown_out}: {}, {} -> {file_bytes} bytes ({:.3} bits/value, {}) in {:.2} s",
+        report::count_of(ty, stats.values),
         stats.raw_bytes,
-        stats.compressed_bytes,
         report::bits_per_value(stats.compressed_bytes, stats.values),
         report::codec_summary(col),
         t.elapsed().as_secs_f64()
     );
+    // Stdout carries the data when it is the output.
+    if to_stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
     Ok(())
 }
 
-/// Opens a container, naming the file in errors.
-pub(crate) fn open_container(path: &Path) -> CliResult<Container> {
-    Container::open(path).map_err(|e| match e {
-        // I/O errors already name the file.
-        tessera_format::Error::Io { .. } => e.into(),
-        other => CliError(format!("{}: {other}", path.display())),
-    })
-}
-
-fn decompress(a: &DecompressArgs) -> CliResult<()> {
-    let c = open_container(&a.input)?;
-    let ci = match &a.column {
+/// The index of the column to decode: the one named, or the only one.
+fn choose_column(c: &Container, shown: &str, column: Option<&str>) -> CliResult<usize> {
+    match column {
         Some(name) => c
             .column_by_name(name)
             .map(|(i, _)| i)
-            .ok_or_else(|| CliError(format!("{} has no column '{name}'", a.input.display())))?,
+            .ok_or_else(|| CliError(format!("{shown} has no column '{}'", report::escape(name)))),
         None => match c.columns().len() {
-            1 => 0,
-            0 => return Err(CliError(format!("{} has no columns", a.input.display()))),
+            1 => Ok(0),
+            0 => Err(CliError(format!("{shown} has no columns"))),
             n => {
-                let names: Vec<&str> = c.columns().iter().map(|c| c.name.as_str()).collect();
-                return Err(CliError(format!(
-                    "{} has {n} columns ({}); choose one with --column",
-                    a.input.display(),
+                let names: Vec<String> = c
+                    .columns()
+                    .iter()
+                    .map(|c| report::escape(&c.name))
+                    .collect();
+                Err(CliError(format!(
+                    "{shown} has {n} columns ({}); choose one with --column",
                     names.join(", ")
-                )));
+                )))
             }
         },
-    };
+    }
+}
+
+fn decompress(a: &DecompressArgs) -> CliResult<()> {
+    let input = files::Input::open(&a.input)?;
+    let shown_in = input.shown();
+    let mut out = files::Output::create(&a.output, a.force, &[&input], files::Data::Raw)?;
+    let c = input.container()?;
+    let ci = choose_column(&c, &shown_in, a.column.as_deref())?;
     let mut decoder = pipeline::Decoder::open(a.device)?;
     let col = &c.columns()[ci];
-    let mut out = tessera_format::AtomicFile::create(&a.output)?;
     let pb = progress_bar(report::raw_bytes(&c, ci), "decompressing");
     let written = if col.logical_type == LogicalType::Utf8 {
         text::decode_lines_to(&c, ci, &mut decoder, &mut out, &pb)
     } else {
         pipeline::decode_column_to(&c, ci, &mut decoder, &mut out, &pb)
     };
-    written.map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+    written.map_err(|e| CliError(format!("{shown_in}: {e}")))?;
     out.finish()?;
     pb.finish_and_clear();
     eprintln!("{}", decoder.report());
@@ -528,7 +551,21 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
 }
 
 fn inspect(a: &InspectArgs) -> CliResult<()> {
-    let c = open_container(&a.file)?;
+    let input = files::Input::open(&a.file)?;
+    let shown = input.shown();
+    let c = input.container()?;
+    // What inspect reports comes from the directory; it is only reported as the file's content
+    // once every chunk agrees with it.
+    let verdict = verify::check(&c);
+    if let (Err(reason), false) = (&verdict, a.verify) {
+        return Err(CliError(format!(
+            "{shown}: damaged: {reason} ('tessera inspect --verify' shows what its directory says)"
+        )));
+    }
+    let verdict_line = match &verdict {
+        Ok(()) => format!("{shown}: ok"),
+        Err(reason) => format!("{shown}: damaged: {}", report::escape(&one_line(reason))),
+    };
     let (major, minor) = c.version();
     if a.json {
         let columns: Vec<serde_json::Value> = c
@@ -552,20 +589,34 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
                 })
             })
             .collect();
-        let doc = serde_json::json!({
-            "file": a.file.display().to_string(),
+        let mut doc = serde_json::json!({
+            "file": shown,
             "version": format!("{major}.{minor}"),
             "file_bytes": c.file_len(),
             "columns": columns,
         });
+        if a.verify {
+            doc["verdict"] = match &verdict {
+                Ok(()) => "ok".into(),
+                Err(reason) => format!("damaged: {reason}").into(),
+            };
+        }
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError(format!("cannot format JSON: {e}")))?;
         println!("{text}");
-        return Ok(());
+    } else {
+        print_inspect_table(&c, &shown);
+        if a.verify {
+            println!("{verdict_line}");
+        }
     }
+    verdict.map_err(|_| CliError(format!("{shown} is damaged")))
+}
+
+fn print_inspect_table(c: &Container, shown: &str) {
+    let (major, minor) = c.version();
     println!(
-        "{}: format {major}.{minor}, {} bytes, {} column{}",
-        a.file.display(),
+        "{shown}: format {major}.{minor}, {} bytes, {} column{}",
         c.file_len(),
         c.columns().len(),
         if c.columns().len() == 1 { "" } else { "s" }
@@ -576,11 +627,11 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
         .enumerate()
         .map(|(ci, col)| {
             vec![
-                col.name.clone(),
+                report::escape(&col.name),
                 col.logical_type.name().to_owned(),
                 report::codec_summary(col),
                 col.value_count.to_string(),
-                report::raw_bytes(&c, ci).to_string(),
+                report::raw_bytes(c, ci).to_string(),
                 col.compressed_bytes().to_string(),
                 format!(
                     "{:.3}",
@@ -614,5 +665,4 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
             &rows
         )
     );
-    Ok(())
 }
