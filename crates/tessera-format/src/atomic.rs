@@ -203,10 +203,16 @@ impl AtomicFile {
         let (file, temp) = match kind {
             TempKind::Auto => match open_unnamed(folder_of(&dest)) {
                 Ok(Some(f)) => (f, Temp::Unnamed),
-                Ok(None) => (open_named(&named).map_err(cannot_create)?, Temp::Named(named)),
+                Ok(None) => (
+                    open_named(&named).map_err(cannot_create)?,
+                    Temp::Named(named),
+                ),
                 Err(e) => return Err(cannot_create(e)),
             },
-            TempKind::Named => (open_named(&named).map_err(cannot_create)?, Temp::Named(named)),
+            TempKind::Named => (
+                open_named(&named).map_err(cannot_create)?,
+                Temp::Named(named),
+            ),
         };
         Ok(AtomicFile {
             dest,
@@ -302,8 +308,9 @@ impl AtomicFile {
             Temp::Named(tmp) => {
                 drop(file);
                 if self.replace {
-                    std::fs::rename(tmp, &self.dest)
-                        .map_err(|e| Error::io(format!("cannot replace {}", self.dest.display()), e))
+                    std::fs::rename(tmp, &self.dest).map_err(|e| {
+                        Error::io(format!("cannot replace {}", self.dest.display()), e)
+                    })
                 } else {
                     // A hard link fails rather than replace; the named file then goes.
                     std::fs::hard_link(tmp, &self.dest).map_err(exists)?;
@@ -470,7 +477,10 @@ impl Drop for AtomicFile {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+    #![allow(
+        clippy::unwrap_used,
+        reason = "tests: a failed unwrap is a failed test"
+    )]
     use super::*;
 
     /// `remove_live_temporaries` removes every named temporary file of the process: tests that
@@ -551,7 +561,9 @@ mod tests {
         let dead = child.id();
         child.wait().unwrap();
         let stale = dir.path().join(format!(".v.bin.tmp-{dead}"));
-        let mine = dir.path().join(format!(".v.bin.tmp-{}", std::process::id()));
+        let mine = dir
+            .path()
+            .join(format!(".v.bin.tmp-{}", std::process::id()));
         let other = dir.path().join(format!(".w.bin.tmp-{dead}"));
         let odd = dir.path().join(".v.bin.tmp-12x");
         for p in [&stale, &mine, &other, &odd] {

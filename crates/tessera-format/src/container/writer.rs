@@ -305,7 +305,9 @@ impl ContainerWriter {
                 header
             }
             // `fits` kept every column within the declared version.
-            Sink::Stream { minor: declared, .. } => header_bytes(*declared),
+            Sink::Stream {
+                minor: declared, ..
+            } => header_bytes(*declared),
         };
         let sum = directory_checksum(&header, &dir_bytes);
         self.write_all(&dir_bytes)?;
