@@ -1,18 +1,26 @@
-//! `tessera`: compress raw little-endian integers into `.tsr` files, decompress them (CPU or
-//! GPU), inspect files, run the built-in demo (the benchmarks are `tessera-bench`).
+//! `tessera`: compress raw columns (integers, bytes, bits, lines of text) into `.tsr` files,
+//! decompress them (CPU or GPU), inspect and verify files, run the built-in demo (the benchmarks
+//! are the separate `tessera-bench`).
+//!
+//! Files are taken and given as zstd and gzip do (`files`): `-` is stdin or stdout, an existing
+//! output needs `--force`, the output is never the input, and an interrupted run leaves nothing.
 //!
 //! Exit status: 0 on success; 1 with a single `error: ...` line on stderr for bad input, bad
 //! usage or I/O failures (clap's usage errors are folded into one line and exit 1 too; `--help`
 //! and `--version` exit 0). A panic (a bug) is reported the same way, as an internal error,
-//! without a backtrace, and temporary files are still removed as the stack unwinds.
+//! without a backtrace, and temporary files are still removed as the stack unwinds. A closed
+//! stdout pipe ends the process quietly by SIGPIPE (status 141 in a shell); SIGINT, SIGTERM and
+//! SIGHUP end it as they would, after removing any named temporary file.
 
 mod bitmaps;
 mod demo;
 mod device;
+mod files;
 mod report;
+mod verify;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -22,7 +30,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tessera::{ColumnOptions, TableReader, TableWriter};
 use tessera_codecs::column::CodecOptions;
 use tessera_codecs::lll::{self, SEGMENT_SIZES};
-use tessera_format::container::Container;
+use tessera_format::container::{Container, VARYING_UTF8_CHUNKS_MINOR};
 use tessera_format::{CodecId, LogicalType, MAX_CHUNK_VALUES};
 
 use device::DeviceArg;
@@ -53,7 +61,7 @@ const PROGRESS_MIN_BYTES: u64 = 100 << 20;
 #[command(
     name = "tessera",
     version,
-    about = "GPU/CPU compression for analytical integer data (.tsr files)"
+    about = "GPU/CPU compression for analytical columns: integers, bytes, bits and text (.tsr files)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -66,8 +74,10 @@ enum Command {
     Compress(CompressArgs),
     /// Decompress a .tsr column back to raw little-endian values.
     Decompress(DecompressArgs),
-    /// Describe the columns of a .tsr file.
+    /// Describe the columns of a .tsr file (after checking every chunk).
     Inspect(InspectArgs),
+    /// Check .tsr files: every checksum, every chunk decoded; one verdict line per file.
+    Verify(verify::VerifyArgs),
     /// Compress and decompress built-in data sets, verify them and print a table.
     Demo(demo::DemoArgs),
     /// AND / OR / XOR / AND-NOT of two compressed bitmaps, without decompressing them.
@@ -210,9 +220,13 @@ struct CompressArgs {
     /// percent more bytes for fewer words to decode (docs/format/lll.md §9).
     #[arg(long, value_enum, value_name = "PARSE")]
     lll_parse: Option<ParseArg>,
-    /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line).
+    /// Overwrite an existing output file.
+    #[arg(short, long)]
+    force: bool,
+    /// Raw little-endian values (bytes: any file; bits: packed bits; utf8: one string a line);
+    /// `-`: stdin.
     input: PathBuf,
-    /// The .tsr file to write.
+    /// The .tsr file to write; `-`: stdout.
     output: PathBuf,
 }
 
@@ -224,23 +238,31 @@ struct DecompressArgs {
     /// Column to write (needed when the file has several).
     #[arg(long)]
     column: Option<String>,
-    /// The .tsr file.
+    /// Overwrite an existing output file.
+    #[arg(short, long)]
+    force: bool,
+    /// The .tsr file; `-`: stdin.
     input: PathBuf,
-    /// Raw little-endian values out (bits: packed bits; utf8: one string a line).
+    /// Raw little-endian values out (bits: packed bits; utf8: one string a line); `-`: stdout.
     output: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
 struct InspectArgs {
-    /// The .tsr file.
+    /// The .tsr file; `-`: stdin.
     file: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Report a damaged file too, followed by the verdict `FILE: ok` or `FILE: damaged: ...`
+    /// (exit status 1 when damaged); without it a damaged file is an error.
+    #[arg(long)]
+    verify: bool,
 }
 
 fn main() -> ExitCode {
     install_panic_reporter();
+    files::install_signal_handling();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -248,7 +270,7 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            eprintln!("error: {}", one_line(&e.0));
+            eprintln!("error: {}", report::escape(&one_line(&e.0)));
             ExitCode::FAILURE
         }
         // The panic reporter already printed the message.
@@ -266,7 +288,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing subcommand (compress, decompress, inspect, demo, bitmap or index; see 'tessera --help')"
+                "error: missing subcommand (compress, decompress, inspect, verify, demo, bitmap or index; see 'tessera --help')"
             );
             ExitCode::FAILURE
         }
@@ -291,7 +313,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 
 /// Folds a message onto one line (OS and codec messages should not contain newlines, but a
 /// second line would break the one-line contract).
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -329,6 +351,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Compress(a) => compress(&a),
         Command::Decompress(a) => decompress(&a),
         Command::Inspect(a) => inspect(&a),
+        Command::Verify(a) => verify::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Bitmap(a) => bitmaps::bitmap_op(&a),
         Command::Index(c) => bitmaps::index(&c),
@@ -353,17 +376,8 @@ fn progress_bar(total: u64, verb: &str) -> ProgressBar {
 
 fn compress(a: &CompressArgs) -> CliResult<()> {
     let ty = a.ty.logical();
-    let file = std::fs::File::open(&a.input)
-        .map_err(|e| CliError(format!("cannot open {}: {e}", a.input.display())))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| CliError(format!("cannot stat {}: {e}", a.input.display())))?;
-    if meta.is_dir() {
-        return Err(CliError(format!(
-            "{} is a folder, not a file of raw values",
-            a.input.display()
-        )));
-    }
+    let input = files::Input::open(&a.input)?;
+    let input_len = input.regular_len();
     if a.bits.is_some() && ty != LogicalType::Bits {
         return Err(CliError("--bits applies to --type bits only".into()));
     }
@@ -399,42 +413,40 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
             "--segment-bytes must be 512, 1024, 2048 or 4096, not {n}"
         )));
     }
-    let bit_len = match (ty, a.bits) {
-        (LogicalType::Bits, Some(n)) => Some(n),
-        (LogicalType::Bits, None) if meta.is_file() => Some(meta.len() * 8),
-        (LogicalType::Bits, None) => {
+    let bit_len = match (ty, a.bits, input_len) {
+        (LogicalType::Bits, Some(n), _) => Some(n),
+        (LogicalType::Bits, None, Some(len)) => Some(len * 8),
+        (LogicalType::Bits, None, None) => {
             return Err(CliError(
                 "--type bits from a pipe needs --bits N (the bitmap's length)".into(),
             ))
         }
         _ => None,
     };
-    if let Some(n) = bit_len {
-        if meta.is_file() && meta.len() != n.div_ceil(8) {
+    if let (Some(n), Some(len)) = (bit_len, input_len) {
+        if len != n.div_ceil(8) {
             return Err(CliError(format!(
-                "{} is {} bytes, but a bitmap of {n} bits takes {}",
-                a.input.display(),
-                meta.len(),
+                "{} is {len} bytes, but a bitmap of {n} bits takes {}",
+                input.shown(),
                 n.div_ceil(8)
             )));
         }
     }
     // Check the length up front for regular files (the stream check covers pipes).
-    if meta.is_file() && meta.len() % ty.width() as u64 != 0 {
+    if let Some(len) = input_len.filter(|len| len % ty.width() as u64 != 0) {
         return Err(CliError(format!(
-            "{} is {} bytes, not a whole number of {}-byte {} values",
-            a.input.display(),
-            meta.len(),
+            "{} is {len} bytes, not a whole number of {}-byte {} values",
+            input.shown(),
             ty.width(),
             ty.name()
         )));
     }
-    let name = match &a.name {
-        Some(n) => n.clone(),
-        None => a
-            .input
+    let name = match (&a.name, input.path()) {
+        (Some(n), _) => n.clone(),
+        (None, Some(path)) => path
             .file_stem()
             .map_or("values".into(), |s| s.to_string_lossy().into_owned()),
+        (None, None) => "values".into(),
     };
     let opts = ColumnOptions {
         codec: a.codec.codec(),
@@ -446,83 +458,101 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
         },
     };
     let t = Instant::now();
-    let mut table = TableWriter::create(&a.output)?;
-    let pb = progress_bar(meta.len(), "compressing");
-    let input = std::io::BufReader::with_capacity(1 << 20, file);
+    let output = files::Output::create(&a.output, a.force, &[&input], files::Data::Tsr)?;
+    let (shown_in, shown_out, to_stdout) =
+        (input.shown(), output.shown().to_owned(), output.is_stdout());
+    // A stream's header is written first: it says the version this column needs (utf8 chunks
+    // are cut by bytes too, so they may hold different counts: format 1.2).
+    let minor = ty
+        .min_minor()
+        .max(a.codec.codec().map_or(0, |c| c.min_minor()))
+        .max(if ty == LogicalType::Utf8 {
+            VARYING_UTF8_CHUNKS_MINOR
+        } else {
+            0
+        });
+    let mut table = TableWriter::from_container_writer(output.container_writer(minor)?);
+    let pb = progress_bar(input_len.unwrap_or(0), "compressing");
+    let reader = input.reader();
     let tick = |n: u64| pb.inc(n);
     let stats = match ty {
         LogicalType::Utf8 => table.utf8_column(&name, opts).and_then(|mut c| {
-            c.push_lines(input, tick)?;
+            c.push_lines(reader, tick)?;
             c.finish()
         }),
         LogicalType::Bits => table
             .bits_column(&name, bit_len.unwrap_or(0), opts)
             .and_then(|mut c| {
-                c.push_reader(input, tick)?;
+                c.push_reader(reader, tick)?;
                 c.finish()
             }),
         _ => table.column(&name, ty, opts).and_then(|mut c| {
-            c.push_reader(input, tick)?;
+            c.push_reader(reader, tick)?;
             c.finish()
         }),
     }
-    .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
-    let dir = table.finish()?;
+    .map_err(|e| CliError(format!("{shown_in}: {e}")))?;
+    let written = table.finish()?;
+    let (dir, file_bytes) = (written.directory, written.file_bytes);
     pb.finish_and_clear();
     let col = dir
         .columns
         .first()
         .ok_or_else(|| CliError("no column was written".into()))?;
-    println!(
-        "{}: {} {} values, {} -> {} bytes ({:.3} bits/value, {}) in {:.2} s",
-        a.output.display(),
-        stats.values,
-        ty.name(),
+    let summary = format!(
+        "{shown_out}: {}, {} -> {file_bytes} bytes ({:.3} bits/value, {}) in {:.2} s",
+        report::count_of(ty, stats.values),
         stats.raw_bytes,
-        stats.compressed_bytes,
         report::bits_per_value(stats.compressed_bytes, stats.values),
         report::codec_summary(col),
         t.elapsed().as_secs_f64()
     );
+    // Stdout carries the data when it is the output.
+    if to_stdout {
+        eprintln!("{summary}");
+    } else {
+        println!("{summary}");
+    }
     Ok(())
 }
 
-/// Opens a container, naming the file in errors.
-pub(crate) fn open_container(path: &Path) -> CliResult<Container> {
-    Container::open(path).map_err(|e| match e {
-        // I/O errors already name the file.
-        tessera_format::Error::Io { .. } => e.into(),
-        other => CliError(format!("{}: {other}", path.display())),
-    })
-}
-
-fn decompress(a: &DecompressArgs) -> CliResult<()> {
-    let c = open_container(&a.input)?;
-    let ci = match &a.column {
+/// The index of the column to decode: the one named, or the only one.
+fn choose_column(c: &Container, shown: &str, column: Option<&str>) -> CliResult<usize> {
+    match column {
         Some(name) => c
             .column_by_name(name)
             .map(|(i, _)| i)
-            .ok_or_else(|| CliError(format!("{} has no column '{name}'", a.input.display())))?,
+            .ok_or_else(|| CliError(format!("{shown} has no column '{}'", report::escape(name)))),
         None => match c.columns().len() {
-            1 => 0,
-            0 => return Err(CliError(format!("{} has no columns", a.input.display()))),
+            1 => Ok(0),
+            0 => Err(CliError(format!("{shown} has no columns"))),
             n => {
-                let names: Vec<&str> = c.columns().iter().map(|c| c.name.as_str()).collect();
-                return Err(CliError(format!(
-                    "{} has {n} columns ({}); choose one with --column",
-                    a.input.display(),
+                let names: Vec<String> = c
+                    .columns()
+                    .iter()
+                    .map(|c| report::escape(&c.name))
+                    .collect();
+                Err(CliError(format!(
+                    "{shown} has {n} columns ({}); choose one with --column",
                     names.join(", ")
-                )));
+                )))
             }
         },
-    };
+    }
+}
+
+fn decompress(a: &DecompressArgs) -> CliResult<()> {
+    let input = files::Input::open(&a.input)?;
+    let shown_in = input.shown();
+    let mut out = files::Output::create(&a.output, a.force, &[&input], files::Data::Raw)?;
+    let c = input.container()?;
+    let ci = choose_column(&c, &shown_in, a.column.as_deref())?;
     let mut engine = a.device.open()?;
-    let mut out = tessera_format::AtomicFile::create(&a.output)?;
     let pb = progress_bar(report::raw_bytes(&c, ci), "decompressing");
     let table = TableReader::from_container(c);
     table
         .write_column(ci, &mut out, &mut engine, |n| pb.inc(n))
-        .map_err(|e| CliError(format!("{}: {e}", a.input.display())))?;
+        .map_err(|e| CliError(format!("{shown_in}: {e}")))?;
     out.finish()?;
     pb.finish_and_clear();
     eprintln!("{}", engine.report());
@@ -530,7 +560,21 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
 }
 
 fn inspect(a: &InspectArgs) -> CliResult<()> {
-    let c = open_container(&a.file)?;
+    let input = files::Input::open(&a.file)?;
+    let shown = input.shown();
+    let c = input.container()?;
+    // What inspect reports comes from the directory; it is only reported as the file's content
+    // once every chunk agrees with it.
+    let verdict = verify::check(&c);
+    if let (Err(reason), false) = (&verdict, a.verify) {
+        return Err(CliError(format!(
+            "{shown}: damaged: {reason} ('tessera inspect --verify' shows what its directory says)"
+        )));
+    }
+    let verdict_line = match &verdict {
+        Ok(()) => format!("{shown}: ok"),
+        Err(reason) => format!("{shown}: damaged: {}", report::escape(&one_line(reason))),
+    };
     let (major, minor) = c.version();
     if a.json {
         let columns: Vec<serde_json::Value> = c
@@ -554,20 +598,34 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
                 })
             })
             .collect();
-        let doc = serde_json::json!({
-            "file": a.file.display().to_string(),
+        let mut doc = serde_json::json!({
+            "file": shown,
             "version": format!("{major}.{minor}"),
             "file_bytes": c.file_len(),
             "columns": columns,
         });
+        if a.verify {
+            doc["verdict"] = match &verdict {
+                Ok(()) => "ok".into(),
+                Err(reason) => format!("damaged: {reason}").into(),
+            };
+        }
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError(format!("cannot format JSON: {e}")))?;
         println!("{text}");
-        return Ok(());
+    } else {
+        print_inspect_table(&c, &shown);
+        if a.verify {
+            println!("{verdict_line}");
+        }
     }
+    verdict.map_err(|_| CliError(format!("{shown} is damaged")))
+}
+
+fn print_inspect_table(c: &Container, shown: &str) {
+    let (major, minor) = c.version();
     println!(
-        "{}: format {major}.{minor}, {} bytes, {} column{}",
-        a.file.display(),
+        "{shown}: format {major}.{minor}, {} bytes, {} column{}",
         c.file_len(),
         c.columns().len(),
         if c.columns().len() == 1 { "" } else { "s" }
@@ -578,11 +636,11 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
         .enumerate()
         .map(|(ci, col)| {
             vec![
-                col.name.clone(),
+                report::escape(&col.name),
                 col.logical_type.name().to_owned(),
                 report::codec_summary(col),
                 col.value_count.to_string(),
-                report::raw_bytes(&c, ci).to_string(),
+                report::raw_bytes(c, ci).to_string(),
                 col.compressed_bytes().to_string(),
                 format!(
                     "{:.3}",
@@ -616,5 +674,4 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
             &rows
         )
     );
-    Ok(())
 }

@@ -47,6 +47,35 @@ pub fn codec_summary(col: &ColumnMeta) -> String {
     format!("{requested}({})", parts.join(", "))
 }
 
+/// `s` with its control characters escaped (`\n`, `\t`, `\u{1b}`), so that names and paths
+/// from files or arguments cannot break a line or drive the terminal when printed.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// How many values of `ty` `n` is, in words: `1000 u32 values`, `3000 bytes`, `8 bits`,
+/// `2 strings`.
+pub fn count_of(ty: LogicalType, n: u64) -> String {
+    let plural = |one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    match ty {
+        LogicalType::Bytes => plural("byte", "bytes"),
+        LogicalType::Bits => plural("bit", "bits"),
+        LogicalType::Utf8 => plural("string", "strings"),
+        _ => format!("{n} {} value{}", ty.name(), if n == 1 { "" } else { "s" }),
+    }
+}
+
 /// Bits per value of a column (0 for an empty one).
 pub fn bits_per_value(compressed_bytes: u64, values: u64) -> f64 {
     if values == 0 {
@@ -95,5 +124,20 @@ mod tests {
             codec_summary(&col(Some(For), &[For, Plain])),
             "for(plain×1, for×1)"
         );
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape("plain ünïcode"), "plain ünïcode");
+        assert_eq!(escape("a\nb\tc\u{1b}[31m"), "a\\nb\\tc\\u{1b}[31m");
+    }
+
+    #[test]
+    fn counts_read_naturally() {
+        assert_eq!(count_of(LogicalType::U32, 1000), "1000 u32 values");
+        assert_eq!(count_of(LogicalType::I8, 1), "1 i8 value");
+        assert_eq!(count_of(LogicalType::Bytes, 3000), "3000 bytes");
+        assert_eq!(count_of(LogicalType::Bits, 1), "1 bit");
+        assert_eq!(count_of(LogicalType::Utf8, 2), "2 strings");
     }
 }

@@ -110,8 +110,10 @@ fn round_trip_every_codec_and_type() {
         let raw = sample(2560 * width, t as u64 + 1);
         std::fs::write(&input, &raw).unwrap();
         for codec in CODECS {
+            // The outputs of the previous round are replaced: --force.
             let o = tessera(&[
                 &"compress",
+                &"-f",
                 &"--type",
                 ty,
                 &"--codec",
@@ -122,7 +124,7 @@ fn round_trip_every_codec_and_type() {
                 &packed,
             ]);
             assert_ok(&o);
-            let o = tessera(&[&"decompress", &"--device", &"cpu", &packed, &output]);
+            let o = tessera(&[&"decompress", &"-f", &"--device", &"cpu", &packed, &output]);
             assert_ok(&o);
             assert!(
                 std::fs::read(&output).unwrap() == raw,
@@ -254,6 +256,7 @@ fn inspect_reports_columns() {
     // A fixed codec shows just its name.
     assert_ok(&tessera(&[
         &"compress",
+        &"--force",
         &"--type",
         &"u32",
         &"--codec",
@@ -418,7 +421,11 @@ fn bad_input_fails_with_one_line() {
             vec![&"decompress", &missing, &out],
             "missing.bin",
         ),
-        ("garbage .tsr", vec![&"decompress", &garbage, &out], "magic"),
+        (
+            "garbage .tsr",
+            vec![&"decompress", &garbage, &out],
+            "not a .tsr file",
+        ),
         (
             "truncated .tsr",
             vec![&"decompress", &truncated, &out],
@@ -430,7 +437,11 @@ fn bad_input_fails_with_one_line() {
             vec![&"decompress", &"--device", &"cpu", &flipped, &out],
             "checksum mismatch",
         ),
-        ("inspect garbage", vec![&"inspect", &garbage], "magic"),
+        (
+            "inspect garbage",
+            vec![&"inspect", &garbage],
+            "not a .tsr file",
+        ),
         ("inspect missing", vec![&"inspect", &missing], "missing.bin"),
         (
             "bad --device",
@@ -566,6 +577,7 @@ fn compress_overwrites_atomically() {
     assert_fails(
         &tessera(&[
             &"compress",
+            &"--force",
             &"--type",
             &"u64",
             &dir.path().join("odd.bin"),
@@ -574,7 +586,14 @@ fn compress_overwrites_atomically() {
         "odd",
     );
     assert_eq!(std::fs::read(&packed).unwrap(), b"previous contents");
-    assert_ok(&tessera(&[&"compress", &"--type", &"u16", &input, &packed]));
+    assert_ok(&tessera(&[
+        &"compress",
+        &"--force",
+        &"--type",
+        &"u16",
+        &input,
+        &packed,
+    ]));
     assert_ok(&tessera(&[&"inspect", &packed]));
     assert_eq!(files_in(dir.path()), ["odd.bin", "x.bin", "x.tsr"]);
 }

@@ -1,10 +1,11 @@
 //! The `.tsr` container (`docs/format/container.md`): a 16-byte header, 16-aligned chunk
 //! payloads, a directory of columns and chunks, and a 32-byte footer.
 //!
-//! - [`ContainerWriter`] streams payloads to a temporary file next to the destination, then
-//!   writes the directory and footer, syncs and renames (a crash never leaves a half-written file
-//!   under the final name; a writer dropped before [`ContainerWriter::finish`] removes its
-//!   temporary file).
+//! - [`ContainerWriter`] streams payloads to a temporary file in the destination's folder, then
+//!   writes the directory and footer, syncs and puts it under the final name (a crash never
+//!   leaves a half-written file under the final name; a writer dropped before
+//!   [`ContainerWriter::finish`] removes its temporary file); or it streams a whole file to
+//!   stdout, a pipe or a device ([`ContainerWriter::streaming`]).
 //! - [`Container`] opens a file and runs every check of container.md §5 before it hands out
 //!   anything: no field read from the file sizes an allocation before it is bounded by the
 //!   directory's length. [`Container::chunk_payload`] verifies a chunk's xxh3-64 checksum before
@@ -18,7 +19,10 @@ mod directory;
 mod reader;
 mod writer;
 
-pub use directory::{ChunkMeta, ColumnMeta, Directory, CHUNK_ENTRY_LEN, MAX_COLUMNS, MAX_NAME_LEN};
+pub use directory::{
+    ChunkMeta, ColumnMeta, Directory, CHUNK_ENTRY_LEN, MAX_COLUMNS, MAX_NAME_LEN,
+    VARYING_UTF8_CHUNKS_MINOR,
+};
 pub use reader::Container;
 pub use writer::ContainerWriter;
 

@@ -5,11 +5,12 @@
 //! - [`LogicalType`] and [`CodecId`]: the ids stored in `.tsr` files (`docs/format/container.md` §3).
 //! - [`container`]: reading and writing `.tsr` files.
 //!
-//! - [`AtomicFile`]: write to a temporary name, rename when complete.
+//! - [`AtomicFile`] ([`atomic`]): write to a temporary file, put it under the final name when
+//!   complete.
 //!
 //! No codec logic lives here: the container moves opaque chunk payloads and their checksums.
 
-mod atomic;
+pub mod atomic;
 pub mod container;
 mod error;
 mod types;

@@ -7,6 +7,9 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
 use proptest::prelude::*;
 use tessera_format::container::{
     checksum, directory_checksum, footer_bytes, ChunkMeta, ColumnMeta, Container, ContainerWriter,
@@ -178,13 +181,17 @@ fn writer_round_trip_with_several_columns() {
     let path = dir.path().join("x.tsr");
     let payloads: Vec<Vec<u8>> = (0..5).map(|i| (0..(i * 7 + 1) as u8).collect()).collect();
     let mut w = ContainerWriter::create(&path).unwrap();
-    let tmp = w.temp_path().to_path_buf();
-    assert!(tmp
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .starts_with(".x.tsr.tmp-"));
-    assert!(tmp.exists());
+    // An unnamed temporary file (O_TMPFILE) where the filesystem has them, else a named one.
+    let tmp = w.temp_path().map(Path::to_path_buf);
+    if let Some(tmp) = &tmp {
+        assert!(tmp
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(".x.tsr.tmp-"));
+        assert!(tmp.exists());
+    }
+    assert!(!path.exists(), "nothing under the final name before finish");
     w.begin_column("a", LogicalType::U8, Some(CodecId::Plain))
         .unwrap();
     w.write_chunk(CodecId::Plain, 4, &payloads[0]).unwrap();
@@ -198,7 +205,8 @@ fn writer_round_trip_with_several_columns() {
     w.write_chunk(CodecId::Rfor, 512, &payloads[3]).unwrap();
     w.write_chunk(CodecId::For, 512, &payloads[4]).unwrap();
     let written = w.finish().unwrap(); // ends the open column
-    assert!(!tmp.exists());
+    assert!(tmp.is_none_or(|t| !t.exists()));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 
     let c = Container::open(&path).unwrap();
     assert_eq!(c.directory(), &written);
@@ -230,9 +238,12 @@ fn writer_replaces_an_existing_file_and_cleans_up_on_drop() {
     let path = dir.path().join("y.tsr");
     std::fs::write(&path, b"old").unwrap();
     let w = ContainerWriter::create(&path).unwrap();
-    let tmp = w.temp_path().to_path_buf();
+    let tmp = w.temp_path().map(Path::to_path_buf);
     drop(w);
-    assert!(!tmp.exists(), "dropped writer leaves no temp file");
+    assert!(
+        tmp.is_none_or(|t| !t.exists()),
+        "dropped writer leaves no temp file"
+    );
     assert_eq!(
         std::fs::read(&path).unwrap(),
         b"old",
@@ -777,4 +788,72 @@ proptest! {
         let cut = cut.min(f.len() - 1);
         prop_assert!(open(f[..cut].to_vec()).is_err());
     }
+}
+
+/// A stream sink whose bytes the test reads back.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes the same columns to `w`.
+fn write_sample(w: &mut ContainerWriter, utf8: bool) {
+    w.begin_column("a", LogicalType::U16, None).unwrap();
+    w.write_chunk(CodecId::Plain, 2, &[1, 0, 2, 0]).unwrap();
+    w.end_column().unwrap();
+    if utf8 {
+        w.begin_column("s", LogicalType::Utf8, Some(CodecId::Plain))
+            .unwrap();
+        w.set_params(&[1]).unwrap();
+        w.end_column().unwrap();
+    }
+}
+
+#[test]
+fn streams_equal_files_at_their_declared_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for (utf8, minor) in [(false, 0), (true, 1), (false, 1)] {
+        let path = dir.path().join(format!("s{utf8}{minor}.tsr"));
+        let sink = Shared::default();
+        let mut s = ContainerWriter::streaming(Box::new(sink.clone()), minor).unwrap();
+        assert!(s.dest().is_none() && s.temp_path().is_none());
+        write_sample(&mut s, utf8);
+        let (dir_s, size) = s.finish_sized().unwrap();
+        let streamed = sink.0.lock().unwrap().clone();
+        assert_eq!(size, streamed.len() as u64);
+        let c = Container::from_bytes(streamed.clone()).unwrap();
+        assert_eq!(c.directory(), &dir_s);
+        assert_eq!(c.version(), (1, minor));
+        let mut f = ContainerWriter::create(&path).unwrap();
+        write_sample(&mut f, utf8);
+        f.finish().unwrap();
+        let file = std::fs::read(&path).unwrap();
+        if minor == Container::open(&path).unwrap().version().1 {
+            assert_eq!(file, streamed, "utf8 {utf8}, minor {minor}");
+        } else {
+            // Declared 1.1 for 1.0 columns: only the header's minor and the directory checksum
+            // (which covers the header) differ.
+            assert_eq!(file.len(), streamed.len());
+            assert_ne!(file, streamed);
+        }
+    }
+}
+
+#[test]
+fn a_stream_refuses_what_its_header_cannot_say() {
+    let mut s = ContainerWriter::streaming(Box::new(Shared::default()), 0).unwrap();
+    let bad = |r: Result<(), Error>| assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    bad(s.begin_column("b", LogicalType::Bits, None));
+    bad(s.begin_column("u", LogicalType::U8, Some(CodecId::Lll)));
+    s.begin_column("u", LogicalType::U8, None).unwrap();
+    bad(s.set_params(&[1]));
+    assert!(ContainerWriter::streaming(Box::new(Shared::default()), 9).is_err());
 }

@@ -358,7 +358,12 @@ impl Index {
 
     /// Writes the index as a `.tsr` file (`bitmap-index.md` §2).
     pub fn write(&self, path: &std::path::Path) -> Result<()> {
-        let mut w = ContainerWriter::create(path)?;
+        self.write_to(ContainerWriter::create(path)?).map(drop)
+    }
+
+    /// Writes the index into `w` (a file or a stream, which must allow format 1.1: the bins are
+    /// bits columns) and finishes it. Returns the file's size in bytes.
+    pub fn write_to(&self, mut w: ContainerWriter) -> Result<u64> {
         for c in &self.columns {
             let ty = c.ty;
             let raw_of = |keys: &mut dyn Iterator<Item = u64>| -> Vec<u8> {
@@ -391,8 +396,8 @@ impl Index {
                 w.end_column()?;
             }
         }
-        w.finish()?;
-        Ok(())
+        let (_, size) = w.finish_sized()?;
+        Ok(size)
     }
 
     /// Reads an index file written by [`Index::write`], checking its shape.

@@ -50,7 +50,7 @@ pub use tessera_format::container::{ChunkMeta, ColumnMeta, Directory};
 pub use tessera_format::{CodecId, Error, LogicalType, Result};
 pub use value::Value;
 pub use write::{
-    default_batch_chunks, ColumnOptions, ColumnSummary, ColumnWriter, TableWriter,
+    default_batch_chunks, ColumnOptions, ColumnSummary, ColumnWriter, TableSummary, TableWriter,
     Utf8ColumnWriter, CHUNK_TEXT_BYTES, DEFAULT_CHUNK_VALUES, UNTERMINATED,
 };
 

@@ -251,11 +251,24 @@ impl TableWriter {
         c.finish()
     }
 
-    /// Writes the directory and footer and renames the file into place; returns the directory
-    /// written (every column and chunk).
-    pub fn finish(self) -> Result<Directory> {
-        self.out.finish()
+    /// Writes the directory and footer and completes the file (renamed into place, or the
+    /// stream flushed).
+    pub fn finish(self) -> Result<TableSummary> {
+        let (directory, file_bytes) = self.out.finish_sized()?;
+        Ok(TableSummary {
+            directory,
+            file_bytes,
+        })
     }
+}
+
+/// What a finished [`TableWriter`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Every column and chunk.
+    pub directory: Directory,
+    /// The file's size in bytes.
+    pub file_bytes: u64,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -365,8 +378,8 @@ impl<'a> ColumnWriter<'a> {
     }
 
     /// Values in a chunk of `raw` bytes that starts `before` values into the column.
-    fn count(&self, raw: &[u8], before: u64) -> Result<u64> {
-        match self.bit_len {
+    fn count(ty: LogicalType, bit_len: Option<u64>, raw: &[u8], before: u64) -> Result<u64> {
+        match bit_len {
             Some(total) => {
                 let n = (raw.len() as u64 * 8).min(total.saturating_sub(before));
                 if n.div_ceil(8) != raw.len() as u64 {
@@ -377,8 +390,8 @@ impl<'a> ColumnWriter<'a> {
                 }
                 Ok(n)
             }
-            None if self.ty == LogicalType::Bits => Ok(raw.len() as u64 * 8),
-            None => Ok((raw.len() / self.ty.width()) as u64),
+            None if ty == LogicalType::Bits => Ok(raw.len() as u64 * 8),
+            None => Ok((raw.len() / ty.width()) as u64),
         }
     }
 
@@ -400,20 +413,23 @@ impl<'a> ColumnWriter<'a> {
         let first_chunk = self.summary.chunks as usize;
         let before = self.summary.values;
         let name = &self.summary.name;
+        // Only plain data goes into the parallel closure (the container writer may hold a
+        // stream that is not Sync).
+        let (ty, opts, bit_len) = (self.ty, self.opts, self.bit_len);
         let encoded: Vec<(CodecId, u64, Vec<u8>)> = self
             .buf
             .par_chunks(self.chunk_bytes)
             .enumerate()
             .map(|(i, raw)| {
-                let n = self.count(raw, before + (i * self.opts.chunk_values) as u64)?;
+                let n = Self::count(ty, bit_len, raw, before + (i * opts.chunk_values) as u64)?;
                 let mut out = Vec::new();
                 let codec = column::encode_values_with(
-                    self.ty,
-                    self.opts.codec,
+                    ty,
+                    opts.codec,
                     raw,
                     n,
                     &mut out,
-                    self.opts.codec_options,
+                    opts.codec_options,
                 )
                 .map_err(|e| e.in_chunk(name, first_chunk + i, "encoding"))?;
                 Ok((codec, n, out))

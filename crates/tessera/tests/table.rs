@@ -86,7 +86,11 @@ fn every_type_round_trips_on_every_device() {
     assert_eq!(s.values, strings.len() as u64);
     assert_eq!(s.chunks, 5);
     let dir_meta = w.finish().expect("finish");
-    assert_eq!(dir_meta.columns.len(), 7);
+    assert_eq!(dir_meta.directory.columns.len(), 7);
+    assert_eq!(
+        dir_meta.file_bytes,
+        std::fs::metadata(&path).expect("size").len()
+    );
 
     let r = TableReader::open(&path).expect("open");
     let mut engines = vec![Engine::cpu()];

@@ -1,13 +1,23 @@
-//! Writing a `.tsr` file (container.md §6): payloads stream out to `.NAME.tmp-PID` in the
-//! destination's folder as they are produced; `finish` appends the directory and footer, syncs,
-//! and renames over the destination.
+//! Writing a `.tsr` file (container.md §6).
+//!
+//! To a file: payloads stream out to an [`AtomicFile`] in the destination's folder as they are
+//! produced; `finish` appends the directory and footer, syncs, and puts the file under its final
+//! name. The header goes out first as version 1.0 and is patched to 1.1 at the end when a column
+//! needs it, so files of integer columns stay byte-identical 1.0 files.
+//!
+//! To a stream (stdout, a pipe, a device: [`ContainerWriter::streaming`]): nothing can be
+//! patched, so the caller declares the minor version up front; the header says it, and the
+//! writer refuses a column, codec or params that needs a later one
+//! ([`Error::InvalidArgument`]). This keeps a stream truly streaming (no spooling of the whole
+//! file) and, declared as the columns' own minimum, byte-identical to the file form.
 //!
 //! Invariants: every payload starts at a multiple of 16 (zero padding before it); the directory
 //! the writer accumulates always satisfies the checks `Directory::parse` makes (the writer
-//! refuses chunks that would break them, with [`Error::InvalidArgument`]); the temporary file is
-//! removed if the writer is dropped or fails before the rename.
+//! refuses chunks that would break them, with [`Error::InvalidArgument`]); a file's temporary
+//! data is removed if the writer is dropped or fails before `finish`.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::Path;
 
 use crate::{AtomicFile, CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
@@ -18,7 +28,27 @@ use super::{
     PAYLOAD_ALIGN,
 };
 
-/// Streams columns of chunk payloads into a new `.tsr` file.
+/// Where the bytes go.
+enum Sink {
+    /// A file, completed by `finish`; the header can be patched.
+    File(AtomicFile),
+    /// A stream whose header declared `minor` up front.
+    Stream {
+        out: Box<dyn Write + Send>,
+        minor: u16,
+    },
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sink::File(a) => f.debug_tuple("File").field(a).finish(),
+            Sink::Stream { minor, .. } => f.debug_struct("Stream").field("minor", minor).finish(),
+        }
+    }
+}
+
+/// Streams columns of chunk payloads into a new `.tsr` file or stream.
 ///
 /// ```no_run
 /// # use tessera_format::{container::ContainerWriter, CodecId, LogicalType};
@@ -32,8 +62,7 @@ use super::{
 /// ```
 #[derive(Debug)]
 pub struct ContainerWriter {
-    /// The temporary file; removed if the writer is dropped before `finish`.
-    out: AtomicFile,
+    out: Sink,
     /// Bytes written so far (the next write's file offset).
     pos: u64,
     columns: Vec<ColumnMeta>,
@@ -42,27 +71,71 @@ pub struct ContainerWriter {
 }
 
 impl ContainerWriter {
-    /// Creates the temporary file next to `dest` and writes the header.
+    /// Creates the temporary file in `dest`'s folder and writes the header; `finish` replaces
+    /// whatever is at `dest`.
     pub fn create(dest: impl AsRef<Path>) -> Result<ContainerWriter> {
+        Self::with_file(AtomicFile::create(dest)?)
+    }
+
+    /// Writes into `out` (an [`AtomicFile`] made with the replace and temporary-file policy the
+    /// caller wants); `finish` finishes it.
+    pub fn with_file(out: AtomicFile) -> Result<ContainerWriter> {
+        Self::start(Sink::File(out), 0)
+    }
+
+    /// Writes a `.tsr` stream into `out` (stdout, a pipe, a device), which is never sought.
+    /// The header says version 1.`minor` from the start: every column, codec and params must fit
+    /// it (`LogicalType::min_minor`, `CodecId::min_minor`; params need 1). `finish` flushes
+    /// `out`. A stream cut short by a failure is not a valid file (its footer is missing), which
+    /// a reader reports.
+    pub fn streaming(out: Box<dyn Write + Send>, minor: u16) -> Result<ContainerWriter> {
+        if minor > super::VERSION_MINOR {
+            return Err(Error::InvalidArgument(format!(
+                "version 1.{minor} is newer than this build writes (1.{})",
+                super::VERSION_MINOR
+            )));
+        }
+        Self::start(Sink::Stream { out, minor }, minor)
+    }
+
+    fn start(out: Sink, minor: u16) -> Result<ContainerWriter> {
         let mut w = ContainerWriter {
-            out: AtomicFile::create(dest)?,
+            out,
             pos: 0,
             columns: Vec::new(),
             names: HashSet::new(),
             open: None,
         };
-        w.write_all(&header_bytes(0))?;
+        w.write_all(&header_bytes(minor))?;
         Ok(w)
     }
 
-    /// The final path the file will have.
-    pub fn dest(&self) -> &Path {
-        self.out.dest()
+    /// The final path the file will have (`None` for a stream).
+    pub fn dest(&self) -> Option<&Path> {
+        match &self.out {
+            Sink::File(a) => Some(a.dest()),
+            Sink::Stream { .. } => None,
+        }
     }
 
-    /// The temporary path written until [`ContainerWriter::finish`].
-    pub fn temp_path(&self) -> &Path {
-        self.out.temp_path()
+    /// The named temporary file written until [`ContainerWriter::finish`], if the data is in
+    /// one (not for an unnamed temporary file or a stream).
+    pub fn temp_path(&self) -> Option<&Path> {
+        match &self.out {
+            Sink::File(a) => a.temp_path(),
+            Sink::Stream { .. } => None,
+        }
+    }
+
+    /// For a stream: fails when `needed` is past the declared minor version.
+    fn fits(&self, needed: u16, what: impl FnOnce() -> String) -> Result<()> {
+        match self.out {
+            Sink::Stream { minor, .. } if needed > minor => Err(Error::InvalidArgument(format!(
+                "{} needs format 1.{needed}, but the stream's header already says 1.{minor}",
+                what()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Bytes written so far.
@@ -91,6 +164,10 @@ impl ContainerWriter {
                 c.name(),
                 ty.name()
             )));
+        }
+        self.fits(ty.min_minor(), || format!("a {} column", ty.name()))?;
+        if let Some(c) = requested {
+            self.fits(c.min_minor(), || format!("codec {}", c.name()))?;
         }
         if self.names.contains(name) {
             return Err(Error::InvalidArgument(format!(
@@ -152,6 +229,16 @@ impl ContainerWriter {
                 )));
             }
         }
+        self.fits(codec.min_minor(), || format!("codec {}", codec.name()))?;
+        if let Some(size) = col.chunk_size() {
+            let last = col.chunks.last().map_or(size, |c| c.value_count);
+            if last != size || value_count > size {
+                let name = col.name.clone();
+                self.fits(super::VARYING_UTF8_CHUNKS_MINOR, || {
+                    format!("utf8 column '{name}' with chunks of different counts")
+                })?;
+            }
+        }
         let compressed_size = u32::try_from(payload.len()).map_err(|_| {
             Error::InvalidArgument(format!(
                 "chunk payload of {} bytes exceeds 4 GiB",
@@ -180,6 +267,9 @@ impl ContainerWriter {
 
     /// Sets the open column's params (container.md §3.1: defined for utf8 columns only).
     pub fn set_params(&mut self, params: &[u8]) -> Result<()> {
+        if !params.is_empty() {
+            self.fits(1, || "column params".to_owned())?;
+        }
         let col = self
             .open
             .as_mut()
@@ -199,9 +289,15 @@ impl ContainerWriter {
         Ok(())
     }
 
-    /// Writes the directory and footer (ending an open column first), syncs the file and renames
-    /// it over the destination. Returns the directory written.
-    pub fn finish(mut self) -> Result<Directory> {
+    /// Writes the directory and footer (ending an open column first) and completes the output:
+    /// a file is synced and put under its final name, a stream is flushed. Returns the
+    /// directory written.
+    pub fn finish(self) -> Result<Directory> {
+        self.finish_sized().map(|(d, _)| d)
+    }
+
+    /// [`ContainerWriter::finish`], also returning the size of the whole file in bytes.
+    pub fn finish_sized(mut self) -> Result<(Directory, u64)> {
         if self.open.is_some() {
             self.end_column()?;
         }
@@ -210,22 +306,42 @@ impl ContainerWriter {
         };
         let dir_bytes = directory.to_bytes()?;
         let directory_offset = self.pos;
-        // The header went out as 1.0 before any column was known; a file that uses 1.1 types
-        // or codecs says so.
         let minor = directory.min_minor();
-        let header = header_bytes(minor);
-        if minor != 0 {
-            self.out.write_at(0, &header)?;
-        }
+        let header = match &mut self.out {
+            // The header went out as 1.0 before any column was known; a file that uses 1.1
+            // types or codecs says so.
+            Sink::File(out) => {
+                let header = header_bytes(minor);
+                if minor != 0 {
+                    out.write_at(0, &header)?;
+                }
+                header
+            }
+            // `fits` kept every column within the declared version.
+            Sink::Stream {
+                minor: declared, ..
+            } => header_bytes(*declared),
+        };
         let sum = directory_checksum(&header, &dir_bytes);
         self.write_all(&dir_bytes)?;
         self.write_all(&footer_bytes(directory_offset, dir_bytes.len() as u64, sum))?;
-        self.out.finish()?;
-        Ok(directory)
+        let size = self.pos;
+        match self.out {
+            Sink::File(out) => out.finish()?,
+            Sink::Stream { mut out, .. } => out
+                .flush()
+                .map_err(|e| Error::io("cannot write the .tsr stream", e))?,
+        }
+        Ok((directory, size))
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_bytes(bytes)?;
+        match &mut self.out {
+            Sink::File(out) => out.write_bytes(bytes)?,
+            Sink::Stream { out, .. } => out
+                .write_all(bytes)
+                .map_err(|e| Error::io("cannot write the .tsr stream", e))?,
+        }
         self.pos += bytes.len() as u64;
         Ok(())
     }
