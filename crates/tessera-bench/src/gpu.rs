@@ -441,11 +441,11 @@ fn bench_set(
         if args.tune {
             let sms = gpu.info().sm_count;
             for k in [4u32, 8, 16, 32] {
-                gpu.set_grid_limit(Some(sms * k));
+                tessera::gpu::bench_hooks::set_grid_limit(gpu, Some(sms * k));
                 let ms = gpu.median_ms(runs, || gpu.enqueue_decode(&col, d_out))?;
                 tuning.push((format!("{k}x{sms}"), ms));
             }
-            gpu.set_grid_limit(None);
+            tessera::gpu::bench_hooks::set_grid_limit(gpu, None);
         }
         let sum_ms = gpu.median_ms(runs, || gpu.enqueue_sum_between(&col, lo, hi, &mut res))?;
         gpu.finish_decode(&col, Some(refs))?;

@@ -411,13 +411,16 @@ fn bench_gpu(
         Ok(())
     })?;
     // The same encode, timed by phase (CUDA events between the phases).
-    scratch.time_phases = true;
     let mut phases: [Vec<f64>; 4] = Default::default();
     for _ in 0..args.runs {
-        enc = ghuff::encode_device(gpu, &d_in, n, CHUNK_BYTES, &mut scratch)?;
-        let t = scratch
-            .timings
-            .ok_or_else(|| Error::Gpu("the encoder recorded no phase timings".into()))?;
+        let t;
+        (enc, t) = tessera::gpu::bench_hooks::huffman::encode_device_timed(
+            gpu,
+            &d_in,
+            n,
+            CHUNK_BYTES,
+            &mut scratch,
+        )?;
         for (v, x) in phases
             .iter_mut()
             .zip([t.histogram_ms, t.host_ms, t.plan_ms, t.pack_ms])
@@ -425,7 +428,6 @@ fn bench_gpu(
             v.push(x);
         }
     }
-    scratch.time_phases = false;
     let [h_ms, host_ms, plan_ms, pack_ms] = phases.map(median);
     let got = ghuff::download_encoded(gpu, &enc)?;
     let encode_matches_cpu =

@@ -34,7 +34,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tessera::codecs::lll as cpu;
 use tessera::format::{Error, Result, MAX_CHUNK_VALUES};
-use tessera::gpu::lll::{self as glll, DeviceLll, Variant};
+use tessera::gpu::bench_hooks::lll::{self as hooks, Variant};
+use tessera::gpu::lll::{self as glll, DeviceLll};
 use tessera::gpu::Gpu;
 
 use super::svg::{line_chart, Series};
@@ -387,7 +388,7 @@ fn bench_set(
         let mut back = vec![0u8; data.len() + 64];
         for v in Variant::ALL {
             gpu.fill_bytes(&mut d_out, POISON)?;
-            glll::enqueue_decode(gpu, &input, &mut d_out, v)?;
+            hooks::enqueue_decode(gpu, &input, &mut d_out, v)?;
             glll::finish_decode(gpu, &input)?;
             gpu.download(&d_out, &mut back)?;
             let verified =
@@ -398,7 +399,7 @@ fn bench_set(
                     v.name()
                 );
             }
-            let ms = gpu.median_ms(runs, || glll::enqueue_decode(gpu, &input, &mut d_out, v))?;
+            let ms = gpu.median_ms(runs, || hooks::enqueue_decode(gpu, &input, &mut d_out, v))?;
             glll::finish_decode(gpu, &input)?;
             gpu_results.push(GpuResult {
                 variant: v.name().into(),
@@ -425,7 +426,7 @@ fn bench_set(
         let pinned_payload = input.pin(gpu)?;
         let c = wall_ms(runs, || {
             input.enqueue_reupload(gpu, &pinned_payload)?;
-            glll::enqueue_decode(gpu, &input, &mut d_out, Variant::default())?;
+            hooks::enqueue_decode(gpu, &input, &mut d_out, Variant::default())?;
             glll::finish_decode(gpu, &input)
         })?;
         scenarios = Some(Scenarios {

@@ -17,6 +17,7 @@
 use std::time::Instant;
 
 use tessera_codecs::bitmap::{Bitmap, Flavor};
+use tessera_gpu::bench_hooks::bitmap as hooks;
 use tessera_gpu::bitmap as gb;
 use tessera_gpu::Gpu;
 
@@ -214,17 +215,18 @@ fn main() -> tessera_format::Result<()> {
                 ] {
                     let want = tessera_codecs::bitmap::ops::binary(op, &a, &b)?;
                     let mut fok =
-                        gb::download(&gpu, &gb::binary_device_merge(&gpu, op, &ca, &cb)?)? == want;
-                    fok &=
-                        gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &ca, &cb)?)? == want;
-                    fok &=
-                        gb::download(&gpu, &gb::binary_device_fused(&gpu, op, &da, &db)?)? == want;
-                    let merge =
-                        gpu.median_ms(args.runs, || gb::binary_device_merge(&gpu, op, &ca, &cb))?;
-                    let fused =
-                        gpu.median_ms(args.runs, || gb::binary_device_fused(&gpu, op, &ca, &cb))?;
-                    let fused_up =
-                        gpu.median_ms(args.runs, || gb::binary_device_fused(&gpu, op, &da, &db))?;
+                        gb::download(&gpu, &hooks::binary_device_merge(&gpu, op, &ca, &cb)?)?
+                            == want;
+                    fok &= gb::download(&gpu, &hooks::binary_device_fused(&gpu, op, &ca, &cb)?)?
+                        == want;
+                    fok &= gb::download(&gpu, &hooks::binary_device_fused(&gpu, op, &da, &db)?)?
+                        == want;
+                    let merge = gpu
+                        .median_ms(args.runs, || hooks::binary_device_merge(&gpu, op, &ca, &cb))?;
+                    let fused = gpu
+                        .median_ms(args.runs, || hooks::binary_device_fused(&gpu, op, &ca, &cb))?;
+                    let fused_up = gpu
+                        .median_ms(args.runs, || hooks::binary_device_fused(&gpu, op, &da, &db))?;
                     let dop = gpu.median_ms(args.runs, || {
                         gb::decompress_device_into(&gpu, &ca, &mut xa.words)?;
                         gb::decompress_device_into(&gpu, &cb, &mut xb.words)?;

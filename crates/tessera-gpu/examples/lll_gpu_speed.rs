@@ -11,7 +11,8 @@
 //! (bytes read + written per second) measured in the same run.
 
 use tessera_codecs::lll;
-use tessera_gpu::lll::{self as glll, DeviceLll, Variant};
+use tessera_gpu::bench_hooks::lll::{self as hooks, Variant};
+use tessera_gpu::lll::{self as glll, DeviceLll};
 use tessera_gpu::Gpu;
 
 const POISON: u8 = 0xA5;
@@ -93,14 +94,14 @@ fn main() {
         );
         for &v in &variants {
             gpu.fill_bytes(&mut d_out, POISON).expect("fill");
-            glll::enqueue_decode(&gpu, &input, &mut d_out, v).expect("decode");
+            hooks::enqueue_decode(&gpu, &input, &mut d_out, v).expect("decode");
             let ok = glll::finish_decode(&gpu, &input).is_ok() && {
                 gpu.download(&d_out, &mut back).expect("download");
                 back[..n].chunks(data.len()).all(|c| c == data)
                     && back[n..].iter().all(|&b| b == POISON)
             };
             let ms = gpu
-                .median_ms(runs, || glll::enqueue_decode(&gpu, &input, &mut d_out, v))
+                .median_ms(runs, || hooks::enqueue_decode(&gpu, &input, &mut d_out, v))
                 .expect("timed decode");
             glll::finish_decode(&gpu, &input).expect("decode status");
             if ok {

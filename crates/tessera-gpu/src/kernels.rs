@@ -1,9 +1,14 @@
 //! The CUDA sources, embedded at build time, and their compilation with NVRTC.
 //!
-//! Each `.cu` file under `kernels/` is one NVRTC program and one CUDA module. NVRTC cannot read
-//! our headers from disk (the binary runs anywhere), so [`source`] inlines every
-//! `#include "…"` of an embedded header, once per program (the headers also carry include
-//! guards), with `#line` markers so compile errors name the right file and line.
+//! The kernels are arranged like the crate: `kernels/include/` (types and helpers every kernel
+//! shares), `kernels/primitives/` (scans, merge path), then one folder per codec family
+//! (`int/`, `lll/`, `huffman/`, `bitmap/`). Each `.cu` file is one NVRTC program and one CUDA
+//! module ([`Module`]); `.cuh` files are headers, or parts of a module's source split by
+//! operation (`bitmap/`). NVRTC cannot read our headers from disk (the binary runs anywhere), so
+//! [`source`] inlines every `#include "…"` of an embedded header, resolved like the C
+//! preprocessor resolves quoted includes (relative to the including file), once per program
+//! (the headers also carry include guards), with `#line` markers so compile errors name the
+//! right file and line.
 //!
 //! Compilation targets the device's own architecture (`--gpu-architecture=sm_XY`); NVRTC
 //! optimizes by default (it rejects `-O3`). The PTX of each (module, arch) pair is cached for
@@ -15,25 +20,27 @@ use std::sync::{Mutex, OnceLock};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use tessera_format::{Error, Result};
 
-/// One CUDA module (one `.cu` file).
+/// One CUDA module (one `.cu` file), by codec family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Module {
-    /// GPU-FOR decode and encode (`kernels/for.cu`).
+    /// GPU-FOR decode and encode (`kernels/int/for.cu`).
     For,
-    /// GPU-DFOR decode and encode (`kernels/dfor.cu`).
+    /// GPU-DFOR decode and encode (`kernels/int/dfor.cu`).
     Dfor,
-    /// GPU-RFOR decode and encode (`kernels/rfor.cu`).
+    /// GPU-RFOR decode and encode (`kernels/int/rfor.cu`).
     Rfor,
-    /// Device-wide exclusive scan for the encoders (`kernels/scan.cu`).
-    Scan,
-    /// Fused decode-and-query kernels (`kernels/query.cu`).
+    /// Fused decode-and-query kernels (`kernels/int/query.cu`).
     Query,
-    /// Canonical Huffman histogram, encode and block-parallel decode (`kernels/huffman.cu`).
+    /// The device-wide sum scans over arrays and the merge-path test kernel
+    /// (`kernels/primitives/primitives.cu`).
+    Primitives,
+    /// Canonical Huffman histogram, encode and block-parallel decode
+    /// (`kernels/huffman/huffman.cu`).
     Huffman,
-    /// LLL strip-parallel decode (`kernels/lll.cu`).
+    /// LLL strip-parallel decode (`kernels/lll/lll.cu`).
     Lll,
-    /// WAH / PLWAH compression, decompression and compressed bitwise operations
-    /// (`kernels/bitmap.cu`).
+    /// WAH / PLWAH compression, decompression, conversion and compressed bitwise operations
+    /// (`kernels/bitmap/bitmap.cu` and its parts).
     Bitmap,
 }
 
@@ -43,84 +50,130 @@ impl Module {
         Module::For,
         Module::Dfor,
         Module::Rfor,
-        Module::Scan,
         Module::Query,
+        Module::Primitives,
         Module::Huffman,
         Module::Lll,
         Module::Bitmap,
     ];
 
-    /// File name under `kernels/`.
+    /// Path under `kernels/`.
     pub const fn file(self) -> &'static str {
         match self {
-            Module::For => "for.cu",
-            Module::Dfor => "dfor.cu",
-            Module::Rfor => "rfor.cu",
-            Module::Scan => "scan.cu",
-            Module::Query => "query.cu",
-            Module::Huffman => "huffman.cu",
-            Module::Lll => "lll.cu",
-            Module::Bitmap => "bitmap.cu",
+            Module::For => "int/for.cu",
+            Module::Dfor => "int/dfor.cu",
+            Module::Rfor => "int/rfor.cu",
+            Module::Query => "int/query.cu",
+            Module::Primitives => "primitives/primitives.cu",
+            Module::Huffman => "huffman/huffman.cu",
+            Module::Lll => "lll/lll.cu",
+            Module::Bitmap => "bitmap/bitmap.cu",
         }
     }
 
     fn text(self) -> &'static str {
         match self {
-            Module::For => include_str!("../kernels/for.cu"),
-            Module::Dfor => include_str!("../kernels/dfor.cu"),
-            Module::Rfor => include_str!("../kernels/rfor.cu"),
-            Module::Scan => include_str!("../kernels/scan.cu"),
-            Module::Query => include_str!("../kernels/query.cu"),
-            Module::Huffman => include_str!("../kernels/huffman.cu"),
-            Module::Lll => include_str!("../kernels/lll.cu"),
-            Module::Bitmap => include_str!("../kernels/bitmap.cu"),
+            Module::For => include_str!("../kernels/int/for.cu"),
+            Module::Dfor => include_str!("../kernels/int/dfor.cu"),
+            Module::Rfor => include_str!("../kernels/int/rfor.cu"),
+            Module::Query => include_str!("../kernels/int/query.cu"),
+            Module::Primitives => include_str!("../kernels/primitives/primitives.cu"),
+            Module::Huffman => include_str!("../kernels/huffman/huffman.cu"),
+            Module::Lll => include_str!("../kernels/lll/lll.cu"),
+            Module::Bitmap => include_str!("../kernels/bitmap/bitmap.cu"),
         }
     }
 }
 
+/// Every header, by its path under `kernels/`.
 const HEADERS: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../kernels/include/common.cuh")),
     (
-        "bitunpack.cuh",
-        include_str!("../kernels/include/bitunpack.cuh"),
+        "include/common.cuh",
+        include_str!("../kernels/include/common.cuh"),
     ),
     (
-        "block_scan.cuh",
-        include_str!("../kernels/include/block_scan.cuh"),
+        "primitives/block_scan.cuh",
+        include_str!("../kernels/primitives/block_scan.cuh"),
     ),
     (
-        "load_bitpack.cuh",
-        include_str!("../kernels/include/load_bitpack.cuh"),
+        "primitives/scan.cuh",
+        include_str!("../kernels/primitives/scan.cuh"),
     ),
     (
-        "load_rbitpack.cuh",
-        include_str!("../kernels/include/load_rbitpack.cuh"),
-    ),
-    ("store.cuh", include_str!("../kernels/include/store.cuh")),
-    (
-        "decode_for_column.cuh",
-        include_str!("../kernels/include/decode_for_column.cuh"),
+        "primitives/merge.cuh",
+        include_str!("../kernels/primitives/merge.cuh"),
     ),
     (
-        "bitpack.cuh",
-        include_str!("../kernels/include/bitpack.cuh"),
+        "int/bitunpack.cuh",
+        include_str!("../kernels/int/bitunpack.cuh"),
     ),
     (
-        "device_scan.cuh",
-        include_str!("../kernels/include/device_scan.cuh"),
+        "int/bitpack.cuh",
+        include_str!("../kernels/int/bitpack.cuh"),
     ),
-    ("merge.cuh", include_str!("../kernels/include/merge.cuh")),
-    ("wah.cuh", include_str!("../kernels/include/wah.cuh")),
     (
-        "huffman.cuh",
-        include_str!("../kernels/include/huffman.cuh"),
+        "int/load_bitpack.cuh",
+        include_str!("../kernels/int/load_bitpack.cuh"),
     ),
-    ("lll.cuh", include_str!("../kernels/include/lll.cuh")),
+    (
+        "int/load_rbitpack.cuh",
+        include_str!("../kernels/int/load_rbitpack.cuh"),
+    ),
+    ("int/store.cuh", include_str!("../kernels/int/store.cuh")),
+    (
+        "int/decode_for_column.cuh",
+        include_str!("../kernels/int/decode_for_column.cuh"),
+    ),
+    (
+        "huffman/huffman.cuh",
+        include_str!("../kernels/huffman/huffman.cuh"),
+    ),
+    ("lll/lll.cuh", include_str!("../kernels/lll/lll.cuh")),
+    ("bitmap/wah.cuh", include_str!("../kernels/bitmap/wah.cuh")),
+    (
+        "bitmap/writer.cuh",
+        include_str!("../kernels/bitmap/writer.cuh"),
+    ),
+    (
+        "bitmap/slots.cuh",
+        include_str!("../kernels/bitmap/slots.cuh"),
+    ),
+    (
+        "bitmap/compress.cuh",
+        include_str!("../kernels/bitmap/compress.cuh"),
+    ),
+    (
+        "bitmap/convert.cuh",
+        include_str!("../kernels/bitmap/convert.cuh"),
+    ),
+    (
+        "bitmap/decompress.cuh",
+        include_str!("../kernels/bitmap/decompress.cuh"),
+    ),
+    ("bitmap/ops.cuh", include_str!("../kernels/bitmap/ops.cuh")),
 ];
 
-/// The text of an embedded header, by file name.
-pub fn header(name: &str) -> Option<&'static str> {
-    HEADERS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+/// The text of an embedded header, by its path under `kernels/` (e.g. `include/common.cuh`).
+pub fn header(path: &str) -> Option<&'static str> {
+    HEADERS.iter().find(|(n, _)| *n == path).map(|(_, t)| *t)
+}
+
+/// `include` (the text between the quotes of an `#include`) seen from the file at `from`, both
+/// relative to `kernels/`: the C preprocessor's rule for quoted includes, the including file's
+/// folder first. `None` when it climbs out of `kernels/`.
+fn resolve(from: &str, include: &str) -> Option<String> {
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for p in include.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// The complete source of `module`, its headers inlined.
@@ -140,17 +193,18 @@ fn inline(file: &str, text: &str, seen: &mut Vec<String>, out: &mut String) -> R
             .map(|rest| rest.trim().trim_matches('"'))
             .filter(|_| line.contains('"'));
         match included {
-            Some(path) => {
-                let name = path.rsplit('/').next().unwrap_or(path);
-                let text = header(name).ok_or_else(|| {
+            Some(include) => {
+                let unknown = || {
                     Error::Gpu(format!(
-                        "{file}:{}: unknown kernel header \"{path}\"",
+                        "{file}:{}: unknown kernel header \"{include}\"",
                         i + 1
                     ))
-                })?;
-                if !seen.iter().any(|s| s == name) {
-                    seen.push(name.to_string());
-                    inline(name, text, seen, out)?;
+                };
+                let path = resolve(file, include).ok_or_else(unknown)?;
+                let text = header(&path).ok_or_else(unknown)?;
+                if !seen.contains(&path) {
+                    seen.push(path.clone());
+                    inline(&path, text, seen, out)?;
                 }
                 out.push_str(&format!("#line {} \"{file}\"\n", i + 2));
             }
@@ -236,5 +290,51 @@ mod tests {
                 m.file()
             );
         }
+    }
+
+    /// Every `.cu` file under `kernels/` is a [`Module`] and every `.cuh` file an embedded
+    /// header, so NVRTC (and `tests/nvrtc_compile.rs`, which compiles `Module::ALL`) sees every
+    /// kernel source there is.
+    #[test]
+    fn every_kernel_file_is_embedded() {
+        fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).expect("kernels/ readable") {
+                let p = e.expect("directory entry").path();
+                if p.is_dir() {
+                    walk(&p, root, out);
+                } else {
+                    let rel = p.strip_prefix(root).expect("under kernels/");
+                    out.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut files = Vec::new();
+        walk(&root, &root, &mut files);
+        files.sort();
+        let mut embedded: Vec<String> = Module::ALL
+            .iter()
+            .map(|m| m.file().to_string())
+            .chain(HEADERS.iter().map(|(p, _)| p.to_string()))
+            .collect();
+        embedded.sort();
+        assert_eq!(files, embedded);
+        for (path, text) in HEADERS {
+            let on_disk = std::fs::read_to_string(root.join(path)).expect("header readable");
+            assert_eq!(on_disk, *text, "{path}");
+        }
+    }
+
+    #[test]
+    fn quoted_includes_resolve_from_the_including_file() {
+        assert_eq!(
+            resolve("int/for.cu", "../include/common.cuh").as_deref(),
+            Some("include/common.cuh")
+        );
+        assert_eq!(
+            resolve("bitmap/ops.cuh", "wah.cuh").as_deref(),
+            Some("bitmap/wah.cuh")
+        );
+        assert_eq!(resolve("int/for.cu", "../../x.cuh"), None);
     }
 }

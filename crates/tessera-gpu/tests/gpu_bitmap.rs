@@ -1,7 +1,7 @@
 //! GPU WAH / PLWAH equal the CPU codec word for word: compression (canonical and with a small
 //! artificial max counter, so the overflow path runs), decompression, PLWAH <-> WAH, AND / OR /
 //! XOR / AND-NOT on compressed bitmaps, cardinality; corrupt payloads give the CPU decoder's
-//! exact error; the scan and merge primitives equal their CPU definitions.
+//! exact error. (The scan and merge primitives: `gpu_primitives.rs`.)
 //! Skips without a GPU unless TESSERA_REQUIRE_GPU=1.
 
 mod common;
@@ -10,6 +10,7 @@ use common::{gpu, rng};
 use rand::rngs::StdRng;
 use rand::Rng;
 use tessera_codecs::bitmap::{self, ops::Op, plwah, Bitmap, Flavor};
+use tessera_gpu::bench_hooks::bitmap as hooks;
 use tessera_gpu::bitmap as gb;
 
 const FLAVORS: [Flavor; 2] = [Flavor::Wah, Flavor::Plwah];
@@ -112,91 +113,6 @@ fn cpu_words(flavor: Flavor, bits: &[u8], bit_len: u64) -> Bitmap {
 }
 
 #[test]
-fn scans_equal_their_cpu_definition() {
-    let Some(gpu) = gpu() else { return };
-    let mut rng = rng();
-    for n in [
-        0usize,
-        1,
-        2,
-        2047,
-        2048,
-        2049,
-        4096 * 3 + 5,
-        1 << 20,
-        9_000_001,
-    ] {
-        let v32: Vec<u32> = (0..n).map(|_| rng.random()).collect();
-        for inclusive in [false, true] {
-            let got = gb::scan_u32(gpu, &v32, inclusive).expect("scan");
-            let mut acc = 0u32;
-            let want: Vec<u32> = v32
-                .iter()
-                .map(|&x| {
-                    let e = acc;
-                    acc = acc.wrapping_add(x);
-                    if inclusive {
-                        acc
-                    } else {
-                        e
-                    }
-                })
-                .collect();
-            assert!(got == want, "u32 n={n} inclusive={inclusive}");
-        }
-        let v64: Vec<u64> = (0..n).map(|_| rng.random::<u64>() >> 8).collect();
-        let got = gb::scan_u64(gpu, &v64, false).expect("scan");
-        let mut acc = 0u64;
-        let want: Vec<u64> = v64
-            .iter()
-            .map(|&x| {
-                let e = acc;
-                acc = acc.wrapping_add(x);
-                e
-            })
-            .collect();
-        assert!(got == want, "u64 n={n}");
-    }
-}
-
-#[test]
-fn merge_path_equals_a_stable_merge() {
-    let Some(gpu) = gpu() else { return };
-    let mut rng = rng();
-    for (na, nb) in [
-        (0, 0),
-        (0, 5),
-        (7, 0),
-        (1, 1),
-        (1000, 3),
-        (4097, 4099),
-        (300_000, 123_457),
-    ] {
-        let range = rng.random_range(1..1000u32);
-        let mut a: Vec<u32> = (0..na).map(|_| rng.random_range(0..range * 10)).collect();
-        let mut b: Vec<u32> = (0..nb).map(|_| rng.random_range(0..range * 10)).collect();
-        a.sort_unstable();
-        b.sort_unstable();
-        let (got, from_b) = gb::merge_u32(gpu, &a, &b).expect("merge");
-        let (mut i, mut j) = (0, 0);
-        let mut want = Vec::new();
-        let mut want_from = Vec::new();
-        while i < a.len() || j < b.len() {
-            if j >= b.len() || (i < a.len() && a[i] <= b[j]) {
-                want.push(a[i]);
-                want_from.push(0);
-                i += 1;
-            } else {
-                want.push(b[j]);
-                want_from.push(1);
-                j += 1;
-            }
-        }
-        assert!(got == want && from_b == want_from, "na={na} nb={nb}");
-    }
-}
-
-#[test]
 fn gpu_compression_writes_the_cpu_words() {
     let Some(gpu) = gpu() else { return };
     let mut rng = rng();
@@ -247,7 +163,7 @@ fn the_fill_overflow_path_matches_the_cpu_with_small_max_counters() {
                     let cpu =
                         Bitmap::compress_with_max_counter(f, &bits, bit_len, max).expect("CPU");
                     let got =
-                        gb::compress_with_max_counter(gpu, f, &bits, bit_len, max).expect("GPU");
+                        hooks::compress_with_max_counter(gpu, f, &bits, bit_len, max).expect("GPU");
                     assert!(got == cpu, "{f:?} {bit_len} {p:?} max {max}");
                     // Non-canonical (split) streams decode and convert like the CPU's.
                     let plain =
@@ -379,7 +295,8 @@ fn one_pass_operations_equal_the_staged_writer_and_the_cpu() {
             for op in OPS {
                 let want = bitmap::ops::binary(op, &bms[i], &bms[j]).expect("CPU op");
                 let one = gb::binary_device(gpu, op, &dev[i], &dev[j]).expect("one pass");
-                let staged = gb::binary_device_staged(gpu, op, &dev[i], &dev[j]).expect("staged");
+                let staged =
+                    hooks::binary_device_staged(gpu, op, &dev[i], &dev[j]).expect("staged");
                 assert!(
                     gb::download(gpu, &one).expect("valid") == want,
                     "{f:?} {op:?} {i} {j}: one pass"
@@ -438,7 +355,7 @@ fn one_pass_operations_split_fills_longer_than_the_plwah_counter() {
                 (0, u64::MAX),
                 (1, 0),
             ] {
-                let got = gb::binary_device_with(gpu, op, dx, dy, cap, eager).expect("GPU op");
+                let got = hooks::binary_device_with(gpu, op, dx, dy, cap, eager).expect("GPU op");
                 assert!(
                     gb::download(gpu, &got).expect("valid") == want,
                     "{op:?} cap {cap} eager {eager}: {} words",
@@ -680,11 +597,12 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
             host[n..].iter().all(|&w| w == SENTINEL),
             "{f:?} {what} ({bit_len} bits): wrote past ceil(bit_len / 32) words"
         );
-        let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("GPU decompresses");
+        let (_, flagged) = hooks::decompress_device_checked(gpu, &d).expect("GPU decompresses");
         assert!(!flagged, "{f:?} {what}: a valid stream was flagged");
         // The same words without tile starts: decompression computes them first.
         let bare = bare_device(gpu, f, cpu.words(), bit_len);
-        let (plain, flagged) = gb::decompress_device_checked(gpu, &bare).expect("GPU decompresses");
+        let (plain, flagged) =
+            hooks::decompress_device_checked(gpu, &bare).expect("GPU decompresses");
         assert!(
             !flagged,
             "{f:?} {what}: a valid stream was flagged (no tile starts)"
@@ -694,7 +612,7 @@ fn check_decompression(gpu: &tessera_gpu::Gpu, bits: &[u8], bit_len: u64, what: 
             "{f:?} {what} ({bit_len} bits): without tile starts"
         );
         assert!(
-            gb::compute_tile_starts(gpu, &d).expect("tile starts") == cpu_tile_starts(&cpu),
+            hooks::compute_tile_starts(gpu, &d).expect("tile starts") == cpu_tile_starts(&cpu),
             "{f:?} {what} ({bit_len} bits): the tile starts decompression computes"
         );
         if bit_len > 0 {
@@ -817,7 +735,7 @@ fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
             (vec![0x0000_0001u32; 5000], 31 * 9000),
         ] {
             let d = device(f, &words, bit_len);
-            let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("no fault");
+            let (_, flagged) = hooks::decompress_device_checked(gpu, &d).expect("no fault");
             assert!(
                 flagged,
                 "{f:?}: {} words short of {bit_len} bits",
@@ -846,7 +764,7 @@ fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
         ];
         for (words, bit_len) in cases {
             let d = device(f, &words, bit_len);
-            gb::decompress_device_checked(gpu, &d).expect("no fault");
+            hooks::decompress_device_checked(gpu, &d).expect("no fault");
         }
         // A valid stream with wrong tile starts: past the words, all zero (tiles past the first
         // get too few words), random. Flagged where the words cannot cover a tile; no fault.
@@ -862,7 +780,7 @@ fn gpu_decompression_of_invalid_device_bitmaps_stays_in_bounds() {
         for (starts, must_flag) in wrong {
             let mut d = gb::compress_device(gpu, f, &plain).expect("compress");
             d.tile_starts = Some(gpu.upload(&starts).expect("upload"));
-            let (_, flagged) = gb::decompress_device_checked(gpu, &d).expect("no fault");
+            let (_, flagged) = hooks::decompress_device_checked(gpu, &d).expect("no fault");
             assert!(
                 flagged || !must_flag,
                 "{f:?}: wrong tile starts not flagged"
@@ -896,7 +814,7 @@ fn check_compression(
             assert!(cpu == cpu_words(f, bits, bit_len), "CPU paths agree");
         }
         let plain = gb::upload_plain(gpu, bits, bit_len).expect("upload");
-        let heads = gb::compress_device_with_max_counter(gpu, f, &plain, m).expect("GPU heads");
+        let heads = hooks::compress_device_with_max_counter(gpu, f, &plain, m).expect("GPU heads");
         let got = gb::download(gpu, &heads).expect("a valid stream");
         if got != cpu {
             let (g, c) = (got.words(), cpu.words());
@@ -922,9 +840,9 @@ fn check_compression(
                 &host[..host.len().min(16)],
                 &want[..want.len().min(16)]
             );
-            assert!(gb::compute_tile_starts(gpu, &heads).expect("tile starts") == want);
+            assert!(hooks::compute_tile_starts(gpu, &heads).expect("tile starts") == want);
             let (plain_back, flagged) =
-                gb::decompress_device_checked(gpu, &heads).expect("GPU decompresses");
+                hooks::decompress_device_checked(gpu, &heads).expect("GPU decompresses");
             assert!(!flagged, "{f:?} {what}: a compressed stream was flagged");
             assert!(
                 gb::download_plain(gpu, &plain_back).expect("download") == cpu.decompress_to_vec(),
@@ -933,7 +851,7 @@ fn check_compression(
         } else {
             assert!(bit_len == 0, "{f:?} {what}: no tile starts");
         }
-        let writer = gb::compress_device_writer(gpu, f, &plain, m).expect("GPU writer");
+        let writer = hooks::compress_device_writer(gpu, f, &plain, m).expect("GPU writer");
         assert!(
             gb::download(gpu, &writer).expect("valid") == cpu,
             "{f:?} {what} ({bit_len} bits, max {m}): the general writer"
@@ -1230,8 +1148,8 @@ fn check_fused(
             }
             for (kind, (da, db)) in [("compressed", &with), ("bare", &without)] {
                 let got = match max {
-                    None => gb::binary_device_fused(gpu, op, da, db),
-                    Some(m) => gb::binary_device_fused_with_max_counter(gpu, op, da, db, m),
+                    None => hooks::binary_device_fused(gpu, op, da, db),
+                    Some(m) => hooks::binary_device_fused_with_max_counter(gpu, op, da, db, m),
                 }
                 .expect("fused op");
                 let words = gb::download(gpu, &got).expect("valid");
@@ -1374,7 +1292,7 @@ fn fused_operations_with_wrong_tile_starts_stay_in_bounds() {
             let mut da = gb::compress_device(gpu, f, &pa).expect("compress");
             da.tile_starts = Some(gpu.upload(&starts).expect("upload"));
             for (x, y) in [(&da, &db), (&db, &da)] {
-                match gb::binary_device_fused(gpu, Op::And, x, y) {
+                match hooks::binary_device_fused(gpu, Op::And, x, y) {
                     Ok(r) => {
                         assert!(!must_fail, "{f:?}: wrong tile starts not flagged");
                         assert!(r.len as u64 <= bit_len.div_ceil(31));
@@ -1388,6 +1306,6 @@ fn fused_operations_with_wrong_tile_starts_stay_in_bounds() {
         }
         let mut da = gb::compress_device(gpu, f, &pa).expect("compress");
         da.tile_starts = Some(gpu.upload(&[0u32, 0]).expect("upload"));
-        assert!(gb::binary_device_fused(gpu, Op::Or, &da, &db).is_err());
+        assert!(hooks::binary_device_fused(gpu, Op::Or, &da, &db).is_err());
     }
 }

@@ -12,7 +12,8 @@ use common::{gpu, rng};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore};
 use tessera_codecs::lll as cpu;
-use tessera_gpu::lll::{self, DeviceLll, Variant};
+use tessera_gpu::bench_hooks::lll::{self as hooks, Variant};
+use tessera_gpu::lll::{self, DeviceLll};
 use tessera_gpu::Gpu;
 
 const POISON: u8 = 0xA5;
@@ -304,7 +305,7 @@ fn gpu_equals_cpu_for_every_segment_size() {
     let mut d_out = gpu.alloc::<u8>(total).expect("alloc");
     for v in Variant::ALL {
         gpu.fill_bytes(&mut d_out, POISON).expect("poison");
-        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        hooks::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
         lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
         let mut back = vec![0u8; total];
         gpu.download(&d_out, &mut back).expect("download");
@@ -430,7 +431,7 @@ fn gpu_equals_cpu_when_a_step_starts_off_a_ring_word() {
     let mut d_out = gpu.alloc::<u8>(8193).expect("alloc");
     for v in Variant::ALL {
         gpu.fill_bytes(&mut d_out, POISON).expect("poison");
-        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        hooks::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
         lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
         let mut back = vec![0u8; 8193];
         gpu.download(&d_out, &mut back).expect("download");
@@ -497,7 +498,7 @@ fn many_chunks_device_resident_every_variant() {
     let mut d_out = gpu.alloc::<u8>(data.len() + 64).expect("alloc");
     for v in Variant::ALL {
         gpu.fill_bytes(&mut d_out, POISON).expect("poison");
-        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        hooks::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
         lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
         let mut back = vec![0u8; data.len() + 64];
         gpu.download(&d_out, &mut back).expect("download");
@@ -790,7 +791,7 @@ fn gpu_equals_cpu_on_stored_strips() {
     let mut d_out = gpu.alloc::<u8>(data.len() + 64).expect("alloc");
     for v in Variant::ALL {
         gpu.fill_bytes(&mut d_out, POISON).expect("poison");
-        lll::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+        hooks::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
         lll::finish_decode(gpu, &input).unwrap_or_else(|e| panic!("variant {}: {e}", v.name()));
         let mut back = vec![0u8; data.len() + 64];
         gpu.download(&d_out, &mut back).expect("download");

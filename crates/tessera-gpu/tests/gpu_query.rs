@@ -72,7 +72,7 @@ fn fused_sum_between_equals_the_cpu() {
                 "GPU fused query, round {round}"
             );
             assert_eq!(
-                gpu.sum_between_tilewise(&col, lo, hi).expect("valid"),
+                tessera_gpu::bench_hooks::sum_between_tilewise(gpu, &col, lo, hi).expect("valid"),
                 want,
                 "GPU query through the one-tile loaders, round {round}"
             );
@@ -143,9 +143,9 @@ fn fused_sum_on_flipped_payloads_agrees_with_the_cpu_decoder() {
             rejected += 1;
             continue;
         };
-        gpu.set_grid_limit(if round % 2 == 0 { Some(3) } else { None });
+        tessera_gpu::bench_hooks::set_grid_limit(gpu, if round % 2 == 0 { Some(3) } else { None });
         let got = gpu.sum_between(&col, 0, u32::MAX >> (round % 7));
-        gpu.set_grid_limit(None);
+        tessera_gpu::bench_hooks::set_grid_limit(gpu, None);
         match (cpu, got) {
             (Ok(()), Ok(sum)) => {
                 let vals: Vec<u32> = cpu_out

@@ -1,7 +1,7 @@
 // common.cuh: what every tessera kernel shares.
 //
 // - Fixed-width integer names (NVRTC has no <cstdint>).
-// - The format constants of docs/format/int-common.md. `src/layout.rs` mirrors every `TS_`
+// - The format constants of docs/format/int-common.md. `src/int/layout.rs` mirrors every `TS_`
 //   constant below and a test parses this file to check that both agree.
 // - `ChunkDesc`: one row of the per-chunk table that lets a single launch decode every chunk of
 //   a column. Chunk payloads are concatenated in one device buffer of 32-bit words; the host
@@ -56,7 +56,7 @@ typedef unsigned long long u64;
 #define TS_RFOR_GROUP_L64 4
 
 // Status codes (the low 4 bits of a status key's code field). The host maps each onto an
-// `Error` variant (src/status.rs).
+// `Error` variant (src/int/status.rs).
 #define TS_ST_BLOCK_START 1   // block_starts entry goes backwards or past the data area
 #define TS_ST_TRUNCATED 2     // a block's metadata implies words past block_starts[k+1]
 #define TS_ST_BIT_WIDTH 3     // bit_width > lane (RFOR run lengths: > 10)
@@ -167,9 +167,8 @@ __device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__
 // PTX's non-aligned barrier.sync: bar.sync is barrier.sync.aligned, which requires every thread
 // of a warp to execute the same instruction, and warps reach these barriers diverged (after a
 // per-thread loop), which compute-sanitizer's synccheck flagged. A __syncwarp() before the
-// barrier (converging the warp) made ptxas emit slower code (bitmap.cu's compression, H100,
-// PLWAH 2^-8: 0.202 ms with it in a session-13 run, 0.167-0.172 ms without it in four
-// session-14 runs).
+// barrier (converging the warp) made ptxas emit slower code (the bitmap compression on an H100,
+// PLWAH 2^-8: about 20% slower with it).
 template <int ID, int THREADS>
 __device__ __forceinline__ void ts_bar() {
     if constexpr (ID == 0) {

@@ -1,0 +1,524 @@
+//! Batched decoding: every chunk of a column in one launch per codec.
+//!
+//! The host checks what is cheap and must hold before a kernel may trust an offset
+//! (`chunk_shape`: alignment, the header constants, total_count against the directory's count,
+//! room for block_starts, and block_starts[nb] against the payload's length), then
+//! concatenates the integer payloads into one device buffer of words and builds a
+//! [`ChunkDesc`] table per codec. One launch per codec present decodes all of that codec's
+//! chunks (a column written with one codec takes exactly one launch); plain chunks are device
+//! copies. Kernels check everything past block_starts and leave one status key per chunk;
+//! [`Gpu::finish_decode`] turns the first bad one (in column order) into the same `Error`
+//! variant the CPU decoder returns.
+
+use cudarc::driver::CudaSlice;
+use tessera_format::{CodecId, Error, Lane, LogicalType, Result, MAX_CHUNK_VALUES};
+
+use super::layout::{self, ChunkDesc, StatusKey, HEADER_WORDS, TILE_VALUES};
+use super::status;
+use super::ChunkRef;
+use crate::kernels::Module;
+use crate::runtime::{cuda, Gpu};
+
+/// What the host learnt about one integer chunk from its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkShape {
+    pub codec: CodecId,
+    pub lane: Lane,
+    pub total_count: u32,
+    pub block_count: u32,
+    pub payload_words: u32,
+    pub data_len: u32,
+    /// block_starts[block_count]: must equal data_len (int-common §4).
+    pub last_start: u32,
+}
+
+impl ChunkShape {
+    pub fn tiles(&self) -> u32 {
+        self.total_count.div_ceil(TILE_VALUES as u32)
+    }
+    /// Groups of the chunk's decode kernel (layout::group_tiles tiles each).
+    pub fn groups(&self) -> u32 {
+        self.tiles()
+            .div_ceil(layout::group_tiles(self.codec, self.lane))
+    }
+}
+
+/// (block_size, miniblock_count, tile_blocks) of int-common §3.
+pub(crate) fn header_constants(codec: CodecId) -> Option<(u32, u32, u32)> {
+    match codec {
+        CodecId::For => Some((128, 4, 1)),
+        CodecId::Dfor => Some((128, 4, 4)),
+        CodecId::Rfor => Some((512, 16, 1)),
+        _ => None,
+    }
+}
+
+pub(crate) fn word(payload: &[u8], i: usize) -> u32 {
+    let b = &payload[4 * i..4 * i + 4];
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The host-side checks of one chunk (module docs). Plain chunks: their length only.
+pub(crate) fn chunk_shape(ty: LogicalType, chunk: &ChunkRef<'_>) -> Result<Option<ChunkShape>> {
+    let p = chunk.payload;
+    let Some((block_size, miniblocks, tile_blocks)) = header_constants(chunk.codec) else {
+        let expected = chunk.value_count as usize * ty.width();
+        return match p.len().cmp(&expected) {
+            std::cmp::Ordering::Less => {
+                Err(Error::truncated("plain payload", 0, expected, p.len()))
+            }
+            std::cmp::Ordering::Greater => Err(Error::TrailingBytes {
+                what: "plain payload",
+                offset: expected as u64,
+                count: (p.len() - expected) as u64,
+            }),
+            std::cmp::Ordering::Equal => Ok(None),
+        };
+    };
+    if p.len() % 4 != 0 {
+        return Err(Error::Misaligned {
+            len: p.len() as u64,
+        });
+    }
+    if p.len() < HEADER_WORDS * 4 {
+        return Err(Error::truncated(
+            "chunk header",
+            0,
+            HEADER_WORDS * 4,
+            p.len(),
+        ));
+    }
+    let field = |i: usize, name: &'static str, expected: u32| -> Result<()> {
+        let found = word(p, i);
+        if found == expected {
+            Ok(())
+        } else {
+            Err(Error::InvalidHeader {
+                field: name,
+                offset: 4 * i as u64,
+                expected: expected.to_string(),
+                found: found as u64,
+            })
+        }
+    };
+    field(0, "block_size", block_size)?;
+    field(1, "miniblock_count", miniblocks)?;
+    field(3, "tile_blocks", tile_blocks)?;
+    let total_count = word(p, 2);
+    if total_count > MAX_CHUNK_VALUES {
+        return Err(Error::InvalidHeader {
+            field: "total_count",
+            offset: 8,
+            expected: format!("<= {MAX_CHUNK_VALUES}"),
+            found: total_count as u64,
+        });
+    }
+    if total_count != chunk.value_count {
+        return Err(Error::CountMismatch {
+            what: "chunk header total_count vs directory value count",
+            expected: chunk.value_count as u64,
+            found: total_count as u64,
+        });
+    }
+    let block_count = total_count.div_ceil(block_size);
+    let words = p.len() / 4;
+    let needed = HEADER_WORDS + block_count as usize + 1;
+    if words < needed {
+        return Err(Error::truncated(
+            "block_starts",
+            HEADER_WORDS * 4,
+            (needed - HEADER_WORDS) * 4,
+            p.len() - HEADER_WORDS * 4,
+        ));
+    }
+    let data_len = (words - needed) as u32;
+    let last_start = word(p, HEADER_WORDS + block_count as usize);
+    let shape = ChunkShape {
+        codec: chunk.codec,
+        lane: ty.lane(),
+        total_count,
+        block_count,
+        payload_words: words as u32,
+        data_len,
+        last_start,
+    };
+    if block_count == 0 {
+        // No kernel looks at an empty chunk: its one block_starts entry is checked here.
+        if let Some(e) = status::chunk_error(ty, &shape, None, Some(p)) {
+            return Err(e);
+        }
+    }
+    Ok(Some(shape))
+}
+
+/// The decode kernel for `codec` writing `ty`.
+pub(crate) fn decode_kernel(codec: CodecId, ty: LogicalType) -> Result<(Module, &'static str)> {
+    use LogicalType as T;
+    let w = match ty {
+        T::U8 | T::I8 => 0,
+        T::U16 | T::I16 => 1,
+        T::U32 | T::I32 => 2,
+        T::U64 | T::I64 => 3,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "no GPU decoder for type {other:?}"
+            )))
+        }
+    };
+    const FOR: [&str; 4] = [
+        "for_decode_u8",
+        "for_decode_u16",
+        "for_decode_u32",
+        "for_decode_u64",
+    ];
+    const DFOR: [&str; 4] = [
+        "dfor_decode_u8",
+        "dfor_decode_u16",
+        "dfor_decode_u32",
+        "dfor_decode_u64",
+    ];
+    const RFOR: [&str; 4] = [
+        "rfor_decode_u8",
+        "rfor_decode_u16",
+        "rfor_decode_u32",
+        "rfor_decode_u64",
+    ];
+    Ok(match codec {
+        CodecId::For => (Module::For, FOR[w]),
+        CodecId::Dfor => (Module::Dfor, DFOR[w]),
+        CodecId::Rfor => (Module::Rfor, RFOR[w]),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "codec {} has no decode kernel",
+                other.name()
+            )))
+        }
+    })
+}
+
+/// The sign bit the lane mapping flips for `ty` (int-common §2), 0 for unsigned types.
+pub(crate) fn sign_flip(ty: LogicalType) -> u64 {
+    if ty.signed() {
+        1u64 << (8 * ty.width() - 1)
+    } else {
+        0
+    }
+}
+
+/// One integer chunk of a [`HostColumn`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IntChunk {
+    /// Index of the chunk in the column.
+    pub column_index: usize,
+    pub shape: ChunkShape,
+    pub desc: ChunkDesc,
+}
+
+/// A plain chunk: bytes copied as they are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlainChunk {
+    pub src_byte: u64,
+    pub out_byte: u64,
+    pub bytes: u64,
+}
+
+/// A column's chunks checked and laid out for the device, still on the host.
+#[derive(Debug, Default)]
+pub(crate) struct HostColumn {
+    pub words: Vec<u32>,
+    pub plain: Vec<u8>,
+    /// Integer chunks grouped by codec (For, Dfor, Rfor), in column order inside a group.
+    pub groups: Vec<(CodecId, Vec<IntChunk>)>,
+    pub plain_chunks: Vec<PlainChunk>,
+    pub values: u64,
+}
+
+impl HostColumn {
+    pub fn build(ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<HostColumn> {
+        let mut col = HostColumn::default();
+        // (codec, its chunks, tiles so far, groups so far)
+        let mut per_codec: Vec<(CodecId, Vec<IntChunk>, u32, u32)> =
+            [CodecId::For, CodecId::Dfor, CodecId::Rfor]
+                .into_iter()
+                .map(|c| (c, Vec::new(), 0, 0))
+                .collect();
+        let total_words: usize = chunks
+            .iter()
+            .filter(|c| c.codec != CodecId::Plain)
+            .map(|c| c.payload.len() / 4)
+            .sum();
+        col.words.reserve(total_words);
+        for (i, c) in chunks.iter().enumerate() {
+            let out_index = col.values;
+            col.values += c.value_count as u64;
+            match chunk_shape(ty, c)? {
+                None => {
+                    let p = PlainChunk {
+                        src_byte: col.plain.len() as u64,
+                        out_byte: out_index * ty.width() as u64,
+                        bytes: c.payload.len() as u64,
+                    };
+                    // Neighbouring plain chunks are neighbours on both sides: one copy.
+                    match col.plain_chunks.last_mut() {
+                        Some(last)
+                            if last.src_byte + last.bytes == p.src_byte
+                                && last.out_byte + last.bytes == p.out_byte =>
+                        {
+                            last.bytes += p.bytes
+                        }
+                        _ => col.plain_chunks.push(p),
+                    }
+                    col.plain.extend_from_slice(c.payload);
+                }
+                Some(shape) if shape.total_count == 0 => {}
+                Some(shape) => {
+                    let group = per_codec
+                        .iter_mut()
+                        .find(|g| g.0 == c.codec)
+                        .ok_or_else(|| {
+                            Error::InvalidArgument(format!(
+                                "codec {} cannot be decoded here",
+                                c.codec.name()
+                            ))
+                        })?;
+                    let desc = ChunkDesc {
+                        payload_word: col.words.len() as u64,
+                        out_index,
+                        payload_words: shape.payload_words,
+                        total_count: shape.total_count,
+                        first_tile: group.2,
+                        first_group: group.3,
+                    };
+                    group.2 = group.2.checked_add(shape.tiles()).ok_or_else(|| {
+                        Error::InvalidArgument(
+                            "column too large for one launch (2^32 tiles)".into(),
+                        )
+                    })?;
+                    group.3 += shape.groups();
+                    col.words.extend(
+                        c.payload
+                            .chunks_exact(4)
+                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    );
+                    group.1.push(IntChunk {
+                        column_index: i,
+                        shape,
+                        desc,
+                    });
+                }
+            }
+        }
+        col.groups = per_codec
+            .into_iter()
+            .filter(|g| !g.1.is_empty())
+            .map(|(c, v, _, _)| (c, v))
+            .collect();
+        Ok(col)
+    }
+}
+
+/// A column uploaded to the device, ready to decode or query any number of times.
+#[derive(Debug)]
+pub struct DeviceColumn {
+    pub(crate) ty: LogicalType,
+    pub(crate) values: u64,
+    pub(crate) words: CudaSlice<u32>,
+    pub(crate) plain: CudaSlice<u8>,
+    pub(crate) plain_chunks: Vec<PlainChunk>,
+    pub(crate) groups: Vec<DeviceGroup>,
+    pub(crate) status: CudaSlice<u64>,
+    pub(crate) status_slots: usize,
+    pub(crate) compressed_bytes: u64,
+    pub(crate) word_count: usize,
+    pub(crate) plain_count: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct DeviceGroup {
+    pub codec: CodecId,
+    pub table: CudaSlice<ChunkDesc>,
+    pub chunks: Vec<IntChunk>,
+    pub total_groups: u32,
+    /// Index of the group's first chunk in the status buffer.
+    pub status_base: usize,
+}
+
+impl DeviceColumn {
+    /// The column's logical type.
+    pub fn logical_type(&self) -> LogicalType {
+        self.ty
+    }
+    /// Values in the column.
+    pub fn value_count(&self) -> u64 {
+        self.values
+    }
+    /// Bytes of the decoded column.
+    pub fn decoded_bytes(&self) -> u64 {
+        self.values * self.ty.width() as u64
+    }
+    /// Bytes of payload on the device (what a decode reads).
+    pub fn compressed_bytes(&self) -> u64 {
+        self.compressed_bytes
+    }
+    pub(crate) fn words_bytes(&self) -> usize {
+        self.word_count * 4
+    }
+    pub(crate) fn plain_bytes(&self) -> usize {
+        self.plain_count
+    }
+}
+
+impl Gpu {
+    pub(crate) fn upload_host_column(
+        &self,
+        ty: LogicalType,
+        host: &HostColumn,
+    ) -> Result<DeviceColumn> {
+        let words = self.upload(&host.words)?;
+        let plain = self.upload(&host.plain)?;
+        let mut groups = Vec::new();
+        let mut slots = 0;
+        for (codec, chunks) in &host.groups {
+            let descs: Vec<ChunkDesc> = chunks.iter().map(|c| c.desc).collect();
+            let total_groups = chunks.iter().map(|c| c.shape.groups()).sum();
+            groups.push(DeviceGroup {
+                codec: *codec,
+                table: self.upload(&descs)?,
+                chunks: chunks.clone(),
+                total_groups,
+                status_base: slots,
+            });
+            slots += chunks.len();
+        }
+        let status = self.alloc::<u64>(slots)?;
+        self.synchronize()?;
+        Ok(DeviceColumn {
+            ty,
+            values: host.values,
+            words,
+            plain,
+            plain_chunks: host.plain_chunks.clone(),
+            groups,
+            status,
+            status_slots: slots,
+            compressed_bytes: host.words.len() as u64 * 4 + host.plain.len() as u64,
+            word_count: host.words.len(),
+            plain_count: host.plain.len(),
+        })
+    }
+
+    /// Checks the chunks' headers and copies the column to the device.
+    pub fn upload_column(&self, ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<DeviceColumn> {
+        let host = HostColumn::build(ty, chunks)?;
+        self.upload_host_column(ty, &host)
+    }
+
+    /// Queues the decode of `col` into `out` (at least `col.decoded_bytes()` bytes) on the main
+    /// stream; [`Self::finish_decode`] waits and reports corrupt chunks.
+    pub fn enqueue_decode(&self, col: &DeviceColumn, out: &mut CudaSlice<u8>) -> Result<()> {
+        if (out.len() as u64) < col.decoded_bytes() {
+            return Err(Error::InvalidArgument(format!(
+                "output holds {} bytes, the column needs {}",
+                out.len(),
+                col.decoded_bytes()
+            )));
+        }
+        let out_ptr = self.ptr(out);
+        let words = self.ptr(&col.words);
+        let plain = self.ptr(&col.plain);
+        let status = self.ptr(&col.status);
+        self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        let flip = sign_flip(col.ty);
+        for g in &col.groups {
+            let (module, name) = decode_kernel(g.codec, col.ty)?;
+            let f = self.function(module, name)?;
+            let table = self.ptr(&g.table);
+            let n_chunks = g.chunks.len() as u32;
+            let status_g = status + 8 * g.status_base as u64;
+            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_groups, out, flip,
+            // status)`: `words` holds every payload the table names (checked by chunk_shape),
+            // `table` has n_chunks rows, `out` holds the whole decoded column (checked above) and
+            // `status_g` has n_chunks slots; all live until the caller synchronizes.
+            unsafe {
+                self.launch(
+                    &f,
+                    self.tile_grid(g.total_groups),
+                    layout::THREADS,
+                    &[
+                        &words,
+                        &table,
+                        &n_chunks,
+                        &g.total_groups,
+                        &out_ptr,
+                        &flip,
+                        &status_g,
+                    ],
+                )?;
+            }
+        }
+        for p in &col.plain_chunks {
+            if p.bytes > 0 {
+                // SAFETY: the source range lies in `col.plain`, the destination in `out` (the
+                // chunk's values are part of the column checked above).
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        out_ptr + p.out_byte,
+                        plain + p.src_byte,
+                        p.bytes as usize,
+                        self.stream.cu_stream(),
+                    )
+                }
+                .map_err(cuda("copying a plain chunk"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fill_bytes_raw(&self, ptr: u64, value: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: callers pass a pointer to at least `bytes` bytes of a live device buffer.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())
+        }
+        .map_err(cuda("filling device memory"))
+    }
+
+    /// Waits for a queued decode (or query) of `col` and returns the first corrupt chunk's
+    /// error, in column order. `payloads`, when given (the chunks `col` was made of), lets the
+    /// error carry the exact offsets the CPU decoder would report.
+    pub fn finish_decode(
+        &self,
+        col: &DeviceColumn,
+        payloads: Option<&[ChunkRef<'_>]>,
+    ) -> Result<()> {
+        let mut keys = vec![0u64; col.status_slots];
+        self.download(&col.status, &mut keys)?;
+        let mut first: Option<(usize, Error)> = None;
+        for g in &col.groups {
+            for (i, c) in g.chunks.iter().enumerate() {
+                if first.as_ref().is_some_and(|(ci, _)| *ci < c.column_index) {
+                    continue;
+                }
+                let key = StatusKey::decode(keys[g.status_base + i]);
+                let payload = payloads
+                    .and_then(|p| p.get(c.column_index))
+                    .map(|p| p.payload);
+                if let Some(e) = status::chunk_error(col.ty, &c.shape, key, payload) {
+                    first = Some((c.column_index, e));
+                }
+            }
+        }
+        match first {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Decodes `col` into `out` and waits.
+    pub fn decode_into(&self, col: &DeviceColumn, out: &mut CudaSlice<u8>) -> Result<()> {
+        self.enqueue_decode(col, out)?;
+        self.finish_decode(col, None)
+    }
+}

@@ -1,0 +1,37 @@
+//! The integer codecs GPU-FOR, GPU-DFOR and GPU-RFOR on the GPU, after Shanbhag et al.,
+//! *Tile-based Lightweight Integer Compression in GPU* (SIGMOD '22); kernels in `kernels/int/`.
+//!
+//! - [`layout`]: the constants and structs shared with the kernels (`kernels/include/common.cuh`);
+//! - `decode`: batched decoding, every chunk of a codec in one launch ([`Gpu::upload_column`],
+//!   [`Gpu::decode_into`]), with the host-side header checks;
+//! - `status`: kernel status keys turned into the CPU decoders' `Error`s;
+//! - `coproc`: the coprocessor path for columns in host memory ([`Gpu::decode_column`]);
+//! - `transfer`: a device column's payload to pinned memory and back (the compressed upload);
+//! - `query`: the fused `SUM(x) WHERE x BETWEEN lo AND hi` that never writes the decoded column
+//!   ([`Gpu::sum_between`]);
+//! - `encode`: GPU encoders byte-identical to the CPU's ([`Gpu::encode`], [`Gpu::encode_device`]).
+//!
+//! Plain chunks travel with the integer ones (a column may mix them) and are device copies.
+
+mod coproc;
+mod decode;
+mod encode;
+pub mod layout;
+mod query;
+mod status;
+mod transfer;
+
+pub use decode::DeviceColumn;
+pub use encode::{DeviceEncoded, EncodeScratch};
+use tessera_format::CodecId;
+
+#[cfg(doc)]
+use crate::Gpu;
+
+/// One chunk to decode on the device.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkRef<'a> {
+    pub codec: CodecId,
+    pub payload: &'a [u8],
+    pub value_count: u32,
+}

@@ -1,0 +1,6 @@
+//! Device-wide primitives the codecs share (kernels in `kernels/primitives/`): the one
+//! device-wide scan ([`scan`]) and the merge path (`kernels/primitives/merge.cuh`, used inside
+//! the bitmap operations; [`merge`] holds its test entry point).
+
+pub(crate) mod merge;
+pub(crate) mod scan;

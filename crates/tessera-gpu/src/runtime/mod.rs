@@ -1,0 +1,359 @@
+//! The runtime: the device handle (opening device 0 without panicking when there is no driver),
+//! the NVRTC module cache, kernel launches and their arguments, streams, pinned host memory
+//! ([`pinned`]), CUDA-event timing ([`timing`]) and small buffer helpers. It knows kernels only
+//! as [`Module`]s and names; nothing here knows a codec. A codec that keeps buffers between calls
+//! keeps them in the handle's per-codec state ([`Gpu::with_state`]).
+//!
+//! Invariants:
+//! - `Gpu::new` touches cudarc only after `is_culib_present()` said the driver (and NVRTC) can
+//!   be loaded: cudarc panics otherwise.
+//! - Event tracking is off (set before the first allocation): every operation of this crate is
+//!   ordered on `self.stream`, or on streams of its own with explicit events (the integer
+//!   codecs' coprocessor path, `int/coproc.rs`), so cudarc's per-buffer events would only cost
+//!   time.
+//! - Kernel arguments are raw device pointers (`u64`) into buffers that outlive the launch's
+//!   completion: every public operation synchronizes before it returns or hands out the buffer.
+//! - No managed memory: buffers come from `cuMemAllocAsync` (the device's default pool, which
+//!   keeps freed memory mapped: `keep_pool_memory`) and pinned host memory from `cuMemHostAlloc`.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg,
+};
+use tessera_format::{Error, Result};
+
+use crate::kernels::{self, Module};
+
+pub mod pinned;
+pub mod timing;
+
+/// Per-codec state kept in a handle, one value per type.
+type StateMap = HashMap<TypeId, Box<dyn Any + Send>>;
+
+/// What the device is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Device name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Compute capability (major, minor).
+    pub compute_capability: (u32, u32),
+    /// L2 cache bytes.
+    pub l2_bytes: u64,
+    /// Device memory bytes.
+    pub memory_bytes: u64,
+    /// Driver version as CUDA encodes it (13000 = 13.0).
+    pub driver_version: u32,
+    /// The NVRTC target, e.g. `sm_90`.
+    pub arch: String,
+}
+
+/// A handle on CUDA device 0: context, stream, compiled modules.
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) info: DeviceInfo,
+    modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Most thread blocks a tile kernel is launched with; 0 = one per group of tiles.
+    grid_limit: AtomicU32,
+    /// Buffers codecs keep between calls (e.g. the integer coprocessor path's pinned staging),
+    /// by type: the runtime holds them without knowing what they are.
+    state: Mutex<StateMap>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Maps a driver error to [`Error::Gpu`], saying what was being done.
+pub(crate) fn cuda(what: &'static str) -> impl Fn(DriverError) -> Error {
+    move |e| Error::Gpu(format!("{what}: {e}"))
+}
+
+impl Gpu {
+    /// Opens device 0. Fails with [`Error::Gpu`] saying why (no driver, no device, no NVRTC),
+    /// never panics.
+    pub fn new() -> Result<Gpu> {
+        // SAFETY: only probes whether libcuda can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::Gpu(
+                "no CUDA driver found (libcuda.so.1 could not be loaded)".into(),
+            ));
+        }
+        kernels::nvrtc_available()?;
+        let count = CudaContext::device_count().map_err(cuda("initialising the CUDA driver"))?;
+        if count < 1 {
+            return Err(Error::Gpu("no CUDA device found".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(cuda("opening CUDA device 0"))?;
+        // SAFETY: called before any buffer exists; this crate orders all work itself (module
+        // docs), so no buffer relies on cudarc's event tracking.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(cuda("creating a stream"))?;
+        let attr = |a: Attr| {
+            ctx.attribute(a)
+                .map(|v| v.max(0) as u32)
+                .map_err(cuda("reading a device attribute"))
+        };
+        if attr(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? > 0 {
+            keep_pool_memory(&ctx)?;
+        }
+        let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let mut driver_version = 0i32;
+        // SAFETY: writes one int through a valid pointer; the driver library is loaded.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(cuda("reading the driver version"))?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(cuda("reading the device name"))?,
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            compute_capability: (major, minor),
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+            memory_bytes: ctx.total_mem().map_err(cuda("reading the memory size"))? as u64,
+            driver_version: driver_version.max(0) as u32,
+            arch: format!("sm_{major}{minor}"),
+        };
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            grid_limit: AtomicU32::new(0),
+            state: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The device's name, SM count, compute capability, L2 and memory sizes.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Caps the thread blocks of every tile kernel (`None`: one thread block per group of tiles;
+    /// with a cap, each thread block loops over groups). A tuning knob, public only through
+    /// [`crate::bench_hooks::set_grid_limit`].
+    pub(crate) fn set_grid_limit(&self, limit: Option<u32>) {
+        self.grid_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Runs `f` on this handle's state of type `T` (`None` until a call stores one), holding
+    /// the state's lock for the duration: calls that share a `T` are serialized.
+    pub(crate) fn with_state<T: Any + Send, R>(
+        &self,
+        f: impl FnOnce(&mut Option<T>) -> Result<R>,
+    ) -> Result<R> {
+        let mut map = self
+            .state
+            .lock()
+            .map_err(|_| Error::Gpu("GPU handle state lock poisoned".into()))?;
+        let key = TypeId::of::<T>();
+        let mut slot: Option<T> = map
+            .remove(&key)
+            .and_then(|b| b.downcast::<T>().ok())
+            .map(|b| *b);
+        let r = f(&mut slot);
+        if let Some(v) = slot {
+            map.insert(key, Box::new(v));
+        }
+        r
+    }
+
+    /// Compiles (once per process) and loads (once per handle) every kernel module, so that
+    /// timed work never includes NVRTC.
+    pub fn warm_up(&self) -> Result<()> {
+        for m in Module::ALL {
+            self.module(m)?;
+        }
+        Ok(())
+    }
+
+    fn module(&self, m: Module) -> Result<Arc<CudaModule>> {
+        let mut mods = self.modules.lock().map_err(|_| poisoned())?;
+        if let Some(module) = mods.get(&m) {
+            return Ok(module.clone());
+        }
+        let ptx = kernels::compile(m, &self.info.arch)?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(cuda("loading a kernel module"))?;
+        mods.insert(m, module.clone());
+        Ok(module)
+    }
+
+    pub(crate) fn function(&self, m: Module, name: &'static str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().map_err(|_| poisoned())?.get(name) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .module(m)?
+            .load_function(name)
+            .map_err(|e| Error::Gpu(format!("kernel {name} missing from {}: {e}", m.file())))?;
+        self.functions
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(name, f.clone());
+        Ok(f)
+    }
+
+    /// Grid size for a tile kernel over `groups` groups of tiles.
+    pub(crate) fn tile_grid(&self, groups: u32) -> u32 {
+        match self.grid_limit.load(Ordering::Relaxed) {
+            0 => groups.max(1),
+            cap => groups.clamp(1, cap),
+        }
+    }
+
+    /// Launches `f` on `stream` with `grid` blocks of `block` threads and the given arguments.
+    ///
+    /// # Safety
+    /// The arguments must match the kernel's parameters in number, order and type, and every
+    /// pointer among them must address a device buffer large enough for what the kernel
+    /// accesses, alive until the launch completes.
+    pub(crate) unsafe fn launch_on(
+        &self,
+        stream: &Arc<CudaStream>,
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let mut b = stream.launch_builder(f);
+        for a in args {
+            a.push(&mut b);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid.max(1), 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: upheld by the caller (see above).
+        unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
+        Ok(())
+    }
+
+    /// [`Self::launch_on`] on the main stream.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_on`].
+    pub(crate) unsafe fn launch(
+        &self,
+        f: &CudaFunction,
+        grid: u32,
+        block: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { self.launch_on(&self.stream, f, grid, block, args) }
+    }
+
+    /// Waits for all work queued on the main stream.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(cuda("waiting for the GPU"))
+    }
+
+    /// Device memory for `len` values of `T`, contents undefined.
+    pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<CudaSlice<T>> {
+        // SAFETY: the buffer is uninitialised device memory; every user writes before reading.
+        unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(cuda("allocating device memory"))
+    }
+
+    /// Copies `src` to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, src: &[T]) -> Result<CudaSlice<T>> {
+        let mut dst = self.alloc::<T>(src.len())?;
+        if !src.is_empty() {
+            let mut view = dst.slice_mut(..src.len());
+            self.stream
+                .memcpy_htod(src, &mut view)
+                .map_err(cuda("copying to the device"))?;
+        }
+        Ok(dst)
+    }
+
+    /// Copies the first `dst.len()` values of `src` to the host.
+    pub fn download<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut [T]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if dst.len() > src.len() {
+            return Err(Error::InvalidArgument(
+                "download longer than the device buffer".into(),
+            ));
+        }
+        let view = src.slice(..dst.len());
+        self.stream
+            .memcpy_dtoh(&view, dst)
+            .map_err(cuda("copying from the device"))?;
+        self.synchronize()
+    }
+
+    /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
+    pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        let ptr = self.ptr(buf);
+        // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())
+        }
+        .map_err(cuda("filling device memory"))
+    }
+
+    /// The raw device address of a buffer (kernel arguments).
+    pub(crate) fn ptr<T>(&self, buf: &CudaSlice<T>) -> u64 {
+        let (p, _sync) = buf.device_ptr(&self.stream);
+        p
+    }
+}
+
+/// Raises the release threshold of device 0's default memory pool to "never": memory freed
+/// back to the pool stays mapped for the next `cuMemAllocAsync` instead of being returned to
+/// the driver at every synchronization (the pool's default threshold is 0). Without it every
+/// call that allocates a large buffer after a host read (a compression's output, a decode's
+/// column) pays for mapping its pages again. The memory is released with the context.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<()> {
+    use cudarc::driver::{result::mem_pool, sys};
+    // SAFETY: cu_device() is the context's valid device; the threshold attribute takes a
+    // cuuint64_t, which `keep` is, and the driver only reads it during the call.
+    unsafe {
+        let pool = cudarc::driver::result::device::get_default_mem_pool(ctx.cu_device())
+            .map_err(cuda("reading the default memory pool"))?;
+        let mut keep: u64 = u64::MAX;
+        mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut keep as *mut u64).cast(),
+        )
+        .map_err(cuda("setting the memory pool's release threshold"))?;
+    }
+    Ok(())
+}
+
+fn poisoned() -> Error {
+    Error::Gpu("GPU handle lock poisoned".into())
+}
+
+/// A kernel argument: anything cudarc can pass by value.
+pub(crate) trait KernelArg {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>);
+}
+
+impl<T: DeviceRepr> KernelArg for T {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
+        b.arg(self);
+    }
+}
