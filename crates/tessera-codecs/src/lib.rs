@@ -1,5 +1,7 @@
 //! tessera-codecs: CPU encoders and decoders.
 //!
+//! - [`codec`]: the [`codec::Codec`] trait every codec implements and the registry that the
+//!   chunk functions dispatch through (its module notes say how to add a codec).
 //! - [`int`]: the tile-based integer codecs GPU-FOR, GPU-DFOR and GPU-RFOR over 32- and 64-bit
 //!   lanes (`docs/format/{int-common,for,dfor,rfor}.md`), each with a reference decoder that reads
 //!   like its spec and a fast decoder that must match it value for value.
@@ -14,8 +16,10 @@
 //!   (`docs/format/lll.md`): optimal-parse encoder, reference decoder and a parallel fast decoder.
 
 pub mod bitmap;
+pub mod codec;
 pub mod column;
 pub mod huffman;
 pub mod int;
 pub mod lll;
+mod plain;
 pub mod text;

@@ -216,56 +216,141 @@ pub enum CodecId {
     Lll,
 }
 
+/// One row of the codec table: what the format says about a codec.
+#[derive(Clone, Copy)]
+struct CodecRow {
+    codec: CodecId,
+    /// The id stored in the directory.
+    id: u8,
+    /// The name used on the command line, in specs and in `inspect`.
+    name: &'static str,
+    /// The lowest format minor version that defines the codec.
+    min_minor: u16,
+    /// The logical types whose chunks may use it, as a set of type ids ([`type_set`]).
+    serves: u32,
+}
+
+/// The set of `types` as a bit mask over their ids.
+const fn type_set(types: &[LogicalType]) -> u32 {
+    let mut set = 0;
+    let mut i = 0;
+    while i < types.len() {
+        set |= 1 << types[i].id();
+        i += 1;
+    }
+    set
+}
+
+/// Every codec's facts, one row per codec in `CodecId` declaration order (so a codec's row is
+/// `CODECS[codec as usize]`, which the assertion below checks at compile time). Adding a codec
+/// to the format is a variant and a row here.
+const CODECS: [CodecRow; 8] = [
+    CodecRow {
+        codec: CodecId::Plain,
+        id: 0,
+        name: "plain",
+        min_minor: 0,
+        serves: type_set(&LogicalType::ALL),
+    },
+    CodecRow {
+        codec: CodecId::For,
+        id: 1,
+        name: "for",
+        min_minor: 0,
+        serves: type_set(&LogicalType::INTEGERS),
+    },
+    CodecRow {
+        codec: CodecId::Dfor,
+        id: 2,
+        name: "dfor",
+        min_minor: 0,
+        serves: type_set(&LogicalType::INTEGERS),
+    },
+    CodecRow {
+        codec: CodecId::Rfor,
+        id: 3,
+        name: "rfor",
+        min_minor: 0,
+        serves: type_set(&LogicalType::INTEGERS),
+    },
+    CodecRow {
+        codec: CodecId::Wah,
+        id: 16,
+        name: "wah",
+        min_minor: 1,
+        serves: type_set(&[LogicalType::Bits]),
+    },
+    CodecRow {
+        codec: CodecId::Plwah,
+        id: 17,
+        name: "plwah",
+        min_minor: 1,
+        serves: type_set(&[LogicalType::Bits]),
+    },
+    CodecRow {
+        codec: CodecId::Huffman,
+        id: 32,
+        name: "huffman",
+        min_minor: 1,
+        serves: type_set(&[LogicalType::Bytes, LogicalType::Utf8]),
+    },
+    CodecRow {
+        codec: CodecId::Lll,
+        id: 48,
+        name: "lll",
+        min_minor: 1,
+        serves: type_set(&[LogicalType::Bytes, LogicalType::Utf8]),
+    },
+];
+
+// Rows are in declaration order, ids are distinct and none is the auto id.
+const _: () = {
+    let mut i = 0;
+    while i < CODECS.len() {
+        assert!(CODECS[i].codec as usize == i);
+        assert!(CODECS[i].id != CodecId::AUTO_ID);
+        let mut j = 0;
+        while j < i {
+            assert!(CODECS[j].id != CODECS[i].id);
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
 impl CodecId {
     /// Every concrete codec, in id order.
-    pub const ALL: [CodecId; 8] = [
-        CodecId::Plain,
-        CodecId::For,
-        CodecId::Dfor,
-        CodecId::Rfor,
-        CodecId::Wah,
-        CodecId::Plwah,
-        CodecId::Huffman,
-        CodecId::Lll,
-    ];
+    pub const ALL: [CodecId; CODECS.len()] = {
+        let mut all = [CodecId::Plain; CODECS.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = CODECS[i].codec;
+            i += 1;
+        }
+        all
+    };
     /// The codecs of integer columns, in id order.
     pub const INTEGERS: [CodecId; 4] = [CodecId::Plain, CodecId::For, CodecId::Dfor, CodecId::Rfor];
     /// The `requested_codec` id meaning "auto: chosen per chunk".
     pub const AUTO_ID: u8 = 255;
 
+    const fn row(self) -> CodecRow {
+        CODECS[self as usize]
+    }
+
     /// The id stored in the directory.
     pub const fn id(self) -> u8 {
-        match self {
-            CodecId::Plain => 0,
-            CodecId::For => 1,
-            CodecId::Dfor => 2,
-            CodecId::Rfor => 3,
-            CodecId::Wah => 16,
-            CodecId::Plwah => 17,
-            CodecId::Huffman => 32,
-            CodecId::Lll => 48,
-        }
+        self.row().id
     }
 
     /// The lowest format minor version that defines this codec.
     pub const fn min_minor(self) -> u16 {
-        if self.id() <= 3 {
-            0
-        } else {
-            1
-        }
+        self.row().min_minor
     }
 
     /// Whether chunks of `ty` may use this codec.
     pub const fn supports(self, ty: LogicalType) -> bool {
-        match self {
-            CodecId::Plain => true,
-            CodecId::For | CodecId::Dfor | CodecId::Rfor => ty.is_integer(),
-            CodecId::Wah | CodecId::Plwah => matches!(ty, LogicalType::Bits),
-            CodecId::Huffman | CodecId::Lll => {
-                matches!(ty, LogicalType::Bytes | LogicalType::Utf8)
-            }
-        }
+        self.row().serves & (1 << ty.id()) != 0
     }
 
     /// Parses a stored id (not `AUTO_ID`).
@@ -281,16 +366,7 @@ impl CodecId {
 
     /// The name used on the command line, in specs and in `inspect`.
     pub const fn name(self) -> &'static str {
-        match self {
-            CodecId::Plain => "plain",
-            CodecId::For => "for",
-            CodecId::Dfor => "dfor",
-            CodecId::Rfor => "rfor",
-            CodecId::Wah => "wah",
-            CodecId::Plwah => "plwah",
-            CodecId::Huffman => "huffman",
-            CodecId::Lll => "lll",
-        }
+        self.row().name
     }
 
     /// Parses a command-line name.
@@ -333,7 +409,31 @@ mod tests {
         }
         for c in CodecId::ALL {
             assert_eq!(c.min_minor(), u16::from(!CodecId::INTEGERS.contains(&c)));
+            assert_eq!(
+                CodecId::INTEGERS.contains(&c),
+                LogicalType::INTEGERS.iter().all(|&t| c.supports(t))
+            );
+            assert_eq!(
+                c.supports(LogicalType::Bytes),
+                c.supports(LogicalType::Utf8)
+            );
         }
+        // The table's facts as the format documents them (`container.md` §3).
+        let ids: Vec<(u8, &str)> = CodecId::ALL.iter().map(|c| (c.id(), c.name())).collect();
+        assert_eq!(
+            ids,
+            [
+                (0, "plain"),
+                (1, "for"),
+                (2, "dfor"),
+                (3, "rfor"),
+                (16, "wah"),
+                (17, "plwah"),
+                (32, "huffman"),
+                (48, "lll")
+            ]
+        );
+        assert!(CodecId::ALL.windows(2).all(|w| w[0].id() < w[1].id()));
         assert_eq!(LogicalType::Bits.raw_len(9), Some(2));
         assert_eq!(LogicalType::U32.raw_len(3), Some(12));
         assert_eq!(LogicalType::Utf8.raw_len(3), None);

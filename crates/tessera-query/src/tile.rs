@@ -69,6 +69,9 @@ impl<'a> TileReader<'a> {
     /// Checks the chunk's header and block_starts (int-common §1, §3, §4).
     pub fn new(chunk: &Chunk<'a>) -> Result<TileReader<'a>> {
         let p = chunk.payload;
+        // These matches stay rather than go through the codec registry: a tile reader is a
+        // decoder of its own, one per block layout (the CPU twin of the GPU's tile loaders),
+        // and only the three FOR-family layouts have one.
         let (block_size, miniblocks, tile_blocks, lead) = match chunk.codec {
             CodecId::For => (128, 4, 1, 0),
             CodecId::Dfor => (128, 4, 4, 1),

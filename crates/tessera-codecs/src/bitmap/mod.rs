@@ -35,7 +35,8 @@ pub mod wah;
 
 pub use ops::Ones;
 
-use tessera_format::{Error, Result};
+use crate::codec::{AutoRule, AutoSlot, Chunk, Codec, CodecOptions, Family};
+use tessera_format::{CodecId, Error, LogicalType, Result};
 
 /// Codec id reserved for WAH in the container (`wah.md` §1; not yet in `CodecId`).
 pub const CODEC_ID_WAH: u8 = 16;
@@ -866,6 +867,64 @@ fn set_bit_range(out: &mut [u8], from: u64, to: u64, bit_len: u64) {
     while i < to {
         out[(i / 8) as usize] |= 1 << (i % 8);
         i += 1;
+    }
+}
+
+/// A bitmap flavor as a chunk codec of bits columns (`wah.rs` and `plwah.rs` register one
+/// each). A payload's stored bit length must equal the chunk's value count
+/// (`Error::CountMismatch`).
+pub(crate) struct BitmapCodec {
+    pub(crate) id: CodecId,
+    pub(crate) flavor: Flavor,
+    /// Its rank in the automatic choice for bits.
+    pub(crate) auto_rank: u8,
+}
+
+impl Codec for BitmapCodec {
+    fn id(&self) -> CodecId {
+        self.id
+    }
+
+    fn auto_slot(&self, family: Family) -> Option<AutoSlot> {
+        (family == Family::Bits).then_some(AutoSlot {
+            rank: self.auto_rank,
+            rule: AutoRule::Smaller,
+        })
+    }
+
+    fn encode(&self, chunk: &Chunk<'_>, _: &CodecOptions, out: &mut Vec<u8>) -> Result<()> {
+        Bitmap::compress(self.flavor, chunk.raw(), chunk.value_count())?.write_payload(out);
+        Ok(())
+    }
+
+    fn decode(
+        &self,
+        _: LogicalType,
+        payload: &[u8],
+        value_count: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let bits = payload_bit_len(self.flavor, payload)?;
+        if bits != value_count {
+            return Err(Error::CountMismatch {
+                what: "bitmap bit length",
+                expected: value_count,
+                found: bits,
+            });
+        }
+        Bitmap::from_payload(self.flavor, payload)?.decompress(out)
+    }
+
+    /// The same decoder: a bitmap has one, the reference of [`wah::decompress`] and
+    /// [`plwah::decompress`] (validate the words as `wah.md` §5 reads them, then write them).
+    fn decode_reference(
+        &self,
+        ty: LogicalType,
+        payload: &[u8],
+        value_count: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.decode(ty, payload, value_count, out)
     }
 }
 

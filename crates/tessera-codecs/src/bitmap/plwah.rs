@@ -7,7 +7,14 @@
 //! group: the fill group with bit `p - 1` flipped (the paper's "position list" of one).
 
 use super::{Bitmap, Builder, Flavor, Run, Word};
-use tessera_format::Result;
+use tessera_format::{CodecId, Result};
+
+/// PLWAH in the codec registry; in the automatic choice for bits, after WAH.
+pub(crate) static CODEC: super::BitmapCodec = super::BitmapCodec {
+    id: CodecId::Plwah,
+    flavor: Flavor::Plwah,
+    auto_rank: 1,
+};
 
 /// Bit 31: set in a fill_word, clear in a literal.
 pub const FILL_FLAG: u32 = 1 << 31;

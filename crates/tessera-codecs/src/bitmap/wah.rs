@@ -6,7 +6,14 @@
 //! canonical; [`decompress`] is the reference decoder and checks `wah.md` §5 in order.
 
 use super::{Bitmap, Flavor, Word};
-use tessera_format::Result;
+use tessera_format::{CodecId, Result};
+
+/// WAH in the codec registry; first in the automatic choice for bits (ties go to it).
+pub(crate) static CODEC: super::BitmapCodec = super::BitmapCodec {
+    id: CodecId::Wah,
+    flavor: Flavor::Wah,
+    auto_rank: 0,
+};
 
 /// Bit 31: set in a fill_word, clear in a literal.
 pub const FILL_FLAG: u32 = 1 << 31;

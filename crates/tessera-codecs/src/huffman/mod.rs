@@ -15,13 +15,16 @@
 //! Modules: `code` (histogram, package-merge, canonical codes, the per-chunk plan the GPU
 //! encoder shares), `encode`, `decode` (the reference decoder, which reads like the spec, and
 //! the fast one with a multi-symbol table). Both decoders treat the payload as hostile:
-//! [`parse`] validates the header, the code lengths and every `block_info` entry before any bit
+//! `parse` validates the header, the code lengths and every `block_info` entry before any bit
 //! is decoded, nothing is allocated from a header field, and both fail with the same
 //! [`tessera_format::Error`] variant on the same input.
 
 mod code;
+mod codec;
 mod decode;
 mod encode;
+
+pub(crate) use codec::CODEC;
 
 pub use code::{
     canonical_codes, code_lengths, histogram, plan_chunk, plan_chunks, ChunkPlan, PARALLEL_MIN,

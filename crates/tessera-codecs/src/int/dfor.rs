@@ -12,7 +12,8 @@
 use super::for_::{self, block_meta, put_block, BLOCK};
 use super::header::{self, Layout, Shape, Writer};
 use super::word::Word;
-use tessera_format::Result;
+use crate::codec::{AutoRule, AutoSlot, AUTO_MARGIN};
+use tessera_format::{CodecId, Result};
 
 /// Blocks per delta tile (`D`).
 pub(crate) const TILE_BLOCKS: usize = 4;
@@ -160,4 +161,38 @@ pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result
         }
     }
     Ok(())
+}
+
+/// GPU-DFOR in the codec registry.
+pub(crate) struct Dfor;
+
+/// The registry entry.
+pub(crate) static CODEC: super::IntCodec<Dfor> = super::IntCodec::new();
+
+impl super::Kernels for Dfor {
+    const ID: CodecId = CodecId::Dfor;
+    /// In `auto`, chosen over FOR only when at least `AUTO_MARGIN` smaller: it decodes
+    /// slower than FOR.
+    const AUTO: AutoSlot = AutoSlot {
+        rank: 1,
+        rule: AutoRule::SmallerThanFirstBy {
+            num: AUTO_MARGIN.0,
+            den: AUTO_MARGIN.1,
+        },
+    };
+    #[inline(always)]
+    fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
+        encode(values, out)
+    }
+    #[inline(always)]
+    fn encoded_size<W: Word>(values: &[W]) -> usize {
+        encoded_size(values)
+    }
+    #[inline(always)]
+    fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode(payload, out)
+    }
+    fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode_reference(payload, out)
+    }
 }

@@ -10,7 +10,8 @@
 
 use super::header::{self, Layout, Shape, Writer};
 use super::word::{read_u32, Word};
-use tessera_format::{Error, Result};
+use crate::codec::{AutoRule, AutoSlot};
+use tessera_format::{CodecId, Error, Result};
 
 pub(crate) const BLOCK: usize = 128;
 pub(crate) const SHAPE: Shape = Shape {
@@ -258,4 +259,35 @@ pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result
         decode_block_reference(blk, k, off, "for block", &mut out[first..last])?;
     }
     Ok(())
+}
+
+/// GPU-FOR in the codec registry.
+pub(crate) struct For;
+
+/// The registry entry.
+pub(crate) static CODEC: super::IntCodec<For> = super::IntCodec::new();
+
+impl super::Kernels for For {
+    const ID: CodecId = CodecId::For;
+    /// In `auto`, the first candidate: it decodes fastest of the three, so DFOR and RFOR must
+    /// beat its size by `AUTO_MARGIN`.
+    const AUTO: AutoSlot = AutoSlot {
+        rank: 0,
+        rule: AutoRule::Smaller,
+    };
+    #[inline(always)]
+    fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
+        encode(values, out)
+    }
+    #[inline(always)]
+    fn encoded_size<W: Word>(values: &[W]) -> usize {
+        encoded_size(values)
+    }
+    #[inline(always)]
+    fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode(payload, out)
+    }
+    fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode_reference(payload, out)
+    }
 }

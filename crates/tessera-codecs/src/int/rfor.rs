@@ -13,7 +13,8 @@
 use super::for_::{block_slice, miniblock_width, read_bits_reference};
 use super::header::{self, Shape, Writer};
 use super::word::{read_u32, Word};
-use tessera_format::{Error, Result};
+use crate::codec::{AutoRule, AutoSlot, AUTO_MARGIN};
+use tessera_format::{CodecId, Error, Result};
 
 pub(crate) const BLOCK: usize = 512;
 /// Runs up to this long are expanded with one fixed-width store.
@@ -508,4 +509,38 @@ pub(crate) fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result
         }
     }
     Ok(())
+}
+
+/// GPU-RFOR in the codec registry.
+pub(crate) struct Rfor;
+
+/// The registry entry.
+pub(crate) static CODEC: super::IntCodec<Rfor> = super::IntCodec::new();
+
+impl super::Kernels for Rfor {
+    const ID: CodecId = CodecId::Rfor;
+    /// In `auto`, chosen over FOR only when at least `AUTO_MARGIN` smaller: it decodes
+    /// slower than FOR.
+    const AUTO: AutoSlot = AutoSlot {
+        rank: 2,
+        rule: AutoRule::SmallerThanFirstBy {
+            num: AUTO_MARGIN.0,
+            den: AUTO_MARGIN.1,
+        },
+    };
+    #[inline(always)]
+    fn encode<W: Word>(values: &[W], out: &mut Vec<u8>) {
+        encode(values, out)
+    }
+    #[inline(always)]
+    fn encoded_size<W: Word>(values: &[W]) -> usize {
+        encoded_size(values)
+    }
+    #[inline(always)]
+    fn decode<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode(payload, out)
+    }
+    fn decode_reference<W: Word>(payload: &[u8], out: &mut [W]) -> Result<()> {
+        decode_reference(payload, out)
+    }
 }

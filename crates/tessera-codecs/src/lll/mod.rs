@@ -21,8 +21,11 @@
 //! against the payload length before any word is decoded, nothing is allocated from a header
 //! field, and all fail with the same [`tessera_format::Error`] on the same bytes.
 
+mod codec;
 mod decode;
 mod encode;
+
+pub(crate) use codec::CODEC;
 
 pub use decode::{decode, decode_reference, decode_simple, strip_directory, StripKind, StripRange};
 pub use encode::{encode, encode_with, encode_with_segment_bytes, max_encoded_len};
