@@ -6,7 +6,7 @@
 //! Invariants: [`TileReader::new`] checks the header and every `block_starts` entry (non-
 //! decreasing, inside the data area, ending exactly at it), so afterwards each block's word range
 //! is in bounds; a block's metadata (bit widths, sizes, run counts) is checked before any of its
-//! bits is read, and every read goes through [`Words::bits`], which is bounds-checked.
+//! bits is read, and every read goes through `Words::bits`, which is bounds-checked.
 
 use tessera_format::{CodecId, Error, Result, MAX_CHUNK_VALUES};
 

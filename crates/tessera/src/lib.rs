@@ -31,7 +31,7 @@
 //! ```
 //!
 //! The inner crates are re-exported for what this facade does not cover (codec internals,
-//! kernel entry points): [`format`], [`codecs`], [`gpu`], [`query`].
+//! kernel entry points): [`format`](mod@crate::format), [`codecs`], [`gpu`], [`query`].
 
 pub mod datasets;
 mod device;
