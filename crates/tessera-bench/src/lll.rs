@@ -47,7 +47,7 @@ const PEER_BLOCK: usize = 64 << 10;
 /// Bytes the single-core decoders are timed over (`--quick`: a quarter).
 const ONE_CORE_BYTES: usize = 64 << 20;
 /// Runs of each single-core decode, LLL's and the peers' (median): the GPU machine's shared host
-/// moved single figures by up to 2x over 3 runs in session 6.
+/// moves single figures by up to 2x between runs.
 const ONE_CORE_RUNS: usize = 5;
 /// `--bytes` under `--quick`.
 const QUICK_BYTES: usize = 128 << 20;
@@ -104,7 +104,7 @@ pub struct SetResult {
     pub cpu_reference_gbps_1core_cpu_time: Option<f64>,
     /// The core's clock (GHz) and the integer additions a cycle the bench's thread got, right
     /// before and right after the reference decoder's one-core runs (`host.rs`; `None` off
-    /// x86-64 and in results written before session 25). About 4.4-4.7 additions a cycle on a
+    /// x86-64 and in results written before the probes existed). About 4.4-4.7 additions a cycle on a
     /// whole core of the GPU machine's host, about 2.5 when another tenant's thread shares it:
     /// a one-core figure with a low share was measured on part of a core.
     #[serde(default)]

@@ -104,9 +104,9 @@ pub enum Parse {
     /// is per word, not per byte: a run of SC words is one block copy, while each 2-byte word
     /// is a step of its own (its fields, a check, a copy or fill). A copy or run of 2 bytes saves
     /// 1 bit over two SC words, so this parse writes none; longer codes save at least 10 bits
-    /// and stay. Measured on the bench photographs (2026-11-23, development machine): about 2%
-    /// larger payloads, the reference decoder 1.5-2.1x faster; but a GPU decoder, which pays
-    /// per word, up to 16% slower (`lll.md` §9).
+    /// and stay. On the bench photographs: about 2% larger
+    /// payloads and a reference decoder 1.5-2.1x faster, but a GPU decoder, which pays per
+    /// word, up to 16% slower (`lll.md` §9; the figures are in `docs/decisions/`).
     FastDecode,
 }
 
