@@ -8,7 +8,7 @@ use tessera_format::container::{ChunkMeta, ColumnMeta};
 use tessera_format::{CodecId, Error, LogicalType, Result};
 use tessera_gpu::{ChunkRef, CudaSlice, Gpu};
 
-use crate::read::TableReader;
+use crate::read::{utf8_parts, TableReader};
 
 /// A column decoded on the GPU.
 #[derive(Debug)]
@@ -278,22 +278,16 @@ fn utf8_to_gpu(gpu: &Gpu, meta: &ColumnMeta, payloads: &[&[u8]]) -> Result<GpuDa
     let mut texts = Vec::with_capacity(chunks.len());
     let mut data_sizes = Vec::with_capacity(chunks.len());
     for (k, (ch, p)) in chunks.iter().zip(payloads).enumerate() {
-        if !ch.codec.supports(LogicalType::Utf8) || p.len() < text::HEADER_BYTES {
-            return Err(cpu_error(k));
-        }
-        let offsets_size = u32::from_le_bytes([p[0], p[1], p[2], p[3]]) as usize;
-        let data_size = u32::from_le_bytes([p[4], p[5], p[6], p[7]]) as u64;
-        let rest = &p[text::HEADER_BYTES..];
-        if data_size > text::MAX_TEXT_BYTES || offsets_size > rest.len() {
-            return Err(cpu_error(k));
-        }
+        let parts = utf8_parts(p)
+            .filter(|_| ch.codec.supports(LogicalType::Utf8))
+            .ok_or_else(|| cpu_error(k))?;
         offsets.push(ChunkRef {
             codec: CodecId::Dfor,
-            payload: &rest[..offsets_size],
+            payload: parts.offsets,
             value_count: ch.value_count,
         });
-        texts.push(&rest[offsets_size..]);
-        data_sizes.push(data_size as usize);
+        texts.push(parts.text);
+        data_sizes.push(parts.data_size);
     }
     let col = gpu
         .upload_column(LogicalType::U32, &offsets)
@@ -442,19 +436,15 @@ impl TableReader {
                 let mut texts = Vec::new();
                 let mut lens = Vec::new();
                 for (ch, p) in chunks.iter().zip(&payloads) {
-                    let bad = || Error::InvalidArgument("a damaged utf8 chunk".into());
-                    let h = p.get(..text::HEADER_BYTES).ok_or_else(bad)?;
-                    let os = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-                    let ds = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-                    let rest = &p[text::HEADER_BYTES..];
-                    let (o, t) = (rest.get(..os).ok_or_else(bad)?, &rest[os.min(rest.len())..]);
+                    let parts = utf8_parts(p)
+                        .ok_or_else(|| Error::InvalidArgument("a damaged utf8 chunk".into()))?;
                     offsets.push(ChunkRef {
                         codec: CodecId::Dfor,
-                        payload: o,
+                        payload: parts.offsets,
                         value_count: ch.value_count,
                     });
-                    texts.push(t);
-                    lens.push(ds);
+                    texts.push(parts.text);
+                    lens.push(parts.data_size);
                 }
                 let dc = gpu.upload_column(LogicalType::U32, &offsets)?;
                 let out = gpu.alloc::<u8>(dc.decoded_bytes() as usize)?;

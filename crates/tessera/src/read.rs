@@ -467,13 +467,13 @@ fn decode_bytes_chunk_gpu(
 }
 
 /// The parts of a utf8 chunk payload (`utf8.md` §1), checked as the CPU decoder checks them.
-struct Utf8Parts<'a> {
-    offsets: &'a [u8],
-    data_size: usize,
-    text: &'a [u8],
+pub(crate) struct Utf8Parts<'a> {
+    pub(crate) offsets: &'a [u8],
+    pub(crate) data_size: usize,
+    pub(crate) text: &'a [u8],
 }
 
-fn utf8_parts(payload: &[u8]) -> Option<Utf8Parts<'_>> {
+pub(crate) fn utf8_parts(payload: &[u8]) -> Option<Utf8Parts<'_>> {
     let header = payload.get(..text::HEADER_BYTES)?;
     let offsets_size = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
     let data_size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as u64;
