@@ -54,7 +54,7 @@ pub struct GpuFigures {
     pub encode_host_ms: f64,
     /// Of `encode_host_ms`: the code construction on the host (wall clock).
     pub encode_plan_ms: f64,
-    /// Segment bits, packing, headers and block_info.
+    /// Strip bits, packing, headers and block_info.
     pub encode_pack_ms: f64,
     /// Input bytes / `encode_pack_ms`.
     pub pack_gbps: f64,
@@ -517,7 +517,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         cpu_threads,
         notes: vec![
             "GPU encode GB/s is end to end: input bytes / time from device-resident input to device-resident payloads, including the histogram launch, the one download of all chunk histograms, code construction on the host (all cores), the one upload of all code tables and the packing launches".into(),
-            "GPU encode breakdown (ms): histogram launch / host step (download, code construction, upload, output allocation; the GPU idles) / of which code construction alone / packing launches (segment bits, pack, block_info); medians of separate runs with CUDA events between the phases".into(),
+            "GPU encode breakdown (ms): histogram launch / host step (download, code construction, upload, output allocation; the GPU idles) / of which code construction alone / packing launches (strip bits, pack, block_info); medians of separate runs with CUDA events between the phases".into(),
             "vs optimal: payload bytes against the optimal unrestricted Huffman stream of each 16 MiB chunk (rounded up to bytes) plus a 256-byte table per chunk; the gap is split into block_info, the 13-bit length limit, header + word padding, and raw chunks (percent of the optimum)".into(),
             "host plan: cpu::plan_chunks (package-merge at 13 bits, canonical codes, raw or huffman) on the set's chunk histograms, all cores, per chunk".into(),
             "decode_frac_of_copy: (payload + output bytes) / time / copy ceiling".into(),

@@ -8,8 +8,8 @@ use tessera_format::Result;
 
 use crate::{DeviceColumn, Gpu};
 
-/// Caps the thread blocks of every integer tile kernel (`None`: one thread block per group of
-/// tiles; with a cap, each thread block loops over groups): a tuning knob.
+/// Caps the thread blocks of every integer tile kernel (`None`: one thread block per slab of
+/// tiles; with a cap, each thread block loops over slabs): a tuning knob.
 pub fn set_grid_limit(gpu: &Gpu, limit: Option<u32>) {
     gpu.set_grid_limit(limit);
 }

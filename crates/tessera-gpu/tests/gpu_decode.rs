@@ -202,7 +202,7 @@ fn the_coprocessor_path_streams_columns_larger_than_a_slice() {
 }
 
 /// Words between blocks are legal (a block reads only what its metadata asks for inside its
-/// range): small gaps keep the group's contiguous shared-memory copy, large ones force the
+/// range): small gaps keep the slab's contiguous shared-memory copy, large ones force the
 /// one-slot-per-block layout.
 #[test]
 fn slack_between_blocks_decodes_like_the_cpu() {

@@ -3,7 +3,7 @@
 //! header and u16 block_info included), the GPU decoder gives the CPU decoder's bytes for mode 2
 //! and for the mode 1 layout of format version 1 (goldens and the compatibility encoder), and
 //! corrupt payloads of both modes give the CPU decoder's exact error. Every input shape, sizes
-//! around 4096-bit block edges, segment (32 KiB) and sub-tile (4 KiB) edges, empty last blocks,
+//! around 4096-bit block edges, strip (32 KiB) and sub-tile (4 KiB) edges, empty last blocks,
 //! 13-bit codes, multi-chunk columns mixing modes, multi-megabyte chunks, and the encoder's
 //! phase timings. Skips (printing why) without a GPU unless TESSERA_REQUIRE_GPU=1.
 
@@ -132,7 +132,7 @@ fn shapes(r: &mut StdRng, n: usize) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Sizes around block, sub-tile and segment edges (two equiprobable symbols: 1 bit per byte,
+/// Sizes around block, sub-tile and strip edges (two equiprobable symbols: 1 bit per byte,
 /// so n bytes = n stream bits) and the raw / huffman threshold.
 const SIZES: [usize; 22] = [
     0, 1, 2, 3, 31, 32, 33, 299, 300, 301, 4095, 4096, 4097, 8191, 8193, 12_289, 32_767, 32_768,
@@ -218,7 +218,7 @@ fn gpu_codec_handles_the_code_length_limit() {
     let max_len = p[cpu::HEADER_BYTES..INFO_AT].iter().max().copied();
     assert_eq!(max_len, Some(cpu::MAX_CODE_LENGTH as u8));
     gpu_decode_matches(g, "fibonacci", &p, &data);
-    // Prefixes: 13-bit codes at every offset relative to block and segment edges.
+    // Prefixes: 13-bit codes at every offset relative to block and strip edges.
     for n in (1000..data.len()).step_by(7919) {
         let p = gpu_encode_matches(g, "fibonacci prefix", &data[..n]);
         gpu_decode_matches(g, "fibonacci prefix", &p, &data[..n]);
@@ -259,7 +259,7 @@ fn gpu_multi_chunk_columns_match_per_chunk_cpu_payloads() {
     data.extend(uniform(&mut r, 70_000));
     data.extend(vec![b'q'; 50_000]);
     data.extend(skewed(&mut r, 123_457, 40));
-    for chunk_bytes in [ghuff::SEG_BYTES, 2 * ghuff::SEG_BYTES, 1 << 20] {
+    for chunk_bytes in [ghuff::STRIP_BYTES, 2 * ghuff::STRIP_BYTES, 1 << 20] {
         let want: Vec<Vec<u8>> = data.chunks(chunk_bytes).map(cpu_encode).collect();
         let got = ghuff::encode_chunks(g, &data, chunk_bytes).expect("GPU encodes");
         assert!(got == want, "chunk_bytes {chunk_bytes}");
@@ -271,7 +271,7 @@ fn gpu_multi_chunk_columns_match_per_chunk_cpu_payloads() {
     // The device-resident path: encode, then decode from the device twice with one plan.
     let d = g.upload(&data).expect("upload");
     let mut scratch = ghuff::EncodeScratch::default();
-    let enc = ghuff::encode_device(g, &d, data.len(), ghuff::SEG_BYTES, &mut scratch)
+    let enc = ghuff::encode_device(g, &d, data.len(), ghuff::STRIP_BYTES, &mut scratch)
         .expect("encode_device");
     let mut plan = ghuff::plan_decode(g, &enc).expect("plan");
     for _ in 0..2 {

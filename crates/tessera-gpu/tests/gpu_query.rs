@@ -108,7 +108,7 @@ fn fused_sum_on_a_corrupt_column_is_an_error() {
 /// Random corruptions of FOR, DFOR and RFOR columns: the fused query fails with the CPU
 /// decoder's error variant where the CPU rejects the payload, and sums exactly what the CPU
 /// decodes where it accepts it. Small grids make each warp and thread block take several
-/// groups (the grid-stride path); all of it should also run under compute-sanitizer.
+/// slabs (the grid-stride path); all of it should also run under compute-sanitizer.
 #[test]
 fn fused_sum_on_flipped_payloads_agrees_with_the_cpu_decoder() {
     let Some(gpu) = gpu() else { return };

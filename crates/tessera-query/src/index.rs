@@ -11,9 +11,9 @@
 //! Keys are the column's values mapped order-preservingly to u64 (signed types flip the sign bit
 //! of the sign-extended value), so one code path serves every integer type.
 //!
-//! Bitmaps are cut into `chunk_bits`-bit pieces (one `.tsr` chunk each, a multiple of 31 × 8
-//! bits so pieces stay group- and byte-aligned), so predicates are evaluated piece by piece in
-//! parallel and never on more than one piece per bin at a time.
+//! Bitmaps are cut into `CHUNK_BITS`-bit chunks (one `.tsr` chunk each, a multiple of 31 × 8
+//! bits so chunks stay group- and byte-aligned), so predicates are evaluated chunk by chunk in
+//! parallel and never on more than one chunk per bin at a time.
 
 use rayon::prelude::*;
 use tessera_codecs::bitmap::ops::Op;
@@ -22,7 +22,7 @@ use tessera_codecs::column;
 use tessera_format::container::{Container, ContainerWriter};
 use tessera_format::{CodecId, Error, LogicalType, Result};
 
-/// Bits per bitmap piece (chunk): 2^24 − (2^24 mod 248), a multiple of 31 and of 8.
+/// Bits per bitmap chunk: 2^24 − (2^24 mod 248), a multiple of 31 and of 8.
 pub const CHUNK_BITS: u64 = (1 << 24) - (1 << 24) % 248;
 /// Default most distinct values for an equality index.
 pub const DEFAULT_MAX_DISTINCT: usize = 1024;
@@ -89,7 +89,7 @@ pub struct ColumnIndex {
     pub rows: u64,
     /// Inclusive key ranges, ascending, disjoint.
     pub bins: Vec<(u64, u64)>,
-    /// `bitmaps[bin][piece]`, each of `CHUNK_BITS` bits (the last piece shorter).
+    /// `bitmaps[bin][chunk]`, each of `CHUNK_BITS` bits (the last chunk shorter).
     pub bitmaps: Vec<Vec<Bitmap>>,
     /// The column's keys, kept when some bin spans more than one value.
     pub keys: Option<Vec<u64>>,
@@ -137,9 +137,9 @@ impl ColumnIndex {
             bins
         };
         let exact = bins.iter().all(|(lo, hi)| lo == hi);
-        let pieces = rows.div_ceil(CHUNK_BITS).max(1) as usize;
-        // Per piece: the rows of each bin, then a bitmap per bin.
-        let per_piece: Vec<Vec<Bitmap>> = (0..pieces)
+        let chunks = rows.div_ceil(CHUNK_BITS).max(1) as usize;
+        // Per chunk: the rows of each bin, then a bitmap per bin.
+        let per_chunk: Vec<Vec<Bitmap>> = (0..chunks)
             .into_par_iter()
             .map(|p| {
                 let start = p as u64 * CHUNK_BITS;
@@ -155,9 +155,9 @@ impl ColumnIndex {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<_>>()?;
-        let mut bitmaps: Vec<Vec<Bitmap>> = vec![Vec::with_capacity(pieces); bins.len()];
-        for piece in per_piece {
-            for (b, bm) in piece.into_iter().enumerate() {
+        let mut bitmaps: Vec<Vec<Bitmap>> = vec![Vec::with_capacity(chunks); bins.len()];
+        for chunk in per_chunk {
+            for (b, bm) in chunk.into_iter().enumerate() {
                 bitmaps[b].push(bm);
             }
         }
@@ -176,13 +176,13 @@ impl ColumnIndex {
         self.keys.is_none()
     }
 
-    /// Pieces of every bitmap.
-    pub fn pieces(&self) -> usize {
+    /// Chunks of every bitmap.
+    pub fn chunks(&self) -> usize {
         self.bitmaps.first().map_or(0, Vec::len)
     }
 
-    /// Bits in piece `p`.
-    fn piece_bits(&self, p: usize) -> u64 {
+    /// Bits in chunk `p`.
+    fn chunk_bits(&self, p: usize) -> u64 {
         (self.rows - p as u64 * CHUNK_BITS).min(CHUNK_BITS)
     }
 
@@ -218,10 +218,10 @@ impl ColumnIndex {
         }
     }
 
-    /// Piece `p` of the rows matching `pred`: the OR of fully covered bins' bitmaps, plus rows of
+    /// Chunk `p` of the rows matching `pred`: the OR of fully covered bins' bitmaps, plus rows of
     /// partly covered bins whose value passes.
-    fn eval_piece(&self, pred: &Predicate, p: usize) -> Result<Bitmap> {
-        let bits = self.piece_bits(p);
+    fn eval_chunk(&self, pred: &Predicate, p: usize) -> Result<Bitmap> {
+        let bits = self.chunk_bits(p);
         let mut acc = empty(bits)?;
         let mut candidates = empty(bits)?;
         for (qlo, qhi) in self.key_ranges(pred)? {
@@ -293,21 +293,21 @@ pub struct Index {
     pub columns: Vec<ColumnIndex>,
 }
 
-/// The rows matching every predicate, as one WAH bitmap per piece.
+/// The rows matching every predicate, as one WAH bitmap per chunk.
 #[derive(Debug, Clone)]
 pub struct Selection {
-    pub pieces: Vec<Bitmap>,
+    pub chunks: Vec<Bitmap>,
 }
 
 impl Selection {
     /// Matching rows.
     pub fn count(&self) -> u64 {
-        self.pieces.par_iter().map(bitmap::ops::count_ones).sum()
+        self.chunks.par_iter().map(bitmap::ops::count_ones).sum()
     }
 
     /// Matching row ids, ascending.
     pub fn row_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.pieces.iter().enumerate().flat_map(|(p, bm)| {
+        self.chunks.iter().enumerate().flat_map(|(p, bm)| {
             let base = p as u64 * CHUNK_BITS;
             bitmap::ops::Ones::new(bm).map(move |r| base + r)
         })
@@ -320,7 +320,7 @@ impl Index {
         self.columns.iter().find(|c| c.name == name)
     }
 
-    /// Rows matching every `(column, predicate)`, ANDed, on the CPU (pieces in parallel).
+    /// Rows matching every `(column, predicate)`, ANDed, on the CPU (chunks in parallel).
     pub fn select(&self, preds: &[(&str, Predicate)]) -> Result<Selection> {
         let cols: Vec<(&ColumnIndex, &Predicate)> = preds
             .iter()
@@ -339,12 +339,12 @@ impl Index {
                 first.name, c.name
             )));
         }
-        let pieces = (0..first.pieces())
+        let chunks = (0..first.chunks())
             .into_par_iter()
             .map(|p| {
                 let mut acc: Option<Bitmap> = None;
                 for (c, pred) in &cols {
-                    let bm = c.eval_piece(pred, p)?;
+                    let bm = c.eval_chunk(pred, p)?;
                     acc = Some(match acc {
                         None => bm,
                         Some(a) => bitmap::ops::binary(Op::And, &a, &bm)?,
@@ -353,7 +353,7 @@ impl Index {
                 acc.ok_or_else(|| Error::InvalidArgument("no predicate".into()))
             })
             .collect::<Result<_>>()?;
-        Ok(Selection { pieces })
+        Ok(Selection { chunks })
     }
 
     /// Writes the index as a `.tsr` file (`bitmap-index.md` §2).
@@ -382,16 +382,16 @@ impl Index {
                 let raw = raw_of(&mut keys.iter().copied());
                 write_int(&mut w, &format!("{}.values", c.name), ty, &raw)?;
             }
-            for (b, pieces) in c.bitmaps.iter().enumerate() {
+            for (b, chunks) in c.bitmaps.iter().enumerate() {
                 w.begin_column(
                     &format!("{}.bin.{b}", c.name),
                     LogicalType::Bits,
                     Some(CodecId::Wah),
                 )?;
-                for (p, bm) in pieces.iter().enumerate() {
+                for (p, bm) in chunks.iter().enumerate() {
                     let mut payload = Vec::new();
                     bm.write_payload(&mut payload);
-                    w.write_chunk(CodecId::Wah, c.piece_bits(p) as u32, &payload)?;
+                    w.write_chunk(CodecId::Wah, c.chunk_bits(p) as u32, &payload)?;
                 }
                 w.end_column()?;
             }
@@ -447,7 +447,7 @@ impl Index {
                 if *rows.get_or_insert(col.value_count) != col.value_count {
                     return Err(bad(format!("'{}' has another row count", col.name)));
                 }
-                let pieces = col
+                let chunks = col
                     .chunks
                     .iter()
                     .enumerate()
@@ -468,7 +468,7 @@ impl Index {
                         Ok(bm)
                     })
                     .collect::<Result<Vec<_>>>()?;
-                bitmaps.push(pieces);
+                bitmaps.push(chunks);
                 i += 1;
             }
             let rows = rows.unwrap_or(0);

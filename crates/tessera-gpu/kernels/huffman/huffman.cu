@@ -5,15 +5,15 @@
 //
 // Encoding (byte-identical to tessera_codecs::huffman::encode), five launches around one host
 // step:
-//   huff_histogram      per segment (32 KiB) a shared-memory histogram, four sub-histograms per
+//   huff_histogram      per strip (32 KiB) a shared-memory histogram, four sub-histograms per
 //                       warp (lane l counts into copy l % 4, copies in different banks), so
 //                       equal bytes of one warp instruction collide at most 8-way; written
-//                       per segment and added into the chunk's histogram (256 global atomics
-//                       per segment, on 256 different words);
+//                       per strip and added into the chunk's histogram (256 global atomics
+//                       per strip, on 256 different words);
 //   (host)              code lengths (package-merge, the CPU's own code), canonical codes,
 //                       stream_bits, raw or huffman, every payload's place in the output;
-//   huff_seg_bits       bits of each segment = sum over bytes of freq * length (no input read);
-//   huff_encode_pack    per segment: its first bit is the sum of the earlier segments' bits
+//   huff_strip_bits       bits of each strip = sum over bytes of freq * length (no input read);
+//   huff_encode_pack    per strip: its first bit is the sum of the earlier strips' bits
 //                       of its chunk; then per 4 KiB sub-tile (16 bytes per thread, held in
 //                       registers, loaded one sub-tile ahead), a block-wide exclusive scan of
 //                       the threads' code lengths gives every code its bit offset, and every
@@ -34,8 +34,8 @@
 // §8 tables), huff_decode_counts (check every block_info word, extract symbol_count), the
 // device-wide scan (primitives/scan.cuh) over the counts (each block's output offset), huff_decode_blocks, and
 // huff_copy_raw for raw chunks; modes 1 and 2 in one launch (HfDecChunk.mode). huff_decode_blocks:
-// a thread block takes a group of 128 consecutive blocks, copies the multi-symbol table (16 KiB;
-// the 13-bit single-symbol table is read through L1) and the group's stream (each block's 128 words
+// a thread block takes a slab of 128 consecutive blocks, copies the multi-symbol table (16 KiB;
+// the 13-bit single-symbol table is read through L1) and the slab's stream (each block's 128 words
 // and the next block's first 3, at an odd stride of 131 words so that the lanes of a warp hit
 // different banks) into shared memory with cp.async (coalesced, all in flight at once), and
 // each thread decodes one block
@@ -79,30 +79,30 @@ __device__ __forceinline__ void hf_count_word(u32* h, u32 x) {
 #define HF_HIST_STRIDE 257
 #define HF_HIST_SUBS (HF_ENC_THREADS / 32 * HF_HIST_COPIES)
 
-// One thread block per segment of HF_SEG_BYTES bytes (segments of the last chunk may be short).
-// seg_hist (optional, 0 = none): 256 counts per segment. chunk_hist: 256 counts per chunk, added
+// One thread block per strip of HF_STRIP_BYTES bytes (strips of the last chunk may be short).
+// strip_hist (optional, 0 = none): 256 counts per strip. chunk_hist: 256 counts per chunk, added
 // to (the host zeroes it first).
 extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
-    huff_histogram(const u8* __restrict__ data, u64 n, u32 segs_per_chunk, u32* __restrict__ seg_hist,
+    huff_histogram(const u8* __restrict__ data, u64 n, u32 strips_per_chunk, u32* __restrict__ strip_hist,
                    u32* __restrict__ chunk_hist) {
     __shared__ u32 h[HF_HIST_SUBS * HF_HIST_STRIDE];
     const u32 t = threadIdx.x;
     for (u32 i = t; i < HF_HIST_SUBS * HF_HIST_STRIDE; i += HF_ENC_THREADS) h[i] = 0;
     __syncthreads();
-    const u64 lo = (u64)blockIdx.x * HF_SEG_BYTES;
-    const u32 cnt = (u32)(n - lo < HF_SEG_BYTES ? n - lo : HF_SEG_BYTES);
+    const u64 lo = (u64)blockIdx.x * HF_STRIP_BYTES;
+    const u32 cnt = (u32)(n - lo < HF_STRIP_BYTES ? n - lo : HF_STRIP_BYTES);
     const uint4* p = reinterpret_cast<const uint4*>(data + lo);
     const u32 vecs = cnt >> 4;
     u32* mine = h + ((t >> 5) * HF_HIST_COPIES + (t & (HF_HIST_COPIES - 1))) * HF_HIST_STRIDE;
-    // HF_SEG_BYTES / 16 / HF_ENC_THREADS = 8 vector loads per thread, all issued before counting.
-    uint4 v[HF_SEG_BYTES / 16 / HF_ENC_THREADS];
+    // HF_STRIP_BYTES / 16 / HF_ENC_THREADS = 8 vector loads per thread, all issued before counting.
+    uint4 v[HF_STRIP_BYTES / 16 / HF_ENC_THREADS];
 #pragma unroll
-    for (u32 r = 0; r < HF_SEG_BYTES / 16 / HF_ENC_THREADS; ++r) {
+    for (u32 r = 0; r < HF_STRIP_BYTES / 16 / HF_ENC_THREADS; ++r) {
         const u32 i = r * HF_ENC_THREADS + t;
         v[r] = i < vecs ? __ldg(p + i) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
-    for (u32 r = 0; r < HF_SEG_BYTES / 16 / HF_ENC_THREADS; ++r) {
+    for (u32 r = 0; r < HF_STRIP_BYTES / 16 / HF_ENC_THREADS; ++r) {
         if (r * HF_ENC_THREADS + t < vecs) {
             hf_count_word(mine, v[r].x);
             hf_count_word(mine, v[r].y);
@@ -115,8 +115,8 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
     u32 sum = 0;
 #pragma unroll
     for (u32 w = 0; w < HF_HIST_SUBS; ++w) sum += h[w * HF_HIST_STRIDE + t];
-    if (seg_hist) seg_hist[(u64)blockIdx.x * HF_SYMBOLS + t] = sum;
-    if (sum) atomicAdd(&chunk_hist[(u64)(blockIdx.x / segs_per_chunk) * HF_SYMBOLS + t], sum);
+    if (strip_hist) strip_hist[(u64)blockIdx.x * HF_SYMBOLS + t] = sum;
+    if (sum) atomicAdd(&chunk_hist[(u64)(blockIdx.x / strips_per_chunk) * HF_SYMBOLS + t], sum);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,21 +124,21 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
 // ---------------------------------------------------------------------------------------------
 
 // codes: 256 words per chunk, `code | length << 16` (code bit-reversed: its first bit at bit 0).
-// One warp per segment: bits = sum of count * length.
+// One warp per strip: bits = sum of count * length.
 extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS)
-    huff_seg_bits(const u32* __restrict__ seg_hist, u32 n_segs, u32 segs_per_chunk, const u32* __restrict__ codes,
-                  u32* __restrict__ seg_bits) {
+    huff_strip_bits(const u32* __restrict__ strip_hist, u32 n_strips, u32 strips_per_chunk, const u32* __restrict__ codes,
+                  u32* __restrict__ strip_bits) {
     const u32 lane = threadIdx.x & 31;
     const u32 g = blockIdx.x * (HF_ENC_THREADS / 32) + (threadIdx.x >> 5);
-    if (g >= n_segs) return;
-    const u32* hist = seg_hist + (u64)g * HF_SYMBOLS;
-    const u32* cl = codes + (u64)(g / segs_per_chunk) * HF_SYMBOLS;
+    if (g >= n_strips) return;
+    const u32* hist = strip_hist + (u64)g * HF_SYMBOLS;
+    const u32* cl = codes + (u64)(g / strips_per_chunk) * HF_SYMBOLS;
     u32 bits = 0;
 #pragma unroll
     for (u32 s = lane; s < HF_SYMBOLS; s += 32) bits += hist[s] * (__ldg(&cl[s]) >> 16);
 #pragma unroll
     for (u32 d = 16; d > 0; d >>= 1) bits += __shfl_xor_sync(HF_FULL, bits, d);
-    if (lane == 0) seg_bits[g] = bits;
+    if (lane == 0) strip_bits[g] = bits;
 }
 
 // Sixteen bytes of the input from `p` (16-byte aligned when n == 16); bytes past n read as 0.
@@ -168,7 +168,7 @@ __device__ __forceinline__ u32 hf_head(const u32* s_code, const uint4& v, u32 n,
     return head;
 }
 
-// One thread block per segment. out: the payload words of every chunk; edges: one record per
+// One thread block per strip. out: the payload words of every chunk; edges: one record per
 // 4096-bit block (HF_EDGE_*), at chunk.edge_base + block.
 //
 // Per sub-tile of 4 KiB, thread t holds bytes 16t .. 16t+15 in registers (loaded one sub-tile
@@ -185,8 +185,8 @@ __device__ __forceinline__ u32 hf_head(const u32* s_code, const uint4& v, u32 n,
 // sub-tile suffice: a buffer is rewritten two sub-tiles later, after a barrier that every
 // reader of its previous contents has passed.
 extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS, 5)
-    huff_encode_pack(const u8* __restrict__ data, const HfEncChunk* __restrict__ chunks, u32 segs_per_chunk,
-                     const u32* __restrict__ seg_bits, const u32* __restrict__ codes, u32* __restrict__ out,
+    huff_encode_pack(const u8* __restrict__ data, const HfEncChunk* __restrict__ chunks, u32 strips_per_chunk,
+                     const u32* __restrict__ strip_bits, const u32* __restrict__ codes, u32* __restrict__ out,
                      u32* __restrict__ edges) {
     __shared__ u32 s_code[HF_SYMBOLS];
     __shared__ u32 s_stage[2][HF_STAGE_WORDS];
@@ -194,52 +194,52 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS, 5)
     __shared__ u32 s_hbits[2][HF_ENC_THREADS + 2];
     __shared__ u32 s_warp[2][HF_ENC_THREADS / 32];
     const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const u32 c = blockIdx.x / segs_per_chunk, j = blockIdx.x % segs_per_chunk;
+    const u32 c = blockIdx.x / strips_per_chunk, j = blockIdx.x % strips_per_chunk;
     const HfEncChunk ch = chunks[c];
-    const u32 seg_lo = j * HF_SEG_BYTES;
-    if (seg_lo >= ch.count) return;  // uniform: no such segment
-    const u32 seg_n = ch.count - seg_lo < HF_SEG_BYTES ? ch.count - seg_lo : HF_SEG_BYTES;
-    const u8* in = data + ch.in_offset + seg_lo;
+    const u32 strip_lo = j * HF_STRIP_BYTES;
+    if (strip_lo >= ch.count) return;  // uniform: no such strip
+    const u32 strip_n = ch.count - strip_lo < HF_STRIP_BYTES ? ch.count - strip_lo : HF_STRIP_BYTES;
+    const u8* in = data + ch.in_offset + strip_lo;
 
     if (ch.mode == HF_MODE_RAW) {
         // §2 raw: the bytes after the 4 header words, the last word zero-padded. The input is
-        // 16-byte aligned here (chunks and segments start at multiples of HF_SEG_BYTES).
-        u32* dst = out + ch.out_word + HF_HEADER_WORDS + seg_lo / 4;
-        const u32 words = (seg_n + 3) >> 2;
+        // 16-byte aligned here (chunks and strips start at multiples of HF_STRIP_BYTES).
+        u32* dst = out + ch.out_word + HF_HEADER_WORDS + strip_lo / 4;
+        const u32 words = (strip_n + 3) >> 2;
         for (u32 i = t; i < words; i += HF_ENC_THREADS) {
             u32 w;
-            if (4 * i + 4 <= seg_n) {
+            if (4 * i + 4 <= strip_n) {
                 w = __ldg(reinterpret_cast<const u32*>(in) + i);
             } else {
                 w = 0;
-                for (u32 b = 0; 4 * i + b < seg_n; ++b) w |= (u32)in[4 * i + b] << (8 * b);
+                for (u32 b = 0; 4 * i + b < strip_n; ++b) w |= (u32)in[4 * i + b] << (8 * b);
             }
             dst[i] = w;
         }
         return;
     }
 
-    // The segment's first bit: the bits of the chunk's earlier segments (the scan's barriers
+    // The strip's first bit: the bits of the chunk's earlier strips (the scan's barriers
     // also publish s_code).
     s_code[t] = codes[(u64)c * HF_SYMBOLS + t];
     u32 part = 0;
-    for (u32 i = t; i < j; i += HF_ENC_THREADS) part += seg_bits[(u64)c * segs_per_chunk + i];
+    for (u32 i = t; i < j; i += HF_ENC_THREADS) part += strip_bits[(u64)c * strips_per_chunk + i];
     u32 carry;
     hf_block_exclusive_sum(part, s_warp[0], carry);
     u32* stream = out + ch.out_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS + ch.info_words;
 
     const u32 first = HF_ENC_ITEMS * t;
     auto mine_of = [&](u32 lo) -> u32 {
-        const u32 sub_n = seg_n - lo < HF_SUBTILE_BYTES ? seg_n - lo : HF_SUBTILE_BYTES;
+        const u32 sub_n = strip_n - lo < HF_SUBTILE_BYTES ? strip_n - lo : HF_SUBTILE_BYTES;
         return sub_n > first ? (sub_n - first < HF_ENC_ITEMS ? sub_n - first : HF_ENC_ITEMS) : 0;
     };
     uint4 next = hf_load16(in + first, mine_of(0));
     u32 buf = 0;
-    for (u32 lo = 0; lo < seg_n; lo += HF_SUBTILE_BYTES, buf ^= 1) {
+    for (u32 lo = 0; lo < strip_n; lo += HF_SUBTILE_BYTES, buf ^= 1) {
         const uint4 v = next;
         const u32 mine = mine_of(lo);
-        if (lo + HF_SUBTILE_BYTES < seg_n) next = hf_load16(in + lo + HF_SUBTILE_BYTES + first, mine_of(lo + HF_SUBTILE_BYTES));
-        const u32 idx0 = seg_lo + lo;  // chunk index of the sub-tile's first byte
+        if (lo + HF_SUBTILE_BYTES < strip_n) next = hf_load16(in + lo + HF_SUBTILE_BYTES + first, mine_of(lo + HF_SUBTILE_BYTES));
+        const u32 idx0 = strip_lo + lo;  // chunk index of the sub-tile's first byte
 
         // 1. Code entries, bit count, head.
         u32 e[HF_ENC_ITEMS];
@@ -254,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(HF_ENC_THREADS, 5)
         s_hbits[buf][t] = bits;
         if (t < 2) {
             // The 32 bytes after the sub-tile that lie in the chunk (the next sub-tile's or the
-            // next segment's first bytes).
+            // next strip's first bytes).
             const u32 h = idx0 + HF_SUBTILE_BYTES + HF_ENC_ITEMS * t;
             const u32 hn = h < ch.count ? (ch.count - h < HF_ENC_ITEMS ? ch.count - h : HF_ENC_ITEMS) : 0;
             uint4 hv = make_uint4(0, 0, 0, 0);
@@ -468,7 +468,7 @@ __device__ __forceinline__ void hf_flag(u64* status, u32 block, u32 code, u32 de
     ts_report(status, TS_CLASS_BLOCK, block, code, detail);
 }
 
-// One thread block per group of HF_DEC_GROUP blocks; dynamic shared memory of
+// One thread block per slab of HF_DEC_SLAB blocks; dynamic shared memory of
 // HF_DEC_SMEM_BYTES (see src/huffman/mod.rs). offsets: exclusive prefix sums of every block's
 // symbol_count over the launch (modulo 2^32), offsets[total_blocks] the total.
 extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
@@ -478,20 +478,20 @@ extern "C" __global__ void __launch_bounds__(HF_DEC_THREADS, 2)
     extern __shared__ __align__(16) u32 hf_smem[];
     const u32* s_multi = hf_smem;
     u32* s_stream = hf_smem + HF_MULTI_SIZE;
-    u8* s_out = reinterpret_cast<u8*>(s_stream + HF_DEC_GROUP * HF_STAGE_STRIDE);
+    u8* s_out = reinterpret_cast<u8*>(s_stream + HF_DEC_SLAB * HF_STAGE_STRIDE);
 
     const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, HF_DEC_ROW_WORDS, HF_DEC_FIRST_GROUP,
+    const u32 c = hf_find_row(reinterpret_cast<const u32*>(chunks), n_chunks, HF_DEC_ROW_WORDS, HF_DEC_FIRST_SLAB,
                               blockIdx.x);
     const HfDecChunk ch = chunks[c];
     const u32 nb = ch.block_count;
-    const u32 k0 = (blockIdx.x - ch.first_group) * HF_DEC_GROUP;
-    const u32 nblk = nb - k0 < HF_DEC_GROUP ? nb - k0 : HF_DEC_GROUP;
+    const u32 k0 = (blockIdx.x - ch.first_slab) * HF_DEC_SLAB;
+    const u32 nblk = nb - k0 < HF_DEC_SLAB ? nb - k0 : HF_DEC_SLAB;
     const u64 info_w = ch.payload_word + HF_HEADER_WORDS + HF_LENGTHS_WORDS;
     const u64 stream_w = info_w + ch.info_words;
     const u32 stream_words = (ch.stream_bits + 31) >> 5;
 
-    // The multi-symbol table and the group's stream words, all copies in flight at once: block
+    // The multi-symbol table and the slab's stream words, all copies in flight at once: block
     // b's words (and the next block's first three) at b * HF_STAGE_STRIDE. Words past the
     // chunk's stream read as 0 (§6). The single-symbol table (block tails, 13-bit codes) stays
     // in global memory and is read through L1.

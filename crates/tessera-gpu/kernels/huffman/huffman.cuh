@@ -2,10 +2,10 @@
 // per-chunk tables the kernels of huffman.cu read. `src/huffman/mod.rs` mirrors every `HF_`
 // constant and both structs; a test parses this file to check that both agree.
 //
-// Encoding works on **segments** of HF_SEG_BYTES input bytes (segments never span chunks: a
-// chunk holds a multiple of HF_SEG_BYTES bytes, except the last); a segment is packed in
+// Encoding works on **strips** of HF_STRIP_BYTES input bytes (strips never span chunks: a
+// chunk holds a multiple of HF_STRIP_BYTES bytes, except the last); a strip is packed in
 // **sub-tiles** of HF_ENC_THREADS * HF_ENC_ITEMS bytes, thread t holding bytes 16t .. 16t+15.
-// Decoding works on **groups** of HF_DEC_GROUP consecutive 4096-bit blocks of one chunk (groups
+// Decoding works on **slabs** of HF_DEC_SLAB consecutive 4096-bit blocks of one chunk (slabs
 // never span chunks), one thread per block.
 #ifndef TESSERA_HUFFMAN_CUH
 #define TESSERA_HUFFMAN_CUH
@@ -40,7 +40,7 @@
 #define HF_ENTRY_BITS_SHIFT 26
 
 // Encoder shape.
-#define HF_SEG_BYTES 32768
+#define HF_STRIP_BYTES 32768
 #define HF_ENC_THREADS 256
 #define HF_ENC_ITEMS 16
 #define HF_SUBTILE_BYTES 4096
@@ -55,12 +55,12 @@
 #define HF_EDGE_SPILL_SHIFT 25
 #define HF_EDGE_COUNT_MASK 0x1FFFFFF
 
-// Decoder shape: one thread per block, HF_DEC_GROUP blocks per thread block; per lane a
+// Decoder shape: one thread per block, HF_DEC_SLAB blocks per thread block; per lane a
 // staging slot of HF_OUT_SLOT output bytes, flushed by the whole warp with coalesced stores.
 // Slots are HF_OUT_STRIDE bytes apart so that lanes at the same slot offset hit different
 // shared-memory banks.
 #define HF_DEC_THREADS 128
-#define HF_DEC_GROUP 128
+#define HF_DEC_SLAB 128
 #define HF_OUT_SLOT 128
 #define HF_OUT_STRIDE 132
 // Each block's stream words are staged HF_STAGE_STRIDE words apart: its 128 words and the next
@@ -91,7 +91,7 @@ struct HfDecChunk {
     u32 stream_bits;
     u32 block_count;   // ceil(stream_bits / 4096)
     u32 first_block;   // index of block 0 among the launch's blocks
-    u32 first_group;   // index of group 0 among the launch's groups
+    u32 first_slab;   // index of slab 0 among the launch's slabs
     u32 table;         // index of the chunk's decode tables
     u32 mode;          // HF_MODE_HUFFMAN_V1 or HF_MODE_HUFFMAN
     u32 info_words;    // words of block_info (block_count, or ceil(block_count / 2) in mode 2)
@@ -99,7 +99,7 @@ struct HfDecChunk {
 // Row stride of HfDecChunk in u32 words, and the fields hf_find_row searches.
 #define HF_DEC_ROW_WORDS 12
 #define HF_DEC_FIRST_BLOCK 7
-#define HF_DEC_FIRST_GROUP 8
+#define HF_DEC_FIRST_SLAB 8
 
 // (symbol_count, spill) of block k of a chunk (§4): mode 2 reads u16 entry k, mode 1 word k.
 // `ok` is false when the entry is out of range (reserved bits, spill, count).
@@ -151,7 +151,7 @@ struct HfEncChunk {
 #define HF_ENC_EDGE_BASE 8
 
 // The last row of `rows` (stride in u32 words, field at `field`) whose key is <= x: the chunk
-// holding global group / block / piece x. Rows are few and every thread of a block asks for
+// holding global slab / block / piece x. Rows are few and every thread of a block asks for
 // the same ones (L1 broadcasts).
 __device__ __forceinline__ u32 hf_find_row(const u32* __restrict__ rows, u32 n, u32 stride, u32 field, u32 x) {
     u32 lo = 0, hi = n;

@@ -45,15 +45,15 @@ typedef unsigned long long u64;
 // Its shared memory (10 KB for lane 32, 18 KB for lane 64) is not the limit.
 #define TS_RFOR_BOUNDS __launch_bounds__(TS_THREADS, 12)
 
-// Tiles a thread block loads at once (a "group"): all of a group's words are requested before
+// Tiles a thread block loads at once (a "slab"): all of a slab's words are requested before
 // the first is used, so each thread block keeps several kilobytes in flight and the two
-// dependent global round trips (block_starts, then data) are paid once per group, not per
+// dependent global round trips (block_starts, then data) are paid once per slab, not per
 // tile. Chosen per codec and lane so that 16 thread blocks of shared memory fit an SM.
-#define TS_FOR_GROUP_L32 4
-#define TS_FOR_GROUP_L64 2
+#define TS_FOR_SLAB_L32 4
+#define TS_FOR_SLAB_L64 2
 // RFOR: one block per warp.
-#define TS_RFOR_GROUP_L32 4
-#define TS_RFOR_GROUP_L64 4
+#define TS_RFOR_SLAB_L32 4
+#define TS_RFOR_SLAB_L64 4
 
 // Status codes (the low 4 bits of a status key's code field). The host maps each onto an
 // `Error` variant (src/int/status.rs).
@@ -84,7 +84,7 @@ struct ChunkDesc {
     u32 payload_words;  // payload length in words
     u32 total_count;    // values in the chunk (header word 2)
     u32 first_tile;     // global index of the chunk's first tile
-    u32 first_group;    // global index of the chunk's first group (groups never span chunks)
+    u32 first_slab;    // global index of the chunk's first slab (slabs never span chunks)
 };
 
 __device__ __forceinline__ void ts_report(u64* status, u32 cls, u32 position, u32 code, u32 detail) {
@@ -95,44 +95,44 @@ __device__ __forceinline__ void ts_report(u64* status, u32 cls, u32 position, u3
 __device__ __forceinline__ u32 ts_min(u32 a, u32 b) { return a < b ? a : b; }
 __device__ __forceinline__ u32 ts_max(u32 a, u32 b) { return a > b ? a : b; }
 
-// The chunk that holds global group `group`: the last row whose first_group <= group. The
+// The chunk that holds global slab `slab`: the last row whose first_slab <= slab. The
 // table is tiny and every thread of a block asks for the same rows, so these loads hit L1 as
 // broadcasts.
-__device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
+__device__ __forceinline__ u32 ts_find_chunk(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 slab) {
     u32 lo = 0, hi = n_chunks;
     while (hi - lo > 1) {
         u32 mid = (lo + hi) >> 1;
-        if (__ldg(&chunks[mid].first_group) <= group) lo = mid; else hi = mid;
+        if (__ldg(&chunks[mid].first_slab) <= slab) lo = mid; else hi = mid;
     }
     return lo;
 }
 
 // ts_find_chunk, first trying the row that equal chunks would give (every chunk of a column
-// but the last holds the same number of groups when the writer's chunk size is a multiple of
-// the group's values, the usual case): two dependent loads instead of log2(n_chunks). A table
+// but the last holds the same number of slabs when the writer's chunk size is a multiple of
+// the slab's values, the usual case): two dependent loads instead of log2(n_chunks). A table
 // that does not fit the guess falls back to the search, so any table gives the same row.
-__device__ __forceinline__ u32 ts_find_chunk_fast(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
+__device__ __forceinline__ u32 ts_find_chunk_fast(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 slab) {
     if (n_chunks > 1) {
-        const u32 g1 = __ldg(&chunks[1].first_group);  // groups of chunk 0
+        const u32 g1 = __ldg(&chunks[1].first_slab);  // slabs of chunk 0
         if (g1 != 0) {
-            const u32 i = ts_min(group / g1, n_chunks - 1);
-            if (__ldg(&chunks[i].first_group) <= group && (i + 1 == n_chunks || __ldg(&chunks[i + 1].first_group) > group))
+            const u32 i = ts_min(slab / g1, n_chunks - 1);
+            if (__ldg(&chunks[i].first_slab) <= slab && (i + 1 == n_chunks || __ldg(&chunks[i + 1].first_slab) > slab))
                 return i;
         }
     }
-    return ts_find_chunk(chunks, n_chunks, group);
+    return ts_find_chunk(chunks, n_chunks, slab);
 }
 
-// ts_find_chunk for a whole warp asking about the same group (every lane must call it): a
+// ts_find_chunk for a whole warp asking about the same slab (every lane must call it): a
 // 32-way search, each lane testing one row per round, so ceil(log32(n_chunks)) rounds (2 up to
 // 1024 chunks) of one load each instead of log2(n_chunks) dependent loads.
-__device__ __forceinline__ u32 ts_find_chunk_warp(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group) {
+__device__ __forceinline__ u32 ts_find_chunk_warp(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 slab) {
     const u32 l = threadIdx.x & 31;
     u32 lo = 0, n = n_chunks;  // the row is in [lo, lo + n), and row lo qualifies
     while (n > 1) {
         const u32 step = (n + 31) >> 5;
         const u32 i = l * step;  // lane 0 tests row lo, known to qualify
-        const bool le = i < n && (l == 0 || __ldg(&chunks[lo + i].first_group) <= group);
+        const bool le = i < n && (l == 0 || __ldg(&chunks[lo + i].first_slab) <= slab);
         const u32 k = 31 - __clz(__ballot_sync(0xFFFFFFFFu, le));
         lo += k * step;
         n = ts_min(step, n - k * step);
@@ -157,7 +157,7 @@ __device__ __forceinline__ ChunkDesc ts_load_chunk(const ChunkDesc* __restrict__
     c.payload_words = __ldg(&chunks[i].payload_words);
     c.total_count = __ldg(&chunks[i].total_count);
     c.first_tile = __ldg(&chunks[i].first_tile);
-    c.first_group = __ldg(&chunks[i].first_group);
+    c.first_slab = __ldg(&chunks[i].first_slab);
     return c;
 }
 

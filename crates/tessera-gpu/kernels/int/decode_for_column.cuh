@@ -1,7 +1,7 @@
 // decode_for_column.cuh: the column-decode loop shared by for_decode_* and dfor_decode_*.
 //
-// Each thread block walks groups of tiles (grid-stride), finds the group's chunk, loads the
-// group once (LoadBitPackGroup / LoadDBitPackGroup: block_starts checked, words copied to shared
+// Each thread block walks slabs of tiles (grid-stride), finds the slab's chunk, loads the
+// slab once (LoadBitPackSlab / LoadDBitPackSlab: block_starts checked, words copied to shared
 // memory), then unpacks tile by tile into registers and stores the chunk's real values only.
 // DELTA (compile time) picks the DFOR loaders; everything else is identical for the two codecs.
 #ifndef TESSERA_DECODE_FOR_COLUMN_CUH
@@ -13,17 +13,17 @@
 
 template <int LANE, int OUT_BYTES, int G, bool DELTA>
 __device__ __forceinline__ void ts_decode_for_column(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks,
-                                                     u32 n_chunks, u32 total_groups, u8* __restrict__ out, u64 flip,
+                                                     u32 n_chunks, u32 total_slabs, u8* __restrict__ out, u64 flip,
                                                      u64* __restrict__ status) {
-    __shared__ ForGroupStorage<LANE, G> s;
+    __shared__ ForSlabStorage<LANE, G> s;
     typename Lane<LANE>::T items[TS_ITEMS];
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, slab);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ForGroup q = DELTA ? LoadDBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci)
-                                 : LoadBitPackGroup<LANE, G>(g, c, group - c.first_group, s, status + ci);
+        const ForSlab q = DELTA ? LoadDBitPackSlab<LANE, G>(g, c, slab - c.first_slab, s, status + ci)
+                                 : LoadBitPackSlab<LANE, G>(g, c, slab - c.first_slab, s, status + ci);
         if (DELTA && G >= TS_THREADS / 32) {
-            // One warp per tile: the scan needs no thread-block barrier. (Lane 64 groups hold
+            // One warp per tile: the scan needs no thread-block barrier. (Lane 64 slabs hold
             // 2 tiles: half the warps would idle, so they keep the block-wide scan below.)
             const u32 lane = threadIdx.x & 31;
             for (u32 tile = threadIdx.x >> 5; tile < q.tiles; tile += TS_THREADS / 32) {

@@ -1,7 +1,7 @@
 // dfor.cu: GPU-DFOR (docs/format/dfor.md) decode and encode kernels.
 //
 // Decode: `dfor_decode_<out>`, one launch for every DFOR chunk of a column: each thread block
-// loads a group of delta tiles (4 blocks, 512 values each) at once, LoadDBitPackTile unpacks the
+// loads a slab of delta tiles (4 blocks, 512 values each) at once, LoadDBitPackTile unpacks the
 // deltas of each and
 // turns them into values with a block-wide inclusive scan plus the tile's first_value, all in
 // shared memory and registers: one pass over global memory.
@@ -15,16 +15,16 @@
 #include "bitpack.cuh"
 
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u8(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 1, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 1, TS_FOR_SLAB_L32, true>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u16(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 2, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 2, TS_FOR_SLAB_L32, true>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u32(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 4, TS_FOR_GROUP_L32, true>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 4, TS_FOR_SLAB_L32, true>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS dfor_decode_u64(TS_DECODE_ARGS) {
-    ts_decode_for_column<64, 8, TS_FOR_GROUP_L64, true>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<64, 8, TS_FOR_SLAB_L64, true>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 // for.cu: GPU-FOR (docs/format/for.md) decode and encode kernels.
 //
 // Decode: `for_decode_<out>` decodes every FOR chunk of a column in one launch. Block x of the
-// grid takes groups x, x + gridDim.x, ... (one group per thread block when the grid covers them
-// all); a group is G tiles of 4 blocks = 512 values each, loaded at once by LoadBitPackGroup,
+// grid takes slabs x, x + gridDim.x, ... (one slab per thread block when the grid covers them
+// all); a slab is G tiles of 4 blocks = 512 values each, loaded at once by LoadBitPackSlab,
 // then unpacked tile by tile (LoadBitPackTile) and written at the logical width (`out` = u8, u16, u32 for lane 32; u64 for lane 64; signed types pass their sign bit in
 // `flip`). `status[c]` receives chunk c's first error (common.cuh).
 //
@@ -20,16 +20,16 @@
 #include "bitpack.cuh"
 
 extern "C" __global__ void TS_TILE_BOUNDS for_decode_u8(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 1, TS_FOR_GROUP_L32, false>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 1, TS_FOR_SLAB_L32, false>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS for_decode_u16(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 2, TS_FOR_GROUP_L32, false>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 2, TS_FOR_SLAB_L32, false>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS for_decode_u32(TS_DECODE_ARGS) {
-    ts_decode_for_column<32, 4, TS_FOR_GROUP_L32, false>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<32, 4, TS_FOR_SLAB_L32, false>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_TILE_BOUNDS for_decode_u64(TS_DECODE_ARGS) {
-    ts_decode_for_column<64, 8, TS_FOR_GROUP_L64, false>(g, chunks, n_chunks, total_groups, out, flip, status);
+    ts_decode_for_column<64, 8, TS_FOR_SLAB_L64, false>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

@@ -2,18 +2,18 @@
 // paper's tile loaders (sections 4.2 and 5.2): device functions any kernel can call to get one
 // tile of 512 values (D = 4 blocks of 128) in registers, thread t holding values 4t .. 4t+3.
 //
-// Tiles are loaded a group of G at a time (ForGroupStorage<LANE, G>; G = 1 is the paper's
+// Tiles are loaded a slab of G at a time (ForSlabStorage<LANE, G>; G = 1 is the paper's
 // shape), in two steps:
-//   LoadBitPackGroup: the thread block reads the group's block_starts (one coalesced load),
-//     checks every entry (non-decreasing, inside the data area) and copies the group's words to
+//   LoadBitPackSlab: the thread block reads the slab's block_starts (one coalesced load),
+//     checks every entry (non-decreasing, inside the data area) and copies the slab's words to
 //     shared memory with cp.async, every copy in flight before the first completes. When the
 //     blocks are back to back (always, for our encoders) the copy is one contiguous range;
 //     otherwise (slack between blocks: legal, or hostile) each block gets a fixed slot holding at
 //     most the largest legal block, and the checks below see whether that is enough.
 //     Then four threads per block read its reference and bit-width word, check every
 //     bit_width <= lane and that the miniblocks fit in the block's range, and store each
-//     miniblock's bit offset and width (the paper's optimization 3: once per group).
-//   LoadBitPackTile / LoadDBitPackTile: for tile g of the group, each thread reads its block's
+//     miniblock's bit offset and width (the paper's optimization 3: once per slab).
+//   LoadBitPackTile / LoadDBitPackTile: for tile g of the slab, each thread reads its block's
 //     reference and its miniblock's offset and width (three shared loads) and unpacks its 4
 //     values from shared memory. DFOR adds the block-wide inclusive scan of the deltas plus the
 //     tile's first_value.
@@ -29,7 +29,7 @@
 #include "bitunpack.cuh"
 #include "../primitives/block_scan.cuh"
 
-template <int LANE, int G> struct ForGroupStorage {
+template <int LANE, int G> struct ForSlabStorage {
     typedef typename Lane<LANE>::T T;
     static const u32 RW = Lane<LANE>::REF_WORDS;
     static const u32 BLOCKS = G * TS_DFOR_TILE_BLOCKS;
@@ -38,9 +38,9 @@ template <int LANE, int G> struct ForGroupStorage {
     static const u32 SLOT = MAX_BLOCK_WORDS + 2;  // + 2 spare words for the bit reader
     static const u32 WORDS = BLOCKS * SLOT;
     u32 words[WORDS];
-    u32 bs[BLOCKS + 1];     // block_starts of the group's blocks and the one after
+    u32 bs[BLOCKS + 1];     // block_starts of the slab's blocks and the one after
     T first_value[G];       // DFOR, slot layout only
-    // Per block and miniblock, computed once per group (the paper's optimization 3):
+    // Per block and miniblock, computed once per slab (the paper's optimization 3):
     u32 mb_bit[BLOCKS * TS_FOR_MINIBLOCKS];  // bit offset of the miniblock in words[]
     u32 mb_bw[BLOCKS * TS_FOR_MINIBLOCKS];   // its bit_width
     T ref[BLOCKS];                           // the block's reference
@@ -48,13 +48,13 @@ template <int LANE, int G> struct ForGroupStorage {
     BlockScanStorage<T> scan;
 };
 
-// What every thread knows about the loaded group.
-struct ForGroup {
+// What every thread knows about the loaded slab.
+struct ForSlab {
     ChunkLayout L;
-    u32 k0;          // first block of the group inside the chunk
-    u32 blocks;      // blocks in the group
-    u32 tiles;       // tiles in the group
-    u32 first_tile;  // first tile of the group inside the chunk
+    u32 k0;          // first block of the slab inside the chunk
+    u32 blocks;      // blocks in the slab
+    u32 tiles;       // tiles in the slab
+    u32 first_tile;  // first tile of the slab inside the chunk
     u32 origin;      // contiguous layout: data-area word held by words[0]; ~0u: slot layout
 };
 
@@ -87,27 +87,27 @@ __device__ __forceinline__ u32 ts_for_block_check(u32 bww, u32 len, u32 rw, u32&
 }
 
 template <int LANE, int G, bool DELTA>
-__device__ __forceinline__ ForGroup ts_load_for_group(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
-                                                      ForGroupStorage<LANE, G>& s, u64* status) {
-    typedef ForGroupStorage<LANE, G> S;
+__device__ __forceinline__ ForSlab ts_load_for_slab(const u32* __restrict__ g, const ChunkDesc& c, u32 slab,
+                                                      ForSlabStorage<LANE, G>& s, u64* status) {
+    typedef ForSlabStorage<LANE, G> S;
     const u32 RW = S::RW;
     const u32 t = threadIdx.x;
-    ForGroup q;
+    ForSlab q;
     q.L = ts_chunk_layout(c, TS_FOR_BLOCK_VALUES);
-    q.k0 = group * S::BLOCKS;
+    q.k0 = slab * S::BLOCKS;
     q.blocks = ts_min(S::BLOCKS, q.L.block_count - q.k0);
     q.tiles = (q.blocks + TS_DFOR_TILE_BLOCKS - 1) / TS_DFOR_TILE_BLOCKS;
-    q.first_tile = group * G;
+    q.first_tile = slab * G;
     const u32 data_len = q.L.data_len;
     // DFOR: block_starts[0] >= ref_words (the first tile's first_value precedes block 0).
     const u32 lead = DELTA ? RW : 0u;
 
-    __syncthreads();  // the previous group's readers of s are done
+    __syncthreads();  // the previous slab's readers of s are done
     if (t <= q.blocks) s.bs[t] = __ldg(&g[q.L.block_starts + q.k0 + t]);
     __syncthreads();
 
-    // Entry k0 + t against its predecessor (entry k0 is the previous group's to check, except
-    // in the chunk's first group): the atomicMin keeps the first bad entry, as the CPU's
+    // Entry k0 + t against its predecessor (entry k0 is the previous slab's to check, except
+    // in the chunk's first slab): the atomicMin keeps the first bad entry, as the CPU's
     // sequential scan reports.
     bool entry_ok = true;
     if (t <= q.blocks) {
@@ -191,11 +191,11 @@ __device__ __forceinline__ ForGroup ts_load_for_group(const u32* __restrict__ g,
     return q;
 }
 
-// Block j of a loaded group, the four values lane l (0..31) of its warp-sized stripe holds:
+// Block j of a loaded slab, the four values lane l (0..31) of its warp-sized stripe holds:
 // items[k] = packed value 4l + k of the block plus its reference. Returns whether the block
 // decoded.
 template <int LANE, int G>
-__device__ __forceinline__ bool ts_unpack_for_block(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 j, u32 l,
+__device__ __forceinline__ bool ts_unpack_for_block(const ForSlabStorage<LANE, G>& s, const ForSlab& q, u32 j, u32 l,
                                                     typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     typedef typename Lane<LANE>::T T;
     const u32 mb = j * TS_FOR_MINIBLOCKS + (l >> 3);  // l's miniblock
@@ -209,18 +209,18 @@ __device__ __forceinline__ bool ts_unpack_for_block(const ForGroupStorage<LANE, 
     return ok;
 }
 
-// Tile `tile` (0 .. q.tiles-1) of a loaded group: items[k] = packed value 4t + k of the tile
+// Tile `tile` (0 .. q.tiles-1) of a loaded slab: items[k] = packed value 4t + k of the tile
 // plus its block's reference. Returns whether this thread's block decoded.
 template <int LANE, int G>
-__device__ __forceinline__ bool ts_unpack_for_tile(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+__device__ __forceinline__ bool ts_unpack_for_tile(const ForSlabStorage<LANE, G>& s, const ForSlab& q, u32 tile,
                                                    typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     const u32 t = threadIdx.x;
     return ts_unpack_for_block<LANE, G>(s, q, tile * TS_DFOR_TILE_BLOCKS + (t >> 5), t & 31, items);
 }
 
-// The first_value of DFOR tile `tile` of a loaded group.
+// The first_value of DFOR tile `tile` of a loaded slab.
 template <int LANE, int G>
-__device__ __forceinline__ typename Lane<LANE>::T ts_dfor_first_value(const ForGroupStorage<LANE, G>& s, const ForGroup& q,
+__device__ __forceinline__ typename Lane<LANE>::T ts_dfor_first_value(const ForSlabStorage<LANE, G>& s, const ForSlab& q,
                                                                       u32 tile) {
     if (q.origin != ~0u)
         return ts_read_lane<LANE>(s.words + (s.bs[tile * TS_DFOR_TILE_BLOCKS] - Lane<LANE>::REF_WORDS - q.origin));
@@ -229,32 +229,32 @@ __device__ __forceinline__ typename Lane<LANE>::T ts_dfor_first_value(const ForG
 
 // ---- the API ----------------------------------------------------------------------------
 
-// Loads group `group` (tiles G*group .. G*group + G - 1) of FOR chunk `c` into `s`.
+// Loads slab `slab` (tiles G*slab .. G*slab + G - 1) of FOR chunk `c` into `s`.
 template <int LANE, int G>
-__device__ __forceinline__ ForGroup LoadBitPackGroup(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
-                                                     ForGroupStorage<LANE, G>& s, u64* status) {
-    return ts_load_for_group<LANE, G, false>(g, c, group, s, status);
+__device__ __forceinline__ ForSlab LoadBitPackSlab(const u32* __restrict__ g, const ChunkDesc& c, u32 slab,
+                                                     ForSlabStorage<LANE, G>& s, u64* status) {
+    return ts_load_for_slab<LANE, G, false>(g, c, slab, s, status);
 }
 
-// GPU-FOR tile `tile` of a loaded group: items[k] = lane value 4t + k of the tile.
+// GPU-FOR tile `tile` of a loaded slab: items[k] = lane value 4t + k of the tile.
 template <int LANE, int G>
-__device__ __forceinline__ bool LoadBitPackTile(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+__device__ __forceinline__ bool LoadBitPackTile(const ForSlabStorage<LANE, G>& s, const ForSlab& q, u32 tile,
                                                 typename Lane<LANE>::T (&items)[TS_ITEMS], u64* status) {
     (void)status;
     return ts_unpack_for_tile<LANE, G>(s, q, tile, items);
 }
 
-// Loads group `group` of DFOR chunk `c` into `s`.
+// Loads slab `slab` of DFOR chunk `c` into `s`.
 template <int LANE, int G>
-__device__ __forceinline__ ForGroup LoadDBitPackGroup(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
-                                                      ForGroupStorage<LANE, G>& s, u64* status) {
-    return ts_load_for_group<LANE, G, true>(g, c, group, s, status);
+__device__ __forceinline__ ForSlab LoadDBitPackSlab(const u32* __restrict__ g, const ChunkDesc& c, u32 slab,
+                                                      ForSlabStorage<LANE, G>& s, u64* status) {
+    return ts_load_for_slab<LANE, G, true>(g, c, slab, s, status);
 }
 
-// GPU-DFOR tile `tile` of a loaded group: deltas unpacked, then x = first_value + inclusive
+// GPU-DFOR tile `tile` of a loaded slab: deltas unpacked, then x = first_value + inclusive
 // scan. Returns false for threads of a corrupt block or past the chunk's last block.
 template <int LANE, int G>
-__device__ __forceinline__ bool LoadDBitPackTile(ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+__device__ __forceinline__ bool LoadDBitPackTile(ForSlabStorage<LANE, G>& s, const ForSlab& q, u32 tile,
                                                  typename Lane<LANE>::T (&items)[TS_ITEMS], u64* status) {
     typedef typename Lane<LANE>::T T;
     (void)status;
@@ -262,21 +262,21 @@ __device__ __forceinline__ bool LoadDBitPackTile(ForGroupStorage<LANE, G>& s, co
     const T first_value = ts_dfor_first_value<LANE, G>(s, q, tile);
     // A corrupt block spoils the scan of its whole tile; its error is already reported and the
     // tile's output is not trusted (the decode fails).
-    // Consecutive tiles alternate the scan's buffer; groups are separated by barriers.
+    // Consecutive tiles alternate the scan's buffer; slabs are separated by barriers.
     block_inclusive_sum(items, s.scan, tile);
 #pragma unroll
     for (int k = 0; k < TS_ITEMS; ++k) items[k] += first_value;
     return ok;
 }
 
-// GPU-DFOR tile `tile` of a loaded group decoded by ONE WARP, with no thread-block barrier:
+// GPU-DFOR tile `tile` of a loaded slab decoded by ONE WARP, with no thread-block barrier:
 // stripe k (= block k of the tile, called for k = 0, 1, 2, 3 in order) gives lane l the values
 // at tile positions 128k + 4l .. 128k + 4l + 3. `carry` enters as the tile's first_value
 // (ts_dfor_first_value) and leaves as the last value of the stripe, the same in every lane.
 // Returns false when the stripe's block is corrupt or past the chunk's last block; a corrupt
 // block spoils the rest of its tile, as in LoadDBitPackTile.
 template <int LANE, int G>
-__device__ __forceinline__ bool LoadDBitPackWarpStripe(const ForGroupStorage<LANE, G>& s, const ForGroup& q, u32 tile,
+__device__ __forceinline__ bool LoadDBitPackWarpStripe(const ForSlabStorage<LANE, G>& s, const ForSlab& q, u32 tile,
                                                        u32 k, typename Lane<LANE>::T& carry,
                                                        typename Lane<LANE>::T (&items)[TS_ITEMS]) {
     typedef typename Lane<LANE>::T T;
@@ -295,38 +295,38 @@ __device__ __forceinline__ bool LoadDBitPackWarpStripe(const ForGroupStorage<LAN
 // The paper's single-tile forms: tile `tile` of chunk `c`, loaded and unpacked in one call.
 template <int LANE>
 __device__ __forceinline__ bool LoadBitPack(const u32* __restrict__ g, const ChunkDesc& c, u32 tile,
-                                            ForGroupStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
+                                            ForSlabStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
                                             u64* status) {
-    const ForGroup q = LoadBitPackGroup<LANE, 1>(g, c, tile, s, status);
+    const ForSlab q = LoadBitPackSlab<LANE, 1>(g, c, tile, s, status);
     return LoadBitPackTile<LANE, 1>(s, q, 0, items, status);
 }
 
 template <int LANE>
 __device__ __forceinline__ bool LoadDBitPack(const u32* __restrict__ g, const ChunkDesc& c, u32 tile,
-                                             ForGroupStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
+                                             ForSlabStorage<LANE, 1>& s, typename Lane<LANE>::T (&items)[TS_ITEMS],
                                              u64* status) {
-    const ForGroup q = LoadDBitPackGroup<LANE, 1>(g, c, tile, s, status);
+    const ForSlab q = LoadDBitPackSlab<LANE, 1>(g, c, tile, s, status);
     return LoadDBitPackTile<LANE, 1>(s, q, 0, items, status);
 }
 
 // ---- warp-level GPU-FOR loader (lane 32): no shared memory, no barrier ----------------------
 //
 // For kernels that consume a column once (a scan, a fused query), staging tiles in shared
-// memory costs more than it saves: the barriers of a thread-block group and the shared-memory
-// traffic bound the decode rate well below what HBM delivers. Here one warp takes a group of
+// memory costs more than it saves: the barriers of a thread-block slab and the shared-memory
+// traffic bound the decode rate well below what HBM delivers. Here one warp takes a slab of
 // blocks alone:
-//   LoadBitPackWarpGroup: lane t reads block_starts entry k0 + t and, for t < blocks, block
-//     k0 + t's reference and bit-width word (two coalesced loads for the whole group), and
-//     checks them with ts_for_block_check, as ts_load_for_group does (same status keys);
+//   LoadBitPackWarpSlab: lane t reads block_starts entry k0 + t and, for t < blocks, block
+//     k0 + t's reference and bit-width word (two coalesced loads for the whole slab), and
+//     checks them with ts_for_block_check, as ts_load_for_slab does (same status keys);
 //   LoadBitPackWarpBlock: block j's four miniblocks, each read with ONE coalesced load (lane l
 //     holds word l of the miniblock), and lane l's value of each assembled from two shuffled
 //     words: items[m] = value 32m + l of the block.
 // Reads stay inside a block that passed its checks. A block that failed one keeps a reference
 // and a bit-width word of 0 here: it reads nothing and decodes to 128 zeros (a sum may add it).
-struct ForWarpGroup {
+struct ForWarpSlab {
     ChunkLayout L;
-    u32 k0;      // first block of the group inside the chunk
-    u32 blocks;  // blocks in the group (<= 32)
+    u32 k0;      // first block of the slab inside the chunk
+    u32 blocks;  // blocks in the slab (<= 32)
     u32 start;   // lane t < blocks: block_starts entry of block k0 + t
     u32 ref;     // lane t < blocks: its reference (0 when the block failed a check)
     u32 bww;     // lane t < blocks: its bit-width word (0 when the block failed a check);
@@ -336,21 +336,21 @@ struct ForWarpGroup {
 };
 
 template <u32 BLOCKS>
-__device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restrict__ g, const ChunkDesc& c, u32 group,
+__device__ __forceinline__ ForWarpSlab LoadBitPackWarpSlab(const u32* __restrict__ g, const ChunkDesc& c, u32 slab,
                                                              u64* status) {
     static_assert(BLOCKS < 32, "one lane per block_starts entry");
     const u32 l = threadIdx.x & 31;
-    ForWarpGroup q;
+    ForWarpSlab q;
     q.L = ts_chunk_layout(c, TS_FOR_BLOCK_VALUES);
-    q.k0 = group * BLOCKS;
+    q.k0 = slab * BLOCKS;
     q.blocks = ts_min(BLOCKS, q.L.block_count - q.k0);
     const u32 data_len = q.L.data_len;
     const u32 e = l <= q.blocks ? __ldg(&g[q.L.block_starts + q.k0 + l]) : 0u;
     const u32 prev = __shfl_up_sync(0xFFFFFFFFu, e, 1);
     const u32 next = __shfl_down_sync(0xFFFFFFFFu, e, 1);
     if (l <= q.blocks) {
-        // Entry k0 + l against its predecessor (entry k0 is the previous group's to report,
-        // except in the chunk's first group), as ts_load_for_group.
+        // Entry k0 + l against its predecessor (entry k0 is the previous slab's to report,
+        // except in the chunk's first slab), as ts_load_for_slab.
         const bool entry_ok = e <= data_len && e >= (l == 0 ? 0u : prev);
         if (!entry_ok && (l > 0 || q.k0 == 0)) ts_report(status, TS_CLASS_BLOCK_STARTS, q.k0 + l, TS_ST_BLOCK_START, e);
     }
@@ -379,7 +379,7 @@ __device__ __forceinline__ ForWarpGroup LoadBitPackWarpGroup(const u32* __restri
     q.bww = ok ? bww : 0u;
     q.ok = __ballot_sync(0xFFFFFFFFu, ok);
     q.equal = __all_sync(0xFFFFFFFFu, l >= q.blocks || (ok && bww == (bww & 0xFFu) * 0x01010101u));
-    // An equal group's blocks need bw and the mask 2^bw - 1: the mask it is, bw = popc(mask)
+    // An equal slab's blocks need bw and the mask 2^bw - 1: the mask it is, bw = popc(mask)
     // per block (one instruction; computing the mask from bw there takes three, the all-ones
     // operand included).
     if (q.equal) q.bww = __funnelshift_lc(0xFFFFFFFFu, 0u, q.bww & 0xFFu);
@@ -403,23 +403,23 @@ __device__ __forceinline__ const u32* ts_opaque_ptr(const u32* p) {
     return p;
 }
 
-// Block j (< q.blocks) of a warp group: items[m] = value 32m + lane (reference added).
-// `base` = g + q.L.data + 1, set once per group: every load address is then one
+// Block j (< q.blocks) of a warp slab: items[m] = value 32m + lane (reference added).
+// `base` = g + q.L.data + 1, set once per slab: every load address is then one
 // IMAD.WIDE.U32 away. `w` is scratch for the block's words, carried from call to call (lanes
 // that load nothing need no zero; any value they hold is masked away below). Lean on purpose,
 // since a scan does little else per value: per value a 32nd of a load, two shuffles, a funnel
 // shift, an AND and an add.
 //
-// EQUAL (q.equal, the common case: every block of the group passed its checks and has four
+// EQUAL (q.equal, the common case: every block of the slab passed its checks and has four
 // equal bit_widths bw): the shuffle source lanes, the shift and the mask are computed once per
 // block, and the loads need no predicate: lane l reads word min(l + 1, bw) - 1 of each
 // miniblock, that is word l for l < bw, the miniblock's last word for l >= bw, and for bw = 0
 // the word before the miniblocks (the bit-width word): all inside the block's checked range,
-// and what lanes >= bw read is masked away. Otherwise (mixed widths, or a group with a block
+// and what lanes >= bw read is masked away. Otherwise (mixed widths, or a slab with a block
 // that failed its checks) everything is per miniblock, lane l loading word l only when
 // l < bit_width, so a failed block (bit-width word 0) loads nothing.
 template <bool EQUAL>
-__device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ base, const ForWarpGroup& q, u32 j,
+__device__ __forceinline__ void LoadBitPackWarpBlock(const u32* __restrict__ base, const ForWarpSlab& q, u32 j,
                                                      u32 (&w)[TS_FOR_MINIBLOCKS], u32 (&items)[TS_FOR_MINIBLOCKS]) {
     const u32 l = threadIdx.x & 31;
     const u32 start = __shfl_sync(0xFFFFFFFFu, q.start, j);

@@ -126,8 +126,8 @@ template <> struct RforQuad<64> {
     }
 };
 
-// The block that warp `warp` of a thread block decodes in group `group` (the host counts groups
-// of TS_RFOR_GROUP_L32 / _L64 blocks per chunk: one block per warp) and its chunk; `k` is
+// The block that warp `warp` of a thread block decodes in slab `slab` (the host counts slabs
+// of TS_RFOR_SLAB_L32 / _L64 blocks per chunk: one block per warp) and its chunk; `k` is
 // chunk-relative, and `has_block` is false for the warps past a chunk's last block.
 struct RforTask {
     u32 ci;
@@ -136,14 +136,14 @@ struct RforTask {
     u32 k;
     bool has_block;
 };
-__device__ __forceinline__ RforTask rfor_task(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 group, u32 warp) {
-    static_assert(TS_RFOR_GROUP_L32 == TS_THREADS / 32 && TS_RFOR_GROUP_L64 == TS_THREADS / 32,
-                  "an RFOR group is one block per warp");
+__device__ __forceinline__ RforTask rfor_task(const ChunkDesc* __restrict__ chunks, u32 n_chunks, u32 slab, u32 warp) {
+    static_assert(TS_RFOR_SLAB_L32 == TS_THREADS / 32 && TS_RFOR_SLAB_L64 == TS_THREADS / 32,
+                  "an RFOR slab is one block per warp");
     RforTask t;
-    t.ci = ts_find_chunk_fast(chunks, n_chunks, group);
+    t.ci = ts_find_chunk_fast(chunks, n_chunks, slab);
     t.c = ts_load_chunk(chunks, t.ci);
     t.L = ts_chunk_layout(t.c, TS_RFOR_BLOCK_VALUES);
-    t.k = (group - t.c.first_group) * (TS_THREADS / 32) + warp;
+    t.k = (slab - t.c.first_slab) * (TS_THREADS / 32) + warp;
     t.has_block = t.k < t.L.block_count;
     return t;
 }

@@ -1,8 +1,8 @@
 // query.cu: SELECT SUM(x) FROM t WHERE x BETWEEN lo AND hi, over a u32 column.
 //
 // `sum_between_{for,dfor,rfor}` run the query on the compressed column: FOR with the warp-level
-// loader (LoadBitPackWarpGroup / LoadBitPackWarpBlock: a warp per group of blocks, no shared
-// memory), DFOR with a thread block loading a group of tiles (LoadDBitPackGroup) and taking
+// loader (LoadBitPackWarpSlab / LoadBitPackWarpBlock: a warp per slab of blocks, no shared
+// memory), DFOR with a thread block loading a slab of tiles (LoadDBitPackSlab) and taking
 // each into registers (LoadDBitPackTile), RFOR with a warp per block (LoadRBitPackWarp, then
 // LoadRBitPackStripe); each filters and adds, so the decoded column never touches global memory
 // (paper section 7). One launch
@@ -36,25 +36,25 @@ __device__ __forceinline__ u64 ts_filter_sum(const u32 (&items)[TS_ITEMS], u32 v
 }
 
 #define TS_QUERY_ARGS                                                                                      \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups, u32 lo, \
+    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_slabs, u32 lo, \
         u32 hi, u64 *__restrict__ result, u64 *__restrict__ status
 
-// FOR: one warp per group of TS_FQ_BLOCKS blocks with the warp-level loader (no shared
+// FOR: one warp per slab of TS_FQ_BLOCKS blocks with the warp-level loader (no shared
 // memory, no barrier until the final reduction); lane l filters value l of each miniblock.
-// A warp's group is the host's FOR group (TS_FOR_GROUP_L32 tiles of 4 blocks), so the chunk
-// table's first_group indexes it.
+// A warp's slab is the host's FOR slab (TS_FOR_SLAB_L32 tiles of 4 blocks), so the chunk
+// table's first_slab indexes it.
 //
 // The kernel is issue-bound (ncu, H100, 24 bits: ~140 warp instructions per block
 // of 128 values, 0.7-0.78 issued per cycle and scheduler), so what it is shaped for is few
 // instructions per block. sm_90 SASS of the block loop (NVRTC 13.0): 58 instructions when the
-// group's blocks have equal bit_widths (q.equal; uniform data nearly always has), 89 when not,
+// slab's blocks have equal bit_widths (q.equal; uniform data nearly always has), 89 when not,
 // against 125 for the loop this replaced (one loop for both, testing q.ok and the partial
 // block per block, four 64-bit address instructions per load, the mask and source lanes per
-// miniblock). Per group, the chunk search is ts_find_chunk_warp (2 rounds up to 1024 chunks,
+// miniblock). Per slab, the chunk search is ts_find_chunk_warp (2 rounds up to 1024 chunks,
 // not 8 dependent loads for 250 chunks) and the block checks are branch-free where they pass.
-// Caching the chunk across a warp's groups would not pay: with the host's grid a warp takes
-// about two groups, a grid stride apart, in different chunks.
-#define TS_FQ_BLOCKS (TS_FOR_GROUP_L32 * TS_DFOR_TILE_BLOCKS)
+// Caching the chunk across a warp's slabs would not pay: with the host's grid a warp takes
+// about two slabs, a grid stride apart, in different chunks.
+#define TS_FQ_BLOCKS (TS_FOR_SLAB_L32 * TS_DFOR_TILE_BLOCKS)
 #define TS_FQ_WARPS (TS_THREADS / 32)
 
 // lo <= x <= hi as one unsigned comparison: x - lo <= hi - lo = range. Adds the values of
@@ -69,11 +69,11 @@ __device__ __forceinline__ void ts_fq_add(const u32 (&items)[TS_FOR_MINIBLOCKS],
         if ((!PARTIAL || 32 * m + lane < valid) && items[m] - lo <= range) sum += items[m];
 }
 
-// The group's blocks: [0, whole) whole, then, when whole < q.blocks, the chunk's last block
+// The slab's blocks: [0, whole) whole, then, when whole < q.blocks, the chunk's last block
 // with its first `tail` values. EQUAL is q.equal, known before the loop, so the loop carries no
 // test of it.
 template <bool EQUAL>
-__device__ __forceinline__ void ts_fq_group(const u32* __restrict__ base, const ForWarpGroup& q, u32 whole, u32 tail,
+__device__ __forceinline__ void ts_fq_slab(const u32* __restrict__ base, const ForWarpSlab& q, u32 whole, u32 tail,
                                             u32 lo, u32 range, u64& sum) {
     u32 w[TS_FOR_MINIBLOCKS] = {0, 0, 0, 0}, items[TS_FOR_MINIBLOCKS];
 #pragma unroll 1
@@ -91,11 +91,11 @@ extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_
     const u32 range = hi - lo;
     const bool empty = lo > hi;  // an empty range adds nothing
     u64 sum = 0;
-    for (u32 group = blockIdx.x * TS_FQ_WARPS + (threadIdx.x >> 5); group < total_groups;
-         group += gridDim.x * TS_FQ_WARPS) {
-        const u32 ci = ts_find_chunk_warp(chunks, n_chunks, group);
+    for (u32 slab = blockIdx.x * TS_FQ_WARPS + (threadIdx.x >> 5); slab < total_slabs;
+         slab += gridDim.x * TS_FQ_WARPS) {
+        const u32 ci = ts_find_chunk_warp(chunks, n_chunks, slab);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ForWarpGroup q = LoadBitPackWarpGroup<TS_FQ_BLOCKS>(g, c, group - c.first_group, status + ci);
+        const ForWarpSlab q = LoadBitPackWarpSlab<TS_FQ_BLOCKS>(g, c, slab - c.first_slab, status + ci);
         if (empty) continue;  // the checks above still ran and reported
         // Per block: three shuffles (block_starts entry, reference, bit-width word), a 64-bit
         // multiply-add per load from `base`, no test of q.ok (a failed block decodes to zeros
@@ -104,15 +104,15 @@ extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_
         const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
         const u32 tail = c.total_count % TS_FOR_BLOCK_VALUES;
         const u32 whole = q.blocks - (tail != 0 && q.k0 + q.blocks == q.L.block_count ? 1u : 0u);
-        if (q.equal) ts_fq_group<true>(base, q, whole, tail, lo, range, sum);
-        else ts_fq_group<false>(base, q, whole, tail, lo, range, sum);
+        if (q.equal) ts_fq_slab<true>(base, q, whole, tail, lo, range, sum);
+        else ts_fq_slab<false>(base, q, whole, tail, lo, range, sum);
         // (Tried on the H100 and slower: fetching block j + 1 while unpacking block j, and
         // issuing the loads of 2 or 4 blocks before unpacking any, by about 10% at 8 and 24
         // bits per value. The kernel is issue-bound, not latency-bound: more loads in flight
         // only cost registers (the most-sampled stall was the first use of the block's loads).
         // A first "one 64-bit base per block with 32-bit miniblock offsets" was slower by about
         // 18%; its SASS was not kept. Here the base is per
-        // group and each load address one IMAD.WIDE.U32 (ts_opaque_ptr keeps the compiler from
+        // slab and each load address one IMAD.WIDE.U32 (ts_opaque_ptr keeps the compiler from
         // folding it back into 64-bit index arithmetic).
         // Tried for SASS count only: the EQUAL loop unrolled by 2, 115 instructions per 2
         // blocks against 2 x 58; the general path's loads as `mov 0; @p ld` (93 against 89) or
@@ -122,19 +122,19 @@ extern "C" __global__ void __launch_bounds__(TS_THREADS, 12) sum_between_for(TS_
 }
 
 extern "C" __global__ void TS_TILE_BOUNDS sum_between_dfor(TS_QUERY_ARGS) {
-    __shared__ ForGroupStorage<32, TS_FOR_GROUP_L32> s;
+    __shared__ ForSlabStorage<32, TS_FOR_SLAB_L32> s;
     u32 items[TS_ITEMS];
     u64 sum = 0;
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const u32 ci = ts_find_chunk(chunks, n_chunks, group);
+    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
+        const u32 ci = ts_find_chunk(chunks, n_chunks, slab);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
-        const ForGroup q = LoadDBitPackGroup<32, TS_FOR_GROUP_L32>(g, c, group - c.first_group, s, status + ci);
+        const ForSlab q = LoadDBitPackSlab<32, TS_FOR_SLAB_L32>(g, c, slab - c.first_slab, s, status + ci);
         // One warp per tile (LoadDBitPackWarpStripe): no thread-block barrier per tile.
         for (u32 tile = threadIdx.x >> 5; tile < q.tiles; tile += TS_THREADS / 32) {
-            u32 carry = ts_dfor_first_value<32, TS_FOR_GROUP_L32>(s, q, tile);
+            u32 carry = ts_dfor_first_value<32, TS_FOR_SLAB_L32>(s, q, tile);
 #pragma unroll 1
             for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
-                const bool ok = LoadDBitPackWarpStripe<32, TS_FOR_GROUP_L32>(s, q, tile, k, carry, items);
+                const bool ok = LoadDBitPackWarpStripe<32, TS_FOR_SLAB_L32>(s, q, tile, k, carry, items);
                 const u32 pos = (q.first_tile + tile) * TS_TILE_VALUES + k * TS_FOR_BLOCK_VALUES + (threadIdx.x & 31) * TS_ITEMS;
                 const u32 valid = pos < c.total_count ? ts_min(TS_ITEMS, c.total_count - pos) : 0u;
                 if (ok) sum += ts_filter_sum(items, valid, lo, hi);
@@ -149,8 +149,8 @@ extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
     u32 items[TS_ITEMS];
     u64 sum = 0;
     const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
-        const RforTask t = rfor_task(chunks, n_chunks, group, warp);  // one block per warp
+    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
+        const RforTask t = rfor_task(chunks, n_chunks, slab, warp);  // one block per warp
         if (!t.has_block) continue;
         RforBlock<32> blk = LoadRBitPackWarp<32>(g, t.c, t.L, t.k, 0u, s[warp], status + t.ci);
         if (blk.mode == TS_RFOR_CORRUPT) continue;
@@ -167,14 +167,14 @@ extern "C" __global__ void TS_RFOR_BOUNDS sum_between_rfor(TS_QUERY_ARGS) {
 
 // The same query through the paper's one-tile loaders (LoadBitPack, LoadDBitPack,
 // LoadRBitPack: one tile per thread block per step, thread t holding values 4t .. 4t+3). Slower
-// than the group kernels above; kept so that the single-tile API is compiled and tested.
+// than the slab kernels above; kept so that the single-tile API is compiled and tested.
 #define TS_QUERY_ARGS_TILES                                                                               \
     const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_tiles, u32 lo, \
         u32 hi, u64 *__restrict__ result, u64 *__restrict__ status
 
 template <int CODEC>
 __device__ __forceinline__ void sum_between_tilewise(TS_QUERY_ARGS_TILES) {
-    __shared__ ForGroupStorage<32, 1> sf;
+    __shared__ ForSlabStorage<32, 1> sf;
     __shared__ RforWarpStorage<32> sr[TS_THREADS / 32];
     u32 items[TS_ITEMS];
     u64 sum = 0;

@@ -1,7 +1,7 @@
 // rfor.cu: GPU-RFOR (docs/format/rfor.md) decode and encode kernels.
 //
 // Decode: `rfor_decode_<out>`, one launch for every RFOR chunk of a column: a thread block takes
-// a group of 4 blocks of 512 values and each warp decodes one of them alone, with no barrier
+// a slab of 4 blocks of 512 values and each warp decodes one of them alone, with no barrier
 // (LoadRBitPackWarp reads and checks the block, unpacks its runs into shared memory and marks
 // each run's start; LoadRBitPackStripe gives every position's value from those marks), so the
 // column is read once and written once.
@@ -24,7 +24,7 @@
 
 template <int LANE, int OUT_BYTES>
 __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
-                                            u32 total_groups, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
+                                            u32 total_slabs, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
     typedef typename Lane<LANE>::T T;
     __shared__ RforWarpStorage<LANE> s[TS_THREADS / 32];
     T items[TS_ITEMS];
@@ -33,9 +33,9 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
     // value_reference. Narrow outputs keep the flip at the store, after their range check.
     const T add = OUT_BYTES >= 4 ? (T)flip : (T)0;
     const u64 store_flip = OUT_BYTES >= 4 ? 0ull : flip;
-    for (u32 group = blockIdx.x; group < total_groups; group += gridDim.x) {
+    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
         // One warp per block, no thread-block barrier.
-        const RforTask t = rfor_task(chunks, n_chunks, group, warp);
+        const RforTask t = rfor_task(chunks, n_chunks, slab, warp);
         if (!t.has_block) continue;
         RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, t.c, t.L, t.k, add, s[warp], status + t.ci);
         if (blk.mode == TS_RFOR_CORRUPT) continue;
@@ -50,16 +50,16 @@ __device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const Chu
 }
 
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
-    rfor_decode<32, 1>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 1>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u16(TS_DECODE_ARGS) {
-    rfor_decode<32, 2>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 2>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u32(TS_DECODE_ARGS) {
-    rfor_decode<32, 4>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<32, 4>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u64(TS_DECODE_ARGS) {
-    rfor_decode<64, 8>(g, chunks, n_chunks, total_groups, out, flip, status);
+    rfor_decode<64, 8>(g, chunks, n_chunks, total_slabs, out, flip, status);
 }
 
 // ---- encode -------------------------------------------------------------------------------

@@ -12,10 +12,10 @@
 #include "../include/common.cuh"
 
 // The arguments every column-decode kernel takes (for/dfor/rfor_decode_<out>): the column's
-// payload words, its chunk table, the group count, the output column, the sign flip, and one
+// payload words, its chunk table, the slab count, the output column, the sign flip, and one
 // status word per chunk.
 #define TS_DECODE_ARGS                                                                                   \
-    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_groups,     \
+    const u32 *__restrict__ g, const ChunkDesc *__restrict__ chunks, u32 n_chunks, u32 total_slabs,     \
         u8 *__restrict__ out, u64 flip, u64 *__restrict__ status
 
 template <int OUT_BYTES> struct OutWord;

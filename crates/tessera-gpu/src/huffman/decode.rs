@@ -10,7 +10,7 @@ use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
 use super::{
     chunk_len, words_to_bytes, ChunkInfo, HfDecChunk, HfRawChunk, HuffmanEncoded, BLOCK_BITS,
-    DEC_GROUP, DEC_SMEM_BYTES, DEC_THREADS, RAW_PIECE, TABLE_WORDS,
+    DEC_SLAB, DEC_SMEM_BYTES, DEC_THREADS, RAW_PIECE, TABLE_WORDS,
 };
 use crate::kernels::Module;
 use crate::primitives::scan;
@@ -36,7 +36,7 @@ pub struct DecodePlan {
     d_raw: Option<CudaSlice<HfRawChunk>>,
     n_raw: u32,
     total_blocks: u32,
-    total_groups: u32,
+    total_slabs: u32,
     total_pieces: u32,
     tables: CudaSlice<u32>,
     counts: CudaSlice<u32>,
@@ -130,7 +130,7 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
     let mut huff = Vec::new();
     let mut hd = Vec::new();
     let mut rd = Vec::new();
-    let (mut blocks, mut groups, mut pieces, mut out) = (0u64, 0u64, 0u64, 0u64);
+    let (mut blocks, mut slabs, mut pieces, mut out) = (0u64, 0u64, 0u64, 0u64);
     for (c, ch) in enc.chunks.iter().enumerate() {
         if ch.word_offset + ch.words > enc.total_words || ch.count > MAX_CHUNK_VALUES as usize {
             return Err(Error::InvalidArgument("inconsistent chunk table".into()));
@@ -147,14 +147,14 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
                 stream_bits: ch.stream_bits,
                 block_count: nb as u32,
                 first_block: blocks as u32,
-                first_group: groups as u32,
+                first_slab: slabs as u32,
                 table: huff.len() as u32,
                 mode: ch.mode,
                 info_words: (cpu::block_info_bytes(ch.mode, nb) / 4) as u32,
             });
             huff.push(c);
             blocks += nb;
-            groups += nb.div_ceil(DEC_GROUP as u64);
+            slabs += nb.div_ceil(DEC_SLAB as u64);
         } else {
             if ch.mode != cpu::MODE_RAW || ch.words != raw_len(ch.count) / 4 {
                 return Err(Error::InvalidArgument("inconsistent chunk table".into()));
@@ -190,7 +190,7 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
         },
         n_raw: rd.len() as u32,
         total_blocks: blocks as u32,
-        total_groups: groups as u32,
+        total_slabs: slabs as u32,
         total_pieces: pieces as u32,
         tables: gpu.alloc(n_huff * TABLE_WORDS)?,
         counts: gpu.alloc(blocks as usize)?,
@@ -270,7 +270,7 @@ pub fn decode_planned(
                     .arg(&p_out)
                     .arg(&p_status);
                 b.launch(LaunchConfig {
-                    grid_dim: (plan.total_groups.max(1), 1, 1),
+                    grid_dim: (plan.total_slabs.max(1), 1, 1),
                     block_dim: (DEC_THREADS, 1, 1),
                     shared_mem_bytes: DEC_SMEM_BYTES,
                 })

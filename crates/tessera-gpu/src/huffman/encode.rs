@@ -8,7 +8,7 @@ use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 use super::histogram::launch_histogram;
 use super::{
     check_chunk_bytes, chunk_len, grow, words_to_bytes, ChunkInfo, HfEncChunk, HuffmanEncoded,
-    ENC_ROW_WORDS, ENC_THREADS, PREAMBLE_WORDS, SEG_BYTES,
+    ENC_ROW_WORDS, ENC_THREADS, PREAMBLE_WORDS, STRIP_BYTES,
 };
 use crate::kernels::Module;
 use crate::runtime::{cuda, Gpu};
@@ -21,9 +21,9 @@ const MAX_FINISH_GRID: usize = 4096;
 /// Device scratch of [`encode_device`], grown on demand and reused.
 #[derive(Debug, Default)]
 pub struct EncodeScratch {
-    seg_hist: Option<CudaSlice<u32>>,
+    strip_hist: Option<CudaSlice<u32>>,
     chunk_hist: Option<CudaSlice<u32>>,
-    seg_bits: Option<CudaSlice<u32>>,
+    strip_bits: Option<CudaSlice<u32>>,
     /// Descriptors, code tables and preambles of every chunk, uploaded at once.
     tables: Option<CudaSlice<u32>>,
     edges: Option<CudaSlice<u32>>,
@@ -39,7 +39,7 @@ pub struct EncodeTimings {
     pub host_ms: f64,
     /// Of `host_ms`, the host's code construction alone ([`cpu::plan_chunks`], wall clock).
     pub plan_ms: f64,
-    /// Segment bit counts, packing, headers and block_info.
+    /// Strip bit counts, packing, headers and block_info.
     pub pack_ms: f64,
     /// Chunks planned.
     pub chunks: usize,
@@ -59,7 +59,7 @@ fn elapsed(a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent) -> Resu
 }
 
 /// Encodes the first `n` bytes of `data` (on the device) into chunks of `chunk_bytes` bytes
-/// (a multiple of [`SEG_BYTES`], at most 2^24; an empty input gives one empty chunk): the
+/// (a multiple of [`STRIP_BYTES`], at most 2^24; an empty input gives one empty chunk): the
 /// histogram launch, one download of all histograms, the host's plan of every chunk (all
 /// cores), one upload of all tables, the packing launches; waits for them.
 pub fn encode_device(
@@ -89,9 +89,9 @@ pub(crate) fn encode_device_phases(
         ));
     }
     let chunks = n.div_ceil(chunk_bytes).max(1);
-    let segs = n.div_ceil(SEG_BYTES);
-    let spc = (chunk_bytes / SEG_BYTES) as u32;
-    if segs > u32::MAX as usize / 2 {
+    let strips = n.div_ceil(STRIP_BYTES);
+    let spc = (chunk_bytes / STRIP_BYTES) as u32;
+    if strips > u32::MAX as usize / 2 {
         return Err(Error::InvalidArgument(
             "column too large for one GPU encode".into(),
         ));
@@ -99,9 +99,16 @@ pub(crate) fn encode_device_phases(
     let e0 = timing.then(|| event(gpu)).transpose()?;
 
     // 1. Histograms, one launch; one download.
-    let seg_hist = grow(gpu, &mut scratch.seg_hist, segs * 256)?;
+    let strip_hist = grow(gpu, &mut scratch.strip_hist, strips * 256)?;
     let mut chunk_hist = grow(gpu, &mut scratch.chunk_hist, chunks * 256)?;
-    launch_histogram(gpu, data, n, chunk_bytes, Some(&seg_hist), &mut chunk_hist)?;
+    launch_histogram(
+        gpu,
+        data,
+        n,
+        chunk_bytes,
+        Some(&strip_hist),
+        &mut chunk_hist,
+    )?;
     let e1 = timing.then(|| event(gpu)).transpose()?;
     let mut hists = vec![0u32; chunks * 256];
     gpu.download(&chunk_hist, &mut hists)?;
@@ -173,7 +180,7 @@ pub(crate) fn encode_device_phases(
     let total_blocks = edge as u32;
 
     let mut d_table = grow(gpu, &mut scratch.tables, table.len())?;
-    let seg_bits = grow(gpu, &mut scratch.seg_bits, segs)?;
+    let strip_bits = grow(gpu, &mut scratch.strip_bits, strips)?;
     let edges = grow(gpu, &mut scratch.edges, edge)?;
     gpu.stream
         .memcpy_htod(&table, &mut d_table.slice_mut(..table.len()))
@@ -181,20 +188,20 @@ pub(crate) fn encode_device_phases(
     let out = gpu.alloc::<u32>(total_words)?;
     let e2 = timing.then(|| event(gpu)).transpose()?;
 
-    // 3. Segment bits, packing, headers and block_info.
-    let f_bits = gpu.function(Module::Huffman, "huff_seg_bits")?;
+    // 3. Strip bits, packing, headers and block_info.
+    let f_bits = gpu.function(Module::Huffman, "huff_strip_bits")?;
     let f_pack = gpu.function(Module::Huffman, "huff_encode_pack")?;
     let f_finish = gpu.function(Module::Huffman, "huff_encode_finish")?;
     let base = gpu.ptr(&d_table);
     let (p_descs, p_codes, p_pre) = (base, base + 4 * codes_at as u64, base + 4 * pre_at as u64);
     let (p_data, p_sh, p_bits, p_edges, p_out) = (
         gpu.ptr(data),
-        gpu.ptr(&seg_hist),
-        gpu.ptr(&seg_bits),
+        gpu.ptr(&strip_hist),
+        gpu.ptr(&strip_bits),
         gpu.ptr(&edges),
         gpu.ptr(&out),
     );
-    let n_segs = segs as u32;
+    let n_strips = strips as u32;
     let n_chunks = chunks as u32;
     let finish_items = (chunks * PREAMBLE_WORDS).max(edge);
     let finish_grid = finish_items
@@ -202,24 +209,24 @@ pub(crate) fn encode_device_phases(
         .clamp(1, MAX_FINISH_GRID) as u32;
     // SAFETY: argument lists match huffman.cu. d_table holds the descriptors (ENC_ROW_WORDS
     // words per chunk, 8-byte aligned at the buffer's start), the code tables (256 words per
-    // chunk) and the preambles (68 per chunk); seg_hist holds 256 words per segment (written by
-    // the histogram launch), seg_bits one per segment; every segment lies in `data` (n bytes);
+    // chunk) and the preambles (68 per chunk); strip_hist holds 256 words per strip (written by
+    // the histogram launch), strip_bits one per strip; every strip lies in `data` (n bytes);
     // `out` holds the sum of the planned payload lengths, and each chunk's words (out_word ..
     // out_word + words) are what the kernels write: the packing writes the stream words [0,
     // ceil(stream_bits / 32)) after the chunk's info_words of huffman chunks and ceil(count / 4)
     // data words of raw ones, the finish kernel the preamble and the info_words block_info
     // words; edges holds one record per block.
     unsafe {
-        if segs > 0 {
+        if strips > 0 {
             gpu.launch(
                 &f_bits,
-                n_segs.div_ceil(ENC_THREADS / 32),
+                n_strips.div_ceil(ENC_THREADS / 32),
                 ENC_THREADS,
-                &[&p_sh, &n_segs, &spc, &p_codes, &p_bits],
+                &[&p_sh, &n_strips, &spc, &p_codes, &p_bits],
             )?;
             gpu.launch(
                 &f_pack,
-                n_segs,
+                n_strips,
                 ENC_THREADS,
                 &[&p_data, &p_descs, &spc, &p_bits, &p_codes, &p_out, &p_edges],
             )?;
@@ -243,9 +250,9 @@ pub(crate) fn encode_device_phases(
         }),
         _ => None,
     };
-    scratch.seg_hist = Some(seg_hist);
+    scratch.strip_hist = Some(strip_hist);
     scratch.chunk_hist = Some(chunk_hist);
-    scratch.seg_bits = Some(seg_bits);
+    scratch.strip_bits = Some(strip_bits);
     scratch.tables = Some(d_table);
     scratch.edges = Some(edges);
     let enc = HuffmanEncoded {
@@ -282,7 +289,7 @@ pub fn encode(gpu: &Gpu, data: &[u8]) -> Result<Vec<u8>> {
             data.len()
         )));
     }
-    let cb = data.len().max(1).next_multiple_of(SEG_BYTES);
+    let cb = data.len().max(1).next_multiple_of(STRIP_BYTES);
     let mut chunks = encode_chunks(gpu, data, cb)?;
     chunks
         .pop()

@@ -1,35 +1,35 @@
-//! Byte frequencies on the device: per segment (the encoder's input) and per chunk.
+//! Byte frequencies on the device: per strip (the encoder's input) and per chunk.
 
 use cudarc::driver::CudaSlice;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
 
-use super::{ENC_THREADS, SEG_BYTES};
+use super::{ENC_THREADS, STRIP_BYTES};
 use crate::kernels::Module;
 use crate::runtime::Gpu;
 
-/// Launches the histogram over `n` bytes of `data`: per segment (when `seg_hist` is given) and
+/// Launches the histogram over `n` bytes of `data`: per strip (when `strip_hist` is given) and
 /// per chunk of `chunk_bytes` into `chunk_hist` (zeroed here).
 pub(super) fn launch_histogram(
     gpu: &Gpu,
     data: &CudaSlice<u8>,
     n: usize,
     chunk_bytes: usize,
-    seg_hist: Option<&CudaSlice<u32>>,
+    strip_hist: Option<&CudaSlice<u32>>,
     chunk_hist: &mut CudaSlice<u32>,
 ) -> Result<()> {
     gpu.fill_bytes(chunk_hist, 0)?;
-    let segs = n.div_ceil(SEG_BYTES);
-    if segs == 0 {
+    let strips = n.div_ceil(STRIP_BYTES);
+    if strips == 0 {
         return Ok(());
     }
     let f = gpu.function(Module::Huffman, "huff_histogram")?;
-    let (d, n64, spc) = (gpu.ptr(data), n as u64, (chunk_bytes / SEG_BYTES) as u32);
-    let sh = seg_hist.map_or(0u64, |b| gpu.ptr(b));
+    let (d, n64, spc) = (gpu.ptr(data), n as u64, (chunk_bytes / STRIP_BYTES) as u32);
+    let sh = strip_hist.map_or(0u64, |b| gpu.ptr(b));
     let ch = gpu.ptr(chunk_hist);
-    // SAFETY: matches huff_histogram(data, n, segs_per_chunk, seg_hist, chunk_hist); `data`
-    // holds n bytes; seg_hist (when given) 256 words per segment; chunk_hist 256 per chunk of
+    // SAFETY: matches huff_histogram(data, n, strips_per_chunk, strip_hist, chunk_hist); `data`
+    // holds n bytes; strip_hist (when given) 256 words per strip; chunk_hist 256 per chunk of
     // the column (the callers size both from n and chunk_bytes).
-    unsafe { gpu.launch(&f, segs as u32, ENC_THREADS, &[&d, &n64, &spc, &sh, &ch]) }
+    unsafe { gpu.launch(&f, strips as u32, ENC_THREADS, &[&d, &n64, &spc, &sh, &ch]) }
 }
 
 /// Byte frequencies of the first `n` bytes of `data` on the device, equal to

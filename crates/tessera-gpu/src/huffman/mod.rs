@@ -3,7 +3,7 @@
 //! (`encode.rs`), and block-parallel decoding that matches [`tessera_codecs::huffman::decode`]
 //! byte for byte and error variant for variant (`decode.rs`).
 //!
-//! A column of bytes is cut into chunks of `chunk_bytes` bytes (a multiple of [`SEG_BYTES`],
+//! A column of bytes is cut into chunks of `chunk_bytes` bytes (a multiple of [`STRIP_BYTES`],
 //! at most 2^24; the last chunk may be shorter), each one payload of the format. How the
 //! kernels work is told at the top of `kernels/huffman/huffman.cu`. The host's share:
 //! - encoding, one pipeline for the whole column: one histogram launch for all chunks, one
@@ -35,8 +35,8 @@ pub use decode::{
 pub use encode::{download_encoded, encode, encode_chunks, encode_device, EncodeScratch};
 pub use histogram::{histogram, histogram_device};
 
-/// Input bytes per encoder segment (`HF_SEG_BYTES`): chunk sizes are multiples of it.
-pub const SEG_BYTES: usize = 32768;
+/// Input bytes per encoder strip (`HF_STRIP_BYTES`): chunk sizes are multiples of it.
+pub const STRIP_BYTES: usize = 32768;
 /// Threads of the encoder kernels (`HF_ENC_THREADS`).
 pub const ENC_THREADS: u32 = 256;
 /// Bytes per encoder thread and sub-tile (`HF_ENC_ITEMS`, `HF_SUBTILE_BYTES`).
@@ -44,7 +44,7 @@ pub const ENC_ITEMS: usize = 16;
 pub const SUBTILE_BYTES: usize = 4096;
 /// Threads of the decoder and 4096-bit blocks per decoder thread block (`HF_DEC_*`).
 pub const DEC_THREADS: u32 = 128;
-pub const DEC_GROUP: usize = 128;
+pub const DEC_SLAB: usize = 128;
 /// Output bytes staged per decoder thread between two warp-wide flushes (`HF_OUT_SLOT`).
 pub const OUT_SLOT: usize = 128;
 /// Output slot stride in bytes (`HF_OUT_STRIDE`: odd in words, so lanes hit distinct banks).
@@ -65,7 +65,7 @@ pub const ENC_ROW_WORDS: usize = 10;
 pub const ENC_EDGE_BASE: usize = 8;
 pub const DEC_ROW_WORDS: usize = 12;
 pub const DEC_FIRST_BLOCK: usize = 7;
-pub const DEC_FIRST_GROUP: usize = 8;
+pub const DEC_FIRST_SLAB: usize = 8;
 /// Bytes a raw-copy thread block moves (`HF_RAW_PIECE`).
 pub const RAW_PIECE: usize = 16384;
 /// Encoder edge records (`HF_EDGE_*`).
@@ -79,12 +79,12 @@ pub const ST_CODE: u32 = 4;
 pub const ST_END: u32 = 5;
 pub const ST_RANGE: u32 = 6;
 
-/// Dynamic shared memory of `huff_decode_blocks`: the multi-symbol table (16 KiB), the group's
+/// Dynamic shared memory of `huff_decode_blocks`: the multi-symbol table (16 KiB), the slab's
 /// stream (65.5 KiB), output slots (16.5 KiB). The 16 KiB single-symbol table is read from
 /// global memory through L1 (block tails and 13-bit codes only), which keeps two thread blocks
 /// per H100 SM.
 pub const DEC_SMEM_BYTES: u32 =
-    (4 * MULTI_SIZE + 4 * DEC_GROUP * STAGE_STRIDE + DEC_THREADS as usize * OUT_STRIDE) as u32;
+    (4 * MULTI_SIZE + 4 * DEC_SLAB * STAGE_STRIDE + DEC_THREADS as usize * OUT_STRIDE) as u32;
 
 const HEADER_WORDS: usize = cpu::HEADER_BYTES / 4;
 const LENGTHS_WORDS: usize = cpu::CODE_LENGTHS_BYTES / 4;
@@ -92,9 +92,9 @@ const PREAMBLE_WORDS: usize = HEADER_WORDS + LENGTHS_WORDS;
 const BLOCK_BITS: u64 = cpu::BLOCK_BITS as u64;
 
 const _: () = assert!(SUBTILE_BYTES == ENC_THREADS as usize * ENC_ITEMS);
-const _: () = assert!(SEG_BYTES % SUBTILE_BYTES == 0);
-const _: () = assert!(MAX_CHUNK_VALUES as usize % SEG_BYTES == 0);
-const _: () = assert!(DEC_GROUP == DEC_THREADS as usize);
+const _: () = assert!(STRIP_BYTES % SUBTILE_BYTES == 0);
+const _: () = assert!(MAX_CHUNK_VALUES as usize % STRIP_BYTES == 0);
+const _: () = assert!(DEC_SLAB == DEC_THREADS as usize);
 // Two decoder thread blocks fit an H100 SM (228 KiB, 1 KiB reserved per block).
 const _: () = assert!(2 * (DEC_SMEM_BYTES as usize + 1024) <= 228 * 1024);
 
@@ -140,7 +140,7 @@ pub struct HfDecChunk {
     pub stream_bits: u32,
     pub block_count: u32,
     pub first_block: u32,
-    pub first_group: u32,
+    pub first_slab: u32,
     pub table: u32,
     /// `MODE_HUFFMAN_V1` or `MODE_HUFFMAN`.
     pub mode: u32,
@@ -212,9 +212,10 @@ fn grow<T: DeviceRepr>(
 }
 
 fn check_chunk_bytes(chunk_bytes: usize) -> Result<()> {
-    if chunk_bytes == 0 || chunk_bytes % SEG_BYTES != 0 || chunk_bytes > MAX_CHUNK_VALUES as usize {
+    if chunk_bytes == 0 || chunk_bytes % STRIP_BYTES != 0 || chunk_bytes > MAX_CHUNK_VALUES as usize
+    {
         return Err(Error::InvalidArgument(format!(
-            "GPU huffman chunks must be a multiple of {SEG_BYTES} bytes and at most {MAX_CHUNK_VALUES}, got {chunk_bytes}"
+            "GPU huffman chunks must be a multiple of {STRIP_BYTES} bytes and at most {MAX_CHUNK_VALUES}, got {chunk_bytes}"
         )));
     }
     Ok(())
@@ -269,7 +270,7 @@ mod tests {
             ("MODE_HUFFMAN", cpu::MODE_HUFFMAN as u64),
             ("ENTRY_COUNT_SHIFT", 24),
             ("ENTRY_BITS_SHIFT", 26),
-            ("SEG_BYTES", SEG_BYTES as u64),
+            ("STRIP_BYTES", STRIP_BYTES as u64),
             ("ENC_THREADS", ENC_THREADS as u64),
             ("ENC_ITEMS", ENC_ITEMS as u64),
             ("SUBTILE_BYTES", SUBTILE_BYTES as u64),
@@ -279,11 +280,11 @@ mod tests {
             ("ENC_EDGE_BASE", ENC_EDGE_BASE as u64),
             ("DEC_ROW_WORDS", DEC_ROW_WORDS as u64),
             ("DEC_FIRST_BLOCK", DEC_FIRST_BLOCK as u64),
-            ("DEC_FIRST_GROUP", DEC_FIRST_GROUP as u64),
+            ("DEC_FIRST_SLAB", DEC_FIRST_SLAB as u64),
             ("EDGE_SPILL_SHIFT", EDGE_SPILL_SHIFT as u64),
             ("EDGE_COUNT_MASK", EDGE_COUNT_MASK as u64),
             ("DEC_THREADS", DEC_THREADS as u64),
-            ("DEC_GROUP", DEC_GROUP as u64),
+            ("DEC_SLAB", DEC_SLAB as u64),
             ("OUT_SLOT", OUT_SLOT as u64),
             ("OUT_STRIDE", OUT_STRIDE as u64),
             ("STAGE_STRIDE", STAGE_STRIDE as u64),
@@ -331,8 +332,8 @@ mod tests {
             4 * DEC_FIRST_BLOCK
         );
         assert_eq!(
-            std::mem::offset_of!(HfDecChunk, first_group),
-            4 * DEC_FIRST_GROUP
+            std::mem::offset_of!(HfDecChunk, first_slab),
+            4 * DEC_FIRST_SLAB
         );
         let d = HfEncChunk {
             in_offset: 0x1_0000_0002,

@@ -270,11 +270,11 @@ impl Gpu {
         host_plain[..host.plain.len()].copy_from_slice(&host.plain);
         let mut descs = Vec::new();
         let mut launches = Vec::new();
-        for (codec, group) in &host.groups {
+        for (codec, batch) in &host.batches {
             let base = descs.len();
-            descs.extend(group.iter().map(|c| c.desc));
-            let groups: u32 = group.iter().map(|c| c.shape.groups()).sum();
-            launches.push((*codec, base, group.len(), groups));
+            descs.extend(batch.iter().map(|c| c.desc));
+            let slabs: u32 = batch.iter().map(|c| c.shape.slabs()).sum();
+            launches.push((*codec, base, batch.len(), slabs));
         }
         let (d_in, d_plain, d_out, d_status, d_tables) = (
             self.ptr(&slot.dev_in),
@@ -304,7 +304,7 @@ impl Gpu {
             }
         }
         let flip = sign_flip(ty);
-        for (codec, base, n, groups) in launches {
+        for (codec, base, n, slabs) in launches {
             let (module, name) = decode_kernel(codec, ty)?;
             let f = self.function(module, name)?;
             let table = d_tables + (base * std::mem::size_of::<ChunkDesc>()) as u64;
@@ -317,9 +317,9 @@ impl Gpu {
                 self.launch_on(
                     &stream,
                     &f,
-                    self.tile_grid(groups),
+                    self.tile_grid(slabs),
                     THREADS,
-                    &[&d_in, &table, &n_chunks, &groups, &d_out, &flip, &status],
+                    &[&d_in, &table, &n_chunks, &slabs, &d_out, &flip, &status],
                 )?;
             }
         }
@@ -370,8 +370,8 @@ impl Gpu {
         let mut first: Option<(usize, Error)> = None;
         let keys = slot.host_status.as_slice().map_err(&copy)?;
         let mut base = 0;
-        for (_, group) in &host.groups {
-            for (i, c) in group.iter().enumerate() {
+        for (_, batch) in &host.batches {
+            for (i, c) in batch.iter().enumerate() {
                 let key = StatusKey::decode(keys[base + i]);
                 let column_index = spec.start + c.column_index;
                 if first.as_ref().is_some_and(|(ci, _)| *ci < column_index) {
@@ -382,7 +382,7 @@ impl Gpu {
                     first = Some((column_index, e));
                 }
             }
-            base += group.len();
+            base += batch.len();
         }
         if let Some((_, e)) = first {
             return Err(e);

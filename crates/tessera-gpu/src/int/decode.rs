@@ -36,10 +36,10 @@ impl ChunkShape {
     pub fn tiles(&self) -> u32 {
         self.total_count.div_ceil(TILE_VALUES as u32)
     }
-    /// Groups of the chunk's decode kernel (layout::group_tiles tiles each).
-    pub fn groups(&self) -> u32 {
+    /// Slabs of the chunk's decode kernel (layout::slab_tiles tiles each).
+    pub fn slabs(&self) -> u32 {
         self.tiles()
-            .div_ceil(layout::group_tiles(self.codec, self.lane))
+            .div_ceil(layout::slab_tiles(self.codec, self.lane))
     }
 }
 
@@ -227,8 +227,8 @@ pub(crate) struct PlainChunk {
 pub(crate) struct HostColumn {
     pub words: Vec<u32>,
     pub plain: Vec<u8>,
-    /// Integer chunks grouped by codec (For, Dfor, Rfor), in column order inside a group.
-    pub groups: Vec<(CodecId, Vec<IntChunk>)>,
+    /// Integer chunks batched by codec (For, Dfor, Rfor), in column order inside a batch.
+    pub batches: Vec<(CodecId, Vec<IntChunk>)>,
     pub plain_chunks: Vec<PlainChunk>,
     pub values: u64,
 }
@@ -236,7 +236,7 @@ pub(crate) struct HostColumn {
 impl HostColumn {
     pub fn build(ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<HostColumn> {
         let mut col = HostColumn::default();
-        // (codec, its chunks, tiles so far, groups so far)
+        // (codec, its chunks, tiles so far, slabs so far)
         let mut per_codec: Vec<(CodecId, Vec<IntChunk>, u32, u32)> =
             [CodecId::For, CodecId::Dfor, CodecId::Rfor]
                 .into_iter()
@@ -272,7 +272,7 @@ impl HostColumn {
                 }
                 Some(shape) if shape.total_count == 0 => {}
                 Some(shape) => {
-                    let group = per_codec
+                    let batch = per_codec
                         .iter_mut()
                         .find(|g| g.0 == c.codec)
                         .ok_or_else(|| {
@@ -286,21 +286,21 @@ impl HostColumn {
                         out_index,
                         payload_words: shape.payload_words,
                         total_count: shape.total_count,
-                        first_tile: group.2,
-                        first_group: group.3,
+                        first_tile: batch.2,
+                        first_slab: batch.3,
                     };
-                    group.2 = group.2.checked_add(shape.tiles()).ok_or_else(|| {
+                    batch.2 = batch.2.checked_add(shape.tiles()).ok_or_else(|| {
                         Error::InvalidArgument(
                             "column too large for one launch (2^32 tiles)".into(),
                         )
                     })?;
-                    group.3 += shape.groups();
+                    batch.3 += shape.slabs();
                     col.words.extend(
                         c.payload
                             .chunks_exact(4)
                             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
                     );
-                    group.1.push(IntChunk {
+                    batch.1.push(IntChunk {
                         column_index: i,
                         shape,
                         desc,
@@ -308,7 +308,7 @@ impl HostColumn {
                 }
             }
         }
-        col.groups = per_codec
+        col.batches = per_codec
             .into_iter()
             .filter(|g| !g.1.is_empty())
             .map(|(c, v, _, _)| (c, v))
@@ -325,7 +325,7 @@ pub struct DeviceColumn {
     pub(crate) words: CudaSlice<u32>,
     pub(crate) plain: CudaSlice<u8>,
     pub(crate) plain_chunks: Vec<PlainChunk>,
-    pub(crate) groups: Vec<DeviceGroup>,
+    pub(crate) batches: Vec<DeviceBatch>,
     pub(crate) status: CudaSlice<u64>,
     pub(crate) status_slots: usize,
     pub(crate) compressed_bytes: u64,
@@ -334,12 +334,12 @@ pub struct DeviceColumn {
 }
 
 #[derive(Debug)]
-pub(crate) struct DeviceGroup {
+pub(crate) struct DeviceBatch {
     pub codec: CodecId,
     pub table: CudaSlice<ChunkDesc>,
     pub chunks: Vec<IntChunk>,
-    pub total_groups: u32,
-    /// Index of the group's first chunk in the status buffer.
+    pub total_slabs: u32,
+    /// Index of the slab's first chunk in the status buffer.
     pub status_base: usize,
 }
 
@@ -376,16 +376,16 @@ impl Gpu {
     ) -> Result<DeviceColumn> {
         let words = self.upload(&host.words)?;
         let plain = self.upload(&host.plain)?;
-        let mut groups = Vec::new();
+        let mut batches = Vec::new();
         let mut slots = 0;
-        for (codec, chunks) in &host.groups {
+        for (codec, chunks) in &host.batches {
             let descs: Vec<ChunkDesc> = chunks.iter().map(|c| c.desc).collect();
-            let total_groups = chunks.iter().map(|c| c.shape.groups()).sum();
-            groups.push(DeviceGroup {
+            let total_slabs = chunks.iter().map(|c| c.shape.slabs()).sum();
+            batches.push(DeviceBatch {
                 codec: *codec,
                 table: self.upload(&descs)?,
                 chunks: chunks.clone(),
-                total_groups,
+                total_slabs,
                 status_base: slots,
             });
             slots += chunks.len();
@@ -398,7 +398,7 @@ impl Gpu {
             words,
             plain,
             plain_chunks: host.plain_chunks.clone(),
-            groups,
+            batches,
             status,
             status_slots: slots,
             compressed_bytes: host.words.len() as u64 * 4 + host.plain.len() as u64,
@@ -429,26 +429,26 @@ impl Gpu {
         let status = self.ptr(&col.status);
         self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
         let flip = sign_flip(col.ty);
-        for g in &col.groups {
+        for g in &col.batches {
             let (module, name) = decode_kernel(g.codec, col.ty)?;
             let f = self.function(module, name)?;
             let table = self.ptr(&g.table);
             let n_chunks = g.chunks.len() as u32;
             let status_g = status + 8 * g.status_base as u64;
-            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_groups, out, flip,
+            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_slabs, out, flip,
             // status)`: `words` holds every payload the table names (checked by chunk_shape),
             // `table` has n_chunks rows, `out` holds the whole decoded column (checked above) and
             // `status_g` has n_chunks slots; all live until the caller synchronizes.
             unsafe {
                 self.launch(
                     &f,
-                    self.tile_grid(g.total_groups),
+                    self.tile_grid(g.total_slabs),
                     layout::THREADS,
                     &[
                         &words,
                         &table,
                         &n_chunks,
-                        &g.total_groups,
+                        &g.total_slabs,
                         &out_ptr,
                         &flip,
                         &status_g,
@@ -496,7 +496,7 @@ impl Gpu {
         let mut keys = vec![0u64; col.status_slots];
         self.download(&col.status, &mut keys)?;
         let mut first: Option<(usize, Error)> = None;
-        for g in &col.groups {
+        for g in &col.batches {
             for (i, c) in g.chunks.iter().enumerate() {
                 if first.as_ref().is_some_and(|(ci, _)| *ci < c.column_index) {
                     continue;

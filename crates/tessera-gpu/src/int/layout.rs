@@ -31,21 +31,21 @@ pub const THREADS: u32 = 128;
 pub const ITEMS: usize = 4;
 /// Values per tile (every codec decodes 512-value tiles).
 pub const TILE_VALUES: usize = 512;
-/// Tiles a thread block loads at once (`TS_*_GROUP_*` in common.cuh), per codec and lane.
-pub const FOR_GROUP_L32: u32 = 4;
-pub const FOR_GROUP_L64: u32 = 2;
-pub const RFOR_GROUP_L32: u32 = 4;
-pub const RFOR_GROUP_L64: u32 = 4;
+/// Tiles a thread block loads at once (`TS_*_SLAB_*` in common.cuh), per codec and lane.
+pub const FOR_SLAB_L32: u32 = 4;
+pub const FOR_SLAB_L64: u32 = 2;
+pub const RFOR_SLAB_L32: u32 = 4;
+pub const RFOR_SLAB_L64: u32 = 4;
 
-/// Tiles per group of the decode and query kernels of `codec` in `lane` (FOR and DFOR share
-/// their storage, hence their group size).
-pub fn group_tiles(codec: tessera_format::CodecId, lane: tessera_format::Lane) -> u32 {
+/// Tiles per slab of the decode and query kernels of `codec` in `lane` (FOR and DFOR share
+/// their storage, hence their slab size).
+pub fn slab_tiles(codec: tessera_format::CodecId, lane: tessera_format::Lane) -> u32 {
     use tessera_format::{CodecId, Lane};
     match (codec, lane) {
-        (CodecId::Rfor, Lane::L32) => RFOR_GROUP_L32,
-        (CodecId::Rfor, Lane::L64) => RFOR_GROUP_L64,
-        (_, Lane::L32) => FOR_GROUP_L32,
-        (_, Lane::L64) => FOR_GROUP_L64,
+        (CodecId::Rfor, Lane::L32) => RFOR_SLAB_L32,
+        (CodecId::Rfor, Lane::L64) => RFOR_SLAB_L64,
+        (_, Lane::L32) => FOR_SLAB_L32,
+        (_, Lane::L64) => FOR_SLAB_L64,
     }
 }
 
@@ -79,8 +79,8 @@ pub struct ChunkDesc {
     pub total_count: u32,
     /// Index of the chunk's first tile among the tiles of its launch.
     pub first_tile: u32,
-    /// Index of the chunk's first group among the groups of its launch.
-    pub first_group: u32,
+    /// Index of the chunk's first slab among the slabs of its launch.
+    pub first_slab: u32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, laid out exactly like the CUDA struct (checked by a test).
@@ -151,10 +151,10 @@ mod tests {
             ("THREADS", THREADS as u64),
             ("ITEMS", ITEMS as u64),
             ("TILE_VALUES", TILE_VALUES as u64),
-            ("FOR_GROUP_L32", FOR_GROUP_L32 as u64),
-            ("FOR_GROUP_L64", FOR_GROUP_L64 as u64),
-            ("RFOR_GROUP_L32", RFOR_GROUP_L32 as u64),
-            ("RFOR_GROUP_L64", RFOR_GROUP_L64 as u64),
+            ("FOR_SLAB_L32", FOR_SLAB_L32 as u64),
+            ("FOR_SLAB_L64", FOR_SLAB_L64 as u64),
+            ("RFOR_SLAB_L32", RFOR_SLAB_L32 as u64),
+            ("RFOR_SLAB_L64", RFOR_SLAB_L64 as u64),
             ("ST_BLOCK_START", ST_BLOCK_START as u64),
             ("ST_TRUNCATED", ST_TRUNCATED as u64),
             ("ST_BIT_WIDTH", ST_BIT_WIDTH as u64),

@@ -64,22 +64,22 @@ impl Gpu {
         let status = self.ptr(&col.status);
         self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
         let words = self.ptr(&col.words);
-        for g in &col.groups {
+        for g in &col.batches {
             let f = self.function(Module::Query, query_kernel(g.codec)?)?;
             let table = self.ptr(&g.table);
             let n_chunks = g.chunks.len() as u32;
             let status_g = status + 8 * g.status_base as u64;
             // A persistent grid: each thread block adds many tiles before its one atomic. The
-            // FOR kernel gives each of its warps a group, so it needs a quarter of the blocks.
+            // FOR kernel gives each of its warps a slab, so it needs a quarter of the blocks.
             let per_block = if g.codec == CodecId::For {
                 THREADS / 32
             } else {
                 1
             };
             let grid = self
-                .tile_grid(g.total_groups.div_ceil(per_block))
+                .tile_grid(g.total_slabs.div_ceil(per_block))
                 .min(self.info.sm_count.max(1) * FUSED_BLOCKS_PER_SM);
-            // SAFETY: matches `sum_between_<codec>(g, chunks, n_chunks, total_groups, lo, hi,
+            // SAFETY: matches `sum_between_<codec>(g, chunks, n_chunks, total_slabs, lo, hi,
             // result, status)`; the table, payload words, result and status buffers are those of
             // the column, checked at upload, and live until the caller synchronizes.
             unsafe {
@@ -91,7 +91,7 @@ impl Gpu {
                         &words,
                         &table,
                         &n_chunks,
-                        &g.total_groups,
+                        &g.total_slabs,
                         &lo,
                         &hi,
                         &res,
@@ -139,7 +139,7 @@ impl Gpu {
         let status = self.ptr(&col.status);
         self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
         let words = self.ptr(&col.words);
-        for g in &col.groups {
+        for g in &col.batches {
             let name = match g.codec {
                 CodecId::For => "sum_between_tilewise_for",
                 CodecId::Dfor => "sum_between_tilewise_dfor",

@@ -62,7 +62,7 @@ pub struct Gpu {
     pub(crate) info: DeviceInfo,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
-    /// Most thread blocks a tile kernel is launched with; 0 = one per group of tiles.
+    /// Most thread blocks a tile kernel is launched with; 0 = one per slab of tiles.
     grid_limit: AtomicU32,
     /// Buffers codecs keep between calls (e.g. the integer coprocessor path's pinned staging),
     /// by type: the runtime holds them without knowing what they are.
@@ -142,8 +142,8 @@ impl Gpu {
         &self.info
     }
 
-    /// Caps the thread blocks of every tile kernel (`None`: one thread block per group of tiles;
-    /// with a cap, each thread block loops over groups). A tuning knob, public only through
+    /// Caps the thread blocks of every tile kernel (`None`: one thread block per slab of tiles;
+    /// with a cap, each thread block loops over slabs). A tuning knob, public only through
     /// [`crate::bench_hooks::set_grid_limit`].
     pub(crate) fn set_grid_limit(&self, limit: Option<u32>) {
         self.grid_limit.store(limit.unwrap_or(0), Ordering::Relaxed);
@@ -209,11 +209,11 @@ impl Gpu {
         Ok(f)
     }
 
-    /// Grid size for a tile kernel over `groups` groups of tiles.
-    pub(crate) fn tile_grid(&self, groups: u32) -> u32 {
+    /// Grid size for a tile kernel over `slabs` slabs of tiles.
+    pub(crate) fn tile_grid(&self, slabs: u32) -> u32 {
         match self.grid_limit.load(Ordering::Relaxed) {
-            0 => groups.max(1),
-            cap => groups.clamp(1, cap),
+            0 => slabs.max(1),
+            cap => slabs.clamp(1, cap),
         }
     }
 
