@@ -124,44 +124,30 @@ impl TypeArg {
     }
 }
 
-/// Codecs accepted by `--codec`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CodecArg {
-    /// The smallest payload, chosen per chunk among the type's codecs (integers: for, dfor,
-    /// rfor, plain; bytes and utf8: lll, huffman, plain; bits: wah, plwah, plain).
-    Auto,
-    /// GPU-FOR: frame of reference and bit-packing.
-    For,
-    /// GPU-DFOR: deltas, then FOR (sorted data).
-    Dfor,
-    /// GPU-RFOR: runs, then FOR (repeated values).
-    Rfor,
-    /// The raw values.
-    Plain,
-    /// WAH bitmap (bits).
-    Wah,
-    /// PLWAH bitmap (bits).
-    Plwah,
-    /// Canonical Huffman (bytes, utf8).
-    Huffman,
-    /// LLL: run-length and LZSS over 512-byte segments, 4 KiB dictionaries (bytes, utf8).
-    Lll,
-}
+/// `--codec`: `auto` (the smallest payload, chosen per chunk among the type's codecs) or the
+/// name of a registered codec (`tessera_codecs::codec::REGISTRY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CodecArg(Option<CodecId>);
 
 impl CodecArg {
     fn codec(self) -> Option<CodecId> {
-        match self {
-            CodecArg::Auto => None,
-            CodecArg::For => Some(CodecId::For),
-            CodecArg::Dfor => Some(CodecId::Dfor),
-            CodecArg::Rfor => Some(CodecId::Rfor),
-            CodecArg::Plain => Some(CodecId::Plain),
-            CodecArg::Wah => Some(CodecId::Wah),
-            CodecArg::Plwah => Some(CodecId::Plwah),
-            CodecArg::Huffman => Some(CodecId::Huffman),
-            CodecArg::Lll => Some(CodecId::Lll),
-        }
+        self.0
     }
+}
+
+fn parse_codec(s: &str) -> Result<CodecArg, String> {
+    if s == "auto" {
+        return Ok(CodecArg(None));
+    }
+    let registry = &tessera::codecs::codec::REGISTRY;
+    registry
+        .iter()
+        .find(|c| c.name() == s)
+        .map(|c| CodecArg(Some(c.id())))
+        .ok_or_else(|| {
+            let names: Vec<&str> = registry.iter().map(|c| c.name()).collect();
+            format!("unknown codec '{s}' (auto, {})", names.join(", "))
+        })
 }
 
 /// `--lll-parse` (`lll::Parse`).
@@ -198,8 +184,10 @@ struct CompressArgs {
     /// Logical type of the input values.
     #[arg(long = "type", value_enum, value_name = "TYPE")]
     ty: TypeArg,
-    /// Codec: auto chooses the smallest per chunk.
-    #[arg(long, value_enum, default_value_t = CodecArg::Auto)]
+    /// Codec: auto (the smallest per chunk among the type's codecs: integers for, dfor, rfor,
+    /// plain; bytes and utf8 lll, huffman, plain; bits wah, plwah, plain) or one of for, dfor,
+    /// rfor, plain, wah, plwah, huffman, lll.
+    #[arg(long, default_value = "auto", value_parser = parse_codec, value_name = "CODEC")]
     codec: CodecArg,
     /// Values per chunk (a multiple of 512, at most 2^24).
     #[arg(long, default_value = "1048576", value_parser = parse_chunk_values)]

@@ -25,7 +25,8 @@
 //! 4. The registry test (`codec::tests`) then checks the new codec round-trips every type it
 //!    serves and refuses the others; add golden files under `testdata/` for its payloads.
 //!
-//! A GPU decoder, where the codec has one, lives in tessera-gpu, which dispatches on its own.
+//! A GPU decoder, where the codec has one, lives in tessera-gpu (a module implementing
+//! `tessera_gpu::GpuDecoder`) and is one line in `tessera_gpu::codec::DECODERS`.
 
 use std::cell::OnceCell;
 use std::sync::OnceLock;

@@ -25,6 +25,11 @@
 //! - **bench hooks** ([`bench_hooks`]): launch variants, forced paths, tuning knobs and phase
 //!   timings, kept only for benchmarks, examples and tests.
 //!
+//! - **decoder registry** ([`codec`]): the trait every GPU decoder implements
+//!   ([`codec::GpuDecoder`]), the list of them ([`codec::DECODERS`]), and
+//!   [`codec::ResidentColumn`], which decodes any column's chunks through them in one batch per
+//!   decoder. Adding a GPU decoder is a module plus one line there.
+//!
 //! The runtime knows no codec: it loads kernels by [`kernels::Module`] and name, and keeps what
 //! a codec wants kept between calls without knowing what it is. Codecs depend on the runtime and
 //! the primitives, never on each other.
@@ -49,6 +54,7 @@
 
 pub mod bench_hooks;
 pub mod bitmap;
+pub mod codec;
 pub mod huffman;
 mod int;
 pub mod kernels;
@@ -56,6 +62,7 @@ pub mod lll;
 mod primitives;
 mod runtime;
 
+pub use codec::{BatchError, GpuBatch, GpuDecoder, ResidentColumn};
 pub use cudarc::driver::CudaSlice;
 pub use int::layout;
 pub use int::{ChunkRef, DeviceColumn, DeviceEncoded, EncodeScratch};

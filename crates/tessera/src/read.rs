@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use tessera_codecs::bitmap::{self, Flavor};
 use tessera_codecs::column;
 use tessera_codecs::text::{self, Strings};
 use tessera_format::container::{ChunkMeta, ColumnMeta, Container};
@@ -390,8 +389,9 @@ fn decode_fixed_cpu(
         })
 }
 
-/// GPU decode of fixed-size chunks into host memory. An error carries the index (in `metas`) of
-/// the chunk it concerns (0 when the batched integer decoder does not say).
+/// GPU decode of fixed-size chunks into host memory, through the GPU decoder registry (one batch
+/// per decoder; integer columns take the coprocessor path). An error carries the index (in
+/// `metas`) of the chunk it concerns.
 fn decode_fixed_gpu(
     gpu: &Gpu,
     meta: &ColumnMeta,
@@ -400,70 +400,50 @@ fn decode_fixed_gpu(
     out: &mut [u8],
 ) -> std::result::Result<(), (usize, Error)> {
     let ty = meta.logical_type;
-    if ty.is_integer() {
-        let refs: Vec<ChunkRef<'_>> = metas
-            .iter()
-            .zip(payloads)
-            .map(|(ch, p)| ChunkRef {
-                codec: ch.codec,
-                payload: p,
-                value_count: ch.value_count,
-            })
-            .collect();
-        return gpu.decode_column(ty, &refs, out).map_err(|e| (0, e));
-    }
-    let mut at = 0usize;
-    for (i, (ch, payload)) in metas.iter().zip(payloads).enumerate() {
-        let n = ch.value_count as u64;
-        let len = ty.raw_len(n).unwrap_or(0) as usize;
-        let dst = out
-            .get_mut(at..at + len)
-            .ok_or_else(|| (i, Error::InvalidArgument("output buffer too small".into())))?;
-        decode_bytes_chunk_gpu(gpu, ty, ch.codec, payload, n, dst).map_err(|e| (i, e))?;
-        at += len;
-    }
-    Ok(())
+    let refs = chunk_refs(metas, payloads);
+    tessera_gpu::codec::decode_to_host(gpu, ty, &refs, out).map_err(|be| {
+        locate(be, |k| {
+            let mut host = vec![0u8; ty.raw_len(metas[k].value_count as u64).unwrap_or(0) as usize];
+            column::decode_values(
+                ty,
+                metas[k].codec,
+                payloads[k],
+                metas[k].value_count as u64,
+                &mut host,
+            )
+            .err()
+        })
+    })
 }
 
-/// One bytes or bits chunk on its codec's GPU decoder (plain chunks are copied on the host).
-fn decode_bytes_chunk_gpu(
-    gpu: &Gpu,
-    ty: LogicalType,
-    codec: CodecId,
-    payload: &[u8],
-    n: u64,
-    dst: &mut [u8],
-) -> Result<()> {
-    match codec {
-        CodecId::Huffman => tessera_gpu::huffman::decode(gpu, payload, dst),
-        CodecId::Lll => tessera_gpu::lll::decode(gpu, payload, dst),
-        CodecId::Wah | CodecId::Plwah => {
-            let flavor = if codec == CodecId::Wah {
-                Flavor::Wah
-            } else {
-                Flavor::Plwah
-            };
-            let bits = bitmap::payload_bit_len(flavor, payload)?;
-            if bits != n {
-                return Err(Error::CountMismatch {
-                    what: "bitmap bit length",
-                    expected: n,
-                    found: bits,
-                });
-            }
-            let plain = tessera_gpu::bitmap::decompress(gpu, flavor, payload)?;
-            if plain.len() != dst.len() {
-                return Err(Error::Gpu(format!(
-                    "GPU bitmap decompression gave {} bytes for {n} bits",
-                    plain.len()
-                )));
-            }
-            dst.copy_from_slice(&plain);
-            Ok(())
-        }
-        // Plain chunks and anything else: the CPU path (same checks).
-        _ => column::decode_values(ty, codec, payload, n, dst),
+/// The chunks of a column as the GPU decoders take them.
+pub(crate) fn chunk_refs<'a>(metas: &[ChunkMeta], payloads: &[&'a [u8]]) -> Vec<ChunkRef<'a>> {
+    metas
+        .iter()
+        .zip(payloads)
+        .map(|(ch, p)| ChunkRef {
+            codec: ch.codec,
+            payload: p,
+            value_count: ch.value_count,
+        })
+        .collect()
+}
+
+/// The chunk a failed GPU batch concerns, and the error to report: for a data error, the first
+/// of the batch's chunks the CPU decoder (`cpu_error`) rejects, with the CPU's exact error; a
+/// device failure (or a data error the CPU does not reproduce) is returned as the batch gave it.
+pub(crate) fn locate(
+    be: tessera_gpu::BatchError,
+    cpu_error: impl Fn(usize) -> Option<Error>,
+) -> (usize, Error) {
+    let first = be.chunks.first().copied().unwrap_or(0);
+    if matches!(be.error, Error::Gpu(_)) {
+        return (first, be.error);
     }
+    be.chunks
+        .iter()
+        .find_map(|&k| cpu_error(k).map(|e| (k, e)))
+        .unwrap_or((first, be.error))
 }
 
 /// The parts of a utf8 chunk payload (`utf8.md` §1), checked as the CPU decoder checks them.
@@ -540,33 +520,45 @@ fn decode_utf8_gpu(
         });
     }
     from_le_in_place(&mut ends);
-    let mut out = Vec::with_capacity(metas.len());
     let mut at = 0usize;
     for (i, (ch, p)) in metas.iter().zip(&parts).enumerate() {
-        let chunk_ends = ends[at..at + ch.value_count as usize].to_vec();
+        let chunk_ends = &ends[at..at + ch.value_count as usize];
         at += ch.value_count as usize;
         let ordered = chunk_ends.windows(2).all(|w| w[0] <= w[1])
             && chunk_ends.last().map_or(0, |&e| e as usize) == p.data_size;
         if !ordered {
             return Err(cpu_error(i));
         }
-        let mut data = vec![0u8; p.data_size];
-        decode_bytes_chunk_gpu(
-            gpu,
-            LogicalType::Bytes,
-            ch.codec,
-            p.text,
-            p.data_size as u64,
-            &mut data,
-        )
-        .map_err(|e| match e {
-            Error::Gpu(_) => (i, e),
-            _ => cpu_error(i),
-        })?;
+    }
+    // Every chunk's text in one batch per decoder, into one host buffer.
+    let texts: Vec<ChunkRef<'_>> = metas
+        .iter()
+        .zip(&parts)
+        .map(|(ch, p)| ChunkRef {
+            codec: ch.codec,
+            payload: p.text,
+            value_count: p.data_size as u32,
+        })
+        .collect();
+    let text_bytes: usize = parts.iter().map(|p| p.data_size).sum();
+    let mut data = vec![0u8; text_bytes];
+    tessera_gpu::codec::decode_to_host(gpu, LogicalType::Bytes, &texts, &mut data).map_err(
+        |be| {
+            locate(be, |k| {
+                let e = cpu_error(k);
+                (!matches!(e.1, Error::Gpu(_))).then_some(e.1)
+            })
+        },
+    )?;
+    let mut out = Vec::with_capacity(metas.len());
+    let (mut at, mut data_at) = (0usize, 0usize);
+    for (ch, p) in metas.iter().zip(&parts) {
         out.push(Strings {
-            ends: chunk_ends,
-            data,
+            ends: ends[at..at + ch.value_count as usize].to_vec(),
+            data: data[data_at..data_at + p.data_size].to_vec(),
         });
+        at += ch.value_count as usize;
+        data_at += p.data_size;
     }
     Ok(out)
 }

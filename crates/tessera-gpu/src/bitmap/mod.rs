@@ -469,3 +469,73 @@ mod tests {
         assert_eq!(pack_words(&[], 0), Vec::<u32>::new());
     }
 }
+
+/// WAH and PLWAH chunks of bits columns: each chunk decompressed by its own launch sequence,
+/// then copied into the column's place as bytes.
+#[derive(Debug)]
+pub struct BitmapDecoder;
+
+struct BitmapBatch {
+    /// Per chunk: its words on the device, the buffer it decompresses into, its decoded bytes.
+    chunks: Vec<(DeviceBitmap, CudaSlice<u32>, usize)>,
+    total: usize,
+}
+
+impl crate::codec::GpuDecoder for BitmapDecoder {
+    fn name(&self) -> &'static str {
+        "bitmap"
+    }
+
+    fn serves(&self, codec: tessera_format::CodecId, ty: tessera_format::LogicalType) -> bool {
+        ty == tessera_format::LogicalType::Bits && crate::codec::bitmap_flavor(codec).is_some()
+    }
+
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        _ty: tessera_format::LogicalType,
+        chunks: &[crate::ChunkRef<'a>],
+    ) -> Result<Box<dyn crate::codec::GpuBatch + 'a>> {
+        let mut out = Vec::with_capacity(chunks.len());
+        let mut total = 0usize;
+        for c in chunks {
+            let flavor = crate::codec::bitmap_flavor(c.codec)
+                .ok_or_else(|| Error::InvalidArgument(format!("{:?} is no bitmap", c.codec)))?;
+            crate::codec::check_bit_len(flavor, c.payload, c.value_count)?;
+            let d = upload_payload(gpu, flavor, c.payload)?;
+            let words = gpu.alloc::<u32>(d.bit_len.div_ceil(32) as usize)?;
+            let bytes = d.bit_len.div_ceil(8) as usize;
+            total += bytes;
+            out.push((d, words, bytes));
+        }
+        Ok(Box::new(BitmapBatch { chunks: out, total }))
+    }
+}
+
+impl crate::codec::GpuBatch for BitmapBatch {
+    fn decoded_bytes(&self) -> usize {
+        self.total
+    }
+
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        let mut at = 0usize;
+        for (d, words, bytes) in &mut self.chunks {
+            decompress_device_into(gpu, d, words)?;
+            if *bytes == 0 {
+                continue;
+            }
+            // SAFETY: u8 has no invalid bit patterns and alignment 1; the view covers `bytes` =
+            // ceil(bit_len / 8) bytes of the ceil(bit_len / 32) words allocated.
+            let src = unsafe { words.transmute::<u8>(*bytes) }
+                .ok_or_else(|| Error::Gpu("bitmap words shorter than its bytes".into()))?;
+            let mut to = out
+                .try_slice_mut(at..at + *bytes)
+                .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
+            gpu.stream
+                .memcpy_dtod(&src, &mut to)
+                .map_err(cuda("copying a decompressed bitmap"))?;
+            at += *bytes;
+        }
+        gpu.synchronize()
+    }
+}

@@ -380,3 +380,46 @@ mod tests {
         }
     }
 }
+
+/// Canonical Huffman chunks of bytes (and utf8 text) columns, all of a column's in one launch
+/// sequence.
+#[derive(Debug)]
+pub struct HuffmanDecoder;
+
+struct HuffmanBatch {
+    enc: HuffmanEncoded,
+    plan: Box<DecodePlan>,
+}
+
+impl crate::codec::GpuDecoder for HuffmanDecoder {
+    fn name(&self) -> &'static str {
+        "huffman"
+    }
+
+    fn serves(&self, codec: tessera_format::CodecId, ty: tessera_format::LogicalType) -> bool {
+        codec == tessera_format::CodecId::Huffman && ty == tessera_format::LogicalType::Bytes
+    }
+
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        _ty: tessera_format::LogicalType,
+        chunks: &[crate::ChunkRef<'a>],
+    ) -> Result<Box<dyn crate::codec::GpuBatch + 'a>> {
+        let payloads: Vec<&[u8]> = chunks.iter().map(|c| c.payload).collect();
+        let counts: Vec<usize> = chunks.iter().map(|c| c.value_count as usize).collect();
+        let enc = upload_chunks(gpu, &payloads, &counts)?;
+        let plan = Box::new(plan_decode(gpu, &enc)?);
+        Ok(Box::new(HuffmanBatch { enc, plan }))
+    }
+}
+
+impl crate::codec::GpuBatch for HuffmanBatch {
+    fn decoded_bytes(&self) -> usize {
+        self.enc.bytes
+    }
+
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        decode_planned(gpu, &self.enc, &mut self.plan, out)
+    }
+}

@@ -31,6 +31,7 @@ pub(crate) mod histogram;
 
 pub use decode::{
     decode, decode_chunks, decode_device, decode_planned, plan_decode, upload_chunks, DecodePlan,
+    HuffmanDecoder,
 };
 pub use encode::{download_encoded, encode, encode_chunks, encode_device, EncodeScratch};
 pub use histogram::{histogram, histogram_device};

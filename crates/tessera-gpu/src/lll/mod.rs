@@ -447,3 +447,42 @@ mod tests {
         assert_eq!(super::model::map_bytes(1024), super::model::MAP_BYTES);
     }
 }
+
+/// LLL chunks of bytes (and utf8 text) columns, all of a column's in one launch.
+#[derive(Debug)]
+pub struct LllDecoder;
+
+struct LllBatch(DeviceLll);
+
+impl crate::codec::GpuDecoder for LllDecoder {
+    fn name(&self) -> &'static str {
+        "lll"
+    }
+
+    fn serves(&self, codec: tessera_format::CodecId, ty: tessera_format::LogicalType) -> bool {
+        codec == tessera_format::CodecId::Lll && ty == tessera_format::LogicalType::Bytes
+    }
+
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        _ty: tessera_format::LogicalType,
+        chunks: &[crate::ChunkRef<'a>],
+    ) -> Result<Box<dyn crate::codec::GpuBatch + 'a>> {
+        let parts: Vec<(&[u8], usize)> = chunks
+            .iter()
+            .map(|c| (c.payload, c.value_count as usize))
+            .collect();
+        Ok(Box::new(LllBatch(DeviceLll::upload(gpu, &parts)?)))
+    }
+}
+
+impl crate::codec::GpuBatch for LllBatch {
+    fn decoded_bytes(&self) -> usize {
+        self.0.out_len()
+    }
+
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        decode_device(gpu, &self.0, out)
+    }
+}

@@ -302,6 +302,30 @@ impl Gpu {
         self.synchronize()
     }
 
+    /// Copies `len` bytes of `src` from `src_at` into `dst` at `dst_at`, on the main stream
+    /// (queued, not waited for).
+    pub fn copy_within_device(
+        &self,
+        src: &CudaSlice<u8>,
+        src_at: usize,
+        dst: &mut CudaSlice<u8>,
+        dst_at: usize,
+        len: usize,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let from = src
+            .try_slice(src_at..src_at.saturating_add(len))
+            .ok_or_else(|| Error::Gpu("device copy source too short".into()))?;
+        let mut to = dst
+            .try_slice_mut(dst_at..dst_at.saturating_add(len))
+            .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
+        self.stream
+            .memcpy_dtod(&from, &mut to)
+            .map_err(cuda("copying on the device"))
+    }
+
     /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
     pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
         let bytes = buf.len() * std::mem::size_of::<T>();

@@ -1,0 +1,471 @@
+//! The GPU decoders, one registration each, and the one way a column's chunks reach them.
+//!
+//! Every GPU decoder implements [`GpuDecoder`]: which `(codec, logical type)` chunks it takes,
+//! how it checks and uploads a batch of them ([`GpuBatch`]), and, optionally, a faster path into
+//! host memory. [`DECODERS`] lists them; [`ResidentColumn`] groups a column's chunks by decoder,
+//! uploads each group as one batch (one launch sequence per batch) and decodes every batch into
+//! one device buffer, chunk `k` at the sum of the decoded lengths of chunks `0..k`.
+//!
+//! Adding a GPU decoder is a module of its own plus one line in [`DECODERS`]; callers (the
+//! `tessera` facade) never name a codec. The last entry, [`HostDecoder`], takes any chunk the
+//! others do not: it decodes on the CPU at upload time (so a chunk no kernel serves, or a plain
+//! chunk, gets the CPU decoder's checks and errors) and copies on the device when decoding.
+
+use cudarc::driver::CudaSlice;
+use tessera_codecs::bitmap::{self as cpu_bitmap, Flavor};
+use tessera_format::{CodecId, Error, LogicalType, Result};
+
+use crate::{bitmap, huffman, lll, ChunkRef, DeviceColumn, Gpu};
+
+/// A decoder of some codecs' chunks on the GPU.
+pub trait GpuDecoder: Sync {
+    /// A short name, for messages.
+    fn name(&self) -> &'static str;
+
+    /// Whether this decoder takes chunks of `codec` in a column of type `ty`.
+    fn serves(&self, codec: CodecId, ty: LogicalType) -> bool;
+
+    /// Checks the chunks' headers and copies them to the device as one batch. Chunk `i`
+    /// decodes to `ty.raw_len(chunks[i].value_count)` bytes.
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> Result<Box<dyn GpuBatch + 'a>>;
+
+    /// Decodes the chunks straight into host memory (`out` holds exactly their decoded bytes)
+    /// when this decoder has a path faster than decoding on the device and downloading; `None`
+    /// when it has not.
+    fn decode_to_host(
+        &self,
+        _gpu: &Gpu,
+        _ty: LogicalType,
+        _chunks: &[ChunkRef<'_>],
+        _out: &mut [u8],
+    ) -> Option<Result<()>> {
+        None
+    }
+}
+
+/// A batch of chunks resident on the device, ready to be decoded again and again.
+pub trait GpuBatch {
+    /// Bytes the batch decodes to, its chunks back to back.
+    fn decoded_bytes(&self) -> usize;
+
+    /// Decodes the batch into `out[..decoded_bytes()]`, waits, and reports the first corrupt
+    /// chunk's error.
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()>;
+}
+
+/// Every GPU decoder, in the order they are asked; [`HostDecoder`] last takes the rest.
+pub static DECODERS: &[&dyn GpuDecoder] = &[
+    &IntDecoder,
+    &lll::LllDecoder,
+    &huffman::HuffmanDecoder,
+    &bitmap::BitmapDecoder,
+    &HostDecoder,
+];
+
+/// The decoder that takes chunks of `codec` in a column of type `ty` (always one: the host
+/// decoder takes whatever no kernel serves).
+pub fn decoder_for(codec: CodecId, ty: LogicalType) -> &'static dyn GpuDecoder {
+    DECODERS
+        .iter()
+        .copied()
+        .find(|d| d.serves(codec, ty))
+        .unwrap_or(&HostDecoder)
+}
+
+/// Decoded bytes of a chunk of `value_count` values of `ty`.
+fn decoded_len(ty: LogicalType, value_count: u32) -> Result<usize> {
+    ty.raw_len(value_count as u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("{value_count} values of {ty:?}")))
+}
+
+/// A failure of one batch, with the column indices of the chunks it holds (the caller's CPU
+/// decoder can then name the chunk and give its exact error).
+#[derive(Debug)]
+pub struct BatchError {
+    /// Column indices of the batch's chunks, in column order.
+    pub chunks: Vec<usize>,
+    /// What the batch reported.
+    pub error: Error,
+}
+
+struct Resident<'a> {
+    /// Column indices of the batch's chunks, in column order.
+    chunks: Vec<usize>,
+    batch: Box<dyn GpuBatch + 'a>,
+    /// Where the batch decodes when its chunks are not the whole column in order.
+    scratch: Option<CudaSlice<u8>>,
+}
+
+/// A column's chunks uploaded to the device, one batch per decoder: what
+/// [`ResidentColumn::decode`] turns into one buffer of decoded values.
+pub struct ResidentColumn<'a> {
+    batches: Vec<Resident<'a>>,
+    /// Byte offset of each chunk's values in the decoded column.
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+    total: usize,
+}
+
+impl std::fmt::Debug for ResidentColumn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResidentColumn")
+            .field("batches", &self.batches.len())
+            .field("chunks", &self.lens.len())
+            .field("decoded_bytes", &self.total)
+            .finish()
+    }
+}
+
+impl<'a> ResidentColumn<'a> {
+    /// Groups `chunks` (a column of type `ty`, in order) by decoder and uploads each group.
+    pub fn upload(
+        gpu: &Gpu,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> std::result::Result<Self, BatchError> {
+        let mut starts = Vec::with_capacity(chunks.len());
+        let mut lens = Vec::with_capacity(chunks.len());
+        let mut total = 0usize;
+        for (k, c) in chunks.iter().enumerate() {
+            let len = decoded_len(ty, c.value_count).map_err(|error| BatchError {
+                chunks: vec![k],
+                error,
+            })?;
+            starts.push(total);
+            lens.push(len);
+            total = total.checked_add(len).ok_or_else(|| BatchError {
+                chunks: vec![k],
+                error: Error::InvalidArgument("decoded column size overflows".into()),
+            })?;
+        }
+        let mut groups: Vec<(&'static dyn GpuDecoder, Vec<usize>)> = Vec::new();
+        for (k, c) in chunks.iter().enumerate() {
+            let d = decoder_for(c.codec, ty);
+            match groups.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, d)) {
+                Some((_, ks)) => ks.push(k),
+                None => groups.push((d, vec![k])),
+            }
+        }
+        let whole = groups.len() == 1;
+        let mut batches = Vec::with_capacity(groups.len());
+        for (d, ks) in groups {
+            let refs: Vec<ChunkRef<'a>> = ks.iter().map(|&k| chunks[k]).collect();
+            let fail = |error| BatchError {
+                chunks: ks.clone(),
+                error,
+            };
+            let batch = d.upload(gpu, ty, &refs).map_err(fail)?;
+            let scratch = if whole {
+                None
+            } else {
+                Some(gpu.alloc::<u8>(batch.decoded_bytes()).map_err(fail)?)
+            };
+            batches.push(Resident {
+                chunks: ks,
+                batch,
+                scratch,
+            });
+        }
+        Ok(ResidentColumn {
+            batches,
+            starts,
+            lens,
+            total,
+        })
+    }
+
+    /// Bytes the column decodes to.
+    pub fn decoded_bytes(&self) -> usize {
+        self.total
+    }
+
+    /// Launch sequences one decode takes (one per batch).
+    pub fn batch_count(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Decodes every batch into `out[..decoded_bytes()]` and waits. A column served by one
+    /// decoder decodes in place; otherwise each batch decodes into its scratch buffer and its
+    /// chunks are copied into place on the device.
+    pub fn decode(
+        &mut self,
+        gpu: &Gpu,
+        out: &mut CudaSlice<u8>,
+    ) -> std::result::Result<(), BatchError> {
+        if out.len() < self.total {
+            return Err(BatchError {
+                chunks: Vec::new(),
+                error: Error::InvalidArgument(format!(
+                    "output holds {} bytes, the column needs {}",
+                    out.len(),
+                    self.total
+                )),
+            });
+        }
+        for r in &mut self.batches {
+            let fail = |error| BatchError {
+                chunks: r.chunks.clone(),
+                error,
+            };
+            match r.scratch.as_mut() {
+                None => r.batch.decode(gpu, out).map_err(fail)?,
+                Some(scratch) => {
+                    r.batch.decode(gpu, scratch).map_err(fail)?;
+                    let mut at = 0usize;
+                    for &k in &r.chunks {
+                        gpu.copy_within_device(scratch, at, out, self.starts[k], self.lens[k])
+                            .map_err(|error| BatchError {
+                                chunks: r.chunks.clone(),
+                                error,
+                            })?;
+                        at += self.lens[k];
+                    }
+                }
+            }
+        }
+        gpu.synchronize().map_err(|error| BatchError {
+            chunks: Vec::new(),
+            error,
+        })
+    }
+}
+
+/// Decodes a column's chunks on the GPU into a new device buffer.
+pub fn decode_to_device(
+    gpu: &Gpu,
+    ty: LogicalType,
+    chunks: &[ChunkRef<'_>],
+) -> std::result::Result<CudaSlice<u8>, BatchError> {
+    let mut col = ResidentColumn::upload(gpu, ty, chunks)?;
+    let mut out = gpu
+        .alloc::<u8>(col.decoded_bytes())
+        .map_err(|error| BatchError {
+            chunks: Vec::new(),
+            error,
+        })?;
+    col.decode(gpu, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes a column's chunks on the GPU into host memory (`out` holds exactly their decoded
+/// bytes): through the decoder's own host path when one decoder serves every chunk and has one,
+/// else on the device and downloaded.
+pub fn decode_to_host(
+    gpu: &Gpu,
+    ty: LogicalType,
+    chunks: &[ChunkRef<'_>],
+    out: &mut [u8],
+) -> std::result::Result<(), BatchError> {
+    let all = || (0..chunks.len()).collect::<Vec<_>>();
+    if let Some(first) = chunks.first() {
+        let d = decoder_for(first.codec, ty);
+        if chunks
+            .iter()
+            .all(|c| std::ptr::addr_eq(decoder_for(c.codec, ty), d))
+        {
+            if let Some(r) = d.decode_to_host(gpu, ty, chunks, out) {
+                return r.map_err(|error| BatchError {
+                    chunks: all(),
+                    error,
+                });
+            }
+        }
+    }
+    let dev = decode_to_device(gpu, ty, chunks)?;
+    if out.len() != dev.len() {
+        return Err(BatchError {
+            chunks: Vec::new(),
+            error: Error::InvalidArgument(format!(
+                "output holds {} bytes, the column decodes to {}",
+                out.len(),
+                dev.len()
+            )),
+        });
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    gpu.download(&dev, out).map_err(|error| BatchError {
+        chunks: Vec::new(),
+        error,
+    })
+}
+
+/// GPU-FOR / DFOR / RFOR (and plain chunks of integer columns): every chunk of a codec in one
+/// launch, straight into the column's place.
+#[derive(Debug)]
+pub struct IntDecoder;
+
+struct IntBatch<'a> {
+    col: DeviceColumn,
+    refs: Vec<ChunkRef<'a>>,
+}
+
+impl GpuDecoder for IntDecoder {
+    fn name(&self) -> &'static str {
+        "integer tiles"
+    }
+
+    fn serves(&self, codec: CodecId, ty: LogicalType) -> bool {
+        ty.is_integer()
+            && matches!(
+                codec,
+                CodecId::For | CodecId::Dfor | CodecId::Rfor | CodecId::Plain
+            )
+    }
+
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> Result<Box<dyn GpuBatch + 'a>> {
+        Ok(Box::new(IntBatch {
+            col: gpu.upload_column(ty, chunks)?,
+            refs: chunks.to_vec(),
+        }))
+    }
+
+    fn decode_to_host(
+        &self,
+        gpu: &Gpu,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'_>],
+        out: &mut [u8],
+    ) -> Option<Result<()>> {
+        // The coprocessor path: pinned staging and overlapped copies.
+        Some(gpu.decode_column(ty, chunks, out))
+    }
+}
+
+impl GpuBatch for IntBatch<'_> {
+    fn decoded_bytes(&self) -> usize {
+        self.col.decoded_bytes() as usize
+    }
+
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        gpu.enqueue_decode(&self.col, out)?;
+        gpu.finish_decode(&self.col, Some(&self.refs))
+    }
+}
+
+/// Any chunk no kernel serves (plain bytes and bits, or a codec the type does not take):
+/// decoded and checked by the CPU decoder at upload time, copied on the device when decoding.
+#[derive(Debug)]
+pub struct HostDecoder;
+
+struct HostBatch {
+    /// At least `len` bytes (a device buffer is never empty).
+    values: CudaSlice<u8>,
+    len: usize,
+}
+
+impl GpuDecoder for HostDecoder {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn serves(&self, _codec: CodecId, _ty: LogicalType) -> bool {
+        true
+    }
+
+    fn upload<'a>(
+        &self,
+        gpu: &Gpu,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> Result<Box<dyn GpuBatch + 'a>> {
+        let mut host = Vec::new();
+        for c in chunks {
+            let at = host.len();
+            host.resize(at + decoded_len(ty, c.value_count)?, 0);
+            tessera_codecs::column::decode_values(
+                ty,
+                c.codec,
+                c.payload,
+                c.value_count as u64,
+                &mut host[at..],
+            )?;
+        }
+        let values = gpu.upload(&host)?;
+        Ok(Box::new(HostBatch {
+            values,
+            len: host.len(),
+        }))
+    }
+}
+
+impl GpuBatch for HostBatch {
+    fn decoded_bytes(&self) -> usize {
+        self.len
+    }
+
+    fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        gpu.copy_within_device(&self.values, 0, out, 0, self.len)
+    }
+}
+
+/// The flavor of a bitmap codec, for the bitmap decoder.
+pub(crate) fn bitmap_flavor(codec: CodecId) -> Option<Flavor> {
+    match codec {
+        CodecId::Wah => Some(Flavor::Wah),
+        CodecId::Plwah => Some(Flavor::Plwah),
+        _ => None,
+    }
+}
+
+/// Checks that a bitmap payload holds `value_count` bits, as the CPU decoder does.
+pub(crate) fn check_bit_len(flavor: Flavor, payload: &[u8], value_count: u32) -> Result<()> {
+    let bits = cpu_bitmap::payload_bit_len(flavor, payload)?;
+    if bits != value_count as u64 {
+        return Err(Error::CountMismatch {
+            what: "bitmap bit length",
+            expected: value_count as u64,
+            found: bits,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every chunk kind the CPU registry writes reaches exactly the decoder meant for it; the
+    /// host decoder takes only what no kernel serves.
+    #[test]
+    fn every_chunk_kind_has_its_decoder() {
+        for c in tessera_codecs::codec::REGISTRY.iter() {
+            for ty in LogicalType::ALL {
+                if !c.serves(ty) || ty == LogicalType::Utf8 {
+                    continue;
+                }
+                let expected = match (c.id(), ty) {
+                    (CodecId::For | CodecId::Dfor | CodecId::Rfor | CodecId::Plain, t)
+                        if t.is_integer() =>
+                    {
+                        "integer tiles"
+                    }
+                    (CodecId::Lll, LogicalType::Bytes) => "lll",
+                    (CodecId::Huffman, LogicalType::Bytes) => "huffman",
+                    (CodecId::Wah | CodecId::Plwah, LogicalType::Bits) => "bitmap",
+                    _ => "host",
+                };
+                assert_eq!(
+                    decoder_for(c.id(), ty).name(),
+                    expected,
+                    "{} chunks of {ty:?}",
+                    c.name()
+                );
+                let serving = DECODERS.iter().filter(|d| d.serves(c.id(), ty)).count();
+                assert!(serving >= 1, "{} chunks of {ty:?}: no decoder", c.name());
+            }
+        }
+    }
+}
