@@ -236,7 +236,8 @@ impl<'a> ResidentColumn<'a> {
     }
 }
 
-/// Decodes a column's chunks on the GPU into a new device buffer.
+/// Decodes a column's chunks on the GPU into a new device buffer (at least one byte long, so
+/// possibly longer than the decoded bytes).
 pub fn decode_to_device(
     gpu: &Gpu,
     ty: LogicalType,
@@ -277,24 +278,29 @@ pub fn decode_to_host(
             }
         }
     }
-    let dev = decode_to_device(gpu, ty, chunks)?;
-    if out.len() != dev.len() {
+    let mut col = ResidentColumn::upload(gpu, ty, chunks)?;
+    if out.len() != col.decoded_bytes() {
         return Err(BatchError {
             chunks: Vec::new(),
             error: Error::InvalidArgument(format!(
                 "output holds {} bytes, the column decodes to {}",
                 out.len(),
-                dev.len()
+                col.decoded_bytes()
             )),
         });
     }
     if out.is_empty() {
         return Ok(());
     }
-    gpu.download(&dev, out).map_err(|error| BatchError {
+    let device_error = |error| BatchError {
         chunks: Vec::new(),
         error,
-    })
+    };
+    // Device buffers are never empty, so the buffer may be longer than `out`: only `out.len()`
+    // bytes come back.
+    let mut dev = gpu.alloc::<u8>(col.decoded_bytes()).map_err(device_error)?;
+    col.decode(gpu, &mut dev)?;
+    gpu.download(&dev, out).map_err(device_error)
 }
 
 /// GPU-FOR / DFOR / RFOR (and plain chunks of integer columns): every chunk of a codec in one
