@@ -386,11 +386,6 @@ fn empty_strings_and_empty_text_chunks_round_trip_on_every_device() {
             let c = r.column_index(name).expect("column");
             let chunks = r.columns()[c].chunks.len();
             let sc = r.read_strings(c, 0..chunks, &mut e).expect("strings");
-            let want: &[String] = if name == "empty" {
-                &strings[..0]
-            } else {
-                &strings
-            };
             if name == "empty" {
                 assert_eq!(sc.len(), 2500, "{dev} {name}");
                 assert!(sc.data.is_empty(), "{dev} {name}");
