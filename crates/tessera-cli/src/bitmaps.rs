@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use tessera_codecs::bitmap::ops::Op;
 use tessera_codecs::bitmap::{self, Bitmap, Flavor};
 use tessera_format::container::Container;
-use tessera_format::{CodecId, Error, LogicalType};
+use tessera_format::{Error, LogicalType};
 use tessera_query::index::{ColumnIndex, Index, Predicate};
 
 use crate::device::DeviceArg;
@@ -189,13 +189,8 @@ fn chunk_bitmap(
     let ch = &c.columns()[ci].chunks[k];
     let payload = c.chunk_payload(ci, k)?;
     let n = ch.value_count as u64;
-    let bm = match ch.codec {
-        CodecId::Wah | CodecId::Plwah => {
-            let f = if ch.codec == CodecId::Wah {
-                Flavor::Wah
-            } else {
-                Flavor::Plwah
-            };
+    let bm = match Flavor::of_codec(ch.codec) {
+        Some(f) => {
             let bm = Bitmap::from_payload(f, payload)?;
             if bm.bit_len() != n {
                 return Err(Error::CountMismatch {
@@ -206,7 +201,7 @@ fn chunk_bitmap(
             }
             bm
         }
-        _ => {
+        None => {
             let mut raw = vec![0u8; n.div_ceil(8) as usize];
             tessera_codecs::column::decode_values(
                 LogicalType::Bits,
@@ -248,15 +243,11 @@ pub fn bitmap_op(a: &BitmapArgs) -> CliResult<()> {
         c.chunks.iter().map(|k| k.value_count).collect()
     };
     let same_chunking = shape(col_a) == shape(col_b);
-    let flavor = if col_a
+    let flavor = col_a
         .chunks
         .first()
-        .is_some_and(|k| k.codec == CodecId::Plwah)
-    {
-        Flavor::Plwah
-    } else {
-        Flavor::Wah
-    };
+        .and_then(|k| Flavor::of_codec(k.codec))
+        .unwrap_or(Flavor::Wah);
     let size_a = u64::from(col_a.chunk_size().unwrap_or(0));
     let decoder = a.device.open()?;
     let t = Instant::now();
@@ -280,11 +271,7 @@ pub fn bitmap_op(a: &BitmapArgs) -> CliResult<()> {
     let results = results.map_err(|e| CliError(format!("{name_a} {:?} {name_b}: {e}", a.op)))?;
     let elapsed = t.elapsed();
     let mut w = out.container_writer(1)?;
-    let codec = if flavor == Flavor::Wah {
-        CodecId::Wah
-    } else {
-        CodecId::Plwah
-    };
+    let codec = flavor.codec();
     let name = format!("{:?}", a.op).to_lowercase();
     w.begin_column(&name, LogicalType::Bits, Some(codec))?;
     let mut ones = 0u64;

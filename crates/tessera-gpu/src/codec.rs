@@ -419,11 +419,7 @@ impl GpuBatch for HostBatch {
 
 /// The flavor of a bitmap codec, for the bitmap decoder.
 pub(crate) fn bitmap_flavor(codec: CodecId) -> Option<Flavor> {
-    match codec {
-        CodecId::Wah => Some(Flavor::Wah),
-        CodecId::Plwah => Some(Flavor::Plwah),
-        _ => None,
-    }
+    Flavor::of_codec(codec)
 }
 
 /// Checks that a bitmap payload holds `value_count` bits, as the CPU decoder does.

@@ -71,6 +71,23 @@ pub enum Flavor {
 }
 
 impl Flavor {
+    /// The flavor a bitmap codec writes (`None` for a codec that is no bitmap).
+    pub fn of_codec(codec: CodecId) -> Option<Flavor> {
+        match codec {
+            CodecId::Wah => Some(Flavor::Wah),
+            CodecId::Plwah => Some(Flavor::Plwah),
+            _ => None,
+        }
+    }
+
+    /// The codec id chunks of this flavor are stored under.
+    pub fn codec(self) -> CodecId {
+        match self {
+            Flavor::Wah => CodecId::Wah,
+            Flavor::Plwah => CodecId::Plwah,
+        }
+    }
+
     /// The largest counter a fill_word can hold: 2^30 - 1 (WAH) or 2^25 - 1 (PLWAH).
     pub const fn max_counter(self) -> u64 {
         match self {
