@@ -21,5 +21,6 @@ pub mod column;
 pub mod huffman;
 pub mod int;
 pub mod lll;
+pub mod orc;
 mod plain;
 pub mod text;
