@@ -18,6 +18,7 @@
 pub mod bitmap;
 pub mod codec;
 pub mod column;
+pub mod deflate;
 pub mod huffman;
 pub mod int;
 pub mod lll;
