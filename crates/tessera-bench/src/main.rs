@@ -12,6 +12,7 @@
 
 mod args;
 mod bitmap;
+mod codag;
 mod common;
 mod gpu;
 mod host;
@@ -48,6 +49,8 @@ enum Suite {
     Huffman(BenchArgs),
     /// The LLL byte codec against CPU peers (lz4, deflate, zstd) and the copy ceiling.
     Lll(BenchArgs),
+    /// CODAG: ORC RLE v1 / v2 and Deflate one warp per chunk, against libdeflate on all cores.
+    Codag(BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Bitmap(args) => bitmap::run(args),
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
+        Suite::Codag(args) => codag::run(args),
     }
 }
 

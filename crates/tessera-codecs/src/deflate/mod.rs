@@ -20,7 +20,7 @@ use tessera_format::{Error, Result};
 /// the output and the input bytes the stream used (bytes after its final block are left).
 pub fn inflate(input: &[u8], limit: usize) -> Result<(Vec<u8>, usize)> {
     let mut st = Box::<DecompressorOxide>::default();
-    let mut out = vec![0u8; input.len().saturating_mul(4).clamp(256, limit.max(1))];
+    let mut out = vec![0u8; input.len().saturating_mul(4).max(256).min(limit.max(1))];
     let (mut in_pos, mut out_pos) = (0usize, 0usize);
     loop {
         let (status, used, wrote) = decompress(

@@ -250,8 +250,9 @@ pub fn patched_base(out: &mut Vec<u8>, vals: &[i64], code: u32) -> Option<()> {
     Some(())
 }
 
-/// A whole RLE v2 stream, greedily: SHORT_REPEAT for 3..=10 equal values, DELTA for monotone
-/// stretches of 3 or more, DIRECT (closest width) for the rest, in runs of up to 512.
+/// A whole RLE v2 stream, greedily: SHORT_REPEAT for 3..=10 equal values, DELTA with step 0 for
+/// longer runs of one value and for monotone stretches of 3 or more (equal neighbours allowed
+/// after the first step), DIRECT (closest width) for the rest, in runs of up to 512.
 pub fn rle_v2(vals: &[i64], signed: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -265,14 +266,23 @@ pub fn rle_v2(vals: &[i64], signed: bool) -> Vec<u8> {
             i += eq;
             continue;
         }
+        if eq == 10 {
+            // Longer runs of one value: DELTA with a fixed step of 0, as ORC's writer does.
+            let mut r = eq;
+            while i + r < vals.len() && vals[i + r] == vals[i] && r < RLE_V2_MAX_RUN {
+                r += 1;
+            }
+            delta(&mut out, &vals[i..i + r], signed);
+            i += r;
+            continue;
+        }
         let mut m = 1;
         if i + 1 < vals.len() && vals[i + 1] != vals[i] {
             let up = vals[i + 1] > vals[i];
             m = 2;
             while i + m < vals.len()
                 && m < RLE_V2_MAX_RUN
-                && (vals[i + m] > vals[i + m - 1]) == up
-                && vals[i + m] != vals[i + m - 1]
+                && (vals[i + m] == vals[i + m - 1] || (vals[i + m] > vals[i + m - 1]) == up)
                 && vals[i + m].checked_sub(vals[i + m - 1]).is_some()
             {
                 m += 1;

@@ -39,8 +39,46 @@ __device__ __forceinline__ u32 orc_closest_fixed_bits(u32 b) {
     return 64;
 }
 
-// RLE v1: runs (write_run with the byte delta) and literal varints, which every lane decodes
-// and lane i % 32 keeps, 32 written at once.
+// `run` literal varints decoded in parallel: the warp looks at the next 32 input bytes, each lane
+// one byte; a byte without the continuation bit ends a varint, so a ballot of those bytes and
+// its prefix counts give every lane ending a varint that varint's index and first byte. Those
+// lanes gather their varint's bytes and write the value. Varints over 10 bytes or 64 bits and
+// input that ends inside a varint are errors (the CPU reports which).
+__device__ u32 orc_varints(CodagInput& in, CodagOutput<u64>& out, u32 run, bool sgn) {
+    u32 lane = codag_lane();
+    u32 p = codag_pos(in), done = 0;
+    while (done < run) {
+        if (p >= in.len) return CODAG_ST_TRUNCATED;
+        u32 end = p + 32 < in.len ? p + 32 : in.len;
+        codag_fill(in, end);
+        bool inside = p + lane < in.len;
+        u32 b = inside ? codag_at(in, p + lane) : 0x80u;
+        u32 term = __ballot_sync(0xffffffffu, inside && !(b & 0x80));
+        if (!term) return end - p >= 10 ? CODAG_ST_BAD_VARINT : CODAG_ST_TRUNCATED;
+        u32 below = term & ((1u << lane) - 1);
+        u32 rank = __popc(below);
+        u32 take = __popc(term) < run - done ? __popc(term) : run - done;
+        bool mine = ((term >> lane) & 1) && rank < take;
+        u32 start = below ? 32 - __clz(below) : 0;
+        u32 len = lane - start + 1;
+        bool bad = mine && (len > 10 || (len == 10 && (b & 0x7f) > 1));
+        if (__ballot_sync(0xffffffffu, bad)) return CODAG_ST_BAD_VARINT;
+        if (mine) {
+            u64 v = 0;
+            for (u32 k = 0; k < len; k++) v |= (u64)(codag_at(in, p + start + k) & 0x7f) << (7 * k);
+            out.base[out.pos + done + rank] = (u64)orc_cvt(v, sgn);
+        }
+        // The byte after the last varint taken: the take-th terminator's lane + 1.
+        u32 last = __ffs(__ballot_sync(0xffffffffu, mine && rank + 1 == take)) - 1;
+        p += last + 1;
+        done += take;
+    }
+    out.pos += run;
+    in.bit = (u64)p * 8;
+    return CODAG_ST_OK;
+}
+
+// RLE v1: runs (write_run with the byte delta) and literal varints (orc_varints).
 __device__ u32 orc_rle_v1(CodagInput& in, CodagOutput<u64>& out, bool sgn) {
     u32 st = CODAG_ST_OK;
     while (out.pos < out.cap) {
@@ -55,13 +93,8 @@ __device__ u32 orc_rle_v1(CodagInput& in, CodagOutput<u64>& out, bool sgn) {
         } else {
             u32 run = 256 - h;
             if (!out.room(run)) return CODAG_ST_OUTPUT_OVERFLOW;
-            u64 mine = 0;
-            for (u32 i = 0; i < run; i++) {
-                u64 u;
-                if (!codag_varint(in, u, st)) return st;
-                if ((i & 31) == codag_lane()) mine = (u64)orc_cvt(u, sgn);
-                if ((i & 31) == 31 || i + 1 == run) out.write_lanes((i & 31) + 1, mine);
-            }
+            st = orc_varints(in, out, run, sgn);
+            if (st) return st;
         }
     }
     return st;

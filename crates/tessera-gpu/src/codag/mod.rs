@@ -22,6 +22,9 @@ use tessera_format::{Error, Result};
 use crate::kernels::Module;
 use crate::runtime::Gpu;
 
+mod gzip;
+pub use gzip::{gunzip, GunzipReport};
+
 /// Warps per thread block (`CODAG_WARPS`).
 pub const WARPS: u32 = 4;
 /// Status names by code (`CODAG_ST_*` in `warp_decoder.cuh`).
@@ -302,23 +305,34 @@ pub fn decode_chunks(
     decoder: Decoder,
     chunks: &[Chunk<'_>],
 ) -> Result<Vec<Result<Vec<u8>>>> {
+    Ok(decode_chunks_with_results(gpu, decoder, chunks)?
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect())
+}
+
+/// [`decode_chunks`] with each chunk's [`ChunkResult`] (input bytes used, output length).
+pub fn decode_chunks_with_results(
+    gpu: &Gpu,
+    decoder: Decoder,
+    chunks: &[Chunk<'_>],
+) -> Result<Vec<(ChunkResult, Result<Vec<u8>>)>> {
     let batch = DeviceBatch::upload(gpu, decoder, chunks)?;
     let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
     enqueue(gpu, &batch, &mut out)?;
     let res = results(gpu, &batch)?;
     let mut host = vec![0u8; batch.out_bytes()];
-    gpu.download(&out, &mut host)
-        .map_err(|e| Error::Gpu(format!("CODAG output download: {e}")))?;
+    gpu.download(&out, &mut host)?;
     let eb = decoder.elem_bytes();
     Ok(res
         .iter()
         .enumerate()
         .map(|(c, r)| {
             if r.status != 0 {
-                return Err(cpu_error(decoder, &chunks[c], c, r.status));
+                return (*r, Err(cpu_error(decoder, &chunks[c], c, r.status)));
             }
             let start = batch.out_start(c) * eb;
-            Ok(host[start..start + r.out_len * eb].to_vec())
+            (*r, Ok(host[start..start + r.out_len * eb].to_vec()))
         })
         .collect())
 }
