@@ -5,7 +5,7 @@
 //!
 //! Sets (generated, seeded): integer columns with long runs (mortgage-like), power-law values
 //! (click-log-like), TPC-H-like lineitem columns (quantity 1..50, sorted order keys, dates),
-//! as RLE v1 and RLE v2 of `i64`; byte sets for Deflate (zlib level 9, as the paper): genome-like
+//! as RLE v1 and RLE v2 of `i64`; byte sets for Deflate (libdeflate level 12; the paper used zlib 9): genome-like
 //! text over ACGTN, TPC-H-like text rows, word text, and the files of `--input` (real text).
 //! Each set is about `--bytes` of output (`--quick`: 256 MiB).
 //!

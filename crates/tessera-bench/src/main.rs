@@ -98,7 +98,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing suite (gpu, bitmap, huffman or lll; see 'tessera-bench --help')"
+                "error: missing suite (gpu, bitmap, huffman, lll or codag; see 'tessera-bench --help')"
             );
         }
         _ => {
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_suite_takes_the_flags() {
-        for suite in ["gpu", "bitmap", "huffman", "lll"] {
+        for suite in ["gpu", "bitmap", "huffman", "lll", "codag"] {
             let cli = Cli::try_parse_from([
                 "tessera-bench",
                 suite,
@@ -146,6 +146,7 @@ mod tests {
                 Suite::Bitmap(a) => ("bitmap", a),
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
+                Suite::Codag(a) => ("codag", a),
             };
             assert_eq!(name, suite);
             assert!(args.quick && args.values == 1000);

@@ -122,7 +122,13 @@ fn hostile_input_gives_typed_errors() {
         deflate::gzip_decompress(&bad, 1 << 20),
         Err(Error::InvalidHeader { .. })
     ));
-    // Output past the limit.
+    // Output past the limit, also a limit of 0.
+    let one = miniz_oxide::deflate::compress_to_vec(b"x", 6);
+    assert!(matches!(
+        deflate::inflate(&one, 0),
+        Err(Error::CountMismatch { .. })
+    ));
+    assert_eq!(deflate::inflate(&one, 1).expect("fits").0, b"x");
     assert!(matches!(
         deflate::gzip_decompress(&g, 9_999),
         Err(Error::CountMismatch { .. })

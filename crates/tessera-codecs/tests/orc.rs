@@ -21,34 +21,43 @@ fn v2(bytes: &[u8], signed: bool, n: usize) -> Result<Vec<i64>, Error> {
 fn spec_examples() {
     // Byte RLE: a hundred zeros; 0x44, 0x45.
     let mut out = vec![1u8; 100];
-    assert_eq!(orc::decode_byte_rle(&[0x61, 0x00], &mut out).unwrap(), 2);
+    assert_eq!(
+        orc::decode_byte_rle(&[0x61, 0x00], &mut out).expect("valid"),
+        2
+    );
     assert!(out.iter().all(|&b| b == 0));
     let mut out = [0u8; 2];
-    orc::decode_byte_rle(&[0xfe, 0x44, 0x45], &mut out).unwrap();
+    orc::decode_byte_rle(&[0xfe, 0x44, 0x45], &mut out).expect("valid");
     assert_eq!(out, [0x44, 0x45]);
     // Booleans: [0xff, 0x80] is one true then seven false.
     let mut b = [false; 8];
-    orc::decode_bool(&[0xff, 0x80], &mut b).unwrap();
+    orc::decode_bool(&[0xff, 0x80], &mut b).expect("valid");
     assert_eq!(b, [true, false, false, false, false, false, false, false]);
     // RLE v1.
-    assert_eq!(v1(&[0x61, 0x00, 0x07], false, 100).unwrap(), vec![7; 100]);
     assert_eq!(
-        v1(&[0x61, 0xff, 0x64], false, 100).unwrap(),
+        v1(&[0x61, 0x00, 0x07], false, 100).expect("valid"),
+        vec![7; 100]
+    );
+    assert_eq!(
+        v1(&[0x61, 0xff, 0x64], false, 100).expect("valid"),
         (1..=100).rev().collect::<Vec<i64>>()
     );
     assert_eq!(
-        v1(&[0xfb, 0x02, 0x03, 0x04, 0x07, 0x0b], false, 5).unwrap(),
+        v1(&[0xfb, 0x02, 0x03, 0x04, 0x07, 0x0b], false, 5).expect("valid"),
         vec![2, 3, 4, 7, 11]
     );
     // RLE v2.
-    assert_eq!(v2(&[0x0a, 0x27, 0x10], false, 5).unwrap(), vec![10000; 5]);
+    assert_eq!(
+        v2(&[0x0a, 0x27, 0x10], false, 5).expect("valid"),
+        vec![10000; 5]
+    );
     assert_eq!(
         v2(
             &[0x5e, 0x03, 0x5c, 0xa1, 0xab, 0x1e, 0xde, 0xad, 0xbe, 0xef],
             false,
             4
         )
-        .unwrap(),
+        .expect("valid"),
         vec![23713, 43806, 57005, 48879]
     );
     let pb = [
@@ -56,14 +65,14 @@ fn spec_examples() {
         0x5a, 0x64, 0x6e, 0x78, 0x82, 0x8c, 0x96, 0xa0, 0xaa, 0xb4, 0xbe, 0xfc, 0xe8,
     ];
     assert_eq!(
-        v2(&pb, false, 20).unwrap(),
+        v2(&pb, false, 20).expect("valid"),
         vec![
             2030, 2000, 2020, 1000000, 2040, 2050, 2060, 2070, 2080, 2090, 2100, 2110, 2120, 2130,
             2140, 2150, 2160, 2170, 2180, 2190
         ]
     );
     assert_eq!(
-        v2(&[0xc6, 0x09, 0x02, 0x02, 0x22, 0x42, 0x42, 0x46], false, 10).unwrap(),
+        v2(&[0xc6, 0x09, 0x02, 0x02, 0x22, 0x42, 0x42, 0x46], false, 10).expect("valid"),
         vec![2, 3, 5, 7, 11, 13, 17, 19, 23, 29]
     );
 }
@@ -112,7 +121,7 @@ fn direct_every_width_code_round_trips() {
                 let vals = values(&mut rng, n, decode_width(code), signed);
                 let mut s = Vec::new();
                 encode::direct(&mut s, &vals, code, signed);
-                assert_eq!(v2(&s, signed, n).unwrap(), vals, "code {code} n {n}");
+                assert_eq!(v2(&s, signed, n).expect("valid"), vals, "code {code} n {n}");
             }
         }
     }
@@ -130,7 +139,7 @@ fn short_repeat_every_byte_width_round_trips() {
                 };
                 let mut s = Vec::new();
                 encode::short_repeat(&mut s, v, count, signed);
-                assert_eq!(v2(&s, signed, count).unwrap(), vec![v; count]);
+                assert_eq!(v2(&s, signed, count).expect("valid"), vec![v; count]);
             }
         }
     }
@@ -156,7 +165,7 @@ fn delta_round_trips_at_every_width() {
                 }
                 let mut s = Vec::new();
                 encode::delta(&mut s, &vals, signed);
-                assert_eq!(v2(&s, signed, n).unwrap(), vals, "bits {bits} n {n}");
+                assert_eq!(v2(&s, signed, n).expect("valid"), vals, "bits {bits} n {n}");
             }
         }
     }
@@ -185,7 +194,7 @@ fn patched_base_round_trips() {
                 }
                 let mut s = Vec::new();
                 if encode::patched_base(&mut s, &vals, code).is_some() {
-                    assert_eq!(v2(&s, signed, n).unwrap(), vals, "code {code} n {n}");
+                    assert_eq!(v2(&s, signed, n).expect("valid"), vals, "code {code} n {n}");
                 }
             }
         }
@@ -196,7 +205,7 @@ fn patched_base_round_trips() {
     vals[400] = 10 + (3 << 12);
     let mut s = Vec::new();
     encode::patched_base(&mut s, &vals, 11).expect("fits");
-    assert_eq!(v2(&s, false, 512).unwrap(), vals);
+    assert_eq!(v2(&s, false, 512).expect("valid"), vals);
 }
 
 #[test]
@@ -227,15 +236,21 @@ fn whole_stream_encoders_round_trip() {
                     *v = -*v;
                 }
             }
-            assert_eq!(v1(&encode::rle_v1(&vals, signed), signed, n).unwrap(), vals);
-            assert_eq!(v2(&encode::rle_v2(&vals, signed), signed, n).unwrap(), vals);
+            assert_eq!(
+                v1(&encode::rle_v1(&vals, signed), signed, n).expect("valid"),
+                vals
+            );
+            assert_eq!(
+                v2(&encode::rle_v2(&vals, signed), signed, n).expect("valid"),
+                vals
+            );
             let bytes: Vec<u8> = vals.iter().map(|&v| (v % 7) as u8).collect();
             let mut out = vec![0u8; n];
-            orc::decode_byte_rle(&encode::byte_rle(&bytes), &mut out).unwrap();
+            orc::decode_byte_rle(&encode::byte_rle(&bytes), &mut out).expect("valid");
             assert_eq!(out, bytes);
             let bits: Vec<bool> = vals.iter().map(|&v| v % 3 == 0).collect();
             let mut out = vec![false; n];
-            orc::decode_bool(&encode::bools(&bits), &mut out).unwrap();
+            orc::decode_bool(&encode::bools(&bits), &mut out).expect("valid");
             assert_eq!(out, bits);
         }
     }
@@ -291,7 +306,7 @@ fn hostile_streams_give_typed_errors() {
         Err(Error::InvalidHeader { .. })
     ));
     let good = [0x8e, 0x00, 0x07, 0x21, 0x05, 0x01, 0x00, 0x40];
-    assert_eq!(v2(&good, false, 1).unwrap(), vec![5 + (1 | 1 << 8)]);
+    assert_eq!(v2(&good, false, 1).expect("valid"), vec![5 + (1 | 1 << 8)]);
     // DELTA with packed deltas but a run of one.
     assert!(matches!(
         v2(&[0xc6, 0x00, 0x02, 0x02], false, 1),

@@ -33,6 +33,15 @@ pub fn inflate(input: &[u8], limit: usize) -> Result<(Vec<u8>, usize)> {
         in_pos += used;
         out_pos += wrote;
         match status {
+            // The first buffer is at least one byte even for a limit of 0: the limit is
+            // checked on what the stream produced.
+            TINFLStatus::Done if out_pos > limit => {
+                return Err(Error::CountMismatch {
+                    what: "Deflate output bytes (at most the limit)",
+                    expected: limit as u64,
+                    found: out_pos as u64,
+                })
+            }
             TINFLStatus::Done => {
                 out.truncate(out_pos);
                 return Ok((out, in_pos));
