@@ -12,6 +12,7 @@
 
 mod args;
 mod bitmap;
+mod codag;
 mod common;
 mod gpu;
 mod host;
@@ -48,6 +49,8 @@ enum Suite {
     Huffman(BenchArgs),
     /// The LLL byte codec against CPU peers (lz4, deflate, zstd) and the copy ceiling.
     Lll(BenchArgs),
+    /// CODAG: ORC RLE v1 / v2 and Deflate one warp per chunk, against libdeflate on all cores.
+    Codag(BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Bitmap(args) => bitmap::run(args),
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
+        Suite::Codag(args) => codag::run(args),
     }
 }
 
@@ -94,7 +98,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing suite (gpu, bitmap, huffman or lll; see 'tessera-bench --help')"
+                "error: missing suite (gpu, bitmap, huffman, lll or codag; see 'tessera-bench --help')"
             );
         }
         _ => {
@@ -126,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_suite_takes_the_flags() {
-        for suite in ["gpu", "bitmap", "huffman", "lll"] {
+        for suite in ["gpu", "bitmap", "huffman", "lll", "codag"] {
             let cli = Cli::try_parse_from([
                 "tessera-bench",
                 suite,
@@ -142,6 +146,7 @@ mod tests {
                 Suite::Bitmap(a) => ("bitmap", a),
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
+                Suite::Codag(a) => ("codag", a),
             };
             assert_eq!(name, suite);
             assert!(args.quick && args.values == 1000);

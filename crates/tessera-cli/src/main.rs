@@ -16,6 +16,7 @@ mod bitmaps;
 mod demo;
 mod device;
 mod files;
+mod gzip;
 mod report;
 mod verify;
 
@@ -229,7 +230,7 @@ struct DecompressArgs {
     /// Overwrite an existing output file.
     #[arg(short, long)]
     force: bool,
-    /// The .tsr file; `-`: stdin.
+    /// The .tsr file (or a gzip file, by its .gz extension); `-`: stdin.
     input: PathBuf,
     /// Raw little-endian values out (bits: packed bits; utf8: one string a line); `-`: stdout.
     output: PathBuf,
@@ -530,6 +531,9 @@ fn choose_column(c: &Container, shown: &str, column: Option<&str>) -> CliResult<
 }
 
 fn decompress(a: &DecompressArgs) -> CliResult<()> {
+    if gzip::is_gzip(&a.input) {
+        return gzip::decompress(&a.input, &a.output, a.force, a.device);
+    }
     let input = files::Input::open(&a.input)?;
     let shown_in = input.shown();
     let mut out = files::Output::create(&a.output, a.force, &[&input], files::Data::Raw)?;

@@ -18,8 +18,10 @@
 pub mod bitmap;
 pub mod codec;
 pub mod column;
+pub mod deflate;
 pub mod huffman;
 pub mod int;
 pub mod lll;
+pub mod orc;
 mod plain;
 pub mod text;

@@ -42,11 +42,14 @@ pub enum Module {
     /// WAH / PLWAH compression, decompression, conversion and compressed bitwise operations
     /// (`kernels/bitmap/bitmap.cu` and its parts).
     Bitmap,
+    /// CODAG warp-per-chunk decoders: ORC RLE v1 / v2 / byte RLE, Deflate
+    /// (`kernels/codag/codag.cu`).
+    Codag,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
@@ -55,6 +58,7 @@ impl Module {
         Module::Huffman,
         Module::Lll,
         Module::Bitmap,
+        Module::Codag,
     ];
 
     /// Path under `kernels/`.
@@ -68,6 +72,7 @@ impl Module {
             Module::Huffman => "huffman/huffman.cu",
             Module::Lll => "lll/lll.cu",
             Module::Bitmap => "bitmap/bitmap.cu",
+            Module::Codag => "codag/codag.cu",
         }
     }
 
@@ -81,6 +86,7 @@ impl Module {
             Module::Huffman => include_str!("../kernels/huffman/huffman.cu"),
             Module::Lll => include_str!("../kernels/lll/lll.cu"),
             Module::Bitmap => include_str!("../kernels/bitmap/bitmap.cu"),
+            Module::Codag => include_str!("../kernels/codag/codag.cu"),
         }
     }
 }
@@ -151,6 +157,15 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../kernels/bitmap/decompress.cuh"),
     ),
     ("bitmap/ops.cuh", include_str!("../kernels/bitmap/ops.cuh")),
+    (
+        "codag/warp_decoder.cuh",
+        include_str!("../kernels/codag/warp_decoder.cuh"),
+    ),
+    ("codag/orc.cuh", include_str!("../kernels/codag/orc.cuh")),
+    (
+        "codag/deflate.cuh",
+        include_str!("../kernels/codag/deflate.cuh"),
+    ),
 ];
 
 /// The text of an embedded header, by its path under `kernels/` (e.g. `include/common.cuh`).

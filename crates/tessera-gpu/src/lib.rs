@@ -22,6 +22,8 @@
 //! - **WAH / PLWAH bitmaps** ([`bitmap`]: compress, decompress, convert, binary operations, over
 //!   the canonical writer). Kernels: `kernels/bitmap/`, one module whose source is split by the
 //!   same operations.
+//! - **CODAG** ([`codag`]): ORC integer encodings and Deflate decoded one warp per chunk.
+//!   Kernels: `kernels/codag/`.
 //! - **bench hooks** ([`bench_hooks`]): launch variants, forced paths, tuning knobs and phase
 //!   timings, kept only for benchmarks, examples and tests.
 //!
@@ -54,6 +56,7 @@
 
 pub mod bench_hooks;
 pub mod bitmap;
+pub mod codag;
 pub mod codec;
 pub mod huffman;
 mod int;

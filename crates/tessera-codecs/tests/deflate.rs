@@ -1,0 +1,166 @@
+//! Deflate, zlib and gzip on the CPU: round trips with stored, fixed and dynamic blocks, gzip
+//! headers with every optional field, multi-member files, and hostile input (truncation, bad
+//! checksums, bad headers, outputs past the limit) giving typed errors.
+
+use rand::rngs::StdRng;
+use rand::{Rng, RngCore, SeedableRng};
+use tessera_codecs::deflate;
+use tessera_format::Error;
+
+fn text(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    let words = ["gzip ", "member ", "of ", "the ", "file ", "\n", "ACGTN"];
+    let mut v = Vec::new();
+    while v.len() < n {
+        v.extend_from_slice(words[rng.random_range(0..words.len())].as_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// A gzip member with the given optional header fields.
+fn member(data: &[u8], level: u8, name: bool, extra: bool, hcrc: bool) -> Vec<u8> {
+    let mut flg = 0u8;
+    if hcrc {
+        flg |= 2;
+    }
+    if extra {
+        flg |= 4;
+    }
+    if name {
+        flg |= 8;
+    }
+    let mut m = vec![0x1f, 0x8b, 8, flg, 0, 0, 0, 0, 0, 3];
+    if extra {
+        m.extend_from_slice(&[3, 0, b'a', b'b', b'c']);
+    }
+    if name {
+        m.extend_from_slice(b"file.txt\0");
+    }
+    if hcrc {
+        let c = crc32fast::hash(&m) as u16;
+        m.extend_from_slice(&c.to_le_bytes());
+    }
+    m.extend(miniz_oxide::deflate::compress_to_vec(data, level));
+    m.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+    m.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    m
+}
+
+#[test]
+fn raw_and_zlib_round_trip_at_every_level() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for n in [0usize, 1, 100, 70_000, 300_000] {
+        let mut d = text(&mut rng, n);
+        if n > 1000 {
+            rng.fill_bytes(&mut d[..500]);
+        }
+        for level in [0u8, 1, 6, 9] {
+            let c = miniz_oxide::deflate::compress_to_vec(&d, level);
+            let (out, used) = deflate::inflate(&c, n).expect("raw");
+            assert_eq!((out, used), (d.clone(), c.len()));
+            let z = miniz_oxide::deflate::compress_to_vec_zlib(&d, level);
+            let (out, used) = deflate::zlib_decompress(&z, n).expect("zlib");
+            assert_eq!((out, used), (d.clone(), z.len()));
+        }
+    }
+}
+
+#[test]
+fn gzip_headers_and_members() {
+    let mut rng = StdRng::seed_from_u64(6);
+    let a = text(&mut rng, 5000);
+    let b = text(&mut rng, 1);
+    let c: Vec<u8> = Vec::new();
+    let mut file = member(&a, 6, true, true, true);
+    file.extend(member(&b, 0, false, false, false));
+    file.extend(member(&c, 9, true, false, true));
+    let out = deflate::gzip_decompress(&file, 1 << 20).expect("gzip");
+    assert_eq!(out, [a.clone(), b.clone()].concat());
+}
+
+#[test]
+fn hostile_input_gives_typed_errors() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let d = text(&mut rng, 10_000);
+    let g = member(&d, 6, true, false, true);
+    // Truncated anywhere.
+    for cut in [0, 5, 12, g.len() / 2, g.len() - 5, g.len() - 1] {
+        assert!(
+            deflate::gzip_decompress(&g[..cut], 1 << 20).is_err(),
+            "cut {cut}"
+        );
+    }
+    // Bad CRC-32, bad ISIZE, bad header CRC16, bad magic, reserved flags.
+    let mut bad = g.clone();
+    let n = bad.len();
+    bad[n - 6] ^= 1;
+    assert!(matches!(
+        deflate::gzip_decompress(&bad, 1 << 20),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    let mut bad = g.clone();
+    bad[n - 2] ^= 1;
+    assert!(matches!(
+        deflate::gzip_decompress(&bad, 1 << 20),
+        Err(Error::CountMismatch { .. })
+    ));
+    let mut bad = g.clone();
+    bad[19] ^= 1; // inside the CRC16 (after the 10-byte header and "file.txt\0")
+    assert!(matches!(
+        deflate::gzip_decompress(&bad, 1 << 20),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    let mut bad = g.clone();
+    bad[0] = 0x1e;
+    assert!(matches!(
+        deflate::gzip_decompress(&bad, 1 << 20),
+        Err(Error::BadMagic { .. })
+    ));
+    let mut bad = g.clone();
+    bad[3] |= 0x80;
+    assert!(matches!(
+        deflate::gzip_decompress(&bad, 1 << 20),
+        Err(Error::InvalidHeader { .. })
+    ));
+    // Output past the limit, also a limit of 0.
+    let one = miniz_oxide::deflate::compress_to_vec(b"x", 6);
+    assert!(matches!(
+        deflate::inflate(&one, 0),
+        Err(Error::CountMismatch { .. })
+    ));
+    assert_eq!(deflate::inflate(&one, 1).expect("fits").0, b"x");
+    assert!(matches!(
+        deflate::gzip_decompress(&g, 9_999),
+        Err(Error::CountMismatch { .. })
+    ));
+    // zlib: bad Adler-32, FCHECK, FDICT.
+    let mut z = miniz_oxide::deflate::compress_to_vec_zlib(&d, 6);
+    let n = z.len();
+    z[n - 1] ^= 1;
+    assert!(matches!(
+        deflate::zlib_decompress(&z, 1 << 20),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    assert!(matches!(
+        deflate::zlib_decompress(&[0x78, 0x9d, 0, 0], 10),
+        Err(Error::InvalidHeader { .. })
+    ));
+    assert!(matches!(
+        deflate::zlib_decompress(&[0x78, 0xbb, 0, 0], 10),
+        Err(Error::InvalidHeader { .. })
+    ));
+    // Raw Deflate: block type 3; a distance before the output's start; stored LEN != ~NLEN.
+    assert!(matches!(
+        deflate::inflate(&[0x07, 0x00], 10),
+        Err(Error::InvalidHeader { .. })
+    ));
+    assert!(matches!(
+        deflate::inflate(&[0x4b, 0x04, 0x42, 0x00], 10),
+        Err(Error::InvalidHeader { .. })
+    ));
+    assert!(deflate::inflate(&[0x01, 0x05, 0x00, 0xfa, 0xff, 1, 2, 3, 4, 5], 10).is_ok());
+    assert!(matches!(
+        deflate::inflate(&[0x01, 0x05, 0x00, 0xfa, 0xfe, 1, 2, 3, 4, 5], 10),
+        Err(Error::InvalidHeader { .. })
+    ));
+}
