@@ -42,11 +42,14 @@ pub enum Module {
     /// WAH / PLWAH compression, decompression, conversion and compressed bitwise operations
     /// (`kernels/bitmap/bitmap.cu` and its parts).
     Bitmap,
+    /// Star-join query operators composed into example kernels (`kernels/ssb/ssb.cu`); the
+    /// queries' own kernels are generated from the same operators ([`compile_generated`]).
+    Ssb,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
@@ -55,6 +58,7 @@ impl Module {
         Module::Huffman,
         Module::Lll,
         Module::Bitmap,
+        Module::Ssb,
     ];
 
     /// Path under `kernels/`.
@@ -68,6 +72,7 @@ impl Module {
             Module::Huffman => "huffman/huffman.cu",
             Module::Lll => "lll/lll.cu",
             Module::Bitmap => "bitmap/bitmap.cu",
+            Module::Ssb => "ssb/ssb.cu",
         }
     }
 
@@ -81,6 +86,7 @@ impl Module {
             Module::Huffman => include_str!("../kernels/huffman/huffman.cu"),
             Module::Lll => include_str!("../kernels/lll/lll.cu"),
             Module::Bitmap => include_str!("../kernels/bitmap/bitmap.cu"),
+            Module::Ssb => include_str!("../kernels/ssb/ssb.cu"),
         }
     }
 }
@@ -151,6 +157,7 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../kernels/bitmap/decompress.cuh"),
     ),
     ("bitmap/ops.cuh", include_str!("../kernels/bitmap/ops.cuh")),
+    ("ssb/ops.cuh", include_str!("../kernels/ssb/ops.cuh")),
 ];
 
 /// The text of an embedded header, by its path under `kernels/` (e.g. `include/common.cuh`).
@@ -264,6 +271,44 @@ pub fn compile(module: Module, arch: &str) -> Result<Ptx> {
         other => Error::Gpu(format!("NVRTC failed on {}: {other}", module.file())),
     })?;
     cache()
+        .lock()
+        .map_err(|_| poisoned())?
+        .insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+type GeneratedCache = Mutex<HashMap<(String, String), Ptx>>;
+
+/// Compiles a generated program (`text`, as if it were the file `file` under `kernels/`, so its
+/// `#include`s resolve from there) for `arch`, or returns the PTX cached for the same text.
+/// For kernels emitted at run time from operator headers (the SSB queries).
+pub fn compile_generated(file: &str, text: &str, arch: &str) -> Result<Ptx> {
+    static CACHE: OnceLock<GeneratedCache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (text.to_string(), arch.to_string());
+    if let Some(ptx) = cache.lock().map_err(|_| poisoned())?.get(&key) {
+        return Ok(ptx.clone());
+    }
+    nvrtc_available()?;
+    let mut src = String::new();
+    inline(file, text, &mut Vec::new(), &mut src)?;
+    let opts = CompileOptions {
+        options: vec![
+            format!("--gpu-architecture={arch}"),
+            "--std=c++17".into(),
+            "-lineinfo".into(),
+        ],
+        name: Some(file.to_string()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::Gpu(format!(
+            "NVRTC failed to compile {file} for {arch}:\n{}",
+            log.to_string_lossy()
+        )),
+        other => Error::Gpu(format!("NVRTC failed on {file}: {other}")),
+    })?;
+    cache
         .lock()
         .map_err(|_| poisoned())?
         .insert(key, ptx.clone());

@@ -55,6 +55,7 @@ pub mod kernels;
 pub mod lll;
 mod primitives;
 mod runtime;
+pub mod ssb;
 
 pub use cudarc::driver::CudaSlice;
 pub use int::layout;
