@@ -17,6 +17,7 @@ mod gpu;
 mod host;
 mod huffman;
 mod lll;
+mod ssb;
 mod svg;
 
 use std::process::ExitCode;
@@ -48,6 +49,9 @@ enum Suite {
     Huffman(BenchArgs),
     /// The LLL byte codec against CPU peers (lz4, deflate, zstd) and the copy ceiling.
     Lll(BenchArgs),
+    /// The Star Schema Benchmark's 13 queries: GPU on compressed vs plain columns (resident and
+    /// coprocessor mode), footprint, the CPU path.
+    Ssb(ssb::SsbArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +84,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Bitmap(args) => bitmap::run(args),
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
+        Suite::Ssb(args) => ssb::run(args),
     }
 }
 
@@ -142,6 +147,7 @@ mod tests {
                 Suite::Bitmap(a) => ("bitmap", a),
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
+                Suite::Ssb(_) => unreachable!("not among the suites parsed here"),
             };
             assert_eq!(name, suite);
             assert!(args.quick && args.values == 1000);

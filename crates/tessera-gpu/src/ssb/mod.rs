@@ -282,9 +282,15 @@ impl Gpu {
         unsafe { self.launch(f, grid, crate::int::layout::THREADS, &refs) }
     }
 
-    /// Builds the hash table of join `index` of `p` from dimension table `dim` on the device.
-    pub fn ssb_build(&self, p: &QueryPlan, index: usize, dim: &SsbTable) -> Result<SsbHashTable> {
-        let prog = codegen::program(p);
+    /// Queues the build of join `index`'s hash table from dimension table `dim`.
+    fn enqueue_build(
+        &self,
+        prog: &codegen::Program,
+        p: &QueryPlan,
+        index: usize,
+        dim: &SsbTable,
+        qs: &CudaSlice<u64>,
+    ) -> Result<SsbHashTable> {
         let (j, k) = p
             .joins
             .get(index)
@@ -294,8 +300,6 @@ impl Gpu {
         let bits = plan::hash_bits(dim.rows as usize);
         let mut slots = self.alloc::<u64>(1usize << bits)?;
         self.fill_bytes(&mut slots, 0xFF)?;
-        let mut qs = self.alloc::<u64>(1)?;
-        self.fill_bytes(&mut qs, 0xFF)?;
         let mut args = Vec::new();
         self.column_args(dim, &k.columns, &mut args)?;
         let (base, card) = j.payload.as_ref().map_or((0, 1), |g| (g.base, g.card));
@@ -306,24 +310,26 @@ impl Gpu {
             Arg::U(bits),
             Arg::U(base),
             Arg::U(card),
-            Arg::P(self.ptr(&qs)),
+            Arg::P(self.ptr(qs)),
         ]);
         if dim.total_tiles > 0 {
             self.launch_args(&f, self.grid(dim.total_tiles), &args)?;
         }
-        self.check_columns(dim, &k.columns)?;
-        self.check_query_status(&qs, &format!("build of {}", j.table))?;
         Ok(SsbHashTable { slots, bits })
     }
 
-    /// Runs the probe side of `p` over `fact` with the joins' tables (one per join, in order).
-    pub fn ssb_probe(
+    /// Queues the probe of `p` over `fact` into `sums` and `counts` (zeroed here).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_probe(
         &self,
+        prog: &codegen::Program,
         p: &QueryPlan,
         fact: &SsbTable,
         tables: &[SsbHashTable],
-    ) -> Result<QueryResult> {
-        p.check()?;
+        sums: &mut CudaSlice<u64>,
+        counts: &mut CudaSlice<u64>,
+        qs: &CudaSlice<u64>,
+    ) -> Result<()> {
         if tables.len() != p.joins.len() {
             return Err(Error::InvalidArgument(format!(
                 "{} hash tables for {} joins",
@@ -331,18 +337,11 @@ impl Gpu {
                 p.joins.len()
             )));
         }
-        let prog = codegen::program(p);
-        let k = &prog.probe;
         let f = self.ssb_function(&prog.source, "ssb_probe")?;
-        let groups = p.groups() as usize;
-        let mut sums = self.alloc::<u64>(groups)?;
-        let mut counts = self.alloc::<u64>(groups)?;
-        self.fill_bytes(&mut sums, 0)?;
-        self.fill_bytes(&mut counts, 0)?;
-        let mut qs = self.alloc::<u64>(1)?;
-        self.fill_bytes(&mut qs, 0xFF)?;
+        self.fill_bytes(sums, 0)?;
+        self.fill_bytes(counts, 0)?;
         let mut args = Vec::new();
-        self.column_args(fact, &k.columns, &mut args)?;
+        self.column_args(fact, &prog.probe.columns, &mut args)?;
         for t in tables {
             args.push(Arg::P(self.ptr(&t.slots)));
             args.push(Arg::U(t.bits));
@@ -350,43 +349,76 @@ impl Gpu {
         args.extend([
             Arg::U(fact.tiles_per_chunk),
             Arg::U(fact.total_tiles),
-            Arg::P(self.ptr(&sums)),
-            Arg::P(self.ptr(&counts)),
-            Arg::U(groups as u32),
-            Arg::P(self.ptr(&qs)),
+            Arg::P(self.ptr(sums)),
+            Arg::P(self.ptr(counts)),
+            Arg::U(p.groups() as u32),
+            Arg::P(self.ptr(qs)),
         ]);
         if fact.total_tiles > 0 {
             self.launch_args(&f, self.grid(fact.total_tiles), &args)?;
         }
-        self.check_columns(fact, &k.columns)?;
-        self.check_query_status(&qs, &p.name)?;
-        let mut s = vec![0u64; groups];
-        let mut c = vec![0u64; groups];
-        self.download(&sums, &mut s)?;
-        self.download(&counts, &mut c)?;
-        Ok(QueryResult {
-            groups: (0..groups)
-                .filter(|&g| c[g] > 0)
-                .map(|g| (g as u64, s[g] as i64, c[g]))
-                .collect(),
-        })
+        Ok(())
     }
 
-    /// Builds every join's table from `dims` (by table name) and runs `p` over `fact`.
+    /// Builds every join's hash table from `dims` (by table name) on the device and runs `p`
+    /// over `fact`: all kernels queued back to back, then the statuses checked and the groups
+    /// read back.
     pub fn ssb_run(
         &self,
         p: &QueryPlan,
         fact: &SsbTable,
         dims: &HashMap<String, SsbTable>,
     ) -> Result<QueryResult> {
-        let mut tables = Vec::with_capacity(p.joins.len());
-        for (i, j) in p.joins.iter().enumerate() {
-            let d = dims.get(&j.table).ok_or_else(|| {
+        Ok(self.ssb_run_timed(p, fact, dims)?.0)
+    }
+
+    /// [`Self::ssb_run`], with the GPU time (ms, CUDA events) from the first build to the end
+    /// of the probe: the query's kernels and their buffers' fills, not the checks and the read
+    /// back.
+    pub fn ssb_run_timed(
+        &self,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        dims: &HashMap<String, SsbTable>,
+    ) -> Result<(QueryResult, f32)> {
+        p.check()?;
+        let prog = codegen::program(p);
+        let groups = p.groups() as usize;
+        let mut sums = self.alloc::<u64>(groups)?;
+        let mut counts = self.alloc::<u64>(groups)?;
+        let mut qs = self.alloc::<u64>(1)?;
+        self.fill_bytes(&mut qs, 0xFF)?;
+        let mut dim_tables = Vec::with_capacity(p.joins.len());
+        for j in &p.joins {
+            dim_tables.push(dims.get(&j.table).ok_or_else(|| {
                 Error::InvalidArgument(format!("no table {} on the device", j.table))
-            })?;
-            tables.push(self.ssb_build(p, i, d)?);
+            })?);
         }
-        self.ssb_probe(p, fact, &tables)
+        let (tables, ms) = self.timed(|| {
+            let mut tables = Vec::with_capacity(p.joins.len());
+            for (i, d) in dim_tables.iter().enumerate() {
+                tables.push(self.enqueue_build(&prog, p, i, d, &qs)?);
+            }
+            self.enqueue_probe(&prog, p, fact, &tables, &mut sums, &mut counts, &qs)?;
+            Ok(tables)
+        })?;
+        drop(tables);
+        for (d, k) in dim_tables.iter().zip(&prog.builds) {
+            self.check_columns(d, &k.columns)?;
+        }
+        self.check_columns(fact, &prog.probe.columns)?;
+        self.check_query_status(&qs, &p.name)?;
+        let mut s = vec![0u64; groups];
+        let mut c = vec![0u64; groups];
+        self.download(&sums, &mut s)?;
+        self.download(&counts, &mut c)?;
+        let result = QueryResult {
+            groups: (0..groups)
+                .filter(|&g| c[g] > 0)
+                .map(|g| (g as u64, s[g] as i64, c[g]))
+                .collect(),
+        };
+        Ok((result, ms))
     }
 
     /// The loaders' per-chunk reports of the columns a kernel read, as the decoders' errors.
