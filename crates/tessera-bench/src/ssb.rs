@@ -200,7 +200,57 @@ pub fn run(a: &SsbArgs) -> Result<()> {
     let upload_plain_s = t.elapsed().as_secs_f64();
     let host_comp = host_columns(&ds, sgpu::Layout::Compressed)?;
     let host_plain = host_columns(&ds, sgpu::Layout::Plain)?;
-    let mut rows = Vec::new();
+    let mut columns = Vec::new();
+    for tname in tessera_ssb::dataset::TABLES {
+        let t = ds.table(tname)?;
+        for c in t.columns() {
+            let mix: BTreeMap<&str, usize> = c.chunks.iter().fold(BTreeMap::new(), |mut m, ch| {
+                *m.entry(ch.codec.name()).or_insert(0) += 1;
+                m
+            });
+            let codecs = mix
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let get = |h: &HostColumns| -> u64 {
+                h.get(&(tname.to_string(), c.name.clone()))
+                    .map_or(0, |v| v.iter().map(|x| x.1.len() as u64).sum())
+            };
+            columns.push(ColumnRow {
+                table: tname.into(),
+                column: c.name.clone(),
+                codecs,
+                compressed_bytes: get(&host_comp),
+                plain_bytes: get(&host_plain),
+            });
+        }
+    }
+    let mut report = Report {
+        date: today(),
+        device: device.clone(),
+        host_threads: rayon::current_num_threads(),
+        sf,
+        seed,
+        lineorder_rows: comp.fact.rows(),
+        generate_s,
+        upload_compressed_s,
+        upload_plain_s,
+        queries: Vec::new(),
+        columns,
+    };
+    std::fs::create_dir_all(&a.out).map_err(io(&a.out))?;
+    let stem = format!("ssb-{}", slug(&device));
+    let jp = a.out.join(format!("{stem}.json"));
+    let mp = a.out.join(format!("{stem}.md"));
+    // Written after every query, so a run cut short keeps what it measured.
+    let write = |r: &Report| -> Result<()> {
+        let json =
+            serde_json::to_vec_pretty(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        std::fs::write(&jp, json).map_err(io(&jp))?;
+        std::fs::write(&mp, markdown(r)).map_err(io(&mp))?;
+        Ok(())
+    };
     for name in queries::NAMES {
         let p = queries::plan(name, &ds.dict)?;
         gpu.ssb_prepare(&p)?;
@@ -238,7 +288,7 @@ pub fn run(a: &SsbArgs) -> Result<()> {
         eprintln!(
             "{name}: cpu {cpu_ms:.2} ms, gpu compressed {c_ms:.3} ms, plain {p_ms:.3} ms, coprocessor {kc_ms:.2} / {kp_ms:.2} ms"
         );
-        rows.push(QueryRow {
+        report.queries.push(QueryRow {
             name: name.into(),
             groups: want.groups.len(),
             cpu_ms,
@@ -251,54 +301,8 @@ pub fn run(a: &SsbArgs) -> Result<()> {
             shipped_compressed_bytes: kc_bytes,
             shipped_plain_bytes: kp_bytes,
         });
+        write(&report)?;
     }
-    let mut columns = Vec::new();
-    for tname in tessera_ssb::dataset::TABLES {
-        let t = ds.table(tname)?;
-        for c in t.columns() {
-            let mix: BTreeMap<&str, usize> = c.chunks.iter().fold(BTreeMap::new(), |mut m, ch| {
-                *m.entry(ch.codec.name()).or_insert(0) += 1;
-                m
-            });
-            let codecs = mix
-                .iter()
-                .map(|(k, v)| format!("{k} x{v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let get = |h: &HostColumns| -> u64 {
-                h.get(&(tname.to_string(), c.name.clone()))
-                    .map_or(0, |v| v.iter().map(|x| x.1.len() as u64).sum())
-            };
-            columns.push(ColumnRow {
-                table: tname.into(),
-                column: c.name.clone(),
-                codecs,
-                compressed_bytes: get(&host_comp),
-                plain_bytes: get(&host_plain),
-            });
-        }
-    }
-    let report = Report {
-        date: today(),
-        device: device.clone(),
-        host_threads: rayon::current_num_threads(),
-        sf,
-        seed,
-        lineorder_rows: comp.fact.rows(),
-        generate_s,
-        upload_compressed_s,
-        upload_plain_s,
-        queries: rows,
-        columns,
-    };
-    std::fs::create_dir_all(&a.out).map_err(io(&a.out))?;
-    let stem = format!("ssb-{}", slug(&device));
-    let jp = a.out.join(format!("{stem}.json"));
-    let json =
-        serde_json::to_vec_pretty(&report).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    std::fs::write(&jp, json).map_err(io(&jp))?;
-    let mp = a.out.join(format!("{stem}.md"));
-    std::fs::write(&mp, markdown(&report)).map_err(io(&mp))?;
     eprintln!("wrote {} and {}", jp.display(), mp.display());
     Ok(())
 }
@@ -366,7 +370,7 @@ fn markdown(r: &Report) -> String {
     );
     let _ = writeln!(
         m,
-        "\nGeometric mean over the 13 queries of plain time / compressed time: resident \
+        "\nGeometric mean over the queries measured of plain time / compressed time: resident \
          **{g:.2}x**, coprocessor **{gc:.2}x**.\n"
     );
     let total_c: u64 = r.columns.iter().map(|c| c.compressed_bytes).sum();

@@ -40,7 +40,8 @@ unsafe impl DeviceRepr for SsbChunk {}
 /// A u32 column on the device, chunks as stored.
 #[derive(Debug)]
 pub struct SsbColumn {
-    words: CudaSlice<u32>,
+    /// The chunks' payloads, 4-byte aligned (the kernels read them as u32 words).
+    words: CudaSlice<u8>,
     chunks: CudaSlice<SsbChunk>,
     status: CudaSlice<u64>,
     shapes: Vec<Option<ChunkShape>>,
@@ -112,7 +113,7 @@ impl Gpu {
     /// Checks a u32 column's chunks (headers as the decoders check them) and copies them to the
     /// device as they are: compressed chunks keep their codec, plain chunks their values.
     pub fn ssb_upload_column(&self, chunks: &[ChunkRef<'_>]) -> Result<SsbColumn> {
-        let mut words: Vec<u32> = Vec::new();
+        let mut words = 0usize;
         let mut table = Vec::with_capacity(chunks.len());
         let mut shapes = Vec::with_capacity(chunks.len());
         for (i, c) in chunks.iter().enumerate() {
@@ -132,19 +133,11 @@ impl Gpu {
             };
             // Plain chunks start on a 16-byte boundary so that whole tiles load as uint4.
             if codec == 0 {
-                while words.len() % 4 != 0 {
-                    words.push(0);
-                }
+                words = words.next_multiple_of(4);
             }
-            let payload_word = words.len() as u64;
-            words.extend(
-                c.payload
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
             table.push(SsbChunk {
                 desc: ChunkDesc {
-                    payload_word,
+                    payload_word: words as u64,
                     out_index: 0,
                     payload_words: (c.payload.len() / 4) as u32,
                     total_count: c.value_count,
@@ -154,16 +147,29 @@ impl Gpu {
                 codec,
                 pad: 0,
             });
+            words += c.payload.len() / 4;
             shapes.push(shape);
         }
-        let bytes = words.len() as u64 * 4;
+        // The payloads go to the device as they are, each copied straight from its host bytes
+        // into its place (no staging copy on the host: coprocessor mode times this).
+        let mut dev = self.alloc::<u8>(words * 4)?;
+        for (c, t) in chunks.iter().zip(&table) {
+            let at = t.desc.payload_word as usize * 4;
+            let len = t.desc.payload_words as usize * 4;
+            if len > 0 {
+                let mut view = dev.slice_mut(at..at + len);
+                self.stream
+                    .memcpy_htod(&c.payload[..len], &mut view)
+                    .map_err(cuda("copying to the device"))?;
+            }
+        }
         Ok(SsbColumn {
-            words: self.upload(&words)?,
+            words: dev,
             chunks: self.upload(&table)?,
             status: self.alloc::<u64>(chunks.len().max(1))?,
             shapes,
             counts: chunks.iter().map(|c| c.value_count).collect(),
-            bytes,
+            bytes: words as u64 * 4,
         })
     }
 
