@@ -202,8 +202,10 @@ pub fn run_with_tables(
             let mut b = Vec::new();
             let mut sel: Vec<u32> = Vec::new();
             let mut gidx: Vec<u32> = Vec::new();
-            for chunk in task * per..((task + 1) * per).min(n_chunks) {
-                let n = counts[chunk] as usize;
+            let first = (task * per).min(n_chunks);
+            let end = ((task + 1) * per).min(n_chunks);
+            for (chunk, &n) in counts.iter().enumerate().take(end).skip(first) {
+                let n = n as usize;
                 sel.clear();
                 sel.extend(0..n as u32);
                 // Filters: load the column, keep the rows that pass.

@@ -13,10 +13,10 @@
 //! except the last 151; each line's part and supplier are uniform, quantity uniform 1-50,
 //! discount 0-10, tax 0-8; extended price = quantity * the part's retail price in cents (TPC-H's
 //! formula `90000 + (partkey / 10) % 20001 + 100 * (partkey % 1000)`), revenue = extended price
-//! * (100 - discount) / 100, supply cost = 6 * retail price / 10. Customers and suppliers get a
-//! uniform nation and a city of it (the nation's name cut to 9 characters and a digit 0-9); parts
-//! a uniform manufacturer 1-5, category 1-5 of it and brand 1-40 of that. Order keys are dense
-//! (dbgen's are sparse: no query reads them).
+//! times (100 - discount) / 100, supply cost = 6 * retail price / 10. Customers and suppliers
+//! get a uniform nation and a city of it (the nation's name cut to 9 characters and a digit
+//! 0-9); parts a uniform manufacturer 1-5, category 1-5 of it and brand 1-40 of that. Order keys
+//! are dense (dbgen's are sparse: no query reads them).
 //!
 //! Work is split into blocks of orders, each with its own random stream seeded from the seed and
 //! the block's index, so the output is the same on 2 cores or 16.
@@ -381,7 +381,7 @@ pub fn write_tables(dir: &Path, g: &Generated, chunk_values: Option<usize>) -> R
         let mut w = TableWriter::create(&path)?;
         let mut raw = 0u64;
         for (name, values) in &t.columns {
-            w.write_values(name, values, opts.clone())?;
+            w.write_values(name, values, opts)?;
             raw += values.len() as u64 * 4;
         }
         let s = w.finish()?;
