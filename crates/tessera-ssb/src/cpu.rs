@@ -6,12 +6,11 @@
 //! - **probe**: per fact chunk (rayon over contiguous ranges of chunks, one accumulator a range),
 //!   load-and-decode each column a step needs, only while rows remain, into a reused buffer;
 //!   a selection vector of row indices carries the rows that passed so far and their group
-//!   index;
+//!   index; a join's table holds only the dimension rows that pass its filters;
 //! - **aggregate**: a dense array of (sum, count) per group, the ranges' arrays added at the end.
 
-use tessera::codecs::column::decode_chunk;
 use tessera::gpu::ssb::plan::{self, Aggregate, Filter, QueryPlan, QueryResult, EMPTY_SLOT};
-use tessera::{Error, LogicalType, Result, TableReader};
+use tessera::{CodecId, Error, Result, TableReader};
 
 use rayon::prelude::*;
 
@@ -27,9 +26,12 @@ pub struct HashTable {
 impl HashTable {
     /// Builds the table of `keys` whose rows pass (`pass[i]`), holding `payload[i]`.
     pub fn build(keys: &[u32], payloads: &[u32], pass: &[bool]) -> Result<HashTable> {
-        // Sized by the dimension's rows, not the passing ones: the GPU build sizes its table
-        // before filtering, and both devices then hold the same table.
-        let bits = plan::hash_bits(keys.len());
+        // Sized by the rows that pass (the GPU sizes by the dimension's rows, before its
+        // filters run on the device): a filtered dimension's table then stays in the core's
+        // caches, which is most of a probe's cost here. The size changes where keys sit, not
+        // what a probe finds.
+        let rows = pass.iter().filter(|&&p| p).count();
+        let bits = plan::hash_bits(rows);
         let mask = (1u32 << bits) - 1;
         let mut slots = vec![EMPTY_SLOT; 1 << bits];
         for i in 0..keys.len() {
@@ -125,20 +127,26 @@ fn load_chunk(t: &TableReader, c: &FactColumn, chunk: usize, out: &mut Vec<u32>)
     let meta = &t.columns()[c.index];
     let ch = &meta.chunks[chunk];
     let payload = t.container().chunk_payload(c.index, chunk)?;
-    out.clear();
+    // Every value is overwritten by the decoder: resize without clearing first.
     out.resize(ch.value_count as usize, 0);
-    decode_chunk(
-        LogicalType::U32,
-        ch.codec,
-        payload,
-        bytemuck::cast_slice_mut(out.as_mut_slice()),
-    )
-    .map_err(|e| e.in_chunk(&meta.name, chunk, ch.codec.name()))?;
-    if cfg!(target_endian = "big") {
-        for v in out.iter_mut() {
-            *v = u32::from_le(*v);
+    // u32 columns are lane-32 columns: the integer decoders write the values themselves, with
+    // no lane conversion pass.
+    let r = match ch.codec {
+        CodecId::Plain if payload.len() == out.len() * 4 => {
+            for (v, b) in out.iter_mut().zip(payload.chunks_exact(4)) {
+                *v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            Ok(())
         }
-    }
+        CodecId::Plain => Err(Error::truncated(
+            "plain payload",
+            0,
+            out.len() * 4,
+            payload.len(),
+        )),
+        codec => tessera::codecs::int::decode::<u32>(codec, payload, out),
+    };
+    r.map_err(|e| e.in_chunk(&meta.name, chunk, ch.codec.name()))?;
     Ok(())
 }
 
@@ -207,14 +215,18 @@ pub fn run_with_tables(
             for (chunk, &n) in counts.iter().enumerate().take(end).skip(first) {
                 let n = n as usize;
                 sel.clear();
-                sel.extend(0..n as u32);
+                let mut all = true;
                 // Filters: load the column, keep the rows that pass.
                 for (f, c) in p.fact_filters.iter().zip(fcols) {
-                    if sel.is_empty() {
+                    if !all && sel.is_empty() {
                         break;
                     }
                     load_chunk(t, c, chunk, &mut s.buf)?;
-                    filter_rows(f, &s.buf, &mut sel);
+                    filter_rows(f, &s.buf, &mut sel, all);
+                    all = false;
+                }
+                if all {
+                    sel.extend(0..n as u32);
                 }
                 // Joins: probe, drop the misses, add payload * stride to the group index.
                 gidx.clear();
@@ -274,18 +286,41 @@ pub fn run_with_tables(
     })
 }
 
-fn filter_rows(f: &Filter, values: &[u32], sel: &mut Vec<u32>) {
+/// Keeps the rows of `sel` whose value passes `f`; with `all`, `sel` is every row of the chunk
+/// (not yet written). Branch-free compaction: each row is written, the count advanced by
+/// whether it passed.
+fn filter_rows(f: &Filter, values: &[u32], sel: &mut Vec<u32>, all: bool) {
+    if all {
+        sel.resize(values.len(), 0);
+    }
+    let mut w = 0;
     if let [(lo, hi)] = f.ranges[..] {
-        // One range: one unsigned comparison a row.
-        let range = hi.wrapping_sub(lo);
         if lo > hi {
             sel.clear();
             return;
         }
-        sel.retain(|&r| values[r as usize].wrapping_sub(lo) <= range);
+        // One range: one unsigned comparison a row.
+        let range = hi - lo;
+        if all {
+            for (i, &v) in values.iter().enumerate() {
+                sel[w] = i as u32;
+                w += (v.wrapping_sub(lo) <= range) as usize;
+            }
+        } else {
+            for r in 0..sel.len() {
+                let i = sel[r];
+                sel[w] = i;
+                w += (values[i as usize].wrapping_sub(lo) <= range) as usize;
+            }
+        }
     } else {
-        sel.retain(|&r| f.passes(values[r as usize]));
+        for r in 0..sel.len() {
+            let i = if all { r as u32 } else { sel[r] };
+            sel[w] = i;
+            w += f.passes(values[i as usize]) as usize;
+        }
     }
+    sel.truncate(w);
 }
 
 /// Builds every join's table and runs `p` on the CPU.
