@@ -18,6 +18,7 @@ mod gpu;
 mod host;
 mod huffman;
 mod lll;
+mod ssb;
 mod svg;
 
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ enum Suite {
     Lll(BenchArgs),
     /// CODAG: ORC RLE v1 / v2 and Deflate one warp per chunk, against libdeflate on all cores.
     Codag(BenchArgs),
+    /// The Star Schema Benchmark's 13 queries: GPU on compressed vs plain columns (resident and
+    /// coprocessor mode), footprint, the CPU path.
+    Ssb(ssb::SsbArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +88,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
         Suite::Codag(args) => codag::run(args),
+        Suite::Ssb(args) => ssb::run(args),
     }
 }
 
@@ -98,7 +103,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing suite (gpu, bitmap, huffman, lll or codag; see 'tessera-bench --help')"
+                "error: missing suite (gpu, bitmap, huffman, lll, codag or ssb; see 'tessera-bench --help')"
             );
         }
         _ => {
@@ -147,6 +152,7 @@ mod tests {
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
                 Suite::Codag(a) => ("codag", a),
+                Suite::Ssb(_) => unreachable!("not among the suites parsed here"),
             };
             assert_eq!(name, suite);
             assert!(args.quick && args.values == 1000);

@@ -18,6 +18,7 @@ mod device;
 mod files;
 mod gzip;
 mod report;
+mod ssb;
 mod verify;
 
 use std::io::IsTerminal;
@@ -86,6 +87,9 @@ enum Command {
     /// Bitmap indexes over integer columns: build, and query with IN and range predicates.
     #[command(subcommand)]
     Index(bitmaps::IndexCommand),
+    /// The Star Schema Benchmark: generate its tables, run its 13 queries (CPU or GPU).
+    #[command(subcommand)]
+    Ssb(ssb::SsbCommand),
 }
 
 /// Logical types accepted by `--type`.
@@ -344,6 +348,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Demo(a) => demo::run(&a),
         Command::Bitmap(a) => bitmaps::bitmap_op(&a),
         Command::Index(c) => bitmaps::index(&c),
+        Command::Ssb(c) => ssb::run(&c),
     }
 }
 

@@ -45,6 +45,9 @@ pub enum Module {
     /// CODAG warp-per-chunk decoders: ORC RLE v1 / v2 / byte RLE, Deflate
     /// (`kernels/codag/codag.cu`).
     Codag,
+    /// Star-join query operators composed into example kernels (`kernels/ssb/ssb.cu`); the
+    /// queries' own kernels are generated from the same operators ([`compile_generated`]).
+    Ssb,
 }
 
 impl Module {
@@ -59,6 +62,7 @@ impl Module {
         Module::Lll,
         Module::Bitmap,
         Module::Codag,
+        Module::Ssb,
     ];
 
     /// Path under `kernels/`.
@@ -73,6 +77,7 @@ impl Module {
             Module::Lll => "lll/lll.cu",
             Module::Bitmap => "bitmap/bitmap.cu",
             Module::Codag => "codag/codag.cu",
+            Module::Ssb => "ssb/ssb.cu",
         }
     }
 
@@ -87,6 +92,7 @@ impl Module {
             Module::Lll => include_str!("../kernels/lll/lll.cu"),
             Module::Bitmap => include_str!("../kernels/bitmap/bitmap.cu"),
             Module::Codag => include_str!("../kernels/codag/codag.cu"),
+            Module::Ssb => include_str!("../kernels/ssb/ssb.cu"),
         }
     }
 }
@@ -166,6 +172,7 @@ const HEADERS: &[(&str, &str)] = &[
         "codag/deflate.cuh",
         include_str!("../kernels/codag/deflate.cuh"),
     ),
+    ("ssb/ops.cuh", include_str!("../kernels/ssb/ops.cuh")),
 ];
 
 /// The text of an embedded header, by its path under `kernels/` (e.g. `include/common.cuh`).
@@ -279,6 +286,44 @@ pub fn compile(module: Module, arch: &str) -> Result<Ptx> {
         other => Error::Gpu(format!("NVRTC failed on {}: {other}", module.file())),
     })?;
     cache()
+        .lock()
+        .map_err(|_| poisoned())?
+        .insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+type GeneratedCache = Mutex<HashMap<(String, String), Ptx>>;
+
+/// Compiles a generated program (`text`, as if it were the file `file` under `kernels/`, so its
+/// `#include`s resolve from there) for `arch`, or returns the PTX cached for the same text.
+/// For kernels emitted at run time from operator headers (the SSB queries).
+pub fn compile_generated(file: &str, text: &str, arch: &str) -> Result<Ptx> {
+    static CACHE: OnceLock<GeneratedCache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let key = (text.to_string(), arch.to_string());
+    if let Some(ptx) = cache.lock().map_err(|_| poisoned())?.get(&key) {
+        return Ok(ptx.clone());
+    }
+    nvrtc_available()?;
+    let mut src = String::new();
+    inline(file, text, &mut Vec::new(), &mut src)?;
+    let opts = CompileOptions {
+        options: vec![
+            format!("--gpu-architecture={arch}"),
+            "--std=c++17".into(),
+            "-lineinfo".into(),
+        ],
+        name: Some(file.to_string()),
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::Gpu(format!(
+            "NVRTC failed to compile {file} for {arch}:\n{}",
+            log.to_string_lossy()
+        )),
+        other => Error::Gpu(format!("NVRTC failed on {file}: {other}")),
+    })?;
+    cache
         .lock()
         .map_err(|_| poisoned())?
         .insert(key, ptx.clone());

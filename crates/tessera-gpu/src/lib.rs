@@ -64,6 +64,7 @@ pub mod kernels;
 pub mod lll;
 mod primitives;
 mod runtime;
+pub mod ssb;
 
 pub use codec::{BatchError, GpuBatch, GpuDecoder, ResidentColumn};
 pub use cudarc::driver::CudaSlice;

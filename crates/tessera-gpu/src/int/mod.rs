@@ -22,7 +22,10 @@ mod status;
 mod transfer;
 
 pub use decode::DeviceColumn;
+// For the star-join executor (crate::ssb), which loads chunks with these loaders too.
+pub(crate) use decode::{chunk_shape, ChunkShape};
 pub use encode::{DeviceEncoded, EncodeScratch};
+pub(crate) use status::chunk_error;
 use tessera_format::CodecId;
 
 #[cfg(doc)]

@@ -1,0 +1,467 @@
+//! Star-join queries (the Star Schema Benchmark) on compressed columns, on the GPU.
+//!
+//! - [`plan`]: a query as data (filters, dimension joins through hash tables, group by,
+//!   aggregate); the CPU executor in `tessera-ssb` runs the same plans.
+//! - [`codegen`]: a plan's kernels emitted from the operators of `kernels/ssb/ops.cuh`
+//!   (load-and-decode a tile of any codec, filter, hash build and probe, aggregate), compiled by
+//!   NVRTC once per process and cached.
+//! - here: tables uploaded to the device as they are stored (each chunk with the codec auto
+//!   chose for it, or plain), the build kernels that fill the join hash tables on the device,
+//!   and the probe kernel that decodes the fact table's tiles inside the query and aggregates
+//!   into a dense array of (sum, count) per group. The decoded columns never exist in memory.
+
+pub mod codegen;
+pub mod plan;
+
+use std::collections::HashMap;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr};
+use tessera_format::{CodecId, Error, LogicalType, Result};
+
+use crate::int::layout::{ChunkDesc, StatusKey, TILE_VALUES};
+use crate::int::{chunk_error, chunk_shape, ChunkRef, ChunkShape};
+use crate::runtime::{cuda, Gpu, KernelArg};
+use plan::{QueryPlan, QueryResult};
+
+/// One chunk of an uploaded column, as the kernels read it (`SsbChunk` in `ops.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct SsbChunk {
+    desc: ChunkDesc,
+    codec: u32,
+    pad: u32,
+}
+
+// SAFETY: plain old data of fixed layout (repr(C), no padding beyond the explicit field).
+unsafe impl DeviceRepr for SsbChunk {}
+
+/// A u32 column on the device, chunks as stored.
+#[derive(Debug)]
+pub struct SsbColumn {
+    /// The chunks' payloads, 4-byte aligned (the kernels read them as u32 words).
+    words: CudaSlice<u8>,
+    chunks: CudaSlice<SsbChunk>,
+    status: CudaSlice<u64>,
+    shapes: Vec<Option<ChunkShape>>,
+    counts: Vec<u32>,
+    bytes: u64,
+}
+
+impl SsbColumn {
+    /// Bytes the column takes on the device (payloads; the chunk table aside).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// Values in the column.
+    pub fn values(&self) -> u64 {
+        self.counts.iter().map(|&c| c as u64).sum()
+    }
+}
+
+/// Columns of one table on the device, chunked alike.
+#[derive(Debug)]
+pub struct SsbTable {
+    columns: Vec<(String, SsbColumn)>,
+    tiles_per_chunk: u32,
+    total_tiles: u32,
+    rows: u64,
+}
+
+impl SsbTable {
+    /// Rows of the table.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+    /// (name, device bytes) per column.
+    pub fn column_bytes(&self) -> Vec<(String, u64)> {
+        self.columns
+            .iter()
+            .map(|(n, c)| (n.clone(), c.bytes))
+            .collect()
+    }
+    fn column(&self, name: &str) -> Result<&SsbColumn> {
+        self.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+            .ok_or_else(|| Error::InvalidArgument(format!("no column {name} on the device")))
+    }
+}
+
+/// A join's hash table on the device.
+#[derive(Debug)]
+pub struct SsbHashTable {
+    slots: CudaSlice<u64>,
+    bits: u32,
+}
+
+/// Most thread blocks per SM of the persistent query grid (each loops over tiles).
+const BLOCKS_PER_SM: u32 = 16;
+
+/// Loaded generated modules, by source text.
+#[derive(Default)]
+struct ModuleCache(HashMap<String, Arc<CudaModule>>);
+
+enum Arg {
+    P(u64),
+    U(u32),
+}
+
+impl Gpu {
+    /// Checks a u32 column's chunks (headers as the decoders check them) and copies them to the
+    /// device as they are: compressed chunks keep their codec, plain chunks their values.
+    pub fn ssb_upload_column(&self, chunks: &[ChunkRef<'_>]) -> Result<SsbColumn> {
+        let mut words = 0usize;
+        let mut table = Vec::with_capacity(chunks.len());
+        let mut shapes = Vec::with_capacity(chunks.len());
+        for (i, c) in chunks.iter().enumerate() {
+            let shape = chunk_shape(LogicalType::U32, c)
+                .map_err(|e| e.in_chunk("(ssb column)", i, c.codec.name()))?;
+            let codec = match c.codec {
+                CodecId::Plain => 0,
+                CodecId::For => 1,
+                CodecId::Dfor => 2,
+                CodecId::Rfor => 3,
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "codec {} cannot be queried on the GPU",
+                        other.name()
+                    )))
+                }
+            };
+            // Plain chunks start on a 16-byte boundary so that whole tiles load as uint4.
+            if codec == 0 {
+                words = words.next_multiple_of(4);
+            }
+            table.push(SsbChunk {
+                desc: ChunkDesc {
+                    payload_word: words as u64,
+                    out_index: 0,
+                    payload_words: (c.payload.len() / 4) as u32,
+                    total_count: c.value_count,
+                    first_tile: 0,
+                    first_slab: 0,
+                },
+                codec,
+                pad: 0,
+            });
+            words += c.payload.len() / 4;
+            shapes.push(shape);
+        }
+        // The payloads go to the device as they are, each copied straight from its host bytes
+        // into its place (no staging copy on the host: coprocessor mode times this).
+        let mut dev = self.alloc::<u8>(words * 4)?;
+        for (c, t) in chunks.iter().zip(&table) {
+            let at = t.desc.payload_word as usize * 4;
+            let len = t.desc.payload_words as usize * 4;
+            if len > 0 {
+                let mut view = dev.slice_mut(at..at + len);
+                self.stream
+                    .memcpy_htod(&c.payload[..len], &mut view)
+                    .map_err(cuda("copying to the device"))?;
+            }
+        }
+        Ok(SsbColumn {
+            words: dev,
+            chunks: self.upload(&table)?,
+            status: self.alloc::<u64>(chunks.len().max(1))?,
+            shapes,
+            counts: chunks.iter().map(|c| c.value_count).collect(),
+            bytes: words as u64 * 4,
+        })
+    }
+
+    /// Groups uploaded columns into a table: all must be chunked alike, every chunk but the
+    /// last holding the same multiple of 512 values (so tile t of every column covers the same
+    /// rows).
+    pub fn ssb_table(&self, columns: Vec<(String, SsbColumn)>) -> Result<SsbTable> {
+        let first = columns
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("a table needs a column".into()))?;
+        let counts = first.1.counts.clone();
+        for (n, c) in &columns {
+            if c.counts != counts {
+                return Err(Error::InvalidArgument(format!(
+                    "column {n} is chunked differently from {}",
+                    first.0
+                )));
+            }
+        }
+        let tile = TILE_VALUES as u32;
+        let per_chunk = counts.first().copied().unwrap_or(0);
+        if counts.len() > 1
+            && (per_chunk % tile != 0
+                || per_chunk == 0
+                || counts[..counts.len() - 1].iter().any(|&c| c != per_chunk))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "every chunk but the last must hold the same multiple of {tile} values"
+            )));
+        }
+        let tiles_per_chunk = per_chunk.div_ceil(tile).max(1);
+        let total: u64 = match counts.split_last() {
+            Some((last, rest)) => {
+                rest.len() as u64 * tiles_per_chunk as u64 + last.div_ceil(tile) as u64
+            }
+            None => 0,
+        };
+        let total_tiles = u32::try_from(total)
+            .map_err(|_| Error::InvalidArgument("more than 2^32 tiles".into()))?;
+        Ok(SsbTable {
+            rows: counts.iter().map(|&c| c as u64).sum(),
+            columns,
+            tiles_per_chunk,
+            total_tiles,
+        })
+    }
+
+    fn ssb_function(&self, source: &str, name: &str) -> Result<CudaFunction> {
+        let cached = self.with_state::<ModuleCache, _>(|c| {
+            Ok(c.as_ref().and_then(|c| c.0.get(source).cloned()))
+        })?;
+        let module = match cached {
+            Some(m) => m,
+            None => {
+                let ptx = crate::kernels::compile_generated(
+                    codegen::GENERATED_FILE,
+                    source,
+                    &self.info.arch,
+                )?;
+                let m = self
+                    .ctx
+                    .load_module(ptx)
+                    .map_err(cuda("loading a generated kernel module"))?;
+                self.with_state::<ModuleCache, _>(|c| {
+                    c.get_or_insert_with(ModuleCache::default)
+                        .0
+                        .insert(source.to_string(), m.clone());
+                    Ok(())
+                })?;
+                m
+            }
+        };
+        module
+            .load_function(name)
+            .map_err(|e| Error::Gpu(format!("generated kernel {name} missing: {e}")))
+    }
+
+    /// Compiles (once per process) and loads the program of `p`, so that timed runs exclude
+    /// NVRTC and the driver's JIT.
+    pub fn ssb_prepare(&self, p: &QueryPlan) -> Result<()> {
+        let prog = codegen::program(p);
+        self.ssb_function(&prog.source, "ssb_probe")?;
+        Ok(())
+    }
+
+    fn grid(&self, tiles: u32) -> u32 {
+        tiles.clamp(1, self.info.sm_count.max(1) * BLOCKS_PER_SM)
+    }
+
+    fn column_args(&self, t: &SsbTable, names: &[String], args: &mut Vec<Arg>) -> Result<Vec<u64>> {
+        let mut statuses = Vec::new();
+        for n in names {
+            let c = t.column(n)?;
+            let st = self.ptr(&c.status);
+            self.fill_bytes_raw(st, 0xFF, c.counts.len().max(1) * 8)?;
+            args.push(Arg::P(self.ptr(&c.words)));
+            args.push(Arg::P(self.ptr(&c.chunks)));
+            args.push(Arg::P(st));
+            statuses.push(st);
+        }
+        Ok(statuses)
+    }
+
+    fn launch_args(&self, f: &CudaFunction, grid: u32, args: &[Arg]) -> Result<()> {
+        let refs: Vec<&dyn KernelArg> = args
+            .iter()
+            .map(|a| match a {
+                Arg::P(p) => p as &dyn KernelArg,
+                Arg::U(u) => u as &dyn KernelArg,
+            })
+            .collect();
+        // SAFETY: the arguments follow the generated kernel's parameter list (codegen module
+        // docs): every pointer is a live device buffer of this handle (columns checked at
+        // upload, chunk tables and status of their length, hash tables of 2^bits slots,
+        // aggregate arrays of n_groups values), alive until the caller synchronizes.
+        unsafe { self.launch(f, grid, crate::int::layout::THREADS, &refs) }
+    }
+
+    /// Queues the build of join `index`'s hash table from dimension table `dim`.
+    fn enqueue_build(
+        &self,
+        prog: &codegen::Program,
+        p: &QueryPlan,
+        index: usize,
+        dim: &SsbTable,
+        qs: &CudaSlice<u64>,
+    ) -> Result<SsbHashTable> {
+        let (j, k) = p
+            .joins
+            .get(index)
+            .zip(prog.builds.get(index))
+            .ok_or_else(|| Error::InvalidArgument(format!("{}: no join {index}", p.name)))?;
+        let f = self.ssb_function(&prog.source, &format!("ssb_build_{index}"))?;
+        let bits = plan::hash_bits(dim.rows as usize);
+        let mut slots = self.alloc::<u64>(1usize << bits)?;
+        self.fill_bytes(&mut slots, 0xFF)?;
+        let mut args = Vec::new();
+        self.column_args(dim, &k.columns, &mut args)?;
+        let (base, card) = j.payload.as_ref().map_or((0, 1), |g| (g.base, g.card));
+        args.extend([
+            Arg::U(dim.tiles_per_chunk),
+            Arg::U(dim.total_tiles),
+            Arg::P(self.ptr(&slots)),
+            Arg::U(bits),
+            Arg::U(base),
+            Arg::U(card),
+            Arg::P(self.ptr(qs)),
+        ]);
+        if dim.total_tiles > 0 {
+            self.launch_args(&f, self.grid(dim.total_tiles), &args)?;
+        }
+        Ok(SsbHashTable { slots, bits })
+    }
+
+    /// Queues the probe of `p` over `fact` into `sums` and `counts` (zeroed here).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_probe(
+        &self,
+        prog: &codegen::Program,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        tables: &[SsbHashTable],
+        sums: &mut CudaSlice<u64>,
+        counts: &mut CudaSlice<u64>,
+        qs: &CudaSlice<u64>,
+    ) -> Result<()> {
+        if tables.len() != p.joins.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} hash tables for {} joins",
+                tables.len(),
+                p.joins.len()
+            )));
+        }
+        let f = self.ssb_function(&prog.source, "ssb_probe")?;
+        self.fill_bytes(sums, 0)?;
+        self.fill_bytes(counts, 0)?;
+        let mut args = Vec::new();
+        self.column_args(fact, &prog.probe.columns, &mut args)?;
+        for t in tables {
+            args.push(Arg::P(self.ptr(&t.slots)));
+            args.push(Arg::U(t.bits));
+        }
+        args.extend([
+            Arg::U(fact.tiles_per_chunk),
+            Arg::U(fact.total_tiles),
+            Arg::P(self.ptr(sums)),
+            Arg::P(self.ptr(counts)),
+            Arg::U(p.groups() as u32),
+            Arg::P(self.ptr(qs)),
+        ]);
+        if fact.total_tiles > 0 {
+            self.launch_args(&f, self.grid(fact.total_tiles), &args)?;
+        }
+        Ok(())
+    }
+
+    /// Builds every join's hash table from `dims` (by table name) on the device and runs `p`
+    /// over `fact`: all kernels queued back to back, then the statuses checked and the groups
+    /// read back.
+    pub fn ssb_run(
+        &self,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        dims: &HashMap<String, SsbTable>,
+    ) -> Result<QueryResult> {
+        Ok(self.ssb_run_timed(p, fact, dims)?.0)
+    }
+
+    /// [`Self::ssb_run`], with the GPU time (ms, CUDA events) from the first build to the end
+    /// of the probe: the query's kernels and their buffers' fills, not the checks and the read
+    /// back.
+    pub fn ssb_run_timed(
+        &self,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        dims: &HashMap<String, SsbTable>,
+    ) -> Result<(QueryResult, f32)> {
+        p.check()?;
+        let prog = codegen::program(p);
+        let groups = p.groups() as usize;
+        let mut sums = self.alloc::<u64>(groups)?;
+        let mut counts = self.alloc::<u64>(groups)?;
+        let mut qs = self.alloc::<u64>(1)?;
+        self.fill_bytes(&mut qs, 0xFF)?;
+        let mut dim_tables = Vec::with_capacity(p.joins.len());
+        for j in &p.joins {
+            dim_tables.push(dims.get(&j.table).ok_or_else(|| {
+                Error::InvalidArgument(format!("no table {} on the device", j.table))
+            })?);
+        }
+        let (tables, ms) = self.timed(|| {
+            let mut tables = Vec::with_capacity(p.joins.len());
+            for (i, d) in dim_tables.iter().enumerate() {
+                tables.push(self.enqueue_build(&prog, p, i, d, &qs)?);
+            }
+            self.enqueue_probe(&prog, p, fact, &tables, &mut sums, &mut counts, &qs)?;
+            Ok(tables)
+        })?;
+        drop(tables);
+        for (d, k) in dim_tables.iter().zip(&prog.builds) {
+            self.check_columns(d, &k.columns)?;
+        }
+        self.check_columns(fact, &prog.probe.columns)?;
+        self.check_query_status(&qs, &p.name)?;
+        let mut s = vec![0u64; groups];
+        let mut c = vec![0u64; groups];
+        self.download(&sums, &mut s)?;
+        self.download(&counts, &mut c)?;
+        let result = QueryResult {
+            groups: (0..groups)
+                .filter(|&g| c[g] > 0)
+                .map(|g| (g as u64, s[g] as i64, c[g]))
+                .collect(),
+        };
+        Ok((result, ms))
+    }
+
+    /// The loaders' per-chunk reports of the columns a kernel read, as the decoders' errors.
+    fn check_columns(&self, t: &SsbTable, names: &[String]) -> Result<()> {
+        for n in names {
+            let c = t.column(n)?;
+            let mut keys = vec![0u64; c.counts.len()];
+            self.download(&c.status, &mut keys)?;
+            for (i, (&k, shape)) in keys.iter().zip(&c.shapes).enumerate() {
+                if let Some(shape) = shape {
+                    if let Some(e) =
+                        chunk_error(LogicalType::U32, shape, StatusKey::decode(k), None)
+                    {
+                        return Err(e.in_chunk(n, i, shape.codec.name()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_query_status(&self, qs: &CudaSlice<u64>, what: &str) -> Result<()> {
+        let mut k = [0u64];
+        self.download(qs, &mut k)?;
+        if k[0] == u64::MAX {
+            return Ok(());
+        }
+        let (code, detail) = (k[0] >> 32, k[0] as u32);
+        let why = match code {
+            1 => format!("dimension key {detail} appears twice"),
+            2 => format!("group key value {detail} outside its domain"),
+            3 => format!("hash table full inserting key {detail}"),
+            4 => format!("group index {detail} past the aggregate"),
+            5 => "dimension key 2^32 - 1 is reserved".to_string(),
+            6 => format!("unknown chunk codec {detail}"),
+            _ => format!("status {:#x}", k[0]),
+        };
+        Err(Error::InvalidArgument(format!("{what}: {why}")))
+    }
+}
