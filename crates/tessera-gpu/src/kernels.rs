@@ -52,7 +52,7 @@ pub enum Module {
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 9] = [
+    pub const ALL: [Module; 10] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
