@@ -1,7 +1,9 @@
 //! `tessera decompress FILE.gz OUT [--device gpu|cpu|auto]`: a gzip file (RFC 1952, every
 //! member, CRC-32 and ISIZE checked) decompressed on the GPU (`tessera::gpu::codag::gunzip`:
-//! all members in one launch) or on the CPU (`tessera::codecs::deflate`). `auto` uses the GPU
-//! when one opens and falls back to the CPU when the GPU cannot take the file whole. The output
+//! all members in one launch) or on the CPU (`tessera::codecs::deflate`). `auto` takes the CPU:
+//! a file of one member decodes on one GPU warp, and even a file of many members costs more on
+//! the GPU than on one CPU thread once the process's CUDA setup is counted
+//! (`bench/results/codag-h200.md`); `--device gpu` asks for the GPU. The output
 //! is written under a temporary name and renamed at the end, so a bad file leaves nothing under
 //! the output's name.
 
@@ -35,7 +37,7 @@ pub fn decompress(input: &Path, output: &Path, force: bool, device: DeviceArg) -
     let gpu = match device {
         DeviceArg::Cpu => None,
         DeviceArg::Gpu => Some(Gpu::new().map_err(fail)?),
-        DeviceArg::Auto => Gpu::new().ok(),
+        DeviceArg::Auto => None,
     };
     let (data, how) = match gpu.as_ref().map(|g| codag::gunzip(g, &bytes)) {
         Some(Ok(Some((data, r)))) => (
