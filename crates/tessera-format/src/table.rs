@@ -320,7 +320,11 @@ impl TableMeta {
 
     /// Parses a table section at file offset `base` and checks it against the directory's
     /// `columns` (`table.md` §4).
-    pub fn parse(bytes: &[u8], base: u64, columns: &[crate::container::ColumnMeta]) -> Result<Self> {
+    pub fn parse(
+        bytes: &[u8],
+        base: u64,
+        columns: &[crate::container::ColumnMeta],
+    ) -> Result<Self> {
         let mut cur = Reader {
             bytes,
             pos: 0,
@@ -331,7 +335,12 @@ impl TableMeta {
         let count_at = cur.at();
         let field_count = cur.u32("table field_count")?;
         if field_count > MAX_FIELDS {
-            return Err(cur.invalid("table field_count", count_at, format!("<= {MAX_FIELDS}"), field_count as u64));
+            return Err(cur.invalid(
+                "table field_count",
+                count_at,
+                format!("<= {MAX_FIELDS}"),
+                field_count as u64,
+            ));
         }
         // A field takes at least 17 bytes: bounds the allocation by the section's length.
         let mut fields = Vec::with_capacity((field_count as usize).min(cur.remaining() / 17));
@@ -344,7 +353,12 @@ impl TableMeta {
             let flags_at = cur.at();
             let flags = cur.u8("field flags")?;
             if flags & !3 != 0 {
-                return Err(cur.invalid("field flags", flags_at, "only bits 0 and 1".into(), flags as u64));
+                return Err(cur.invalid(
+                    "field flags",
+                    flags_at,
+                    "only bits 0 and 1".into(),
+                    flags as u64,
+                ));
             }
             let key_at = cur.at();
             let key_id = cur.u8("field key_type")?;
@@ -360,7 +374,12 @@ impl TableMeta {
                 TimeUnit::from_id(unit_id)
                     .filter(|u| ok.contains(u))
                     .ok_or_else(|| {
-                        cur.invalid("field unit", unit_at, format!("one of {ok:?}"), unit_id as u64)
+                        cur.invalid(
+                            "field unit",
+                            unit_at,
+                            format!("one of {ok:?}"),
+                            unit_id as u64,
+                        )
                     })
             };
             use TimeUnit::*;
@@ -395,30 +414,74 @@ impl TableMeta {
                 25 => FieldType::Binary,
                 26 => FieldType::LargeBinary,
                 _ => {
-                    return Err(cur.invalid("field type", type_at, "an id of table.md §3".into(), type_id as u64))
+                    return Err(cur.invalid(
+                        "field type",
+                        type_at,
+                        "an id of table.md §3".into(),
+                        type_id as u64,
+                    ))
                 }
             };
-            if !matches!(ty, FieldType::Timestamp(..) | FieldType::Time32(_) | FieldType::Time64(_) | FieldType::Duration(_)) && unit_id != 0 {
-                return Err(cur.invalid("field unit", unit_at, "0 for this type".into(), unit_id as u64));
+            if !matches!(
+                ty,
+                FieldType::Timestamp(..)
+                    | FieldType::Time32(_)
+                    | FieldType::Time64(_)
+                    | FieldType::Duration(_)
+            ) && unit_id != 0
+            {
+                return Err(cur.invalid(
+                    "field unit",
+                    unit_at,
+                    "0 for this type".into(),
+                    unit_id as u64,
+                ));
             }
             if !matches!(ty, FieldType::Decimal128 { .. }) && (precision != 0 || scale != 0) {
-                return Err(cur.invalid("field precision", precision_at, "0 for this type".into(), precision as u64));
+                return Err(cur.invalid(
+                    "field precision",
+                    precision_at,
+                    "0 for this type".into(),
+                    precision as u64,
+                ));
             }
             if !matches!(ty, FieldType::Timestamp(..)) && tz_len != 0 {
-                return Err(cur.invalid("field tz_length", precision_at + 2, "0 for this type".into(), tz_len as u64));
+                return Err(cur.invalid(
+                    "field tz_length",
+                    precision_at + 2,
+                    "0 for this type".into(),
+                    tz_len as u64,
+                ));
             }
             let arrow_dictionary = if flags & 2 != 0 {
                 let k = LogicalType::from_id(key_id).ok().filter(|k| k.is_integer());
-                Some(k.ok_or_else(|| cur.invalid("field key_type", key_at, "an integer type id (1-8)".into(), key_id as u64))?)
+                Some(k.ok_or_else(|| {
+                    cur.invalid(
+                        "field key_type",
+                        key_at,
+                        "an integer type id (1-8)".into(),
+                        key_id as u64,
+                    )
+                })?)
             } else if key_id != 0 {
-                return Err(cur.invalid("field key_type", key_at, "0 (not a dictionary)".into(), key_id as u64));
+                return Err(cur.invalid(
+                    "field key_type",
+                    key_at,
+                    "0 (not a dictionary)".into(),
+                    key_id as u64,
+                ));
             } else {
                 None
             };
             let ncols_at = cur.at();
             let ncols = cur.u8("field column_count")?;
             if ncols == 0 || ncols > MAX_FIELD_COLUMNS {
-                return Err(cur.invalid("field column_count", ncols_at, format!("1..={MAX_FIELD_COLUMNS}"), ncols as u64));
+                return Err(cur.invalid(
+                    "field column_count",
+                    ncols_at,
+                    format!("1..={MAX_FIELD_COLUMNS}"),
+                    ncols as u64,
+                ));
             }
             let mut refs = Vec::with_capacity(ncols as usize);
             for _ in 0..ncols {
@@ -438,7 +501,12 @@ impl TableMeta {
                     ));
                 }
                 if refs.iter().any(|(r, _)| *r == role) {
-                    return Err(cur.invalid("field column role", role_at, "each role once".into(), role_id as u64));
+                    return Err(cur.invalid(
+                        "field column role",
+                        role_at,
+                        "each role once".into(),
+                        role_id as u64,
+                    ));
                 }
                 refs.push((role, col));
             }
@@ -478,7 +546,11 @@ fn check_field(
     let binary = f.ty.is_binary();
     let mut needed = vec![Role::Values];
     if binary {
-        needed.push(if dict { Role::DictLengths } else { Role::Lengths });
+        needed.push(if dict {
+            Role::DictLengths
+        } else {
+            Role::Lengths
+        });
     }
     if f.arrow_dictionary.is_some() && !dict {
         return Err(bad("an Arrow dictionary field needs a dict column".into()));
@@ -496,11 +568,23 @@ fn check_field(
                     && f.arrow_dictionary.is_none_or(|k| k == meta.logical_type),
                 Some(rows),
             ),
-            Role::Values => (meta.logical_type == f.ty.physical(), (!binary).then_some(rows)),
-            Role::Validity => (meta.logical_type == LogicalType::Bits && f.nullable, Some(rows)),
-            Role::Lengths => (meta.logical_type == LogicalType::U32 && binary && !dict, Some(rows)),
+            Role::Values => (
+                meta.logical_type == f.ty.physical(),
+                (!binary).then_some(rows),
+            ),
+            Role::Validity => (
+                meta.logical_type == LogicalType::Bits && f.nullable,
+                Some(rows),
+            ),
+            Role::Lengths => (
+                meta.logical_type == LogicalType::U32 && binary && !dict,
+                Some(rows),
+            ),
             Role::DictValues => (meta.logical_type == f.ty.physical(), None),
-            Role::DictLengths => (meta.logical_type == LogicalType::U32 && binary && dict, None),
+            Role::DictLengths => (
+                meta.logical_type == LogicalType::U32 && binary && dict,
+                None,
+            ),
         };
         if !ty_ok {
             return Err(bad(format!(
@@ -661,9 +745,24 @@ mod tests {
             row_count: 3,
             metadata: vec![("a".into(), "b".into())],
             fields: vec![
-                field("ts", FieldType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())), vec![(Role::Values, 0), (Role::Validity, 1)]),
-                field("b", FieldType::Binary, vec![(Role::Values, 2), (Role::Lengths, 3)]),
-                field("d", FieldType::Decimal128 { precision: 18, scale: -2 }, vec![(Role::Values, 4)]),
+                field(
+                    "ts",
+                    FieldType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                    vec![(Role::Values, 0), (Role::Validity, 1)],
+                ),
+                field(
+                    "b",
+                    FieldType::Binary,
+                    vec![(Role::Values, 2), (Role::Lengths, 3)],
+                ),
+                field(
+                    "d",
+                    FieldType::Decimal128 {
+                        precision: 18,
+                        scale: -2,
+                    },
+                    vec![(Role::Values, 4)],
+                ),
             ],
         };
         let cols = vec![
@@ -684,31 +783,50 @@ mod tests {
         let base = TableMeta {
             row_count: 3,
             metadata: vec![],
-            fields: vec![field("x", FieldType::Int(LogicalType::I32), vec![(Role::Values, 0)])],
+            fields: vec![field(
+                "x",
+                FieldType::Int(LogicalType::I32),
+                vec![(Role::Values, 0)],
+            )],
         };
         parse(&base, ok_cols()).expect("valid");
         // Wrong type for the role.
         let mut t = base.clone();
         t.fields[0].ty = FieldType::Float64;
-        assert!(matches!(parse(&t, ok_cols()), Err(Error::InvalidHeader { .. })));
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
         // Row count differs from the column's.
         let mut t = base.clone();
         t.row_count = 4;
-        assert!(matches!(parse(&t, ok_cols()), Err(Error::InvalidHeader { .. })));
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
         // A column that does not exist.
         let mut t = base.clone();
         t.fields[0].columns = vec![(Role::Values, 9)];
-        assert!(matches!(parse(&t, ok_cols()), Err(Error::InvalidHeader { .. })));
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
         // Validity in a field that is not nullable.
         let mut t = base.clone();
         t.fields[0].nullable = false;
         t.fields[0].columns.push((Role::Validity, 1));
-        let cols = vec![col("x", LogicalType::I32, 3), col("v", LogicalType::Bits, 3)];
+        let cols = vec![
+            col("x", LogicalType::I32, 3),
+            col("v", LogicalType::Bits, 3),
+        ];
         assert!(matches!(parse(&t, cols), Err(Error::InvalidHeader { .. })));
         // Every truncation of the section is an error, never a panic.
         let bytes = base.to_bytes().expect("bytes");
         for cut in 0..bytes.len() {
-            assert!(TableMeta::parse(&bytes[..cut], 0, &ok_cols()).is_err(), "cut at {cut}");
+            assert!(
+                TableMeta::parse(&bytes[..cut], 0, &ok_cols()).is_err(),
+                "cut at {cut}"
+            );
         }
         // Flipping any byte gives a clean result (an error or a different valid table).
         for i in 0..bytes.len() {

@@ -319,7 +319,12 @@ impl ContainerWriter {
     }
 
     /// Writes a payload at the next 16-aligned offset; returns its directory entry.
-    fn put_payload(&mut self, codec: CodecId, value_count: u32, payload: &[u8]) -> Result<ChunkMeta> {
+    fn put_payload(
+        &mut self,
+        codec: CodecId,
+        value_count: u32,
+        payload: &[u8],
+    ) -> Result<ChunkMeta> {
         let compressed_size = u32::try_from(payload.len()).map_err(|_| {
             Error::InvalidArgument(format!(
                 "chunk payload of {} bytes exceeds 4 GiB",

@@ -43,8 +43,9 @@ impl ArrowTableReader<'_> {
         self.selected_fields()
             .map(|f| {
                 let col = |r: Role| f.column(r).map(|c| t.read_gpu(c, gpu)).transpose();
-                let values = col(Role::Values)?
-                    .ok_or_else(|| Error::InvalidArgument(format!("field '{}' has no values", f.name)))?;
+                let values = col(Role::Values)?.ok_or_else(|| {
+                    Error::InvalidArgument(format!("field '{}' has no values", f.name))
+                })?;
                 let dictionary = match col(Role::DictValues)? {
                     Some(d) => Some((d, col(Role::DictLengths)?)),
                     None => None,

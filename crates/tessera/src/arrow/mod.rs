@@ -44,8 +44,8 @@ use tessera_format::{Error, LogicalType, Result};
 
 pub use gpu::GpuField;
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
-pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};
+pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice};
 
 fn unit_to(u: &ArrowUnit) -> TimeUnit {
     match u {
@@ -111,7 +111,9 @@ fn value_type(field: &str, dt: &DataType) -> Result<FieldType> {
         DataType::Float64 => FieldType::Float64,
         DataType::Date32 => FieldType::Date32,
         DataType::Date64 => FieldType::Date64,
-        DataType::Timestamp(u, tz) => FieldType::Timestamp(unit_to(u), tz.as_deref().map(str::to_owned)),
+        DataType::Timestamp(u, tz) => {
+            FieldType::Timestamp(unit_to(u), tz.as_deref().map(str::to_owned))
+        }
         DataType::Time32(u) => FieldType::Time32(unit_to(u)),
         DataType::Time64(u) => FieldType::Time64(unit_to(u)),
         DataType::Duration(u) => FieldType::Duration(unit_to(u)),
@@ -137,7 +139,8 @@ fn value_type(field: &str, dt: &DataType) -> Result<FieldType> {
 /// The stored type of an Arrow field's type: `(type, Some(key type) for a dictionary)`.
 pub(crate) fn field_type(field: &str, dt: &DataType) -> Result<(FieldType, Option<LogicalType>)> {
     if let DataType::Dictionary(k, v) = dt {
-        let key = int_type(k).ok_or_else(|| unsupported(field, dt, " (dictionary keys must be integers)"))?;
+        let key = int_type(k)
+            .ok_or_else(|| unsupported(field, dt, " (dictionary keys must be integers)"))?;
         let value = value_type(field, v)?;
         if value == FieldType::Boolean {
             return Err(unsupported(field, dt, " (a dictionary of booleans)"));
@@ -157,7 +160,9 @@ pub(crate) fn data_type(ty: &FieldType, dict: Option<LogicalType>) -> DataType {
         FieldType::Float64 => DataType::Float64,
         FieldType::Date32 => DataType::Date32,
         FieldType::Date64 => DataType::Date64,
-        FieldType::Timestamp(u, tz) => DataType::Timestamp(unit_from(*u), tz.as_deref().map(Into::into)),
+        FieldType::Timestamp(u, tz) => {
+            DataType::Timestamp(unit_from(*u), tz.as_deref().map(Into::into))
+        }
         FieldType::Time32(u) => DataType::Time32(unit_from(*u)),
         FieldType::Time64(u) => DataType::Time64(unit_from(*u)),
         FieldType::Duration(u) => DataType::Duration(unit_from(*u)),

@@ -32,23 +32,34 @@ impl<'a> ArrowTableReader<'a> {
     /// The Arrow table of `table`, all fields or those named in `columns` (in that order).
     /// Fails when the file has no table section (a file of plain columns) or a name is unknown.
     pub fn new(table: &'a TableReader, columns: Option<&[String]>) -> Result<Self> {
-        let meta = table.container().directory().table.as_ref().ok_or_else(|| {
-            Error::InvalidArgument(
-                "the file holds columns, not an Arrow table (it has no table section)".into(),
-            )
-        })?;
+        let meta = table
+            .container()
+            .directory()
+            .table
+            .as_ref()
+            .ok_or_else(|| {
+                Error::InvalidArgument(
+                    "the file holds columns, not an Arrow table (it has no table section)".into(),
+                )
+            })?;
         let selected: Vec<usize> = match columns {
             None => (0..meta.fields.len()).collect(),
             Some(names) => names
                 .iter()
                 .map(|n| {
-                    meta.fields.iter().position(|f| &f.name == n).ok_or_else(|| {
-                        Error::InvalidArgument(format!("no column '{n}' in the table"))
-                    })
+                    meta.fields
+                        .iter()
+                        .position(|f| &f.name == n)
+                        .ok_or_else(|| {
+                            Error::InvalidArgument(format!("no column '{n}' in the table"))
+                        })
                 })
                 .collect::<Result<_>>()?,
         };
-        let fields: Vec<Field> = selected.iter().map(|&i| arrow_field(&meta.fields[i])).collect();
+        let fields: Vec<Field> = selected
+            .iter()
+            .map(|&i| arrow_field(&meta.fields[i]))
+            .collect();
         let md: HashMap<String, String> = meta.metadata.iter().cloned().collect();
         let schema = Arc::new(Schema::new_with_metadata(fields, md));
         Ok(ArrowTableReader {
@@ -93,7 +104,11 @@ impl<'a> ArrowTableReader<'a> {
             Some(b) => Ok(b),
             None => RecordBatch::try_new_with_options(
                 self.schema.clone(),
-                self.schema.fields().iter().map(|f| arrow_array::new_empty_array(f.data_type())).collect(),
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| arrow_array::new_empty_array(f.data_type()))
+                    .collect(),
                 &RecordBatchOptions::new().with_row_count(Some(0)),
             )
             .map_err(|e| arrow_err("empty batch", e)),
@@ -101,7 +116,11 @@ impl<'a> ArrowTableReader<'a> {
     }
 
     /// Batches of `batch_rows` rows (the last may hold fewer), decoded as they are asked for.
-    pub fn batches<'e>(&self, batch_rows: usize, engine: &'e mut Engine) -> Result<Batches<'_, 'e>> {
+    pub fn batches<'e>(
+        &self,
+        batch_rows: usize,
+        engine: &'e mut Engine,
+    ) -> Result<Batches<'_, 'e>> {
         if batch_rows == 0 {
             return Err(Error::InvalidArgument("batches of 0 rows".into()));
         }
@@ -219,7 +238,9 @@ impl Cursor {
 
     /// Decodes the next chunks, enough for `need` values (at least one chunk).
     fn refill(&mut self, t: &TableReader, need: usize, engine: &mut Engine) -> Result<()> {
-        let col = self.col.ok_or_else(|| Error::InvalidArgument("no column".into()))?;
+        let col = self
+            .col
+            .ok_or_else(|| Error::InvalidArgument("no column".into()))?;
         let meta = &t.columns()[col];
         let first = self.next_chunk;
         let mut end = first;
@@ -250,7 +271,13 @@ impl Cursor {
     }
 
     /// The next `n` values of a fixed-size column as one buffer of `width`-byte values.
-    fn take_fixed(&mut self, t: &TableReader, n: usize, width: usize, e: &mut Engine) -> Result<Buffer> {
+    fn take_fixed(
+        &mut self,
+        t: &TableReader,
+        n: usize,
+        width: usize,
+        e: &mut Engine,
+    ) -> Result<Buffer> {
         if let (Held::Raw(b), true) = (&self.held, self.avail >= n) {
             let out = b.slice_with_length(self.pos * width, n * width);
             self.pos += n;
@@ -304,7 +331,12 @@ impl Cursor {
     }
 
     /// The next `n` strings: end offsets relative to the first string's start, and their bytes.
-    fn take_strings(&mut self, t: &TableReader, n: usize, e: &mut Engine) -> Result<(Vec<u64>, Vec<u8>)> {
+    fn take_strings(
+        &mut self,
+        t: &TableReader,
+        n: usize,
+        e: &mut Engine,
+    ) -> Result<(Vec<u64>, Vec<u8>)> {
         let mut offsets = Vec::with_capacity(n + 1);
         offsets.push(0u64);
         let mut data = Vec::new();
@@ -317,7 +349,11 @@ impl Cursor {
             if let Held::Strings(s) = &self.held {
                 let (a, b) = (s.offsets[self.pos], s.offsets[self.pos + k]);
                 let base = data.len() as u64;
-                offsets.extend(s.offsets[self.pos + 1..=self.pos + k].iter().map(|&o| o - a + base));
+                offsets.extend(
+                    s.offsets[self.pos + 1..=self.pos + k]
+                        .iter()
+                        .map(|&o| o - a + base),
+                );
                 data.extend_from_slice(&s.data[a as usize..b as usize]);
             }
             self.pos += k;
@@ -356,7 +392,9 @@ fn offsets_buffer(name: &str, offsets: &[u64], large: bool) -> Result<Buffer> {
             "column '{name}': {last} bytes in one batch exceed 32-bit Arrow offsets; read smaller batches"
         )));
     }
-    Ok(Buffer::from_vec(offsets.iter().map(|&o| o as i32).collect::<Vec<i32>>()))
+    Ok(Buffer::from_vec(
+        offsets.iter().map(|&o| o as i32).collect::<Vec<i32>>(),
+    ))
 }
 
 fn is_large(ty: &FieldType) -> bool {
@@ -373,14 +411,19 @@ fn build(
     offsets: Option<Buffer>,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
-    let mut b = ArrayDataBuilder::new(data_type(ty, None)).len(n).nulls(nulls);
+    let mut b = ArrayDataBuilder::new(data_type(ty, None))
+        .len(n)
+        .nulls(nulls);
     b = match offsets {
         Some(o) => b.add_buffer(o).add_buffer(values),
         None => b.add_buffer(values),
     };
-    let data = b
-        .build()
-        .map_err(|e| arrow_err(&format!("column '{name}' does not form a valid Arrow array"), e))?;
+    let data = b.build().map_err(|e| {
+        arrow_err(
+            &format!("column '{name}' does not form a valid Arrow array"),
+            e,
+        )
+    })?;
     Ok(make_array(data))
 }
 
@@ -398,7 +441,12 @@ fn widen_decimal(raw: &Buffer) -> Buffer {
     Buffer::from_vec(v)
 }
 
-fn read_dictionary(t: &TableReader, f: &FieldMeta, col: usize, e: &mut Engine) -> Result<Dictionary> {
+fn read_dictionary(
+    t: &TableReader,
+    f: &FieldMeta,
+    col: usize,
+    e: &mut Engine,
+) -> Result<Dictionary> {
     // A binary dictionary's entries are its lengths; its values column counts bytes.
     let entries = f.column(Role::DictLengths).unwrap_or(col);
     let count = usize::try_from(t.columns()[entries].value_count)
@@ -407,19 +455,45 @@ fn read_dictionary(t: &TableReader, f: &FieldMeta, col: usize, e: &mut Engine) -
     let name = &f.name;
     let (array, var) = match &f.ty {
         FieldType::Utf8 | FieldType::LargeUtf8 => {
-            let (o, d) = if count == 0 { (vec![0], vec![]) } else { c.take_strings(t, count, e)? };
-            let arr = build(name, &f.ty, count, Buffer::from_vec(d.clone()), Some(offsets_buffer(name, &o, is_large(&f.ty))?), None)?;
+            let (o, d) = if count == 0 {
+                (vec![0], vec![])
+            } else {
+                c.take_strings(t, count, e)?
+            };
+            let arr = build(
+                name,
+                &f.ty,
+                count,
+                Buffer::from_vec(d.clone()),
+                Some(offsets_buffer(name, &o, is_large(&f.ty))?),
+                None,
+            )?;
             (arr, Some((o, d)))
         }
         FieldType::Binary | FieldType::LargeBinary => {
             let lcol = f.column(Role::DictLengths);
             let (o, d) = read_binary(t, name, &mut c, &mut Cursor::new(lcol), count, e)?;
-            let arr = build(name, &f.ty, count, Buffer::from_vec(d.clone()), Some(offsets_buffer(name, &o, is_large(&f.ty))?), None)?;
+            let arr = build(
+                name,
+                &f.ty,
+                count,
+                Buffer::from_vec(d.clone()),
+                Some(offsets_buffer(name, &o, is_large(&f.ty))?),
+                None,
+            )?;
             (arr, Some((o, d)))
         }
         ty => {
-            let raw = if count == 0 { Buffer::from_vec(Vec::<u8>::new()) } else { c.take_fixed(t, count, ty.physical().width(), e)? };
-            let raw = if matches!(ty, FieldType::Decimal128 { .. }) { widen_decimal(&raw) } else { raw };
+            let raw = if count == 0 {
+                Buffer::from_vec(Vec::<u8>::new())
+            } else {
+                c.take_fixed(t, count, ty.physical().width(), e)?
+            };
+            let raw = if matches!(ty, FieldType::Decimal128 { .. }) {
+                widen_decimal(&raw)
+            } else {
+                raw
+            };
             (build(name, ty, count, raw, None, None)?, None)
         }
     };
@@ -435,7 +509,11 @@ fn read_binary(
     n: usize,
     e: &mut Engine,
 ) -> Result<(Vec<u64>, Vec<u8>)> {
-    let lens = if n == 0 { Buffer::from_vec(Vec::<u8>::new()) } else { lengths.take_fixed(t, n, 4, e)? };
+    let lens = if n == 0 {
+        Buffer::from_vec(Vec::<u8>::new())
+    } else {
+        lengths.take_fixed(t, n, 4, e)?
+    };
     let mut offsets = Vec::with_capacity(n + 1);
     let mut at = 0u64;
     offsets.push(0);
@@ -443,10 +521,15 @@ fn read_binary(
         at += u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64;
         offsets.push(at);
     }
-    let total = usize::try_from(at).map_err(|_| Error::InvalidArgument("values larger than memory".into()))?;
+    let total = usize::try_from(at)
+        .map_err(|_| Error::InvalidArgument("values larger than memory".into()))?;
     if let Some(col) = bytes.col {
         let stored = t.columns()[col].value_count;
-        let used: u64 = t.columns()[col].chunks[..bytes.next_chunk].iter().map(|c| c.value_count as u64).sum::<u64>() - bytes.avail as u64;
+        let used: u64 = t.columns()[col].chunks[..bytes.next_chunk]
+            .iter()
+            .map(|c| c.value_count as u64)
+            .sum::<u64>()
+            - bytes.avail as u64;
         if used + at > stored {
             return Err(Error::CountMismatch {
                 what: "binary lengths of a column vs the bytes stored",
@@ -456,7 +539,11 @@ fn read_binary(
         }
         let _ = name;
     }
-    let data = if total == 0 { Vec::new() } else { bytes.take_fixed(t, total, 1, e)?.as_slice().to_vec() };
+    let data = if total == 0 {
+        Vec::new()
+    } else {
+        bytes.take_fixed(t, total, 1, e)?.as_slice().to_vec()
+    };
     Ok((offsets, data))
 }
 
@@ -479,18 +566,28 @@ impl FieldCursor<'_> {
                 u64::from_le_bytes(a)
             };
             if let Some(k) = key {
-                let dt = DataType::Dictionary(Box::new(super::int_data_type(k)), Box::new(data_type(ty, None)));
+                let dt = DataType::Dictionary(
+                    Box::new(super::int_data_type(k)),
+                    Box::new(data_type(ty, None)),
+                );
                 let data = ArrayDataBuilder::new(dt)
                     .len(n)
                     .nulls(nulls)
                     .add_buffer(codes)
                     .child_data(vec![dict.array.to_data()])
                     .build()
-                    .map_err(|er| arrow_err(&format!("column '{name}' does not form a valid Arrow dictionary"), er))?;
+                    .map_err(|er| {
+                        arrow_err(
+                            &format!("column '{name}' does not form a valid Arrow dictionary"),
+                            er,
+                        )
+                    })?;
                 return Ok(make_array(data));
             }
             // An automatic dictionary: the plain strings or bytes come back.
-            let (doff, ddata) = dict.var.as_ref().ok_or_else(|| Error::InvalidArgument(format!("column '{name}': dictionary of a fixed-size type")))?;
+            let (doff, ddata) = dict.var.as_ref().ok_or_else(|| {
+                Error::InvalidArgument(format!("column '{name}': dictionary of a fixed-size type"))
+            })?;
             let dlen = doff.len() - 1;
             let mut offsets = Vec::with_capacity(n + 1);
             offsets.push(0u64);
@@ -499,7 +596,11 @@ impl FieldCursor<'_> {
                 if nulls.as_ref().is_none_or(|nb| nb.is_valid(i)) {
                     let c = code_at(i) as usize;
                     if c >= dlen {
-                        return Err(Error::ValueOutOfRange { index: i as u64, ty: "dictionary code", found: c as u64 });
+                        return Err(Error::ValueOutOfRange {
+                            index: i as u64,
+                            ty: "dictionary code",
+                            found: c as u64,
+                        });
                     }
                     data.extend_from_slice(&ddata[doff[c] as usize..doff[c + 1] as usize]);
                 }
@@ -515,12 +616,28 @@ impl FieldCursor<'_> {
             }
             FieldType::Utf8 | FieldType::LargeUtf8 => {
                 let (o, d) = self.values.take_strings(t, n, e)?;
-                build(name, ty, n, Buffer::from_vec(d), Some(offsets_buffer(name, &o, is_large(ty))?), nulls)
+                build(
+                    name,
+                    ty,
+                    n,
+                    Buffer::from_vec(d),
+                    Some(offsets_buffer(name, &o, is_large(ty))?),
+                    nulls,
+                )
             }
             FieldType::Binary | FieldType::LargeBinary => {
-                let lengths = self.lengths.as_mut().ok_or_else(|| Error::InvalidArgument(format!("column '{name}': no lengths")))?;
+                let lengths = self.lengths.as_mut().ok_or_else(|| {
+                    Error::InvalidArgument(format!("column '{name}': no lengths"))
+                })?;
                 let (o, d) = read_binary(t, name, &mut self.values, lengths, n, e)?;
-                build(name, ty, n, Buffer::from_vec(d), Some(offsets_buffer(name, &o, is_large(ty))?), nulls)
+                build(
+                    name,
+                    ty,
+                    n,
+                    Buffer::from_vec(d),
+                    Some(offsets_buffer(name, &o, is_large(ty))?),
+                    nulls,
+                )
             }
             FieldType::Decimal128 { .. } => {
                 let raw = self.values.take_fixed(t, n, 8, e)?;

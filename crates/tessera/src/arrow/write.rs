@@ -341,7 +341,12 @@ impl ArrowTableWriter {
 
     /// A physical column's name: the field's name for its values, `name.role` for the others,
     /// `#index.role` when that would be too long or taken.
-    fn column_name(&self, i: usize, role: Role, taken: &std::collections::HashSet<String>) -> String {
+    fn column_name(
+        &self,
+        i: usize,
+        role: Role,
+        taken: &std::collections::HashSet<String>,
+    ) -> String {
         let name = &self.fields[i].meta.name;
         let plain = if role == Role::Values {
             name.clone()
@@ -353,7 +358,15 @@ impl ArrowTableWriter {
         }
         let mut k = 0;
         loop {
-            let alt = format!("#{i}.{}{}", role.name(), if k == 0 { String::new() } else { format!(".{k}") });
+            let alt = format!(
+                "#{i}.{}{}",
+                role.name(),
+                if k == 0 {
+                    String::new()
+                } else {
+                    format!(".{k}")
+                }
+            );
             if !taken.contains(&alt) {
                 return alt;
             }
@@ -361,7 +374,13 @@ impl ArrowTableWriter {
         }
     }
 
-    fn declare(&mut self, i: usize, role: Role, ty: LogicalType, taken: &mut std::collections::HashSet<String>) -> Result<usize> {
+    fn declare(
+        &mut self,
+        i: usize,
+        role: Role,
+        ty: LogicalType,
+        taken: &mut std::collections::HashSet<String>,
+    ) -> Result<usize> {
         let name = self.column_name(i, role, taken);
         taken.insert(name.clone());
         let col = self.out.add_column(&name, ty, None)?;
@@ -380,7 +399,13 @@ impl ArrowTableWriter {
             let ty = self.fields[i].meta.ty.clone();
             if self.fields[i].dict.is_none()
                 && self.opts.dictionary == DictionaryChoice::Auto
-                && matches!(ty, FieldType::Utf8 | FieldType::LargeUtf8 | FieldType::Binary | FieldType::LargeBinary)
+                && matches!(
+                    ty,
+                    FieldType::Utf8
+                        | FieldType::LargeUtf8
+                        | FieldType::Binary
+                        | FieldType::LargeBinary
+                )
             {
                 if let Some(b) = first {
                     if dictionary_pays(b.column(i).as_ref()) {
@@ -472,7 +497,10 @@ impl ArrowTableWriter {
         let mut jobs = Vec::new();
         let rows = self.opts.chunk_rows;
         for f in &mut self.fields {
-            for s in [&mut f.values, &mut f.validity, &mut f.lengths].into_iter().flatten() {
+            for s in [&mut f.values, &mut f.validity, &mut f.lengths]
+                .into_iter()
+                .flatten()
+            {
                 s.drain(rows, last, &mut jobs);
             }
         }
@@ -583,7 +611,14 @@ fn describe(schema: &arrow_schema::Schema) -> String {
     let f: Vec<String> = schema
         .fields()
         .iter()
-        .map(|f| format!("{}: {}{}", f.name(), f.data_type(), if f.is_nullable() { "" } else { " not null" }))
+        .map(|f| {
+            format!(
+                "{}: {}{}",
+                f.name(),
+                f.data_type(),
+                if f.is_nullable() { "" } else { " not null" }
+            )
+        })
         .collect();
     format!("[{}]", f.join(", "))
 }
@@ -592,7 +627,10 @@ fn describe(schema: &arrow_schema::Schema) -> String {
 fn var_parts(array: &dyn Array) -> Option<(Vec<usize>, &[u8])> {
     use arrow_array::cast::AsArray;
     fn parts<'a, O: ArrowNativeType>(offsets: &[O], data: &'a Buffer) -> (Vec<usize>, &'a [u8]) {
-        (offsets.iter().map(|o| o.as_usize()).collect(), data.as_slice())
+        (
+            offsets.iter().map(|o| o.as_usize()).collect(),
+            data.as_slice(),
+        )
     }
     Some(match array.data_type() {
         DataType::Utf8 => {
@@ -697,27 +735,35 @@ fn push_field(f: &mut FieldState, array: &ArrayRef, chunk_rows: usize) -> Result
         }
         return Ok(());
     }
-    let values = f.values.as_mut().ok_or_else(|| Error::InvalidArgument("no values column".into()))?;
+    let values = f
+        .values
+        .as_mut()
+        .ok_or_else(|| Error::InvalidArgument("no values column".into()))?;
     match &f.meta.ty {
         FieldType::Boolean => {
             use arrow_array::cast::AsArray;
             values.push_bits(array.as_boolean().values());
         }
         FieldType::Utf8 | FieldType::LargeUtf8 => {
-            let (offsets, data) = var_parts(array.as_ref())
-                .ok_or_else(|| Error::InvalidArgument(format!("column '{name}': not a string array")))?;
+            let (offsets, data) = var_parts(array.as_ref()).ok_or_else(|| {
+                Error::InvalidArgument(format!("column '{name}': not a string array"))
+            })?;
             for w in offsets.windows(2) {
                 values.push_string(&data[w[0]..w[1]], chunk_rows)?;
             }
         }
         FieldType::Binary | FieldType::LargeBinary => {
-            let (offsets, data) = var_parts(array.as_ref())
-                .ok_or_else(|| Error::InvalidArgument(format!("column '{name}': not a binary array")))?;
+            let (offsets, data) = var_parts(array.as_ref()).ok_or_else(|| {
+                Error::InvalidArgument(format!("column '{name}': not a binary array"))
+            })?;
             values.push_bytes(&data[offsets[0]..offsets[offsets.len() - 1]]);
             let mut lens = Vec::with_capacity((offsets.len() - 1) * 4);
             for w in offsets.windows(2) {
                 let l = u32::try_from(w[1] - w[0]).map_err(|_| {
-                    Error::InvalidArgument(format!("column '{name}': a value of {} bytes (at most 4 GiB)", w[1] - w[0]))
+                    Error::InvalidArgument(format!(
+                        "column '{name}': a value of {} bytes (at most 4 GiB)",
+                        w[1] - w[0]
+                    ))
                 })?;
                 lens.extend_from_slice(&l.to_le_bytes());
             }
@@ -745,7 +791,10 @@ fn dict_codes(name: &str, ty: &FieldType, array: &ArrayRef, dict: &mut Dict) -> 
         }
         // Each batch's dictionary maps into the table's one.
         let local: Vec<u64> = match var_parts(dvalues.as_ref()) {
-            Some((offsets, data)) => offsets.windows(2).map(|w| dict.code(&data[w[0]..w[1]])).collect(),
+            Some((offsets, data)) => offsets
+                .windows(2)
+                .map(|w| dict.code(&data[w[0]..w[1]]))
+                .collect(),
             None => {
                 let raw = fixed_bytes(name, ty, dvalues.as_ref())?;
                 let w = ty.physical().width();
@@ -759,17 +808,26 @@ fn dict_codes(name: &str, ty: &FieldType, array: &ArrayRef, dict: &mut Dict) -> 
                 codes.push(0);
             } else {
                 codes.push(*local.get(*k).ok_or_else(|| {
-                    Error::InvalidArgument(format!("column '{name}' row {i}: dictionary key {k} out of range"))
+                    Error::InvalidArgument(format!(
+                        "column '{name}' row {i}: dictionary key {k} out of range"
+                    ))
                 })?);
             }
         }
         return Ok(codes);
     }
-    let (offsets, data) = var_parts(array.as_ref())
-        .ok_or_else(|| Error::InvalidArgument(format!("column '{name}': not a string or binary array")))?;
+    let (offsets, data) = var_parts(array.as_ref()).ok_or_else(|| {
+        Error::InvalidArgument(format!("column '{name}': not a string or binary array"))
+    })?;
     Ok(offsets
         .windows(2)
         .enumerate()
-        .map(|(i, w)| if array.is_null(i) { 0 } else { dict.code(&data[w[0]..w[1]]) })
+        .map(|(i, w)| {
+            if array.is_null(i) {
+                0
+            } else {
+                dict.code(&data[w[0]..w[1]])
+            }
+        })
         .collect())
 }
