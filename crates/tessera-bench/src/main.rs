@@ -18,6 +18,7 @@ mod host;
 mod huffman;
 mod lll;
 mod svg;
+mod tables;
 
 use std::process::ExitCode;
 
@@ -48,6 +49,9 @@ enum Suite {
     Huffman(BenchArgs),
     /// The LLL byte codec against CPU peers (lz4, deflate, zstd) and the copy ceiling.
     Lll(BenchArgs),
+    /// Whole tables: .tsr against Parquet (zstd, snappy) and Arrow IPC (lz4, zstd), sizes and
+    /// CPU read times (CSV files given with --input are tables too).
+    Tables(BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +84,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Bitmap(args) => bitmap::run(args),
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
+        Suite::Tables(args) => tables::run(args),
     }
 }
 
@@ -126,7 +131,7 @@ mod tests {
 
     #[test]
     fn every_suite_takes_the_flags() {
-        for suite in ["gpu", "bitmap", "huffman", "lll"] {
+        for suite in ["gpu", "bitmap", "huffman", "lll", "tables"] {
             let cli = Cli::try_parse_from([
                 "tessera-bench",
                 suite,
@@ -142,6 +147,7 @@ mod tests {
                 Suite::Bitmap(a) => ("bitmap", a),
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
+                Suite::Tables(a) => ("tables", a),
             };
             assert_eq!(name, suite);
             assert!(args.quick && args.values == 1000);
