@@ -634,7 +634,7 @@ fn decimal_past_its_precision_fails_naming_the_row() {
     let e = write(
         &path,
         b.schema(),
-        &[b.clone()],
+        std::slice::from_ref(&b),
         ArrowWriteOptions::default(),
     )
     .expect_err("too wide");
