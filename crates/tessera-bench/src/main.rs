@@ -20,6 +20,7 @@ mod huffman;
 mod lll;
 mod ssb;
 mod svg;
+mod tables;
 
 use std::process::ExitCode;
 
@@ -55,6 +56,9 @@ enum Suite {
     /// The Star Schema Benchmark's 13 queries: GPU on compressed vs plain columns (resident and
     /// coprocessor mode), footprint, the CPU path.
     Ssb(ssb::SsbArgs),
+    /// Whole tables: .tsr against Parquet (zstd, snappy) and Arrow IPC (lz4, zstd), sizes and
+    /// CPU read times (CSV files given with --input are tables too).
+    Tables(BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +93,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Lll(args) => lll::run(args),
         Suite::Codag(args) => codag::run(args),
         Suite::Ssb(args) => ssb::run(args),
+        Suite::Tables(args) => tables::run(args),
     }
 }
 
@@ -135,7 +140,7 @@ mod tests {
 
     #[test]
     fn every_suite_takes_the_flags() {
-        for suite in ["gpu", "bitmap", "huffman", "lll", "codag"] {
+        for suite in ["gpu", "bitmap", "huffman", "lll", "codag", "tables"] {
             let cli = Cli::try_parse_from([
                 "tessera-bench",
                 suite,
@@ -152,6 +157,7 @@ mod tests {
                 Suite::Huffman(a) => ("huffman", a),
                 Suite::Lll(a) => ("lll", a),
                 Suite::Codag(a) => ("codag", a),
+                Suite::Tables(a) => ("tables", a),
                 Suite::Ssb(_) => unreachable!("not among the suites parsed here"),
             };
             assert_eq!(name, suite);

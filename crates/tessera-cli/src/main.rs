@@ -19,6 +19,7 @@ mod files;
 mod gzip;
 mod report;
 mod ssb;
+mod table;
 mod verify;
 
 use std::io::IsTerminal;
@@ -186,9 +187,16 @@ fn parse_chunk_values(s: &str) -> Result<usize, String> {
 
 #[derive(Debug, clap::Args)]
 struct CompressArgs {
-    /// Logical type of the input values.
+    /// Logical type of the input values (raw input; not for a table: Parquet, Arrow, CSV).
     #[arg(long = "type", value_enum, value_name = "TYPE")]
-    ty: TypeArg,
+    ty: Option<TypeArg>,
+    /// The input is a table of this format (default: from its extension: .parquet, .arrow,
+    /// .feather, .csv); every column goes into the .tsr file.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<table::TableFormat>,
+    /// With a table: only these columns, in this order (comma-separated names).
+    #[arg(long, value_name = "A,B")]
+    columns: Option<String>,
     /// Codec: auto (the smallest per chunk among the type's codecs: integers for, dfor, rfor,
     /// plain; bytes and utf8 lll, huffman, plain; bits wah, plwah, plain) or one of for, dfor,
     /// rfor, plain, wah, plwah, huffman, lll.
@@ -231,6 +239,13 @@ struct DecompressArgs {
     /// Column to write (needed when the file has several).
     #[arg(long)]
     column: Option<String>,
+    /// Write the file's table as this format (default: from the output's extension: .parquet,
+    /// .arrow, .feather, .csv).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<table::TableFormat>,
+    /// With a table output: only these columns, in this order (comma-separated names).
+    #[arg(long, value_name = "A,B")]
+    columns: Option<String>,
     /// Overwrite an existing output file.
     #[arg(short, long)]
     force: bool,
@@ -369,7 +384,35 @@ fn progress_bar(total: u64, verb: &str) -> ProgressBar {
 }
 
 fn compress(a: &CompressArgs) -> CliResult<()> {
-    let ty = a.ty.logical();
+    let table_format = a.format.or_else(|| {
+        a.ty.is_none()
+            .then(|| table::TableFormat::of_path(&a.input))
+            .flatten()
+    });
+    if let Some(format) = table_format {
+        if a.ty.is_some() {
+            return Err(CliError(
+                "--type applies to raw input, not to a table".into(),
+            ));
+        }
+        return table::compress(&table::CompressTable {
+            input: &a.input,
+            output: &a.output,
+            format,
+            columns: table::column_list(&a.columns),
+            chunk_rows: a.chunk_values,
+            force: a.force,
+        });
+    }
+    if a.columns.is_some() {
+        return Err(CliError(
+            "--columns applies to a table input (Parquet, Arrow, CSV)".into(),
+        ));
+    }
+    let ty = a
+        .ty
+        .ok_or_else(|| CliError("--type is needed for raw input (or give a .parquet, .arrow, .feather or .csv table)".into()))?
+        .logical();
     let input = files::Input::open(&a.input)?;
     let input_len = input.regular_len();
     if a.bits.is_some() && ty != LogicalType::Bits {
@@ -539,6 +582,27 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
     if gzip::is_gzip(&a.input) {
         return gzip::decompress(&a.input, &a.output, a.force, a.device);
     }
+    if let Some(format) = a.format.or_else(|| table::TableFormat::of_path(&a.output)) {
+        if a.column.is_some() {
+            return Err(CliError(
+                "--column writes one raw column; a table output takes --columns".into(),
+            ));
+        }
+        let engine = a.device.open()?;
+        return table::decompress(
+            &a.input,
+            &a.output,
+            format,
+            table::column_list(&a.columns),
+            a.force,
+            engine,
+        );
+    }
+    if a.columns.is_some() {
+        return Err(CliError(
+            "--columns applies to a table output (.parquet, .arrow, .csv)".into(),
+        ));
+    }
     let input = files::Input::open(&a.input)?;
     let shown_in = input.shown();
     let mut out = files::Output::create(&a.output, a.force, &[&input], files::Data::Raw)?;
@@ -601,6 +665,9 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
             "file_bytes": c.file_len(),
             "columns": columns,
         });
+        if let Some(t) = table::schema_json(&c) {
+            doc["table"] = t;
+        }
         if a.verify {
             doc["verdict"] = match &verdict {
                 Ok(()) => "ok".into(),
@@ -612,6 +679,9 @@ fn inspect(a: &InspectArgs) -> CliResult<()> {
         println!("{text}");
     } else {
         print_inspect_table(&c, &shown);
+        for line in table::schema_lines(&c) {
+            println!("{line}");
+        }
         if a.verify {
             println!("{verdict_line}");
         }

@@ -4,6 +4,7 @@
 //!   says where (byte offset, column, chunk, block) and what (expected and found values).
 //! - [`LogicalType`] and [`CodecId`]: the ids stored in `.tsr` files (`docs/format/container.md` §3).
 //! - [`container`]: reading and writing `.tsr` files.
+//! - [`table`]: the table section (container 1.3): the Arrow fields a file's columns hold.
 //!
 //! - [`AtomicFile`] ([`atomic`]): write to a temporary file, put it under the final name when
 //!   complete.
@@ -13,6 +14,7 @@
 pub mod atomic;
 pub mod container;
 mod error;
+pub mod table;
 mod types;
 
 pub use atomic::AtomicFile;

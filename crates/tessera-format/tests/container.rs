@@ -735,7 +735,10 @@ fn arb_directory() -> impl Strategy<Value = Directory> {
                 chunks,
             });
         }
-        Directory { columns }
+        Directory {
+            columns,
+            table: None,
+        }
     })
 }
 

@@ -33,6 +33,7 @@
 //! The inner crates are re-exported for what this facade does not cover (codec internals,
 //! kernel entry points): [`format`](mod@crate::format), [`codecs`], [`gpu`], [`query`].
 
+pub mod arrow;
 pub mod datasets;
 mod device;
 mod gpu_column;

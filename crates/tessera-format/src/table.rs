@@ -1,0 +1,838 @@
+//! Table metadata (`docs/format/table.md`, container 1.3): which Arrow field each physical column
+//! of a `.tsr` file belongs to, and the Arrow type that field restores.
+//!
+//! A field maps to one or more physical columns of the existing logical types, each with a
+//! [`Role`]: its values (or, for a dictionary-encoded field, its dictionary codes), its validity
+//! bitmap (a `bits` column, absent when the field has no nulls), the byte lengths of binary
+//! values, and a dictionary's values (and their lengths). The container knows nothing of Arrow:
+//! this module stores the type as ids and checks every reference against the directory, so a
+//! reader can trust that each role's column exists, has the role's logical type and, for the
+//! roles that hold one entry a row, exactly `row_count` values.
+
+use std::collections::HashSet;
+
+use crate::{Error, LogicalType, Result};
+
+/// The container minor version that defines the table section (`container.md` §3a).
+pub const TABLE_MINOR: u16 = 3;
+/// Most fields a table holds (as many as the container's columns).
+pub const MAX_FIELDS: u32 = 65535;
+/// Most physical columns one field references (one per role).
+pub const MAX_FIELD_COLUMNS: u8 = 5;
+
+/// The unit of a timestamp, time or duration field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds (id 0).
+    Second,
+    /// Milliseconds (id 1).
+    Millisecond,
+    /// Microseconds (id 2).
+    Microsecond,
+    /// Nanoseconds (id 3).
+    Nanosecond,
+}
+
+impl TimeUnit {
+    /// The unit's id in `table.md` §3.
+    pub fn id(self) -> u8 {
+        match self {
+            TimeUnit::Second => 0,
+            TimeUnit::Millisecond => 1,
+            TimeUnit::Microsecond => 2,
+            TimeUnit::Nanosecond => 3,
+        }
+    }
+
+    fn from_id(id: u8) -> Option<TimeUnit> {
+        Some(match id {
+            0 => TimeUnit::Second,
+            1 => TimeUnit::Millisecond,
+            2 => TimeUnit::Microsecond,
+            3 => TimeUnit::Nanosecond,
+            _ => return None,
+        })
+    }
+}
+
+/// The Arrow type of a field (for an Arrow dictionary field: its value type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldType {
+    /// An integer type: `LogicalType::U8 ..= LogicalType::I64` (ids 1-8).
+    Int(LogicalType),
+    /// Boolean, stored as bits (12).
+    Boolean,
+    /// Float16, its bit patterns as u16 (13).
+    Float16,
+    /// Float32, its bit patterns as u32 (14).
+    Float32,
+    /// Float64, its bit patterns as u64 (15).
+    Float64,
+    /// Days since the epoch, i32 (16).
+    Date32,
+    /// Milliseconds since the epoch, i64 (17).
+    Date64,
+    /// i64 since the epoch in `unit`, with an optional time zone (18).
+    Timestamp(TimeUnit, Option<String>),
+    /// Time of day, i32, in seconds or milliseconds (19).
+    Time32(TimeUnit),
+    /// Time of day, i64, in microseconds or nanoseconds (20).
+    Time64(TimeUnit),
+    /// i64 in `unit` (21).
+    Duration(TimeUnit),
+    /// Decimal128 of precision <= 18, the unscaled value as i64 (22).
+    Decimal128 {
+        /// Digits, 1..=18.
+        precision: u8,
+        /// Digits after the point.
+        scale: i8,
+    },
+    /// Utf8, a utf8 column (23).
+    Utf8,
+    /// LargeUtf8, a utf8 column (24).
+    LargeUtf8,
+    /// Binary: a bytes column of the values back to back and a u32 column of their lengths (25).
+    Binary,
+    /// LargeBinary, as Binary (26).
+    LargeBinary,
+}
+
+/// Largest decimal precision whose unscaled values always fit an i64 (10^18 - 1 < 2^63).
+pub const MAX_DECIMAL_PRECISION: u8 = 18;
+
+impl FieldType {
+    /// The type's id in `table.md` §3.
+    pub fn id(&self) -> u8 {
+        match self {
+            FieldType::Int(t) => t.id(),
+            FieldType::Boolean => 12,
+            FieldType::Float16 => 13,
+            FieldType::Float32 => 14,
+            FieldType::Float64 => 15,
+            FieldType::Date32 => 16,
+            FieldType::Date64 => 17,
+            FieldType::Timestamp(..) => 18,
+            FieldType::Time32(_) => 19,
+            FieldType::Time64(_) => 20,
+            FieldType::Duration(_) => 21,
+            FieldType::Decimal128 { .. } => 22,
+            FieldType::Utf8 => 23,
+            FieldType::LargeUtf8 => 24,
+            FieldType::Binary => 25,
+            FieldType::LargeBinary => 26,
+        }
+    }
+
+    /// The logical type of the column that holds the values (not dictionary codes).
+    pub fn physical(&self) -> LogicalType {
+        match self {
+            FieldType::Int(t) => *t,
+            FieldType::Boolean => LogicalType::Bits,
+            FieldType::Float16 => LogicalType::U16,
+            FieldType::Float32 => LogicalType::U32,
+            FieldType::Float64 => LogicalType::U64,
+            FieldType::Date32 | FieldType::Time32(_) => LogicalType::I32,
+            FieldType::Date64
+            | FieldType::Timestamp(..)
+            | FieldType::Time64(_)
+            | FieldType::Duration(_)
+            | FieldType::Decimal128 { .. } => LogicalType::I64,
+            FieldType::Utf8 | FieldType::LargeUtf8 => LogicalType::Utf8,
+            FieldType::Binary | FieldType::LargeBinary => LogicalType::Bytes,
+        }
+    }
+
+    /// Whether values are stored as bytes plus a lengths column.
+    pub fn is_binary(&self) -> bool {
+        matches!(self, FieldType::Binary | FieldType::LargeBinary)
+    }
+
+    fn unit(&self) -> u8 {
+        match self {
+            FieldType::Timestamp(u, _)
+            | FieldType::Time32(u)
+            | FieldType::Time64(u)
+            | FieldType::Duration(u) => u.id(),
+            _ => 0,
+        }
+    }
+}
+
+/// What a physical column holds for its field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// The values, one a row (or, with [`Role::DictValues`], the dictionary codes) (0).
+    Values,
+    /// The validity bitmap, one bit a row, 1 = valid (1).
+    Validity,
+    /// The byte length of each binary value, u32, one a row (2).
+    Lengths,
+    /// The dictionary's values (3).
+    DictValues,
+    /// The byte length of each binary dictionary value, u32 (4).
+    DictLengths,
+}
+
+impl Role {
+    /// The role's id in `table.md` §3.
+    pub fn id(self) -> u8 {
+        match self {
+            Role::Values => 0,
+            Role::Validity => 1,
+            Role::Lengths => 2,
+            Role::DictValues => 3,
+            Role::DictLengths => 4,
+        }
+    }
+
+    fn from_id(id: u8) -> Option<Role> {
+        Some(match id {
+            0 => Role::Values,
+            1 => Role::Validity,
+            2 => Role::Lengths,
+            3 => Role::DictValues,
+            4 => Role::DictLengths,
+            _ => return None,
+        })
+    }
+
+    /// The role's name (also the suffix writers give its column's name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Values => "values",
+            Role::Validity => "validity",
+            Role::Lengths => "lengths",
+            Role::DictValues => "dict",
+            Role::DictLengths => "dict_lengths",
+        }
+    }
+}
+
+/// One Arrow field of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldMeta {
+    /// The field's name (Arrow allows any UTF-8, repeated names included).
+    pub name: String,
+    /// Its Arrow type (the value type of an Arrow dictionary).
+    pub ty: FieldType,
+    /// Whether the Arrow field is nullable.
+    pub nullable: bool,
+    /// `Some(key type)` when the Arrow type is `Dictionary(key, ty)`.
+    pub arrow_dictionary: Option<LogicalType>,
+    /// The field's Arrow metadata, in order.
+    pub metadata: Vec<(String, String)>,
+    /// The physical columns, `(role, column index)`, each role at most once.
+    pub columns: Vec<(Role, u32)>,
+}
+
+impl FieldMeta {
+    /// The column index holding `role`, if the field has one.
+    pub fn column(&self, role: Role) -> Option<usize> {
+        self.columns
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|&(_, c)| c as usize)
+    }
+
+    /// Whether the values are stored as dictionary codes plus a dictionary.
+    pub fn is_dictionary_encoded(&self) -> bool {
+        self.column(Role::DictValues).is_some()
+    }
+}
+
+/// The table section of a directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableMeta {
+    /// Rows of the table.
+    pub row_count: u64,
+    /// The Arrow schema's metadata, in order.
+    pub metadata: Vec<(String, String)>,
+    /// The fields, in schema order.
+    pub fields: Vec<FieldMeta>,
+}
+
+fn put_str32(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_metadata(out: &mut Vec<u8>, kv: &[(String, String)]) {
+    out.extend_from_slice(&(kv.len() as u32).to_le_bytes());
+    for (k, v) in kv {
+        put_str32(out, k);
+        put_str32(out, v);
+    }
+}
+
+impl TableMeta {
+    /// The section's bytes (`table.md` §2), without the length prefix the directory adds.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        if self.fields.len() > MAX_FIELDS as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{} fields; a table holds at most {MAX_FIELDS}",
+                self.fields.len()
+            )));
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&self.row_count.to_le_bytes());
+        put_metadata(&mut out, &self.metadata);
+        out.extend_from_slice(&(self.fields.len() as u32).to_le_bytes());
+        for f in &self.fields {
+            let name_len = u16::try_from(f.name.len()).map_err(|_| {
+                Error::InvalidArgument(format!("field name of {} bytes", f.name.len()))
+            })?;
+            out.extend_from_slice(&name_len.to_le_bytes());
+            out.extend_from_slice(f.name.as_bytes());
+            out.push(f.ty.id());
+            out.push(u8::from(f.nullable) | (u8::from(f.arrow_dictionary.is_some()) << 1));
+            out.push(f.arrow_dictionary.map_or(0, |k| k.id()));
+            out.push(f.ty.unit());
+            let (precision, scale) = match f.ty {
+                FieldType::Decimal128 { precision, scale } => (precision, scale),
+                _ => (0, 0),
+            };
+            out.push(precision);
+            out.push(scale as u8);
+            let tz = match &f.ty {
+                FieldType::Timestamp(_, Some(tz)) => tz.as_str(),
+                _ => "",
+            };
+            let tz_len = u16::try_from(tz.len())
+                .map_err(|_| Error::InvalidArgument(format!("time zone of {} bytes", tz.len())))?;
+            out.extend_from_slice(&tz_len.to_le_bytes());
+            out.extend_from_slice(tz.as_bytes());
+            put_metadata(&mut out, &f.metadata);
+            if f.columns.is_empty() || f.columns.len() > MAX_FIELD_COLUMNS as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "field '{}' references {} columns",
+                    f.name,
+                    f.columns.len()
+                )));
+            }
+            out.push(f.columns.len() as u8);
+            for (role, col) in &f.columns {
+                out.push(role.id());
+                out.extend_from_slice(&col.to_le_bytes());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Parses a table section at file offset `base` and checks it against the directory's
+    /// `columns` (`table.md` §4).
+    pub fn parse(
+        bytes: &[u8],
+        base: u64,
+        columns: &[crate::container::ColumnMeta],
+    ) -> Result<Self> {
+        let mut cur = Reader {
+            bytes,
+            pos: 0,
+            base,
+        };
+        let row_count = cur.u64("table row_count")?;
+        let metadata = cur.metadata("table metadata")?;
+        let count_at = cur.at();
+        let field_count = cur.u32("table field_count")?;
+        if field_count > MAX_FIELDS {
+            return Err(cur.invalid(
+                "table field_count",
+                count_at,
+                format!("<= {MAX_FIELDS}"),
+                field_count as u64,
+            ));
+        }
+        // A field takes at least 17 bytes: bounds the allocation by the section's length.
+        let mut fields = Vec::with_capacity((field_count as usize).min(cur.remaining() / 17));
+        let mut used = HashSet::new();
+        for _ in 0..field_count {
+            let name_len = cur.u16("field name_length")? as usize;
+            let name = cur.string(name_len, "field name")?;
+            let type_at = cur.at();
+            let type_id = cur.u8("field type")?;
+            let flags_at = cur.at();
+            let flags = cur.u8("field flags")?;
+            if flags & !3 != 0 {
+                return Err(cur.invalid(
+                    "field flags",
+                    flags_at,
+                    "only bits 0 and 1".into(),
+                    flags as u64,
+                ));
+            }
+            let key_at = cur.at();
+            let key_id = cur.u8("field key_type")?;
+            let unit_at = cur.at();
+            let unit_id = cur.u8("field unit")?;
+            let precision_at = cur.at();
+            let precision = cur.u8("field precision")?;
+            let scale = cur.u8("field scale")? as i8;
+            let tz_len = cur.u16("field tz_length")? as usize;
+            let tz = cur.string(tz_len, "field time zone")?;
+            let field_metadata = cur.metadata("field metadata")?;
+            let unit = |ok: &[TimeUnit]| {
+                TimeUnit::from_id(unit_id)
+                    .filter(|u| ok.contains(u))
+                    .ok_or_else(|| {
+                        cur.invalid(
+                            "field unit",
+                            unit_at,
+                            format!("one of {ok:?}"),
+                            unit_id as u64,
+                        )
+                    })
+            };
+            use TimeUnit::*;
+            let ty = match type_id {
+                1..=8 => FieldType::Int(LogicalType::from_id(type_id)?),
+                12 => FieldType::Boolean,
+                13 => FieldType::Float16,
+                14 => FieldType::Float32,
+                15 => FieldType::Float64,
+                16 => FieldType::Date32,
+                17 => FieldType::Date64,
+                18 => FieldType::Timestamp(
+                    unit(&[Second, Millisecond, Microsecond, Nanosecond])?,
+                    (tz_len > 0).then_some(tz.clone()),
+                ),
+                19 => FieldType::Time32(unit(&[Second, Millisecond])?),
+                20 => FieldType::Time64(unit(&[Microsecond, Nanosecond])?),
+                21 => FieldType::Duration(unit(&[Second, Millisecond, Microsecond, Nanosecond])?),
+                22 => {
+                    if precision == 0 || precision > MAX_DECIMAL_PRECISION {
+                        return Err(cur.invalid(
+                            "field precision",
+                            precision_at,
+                            format!("1..={MAX_DECIMAL_PRECISION}"),
+                            precision as u64,
+                        ));
+                    }
+                    FieldType::Decimal128 { precision, scale }
+                }
+                23 => FieldType::Utf8,
+                24 => FieldType::LargeUtf8,
+                25 => FieldType::Binary,
+                26 => FieldType::LargeBinary,
+                _ => {
+                    return Err(cur.invalid(
+                        "field type",
+                        type_at,
+                        "an id of table.md §3".into(),
+                        type_id as u64,
+                    ))
+                }
+            };
+            if !matches!(
+                ty,
+                FieldType::Timestamp(..)
+                    | FieldType::Time32(_)
+                    | FieldType::Time64(_)
+                    | FieldType::Duration(_)
+            ) && unit_id != 0
+            {
+                return Err(cur.invalid(
+                    "field unit",
+                    unit_at,
+                    "0 for this type".into(),
+                    unit_id as u64,
+                ));
+            }
+            if !matches!(ty, FieldType::Decimal128 { .. }) && (precision != 0 || scale != 0) {
+                return Err(cur.invalid(
+                    "field precision",
+                    precision_at,
+                    "0 for this type".into(),
+                    precision as u64,
+                ));
+            }
+            if !matches!(ty, FieldType::Timestamp(..)) && tz_len != 0 {
+                return Err(cur.invalid(
+                    "field tz_length",
+                    precision_at + 2,
+                    "0 for this type".into(),
+                    tz_len as u64,
+                ));
+            }
+            let arrow_dictionary = if flags & 2 != 0 {
+                let k = LogicalType::from_id(key_id).ok().filter(|k| k.is_integer());
+                Some(k.ok_or_else(|| {
+                    cur.invalid(
+                        "field key_type",
+                        key_at,
+                        "an integer type id (1-8)".into(),
+                        key_id as u64,
+                    )
+                })?)
+            } else if key_id != 0 {
+                return Err(cur.invalid(
+                    "field key_type",
+                    key_at,
+                    "0 (not a dictionary)".into(),
+                    key_id as u64,
+                ));
+            } else {
+                None
+            };
+            let ncols_at = cur.at();
+            let ncols = cur.u8("field column_count")?;
+            if ncols == 0 || ncols > MAX_FIELD_COLUMNS {
+                return Err(cur.invalid(
+                    "field column_count",
+                    ncols_at,
+                    format!("1..={MAX_FIELD_COLUMNS}"),
+                    ncols as u64,
+                ));
+            }
+            let mut refs = Vec::with_capacity(ncols as usize);
+            for _ in 0..ncols {
+                let role_at = cur.at();
+                let role_id = cur.u8("field column role")?;
+                let role = Role::from_id(role_id).ok_or_else(|| {
+                    cur.invalid("field column role", role_at, "0..=4".into(), role_id as u64)
+                })?;
+                let col_at = cur.at();
+                let col = cur.u32("field column index")?;
+                if col as usize >= columns.len() || !used.insert(col) {
+                    return Err(cur.invalid(
+                        "field column index",
+                        col_at,
+                        format!("a column below {} no other role uses", columns.len()),
+                        col as u64,
+                    ));
+                }
+                if refs.iter().any(|(r, _)| *r == role) {
+                    return Err(cur.invalid(
+                        "field column role",
+                        role_at,
+                        "each role once".into(),
+                        role_id as u64,
+                    ));
+                }
+                refs.push((role, col));
+            }
+            let field = FieldMeta {
+                name,
+                ty,
+                nullable: flags & 1 != 0,
+                arrow_dictionary,
+                metadata: field_metadata,
+                columns: refs,
+            };
+            check_field(&field, row_count, columns, ncols_at)?;
+            fields.push(field);
+        }
+        Ok(TableMeta {
+            row_count,
+            metadata,
+            fields,
+        })
+    }
+}
+
+/// `table.md` §4: which roles a field must have, their columns' types and counts.
+fn check_field(
+    f: &FieldMeta,
+    rows: u64,
+    columns: &[crate::container::ColumnMeta],
+    at: u64,
+) -> Result<()> {
+    let bad = |what: String| Error::InvalidHeader {
+        field: "field columns",
+        offset: at,
+        expected: format!("field '{}': {what}", f.name),
+        found: f.columns.len() as u64,
+    };
+    let dict = f.column(Role::DictValues).is_some();
+    let binary = f.ty.is_binary();
+    let mut needed = vec![Role::Values];
+    if binary {
+        needed.push(if dict {
+            Role::DictLengths
+        } else {
+            Role::Lengths
+        });
+    }
+    if f.arrow_dictionary.is_some() && !dict {
+        return Err(bad("an Arrow dictionary field needs a dict column".into()));
+    }
+    for r in needed {
+        if f.column(r).is_none() {
+            return Err(bad(format!("a {} column", r.name())));
+        }
+    }
+    for &(role, col) in &f.columns {
+        let meta = &columns[col as usize];
+        let (ty_ok, count): (bool, Option<u64>) = match role {
+            Role::Values if dict => (
+                meta.logical_type.is_integer()
+                    && f.arrow_dictionary.is_none_or(|k| k == meta.logical_type),
+                Some(rows),
+            ),
+            Role::Values => (
+                meta.logical_type == f.ty.physical(),
+                (!binary).then_some(rows),
+            ),
+            Role::Validity => (
+                meta.logical_type == LogicalType::Bits && f.nullable,
+                Some(rows),
+            ),
+            Role::Lengths => (
+                meta.logical_type == LogicalType::U32 && binary && !dict,
+                Some(rows),
+            ),
+            Role::DictValues => (meta.logical_type == f.ty.physical(), None),
+            Role::DictLengths => (
+                meta.logical_type == LogicalType::U32 && binary && dict,
+                None,
+            ),
+        };
+        if !ty_ok {
+            return Err(bad(format!(
+                "the {} column '{}' may not be {} here",
+                role.name(),
+                meta.name,
+                meta.logical_type.name()
+            )));
+        }
+        if let Some(n) = count.filter(|&n| n != meta.value_count) {
+            return Err(bad(format!(
+                "the {} column '{}' holds {} values, the table {n} rows",
+                role.name(),
+                meta.name,
+                meta.value_count
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Little-endian reads over the table section that fail with [`Error::Truncated`].
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    base: u64,
+}
+
+impl<'a> Reader<'a> {
+    fn at(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+    fn invalid(&self, field: &'static str, offset: u64, expected: String, found: u64) -> Error {
+        Error::InvalidHeader {
+            field,
+            offset,
+            expected,
+            found,
+        }
+    }
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(Error::Truncated {
+                what,
+                offset: self.at(),
+                needed: n as u64,
+                available: self.remaining() as u64,
+            });
+        }
+        let s = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &'static str) -> Result<u16> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8, what)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn string(&mut self, n: usize, what: &'static str) -> Result<String> {
+        let at = self.at();
+        let b = self.take(n, what)?;
+        std::str::from_utf8(b)
+            .map(str::to_owned)
+            .map_err(|e| Error::InvalidHeader {
+                field: what,
+                offset: at + e.valid_up_to() as u64,
+                expected: "UTF-8".into(),
+                found: b.get(e.valid_up_to()).copied().unwrap_or(0) as u64,
+            })
+    }
+    fn metadata(&mut self, what: &'static str) -> Result<Vec<(String, String)>> {
+        let n = self.u32(what)? as usize;
+        // Each pair takes at least 8 bytes.
+        let mut kv = Vec::with_capacity(n.min(self.remaining() / 8));
+        for _ in 0..n {
+            let k = self.u32(what)? as usize;
+            let key = self.string(k, what)?;
+            let v = self.u32(what)? as usize;
+            let value = self.string(v, what)?;
+            kv.push((key, value));
+        }
+        Ok(kv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{ColumnMeta, Directory};
+    use crate::CodecId;
+
+    fn col(name: &str, ty: LogicalType, n: u64) -> ColumnMeta {
+        let chunks = if n == 0 {
+            vec![]
+        } else {
+            vec![crate::container::ChunkMeta {
+                offset: 16,
+                compressed_size: 0,
+                value_count: n as u32,
+                codec: CodecId::Plain,
+                checksum: 0,
+            }]
+        };
+        ColumnMeta {
+            name: name.into(),
+            logical_type: ty,
+            requested_codec: None,
+            params: vec![],
+            value_count: n,
+            chunks,
+        }
+    }
+
+    fn field(name: &str, ty: FieldType, columns: Vec<(Role, u32)>) -> FieldMeta {
+        FieldMeta {
+            name: name.into(),
+            ty,
+            nullable: true,
+            arrow_dictionary: None,
+            metadata: vec![("k".into(), "v".into())],
+            columns,
+        }
+    }
+
+    fn parse(table: &TableMeta, columns: Vec<ColumnMeta>) -> Result<Directory> {
+        // Payload placement is not what these tests check: give every column its own range.
+        let mut columns = columns;
+        for (i, c) in columns.iter_mut().enumerate() {
+            for ch in &mut c.chunks {
+                ch.offset = 16 * (i as u64 + 1);
+            }
+        }
+        let dir = Directory {
+            columns,
+            table: Some(table.clone()),
+        };
+        let bytes = dir.to_bytes()?;
+        Directory::parse(&bytes, 1 << 20, TABLE_MINOR)
+    }
+
+    #[test]
+    fn round_trip_and_minor() {
+        let t = TableMeta {
+            row_count: 3,
+            metadata: vec![("a".into(), "b".into())],
+            fields: vec![
+                field(
+                    "ts",
+                    FieldType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+                    vec![(Role::Values, 0), (Role::Validity, 1)],
+                ),
+                field(
+                    "b",
+                    FieldType::Binary,
+                    vec![(Role::Values, 2), (Role::Lengths, 3)],
+                ),
+                field(
+                    "d",
+                    FieldType::Decimal128 {
+                        precision: 18,
+                        scale: -2,
+                    },
+                    vec![(Role::Values, 4)],
+                ),
+            ],
+        };
+        let cols = vec![
+            col("ts", LogicalType::I64, 3),
+            col("ts.validity", LogicalType::Bits, 3),
+            col("b", LogicalType::Bytes, 7),
+            col("b.lengths", LogicalType::U32, 3),
+            col("d", LogicalType::I64, 3),
+        ];
+        let dir = parse(&t, cols).expect("parses");
+        assert_eq!(dir.table.as_ref(), Some(&t));
+        assert_eq!(dir.min_minor(), TABLE_MINOR);
+    }
+
+    #[test]
+    fn hostile_sections_fail() {
+        let ok_cols = || vec![col("x", LogicalType::I32, 3)];
+        let base = TableMeta {
+            row_count: 3,
+            metadata: vec![],
+            fields: vec![field(
+                "x",
+                FieldType::Int(LogicalType::I32),
+                vec![(Role::Values, 0)],
+            )],
+        };
+        parse(&base, ok_cols()).expect("valid");
+        // Wrong type for the role.
+        let mut t = base.clone();
+        t.fields[0].ty = FieldType::Float64;
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
+        // Row count differs from the column's.
+        let mut t = base.clone();
+        t.row_count = 4;
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
+        // A column that does not exist.
+        let mut t = base.clone();
+        t.fields[0].columns = vec![(Role::Values, 9)];
+        assert!(matches!(
+            parse(&t, ok_cols()),
+            Err(Error::InvalidHeader { .. })
+        ));
+        // Validity in a field that is not nullable.
+        let mut t = base.clone();
+        t.fields[0].nullable = false;
+        t.fields[0].columns.push((Role::Validity, 1));
+        let cols = vec![
+            col("x", LogicalType::I32, 3),
+            col("v", LogicalType::Bits, 3),
+        ];
+        assert!(matches!(parse(&t, cols), Err(Error::InvalidHeader { .. })));
+        // Every truncation of the section is an error, never a panic.
+        let bytes = base.to_bytes().expect("bytes");
+        for cut in 0..bytes.len() {
+            assert!(
+                TableMeta::parse(&bytes[..cut], 0, &ok_cols()).is_err(),
+                "cut at {cut}"
+            );
+        }
+        // Flipping any byte gives a clean result (an error or a different valid table).
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0xff;
+            let _ = TableMeta::parse(&b, 0, &ok_cols());
+        }
+    }
+}
