@@ -703,6 +703,17 @@ fn timestamps_keep_unit_and_zone() {
     );
 }
 
+/// Boolean and validity columns whose rows stop inside a byte, just under a chunk or past one:
+/// a bits chunk is full at `chunk_rows` bits, not when its bytes are there.
+#[test]
+fn bit_columns_ending_inside_a_byte_round_trip() {
+    for (n, batches) in [(511, 1), (505, 1), (1023, 2), (513, 1), (7, 3)] {
+        for kind in [Nulls::None, Nulls::Some, Nulls::All] {
+            round_trip(n, kind, batches, 512, DictionaryChoice::Auto);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
     #[test]

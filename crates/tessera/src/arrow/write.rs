@@ -160,7 +160,15 @@ impl Sink {
             Sink::Fixed { col, ty, buf, bits } => {
                 let chunk_bytes = ty.raw_len(chunk_rows as u64).unwrap_or(0) as usize;
                 let mut at = 0;
-                while buf.len() - at >= chunk_bytes && chunk_bytes > 0 {
+                // A bits chunk is full when it has `chunk_rows` bits, not when the buffer has
+                // its bytes: the buffer's last byte may be partial.
+                while chunk_bytes > 0
+                    && if *ty == LogicalType::Bits {
+                        *bits >= (at as u64) * 8 + chunk_rows as u64
+                    } else {
+                        buf.len() - at >= chunk_bytes
+                    }
+                {
                     jobs.push(Job::Fixed {
                         col: *col,
                         ty: *ty,
