@@ -108,7 +108,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing suite (gpu, bitmap, huffman, lll, codag or ssb; see 'tessera-bench --help')"
+                "error: missing suite (gpu, bitmap, huffman, lll, codag, tables or ssb; see 'tessera-bench --help')"
             );
         }
         _ => {

@@ -86,7 +86,10 @@ fn help_lists_the_suites_and_each_suite_its_flags() {
 #[test]
 fn usage_errors_are_one_line() {
     let err = assert_fails(&bench(&[]), "no suite");
-    assert!(err.contains("gpu, bitmap, huffman or lll"), "{err}");
+    assert!(
+        err.contains("gpu, bitmap, huffman, lll, codag, tables or ssb"),
+        "{err}"
+    );
     let err = assert_fails(&bench(&[&"nosuch"]), "unknown suite");
     assert!(
         err.contains("nosuch") && err.contains("tessera-bench --help"),
