@@ -229,10 +229,14 @@ impl<'a> ResidentColumn<'a> {
                 }
             }
         }
-        gpu.synchronize().map_err(|error| BatchError {
-            chunks: Vec::new(),
-            error,
-        })
+        // Each batch's decode has waited for its own work; only the placing copies are queued.
+        if self.batches.iter().any(|r| r.scratch.is_some()) {
+            gpu.synchronize().map_err(|error| BatchError {
+                chunks: Vec::new(),
+                error,
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -413,7 +417,8 @@ impl GpuBatch for HostBatch {
     }
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
-        gpu.copy_within_device(&self.values, 0, out, 0, self.len)
+        gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
+        gpu.synchronize()
     }
 }
 
