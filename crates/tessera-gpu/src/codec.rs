@@ -422,11 +422,6 @@ impl GpuBatch for HostBatch {
     }
 }
 
-/// The flavor of a bitmap codec, for the bitmap decoder.
-pub(crate) fn bitmap_flavor(codec: CodecId) -> Option<Flavor> {
-    Flavor::of_codec(codec)
-}
-
 /// Checks that a bitmap payload holds `value_count` bits, as the CPU decoder does.
 pub(crate) fn check_bit_len(flavor: Flavor, payload: &[u8], value_count: u32) -> Result<()> {
     let bits = cpu_bitmap::payload_bit_len(flavor, payload)?;

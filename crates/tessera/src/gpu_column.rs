@@ -3,10 +3,10 @@
 
 use tessera_codecs::{column, text};
 use tessera_format::container::ColumnMeta;
-use tessera_format::{CodecId, Error, LogicalType, Result};
-use tessera_gpu::{codec, ChunkRef, CudaSlice, Gpu, ResidentColumn};
+use tessera_format::{Error, LogicalType, Result};
+use tessera_gpu::{codec, CudaSlice, Gpu, ResidentColumn};
 
-use crate::read::{chunk_refs, locate, utf8_parts, TableReader};
+use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
 
 /// A column decoded on the GPU.
 #[derive(Debug)]
@@ -97,43 +97,6 @@ fn named(meta: &ColumnMeta, (k, e): (usize, Error)) -> Error {
     }
 }
 
-/// The parts of a utf8 column as the GPU decoders take them: every chunk's end offsets (DFOR,
-/// `utf8.md` §1) and every chunk's text, with each chunk's text size.
-struct Utf8Refs<'a> {
-    offsets: Vec<ChunkRef<'a>>,
-    texts: Vec<ChunkRef<'a>>,
-    data_sizes: Vec<usize>,
-}
-
-fn utf8_refs<'a>(
-    meta: &ColumnMeta,
-    payloads: &[&'a [u8]],
-    cpu_error: impl Fn(usize) -> Error,
-) -> Result<Utf8Refs<'a>> {
-    let mut r = Utf8Refs {
-        offsets: Vec::with_capacity(payloads.len()),
-        texts: Vec::with_capacity(payloads.len()),
-        data_sizes: Vec::with_capacity(payloads.len()),
-    };
-    for (k, (ch, p)) in meta.chunks.iter().zip(payloads).enumerate() {
-        let parts = utf8_parts(p)
-            .filter(|_| ch.codec.supports(LogicalType::Utf8))
-            .ok_or_else(|| cpu_error(k))?;
-        r.offsets.push(ChunkRef {
-            codec: CodecId::Dfor,
-            payload: parts.offsets,
-            value_count: ch.value_count,
-        });
-        r.texts.push(ChunkRef {
-            codec: ch.codec,
-            payload: parts.text,
-            value_count: parts.data_size as u32,
-        });
-        r.data_sizes.push(parts.data_size);
-    }
-    Ok(r)
-}
-
 /// A utf8 column: every chunk's end offsets in one DFOR launch, the text in one batch per
 /// decoder.
 fn utf8_to_gpu(gpu: &Gpu, meta: &ColumnMeta, payloads: &[&[u8]]) -> Result<GpuData> {
@@ -148,7 +111,7 @@ fn utf8_to_gpu(gpu: &Gpu, meta: &ColumnMeta, payloads: &[&[u8]]) -> Result<GpuDa
             )),
         }
     };
-    let refs = utf8_refs(meta, payloads, cpu_error)?;
+    let refs = utf8_refs(&meta.chunks, payloads, cpu_error)?;
     let cpu_data_error = |k: usize| Some(cpu_error(k)).filter(|e| !matches!(e, Error::Gpu(_)));
     let ends_bytes = codec::decode_to_device(gpu, LogicalType::U32, &refs.offsets)
         .map_err(|be| locate(be, cpu_data_error).1)?;
@@ -198,7 +161,7 @@ impl TableReader {
         let batch = |be: tessera_gpu::BatchError| be.error;
         let mut resident = Vec::new();
         if meta.logical_type == LogicalType::Utf8 {
-            let refs = utf8_refs(meta, &payloads, |k| {
+            let refs = utf8_refs(&meta.chunks, &payloads, |k| {
                 Error::InvalidArgument(format!(
                     "column '{}' chunk {k}: a damaged utf8 chunk",
                     meta.name

@@ -472,8 +472,47 @@ pub(crate) fn utf8_parts(payload: &[u8]) -> Option<Utf8Parts<'_>> {
     })
 }
 
+/// The parts of a utf8 column as the GPU decoders take them: every chunk's end offsets (DFOR,
+/// `utf8.md` §1) and every chunk's text, with each chunk's text size.
+pub(crate) struct Utf8Refs<'a> {
+    pub(crate) offsets: Vec<ChunkRef<'a>>,
+    pub(crate) texts: Vec<ChunkRef<'a>>,
+    pub(crate) data_sizes: Vec<usize>,
+}
+
+pub(crate) fn utf8_refs<'a, E>(
+    metas: &[ChunkMeta],
+    payloads: &[&'a [u8]],
+    cpu_error: impl Fn(usize) -> E,
+) -> std::result::Result<Utf8Refs<'a>, E> {
+    let mut r = Utf8Refs {
+        offsets: Vec::with_capacity(payloads.len()),
+        texts: Vec::with_capacity(payloads.len()),
+        data_sizes: Vec::with_capacity(payloads.len()),
+    };
+    for (k, (ch, p)) in metas.iter().zip(payloads).enumerate() {
+        let parts = utf8_parts(p)
+            .filter(|_| ch.codec.supports(LogicalType::Utf8))
+            .ok_or_else(|| cpu_error(k))?;
+        r.offsets.push(ChunkRef {
+            codec: CodecId::Dfor,
+            payload: parts.offsets,
+            value_count: ch.value_count,
+        });
+        r.texts.push(ChunkRef {
+            codec: ch.codec,
+            payload: parts.text,
+            value_count: parts.data_size as u32,
+        });
+        r.data_sizes.push(parts.data_size);
+    }
+    Ok(r)
+}
+
 /// GPU decode of utf8 chunks: every chunk's end offsets in one batched DFOR launch, the text of
 /// each chunk on its codec's GPU decoder. A chunk the GPU path finds wrong is decoded again by
+/// GPU decode of utf8 chunks: every chunk's end offsets in one batched DFOR launch, the text of
+/// every chunk in one batch per decoder. A chunk the GPU path finds wrong is decoded again by
 /// the CPU decoder, whose error (the exact one the CPU path gives) is returned.
 fn decode_utf8_gpu(
     gpu: &Gpu,
@@ -490,75 +529,44 @@ fn decode_utf8_gpu(
             ),
         }
     };
-    let mut parts = Vec::with_capacity(metas.len());
-    for (i, (ch, p)) in metas.iter().zip(payloads).enumerate() {
-        if !ch.codec.supports(LogicalType::Utf8) {
-            return Err(cpu_error(i));
-        }
-        parts.push(utf8_parts(p).ok_or_else(|| cpu_error(i))?);
-    }
-    let refs: Vec<ChunkRef<'_>> = metas
-        .iter()
-        .zip(&parts)
-        .map(|(ch, p)| ChunkRef {
-            codec: CodecId::Dfor,
-            payload: p.offsets,
-            value_count: ch.value_count,
-        })
-        .collect();
+    let cpu_data_error = |k: usize| {
+        let (_, e) = cpu_error(k);
+        (!matches!(e, Error::Gpu(_))).then_some(e)
+    };
+    let refs = utf8_refs(metas, payloads, cpu_error)?;
     let total: usize = metas.iter().map(|c| c.value_count as usize).sum();
     let mut ends = vec![0u32; total];
-    if let Err(e) = gpu.decode_column(LogicalType::U32, &refs, bytemuck::cast_slice_mut(&mut ends))
-    {
-        return Err(match e {
-            Error::Gpu(_) => (0, e),
-            // A data error: find the chunk on the CPU.
-            _ => (0..metas.len())
-                .map(cpu_error)
-                .find(|(_, e)| !matches!(e, Error::Gpu(_)))
-                .unwrap_or((0, e)),
-        });
-    }
+    tessera_gpu::codec::decode_to_host(
+        gpu,
+        LogicalType::U32,
+        &refs.offsets,
+        bytemuck::cast_slice_mut(&mut ends),
+    )
+    .map_err(|be| locate(be, cpu_data_error))?;
     from_le_in_place(&mut ends);
     let mut at = 0usize;
-    for (i, (ch, p)) in metas.iter().zip(&parts).enumerate() {
+    for (i, (ch, &size)) in metas.iter().zip(&refs.data_sizes).enumerate() {
         let chunk_ends = &ends[at..at + ch.value_count as usize];
         at += ch.value_count as usize;
         let ordered = chunk_ends.windows(2).all(|w| w[0] <= w[1])
-            && chunk_ends.last().map_or(0, |&e| e as usize) == p.data_size;
+            && chunk_ends.last().map_or(0, |&e| e as usize) == size;
         if !ordered {
             return Err(cpu_error(i));
         }
     }
     // Every chunk's text in one batch per decoder, into one host buffer.
-    let texts: Vec<ChunkRef<'_>> = metas
-        .iter()
-        .zip(&parts)
-        .map(|(ch, p)| ChunkRef {
-            codec: ch.codec,
-            payload: p.text,
-            value_count: p.data_size as u32,
-        })
-        .collect();
-    let text_bytes: usize = parts.iter().map(|p| p.data_size).sum();
-    let mut data = vec![0u8; text_bytes];
-    tessera_gpu::codec::decode_to_host(gpu, LogicalType::Bytes, &texts, &mut data).map_err(
-        |be| {
-            locate(be, |k| {
-                let e = cpu_error(k);
-                (!matches!(e.1, Error::Gpu(_))).then_some(e.1)
-            })
-        },
-    )?;
+    let mut data = vec![0u8; refs.data_sizes.iter().sum()];
+    tessera_gpu::codec::decode_to_host(gpu, LogicalType::Bytes, &refs.texts, &mut data)
+        .map_err(|be| locate(be, cpu_data_error))?;
     let mut out = Vec::with_capacity(metas.len());
     let (mut at, mut data_at) = (0usize, 0usize);
-    for (ch, p) in metas.iter().zip(&parts) {
+    for (ch, &size) in metas.iter().zip(&refs.data_sizes) {
         out.push(Strings {
             ends: ends[at..at + ch.value_count as usize].to_vec(),
-            data: data[data_at..data_at + p.data_size].to_vec(),
+            data: data[data_at..data_at + size].to_vec(),
         });
         at += ch.value_count as usize;
-        data_at += p.data_size;
+        data_at += size;
     }
     Ok(out)
 }

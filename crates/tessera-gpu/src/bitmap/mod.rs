@@ -487,7 +487,7 @@ impl crate::codec::GpuDecoder for BitmapDecoder {
     }
 
     fn serves(&self, codec: tessera_format::CodecId, ty: tessera_format::LogicalType) -> bool {
-        ty == tessera_format::LogicalType::Bits && crate::codec::bitmap_flavor(codec).is_some()
+        ty == tessera_format::LogicalType::Bits && Flavor::of_codec(codec).is_some()
     }
 
     fn upload<'a>(
@@ -499,7 +499,7 @@ impl crate::codec::GpuDecoder for BitmapDecoder {
         let mut out = Vec::with_capacity(chunks.len());
         let mut total = 0usize;
         for c in chunks {
-            let flavor = crate::codec::bitmap_flavor(c.codec)
+            let flavor = Flavor::of_codec(c.codec)
                 .ok_or_else(|| Error::InvalidArgument(format!("{:?} is no bitmap", c.codec)))?;
             crate::codec::check_bit_len(flavor, c.payload, c.value_count)?;
             let d = upload_payload(gpu, flavor, c.payload)?;
