@@ -454,25 +454,15 @@ fn read_dictionary(
     let mut c = Cursor::new(Some(col));
     let name = &f.name;
     let (array, var) = match &f.ty {
-        FieldType::Utf8 | FieldType::LargeUtf8 => {
-            let (o, d) = if count == 0 {
-                (vec![0], vec![])
-            } else {
-                c.take_strings(t, count, e)?
+        FieldType::Utf8 | FieldType::LargeUtf8 | FieldType::Binary | FieldType::LargeBinary => {
+            let (o, d) = match f.ty {
+                FieldType::Utf8 | FieldType::LargeUtf8 if count == 0 => (vec![0], vec![]),
+                FieldType::Utf8 | FieldType::LargeUtf8 => c.take_strings(t, count, e)?,
+                _ => {
+                    let lcol = f.column(Role::DictLengths);
+                    read_binary(t, name, &mut c, &mut Cursor::new(lcol), count, e)?
+                }
             };
-            let arr = build(
-                name,
-                &f.ty,
-                count,
-                Buffer::from_vec(d.clone()),
-                Some(offsets_buffer(name, &o, is_large(&f.ty))?),
-                None,
-            )?;
-            (arr, Some((o, d)))
-        }
-        FieldType::Binary | FieldType::LargeBinary => {
-            let lcol = f.column(Role::DictLengths);
-            let (o, d) = read_binary(t, name, &mut c, &mut Cursor::new(lcol), count, e)?;
             let arr = build(
                 name,
                 &f.ty,
