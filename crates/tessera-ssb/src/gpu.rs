@@ -100,3 +100,163 @@ pub fn upload(gpu: &Gpu, ds: &Dataset, layout: Layout) -> Result<DeviceTables> {
 pub fn run(gpu: &Gpu, t: &DeviceTables, p: &QueryPlan) -> Result<QueryResult> {
     gpu.ssb_run(p, &t.fact, &t.dims)
 }
+
+/// Chunk ranges of `chunks` chunks split into `parts` row ranges on chunk boundaries, as even
+/// as whole chunks allow (a range may be empty when there are fewer chunks than parts).
+pub fn split_chunks(chunks: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = parts.max(1);
+    (0..parts)
+        .map(|i| i * chunks / parts..(i + 1) * chunks / parts)
+        .collect()
+}
+
+/// Uploads the fact table's chunks `range` (every column) and every dimension table whole:
+/// one part of a split data set.
+pub fn upload_part(
+    gpu: &Gpu,
+    ds: &Dataset,
+    layout: Layout,
+    range: std::ops::Range<usize>,
+) -> Result<DeviceTables> {
+    let mut dims = HashMap::new();
+    let mut fact = None;
+    for name in TABLES {
+        let t = ds.table(name)?;
+        let mut cols = Vec::new();
+        for c in t.columns() {
+            let mut chunks = column_chunks(t, &c.name, layout)?;
+            if name == FACT {
+                if range.end > chunks.len() || range.start > range.end {
+                    return Err(tessera::Error::InvalidArgument(format!(
+                        "chunks {range:?} of {} chunks",
+                        chunks.len()
+                    )));
+                }
+                chunks.truncate(range.end);
+                chunks.drain(..range.start);
+            }
+            let refs: Vec<ChunkRef<'_>> = chunks
+                .iter()
+                .map(|(codec, p, n)| ChunkRef {
+                    codec: *codec,
+                    payload: p,
+                    value_count: *n,
+                })
+                .collect();
+            cols.push((c.name.clone(), gpu.ssb_upload_column(&refs)?));
+        }
+        let table = gpu.ssb_table(cols)?;
+        if name == FACT {
+            fact = Some(table);
+        } else {
+            dims.insert(name.to_string(), table);
+        }
+    }
+    Ok(DeviceTables {
+        fact: fact.ok_or_else(|| tessera::Error::InvalidArgument("no lineorder".into()))?,
+        dims,
+    })
+}
+
+/// Splits the fact table across `gpus` (row ranges on chunk boundaries, one a GPU), each GPU
+/// holding every dimension table: what [`run_split`] queries.
+pub fn upload_split(gpus: &[Gpu], ds: &Dataset, layout: Layout) -> Result<Vec<DeviceTables>> {
+    let fact = ds.table(FACT)?;
+    let chunks = fact.columns().first().map_or(0, |c| c.chunks.len());
+    gpus.iter()
+        .zip(split_chunks(chunks, gpus.len()))
+        .map(|(g, r)| upload_part(g, ds, layout, r))
+        .collect()
+}
+
+/// Adds partial results (per group: sums wrapping as the executors' do, counts added).
+pub fn merge(parts: &[QueryResult]) -> QueryResult {
+    let mut m: std::collections::BTreeMap<u64, (i64, u64)> = std::collections::BTreeMap::new();
+    for r in parts {
+        for &(g, s, c) in &r.groups {
+            let e = m.entry(g).or_insert((0, 0));
+            e.0 = e.0.wrapping_add(s);
+            e.1 += c;
+        }
+    }
+    QueryResult {
+        groups: m
+            .into_iter()
+            .filter(|&(_, (_, c))| c > 0)
+            .map(|(g, (s, c))| (g, s, c))
+            .collect(),
+    }
+}
+
+/// Runs `p` on every part at once (each GPU builds its own hash tables and probes its rows, one
+/// host thread a GPU), then merges the partial aggregates on the host. Returns the result and
+/// per part its GPU time (ms, CUDA events).
+pub fn run_split(
+    gpus: &[Gpu],
+    parts: &[DeviceTables],
+    p: &QueryPlan,
+) -> Result<(QueryResult, Vec<f32>)> {
+    if gpus.len() != parts.len() {
+        return Err(tessera::Error::InvalidArgument(format!(
+            "{} GPUs for {} parts",
+            gpus.len(),
+            parts.len()
+        )));
+    }
+    let outs: Vec<Result<(QueryResult, f32)>> = std::thread::scope(|s| {
+        let hs: Vec<_> = gpus
+            .iter()
+            .zip(parts)
+            .map(|(g, t)| s.spawn(move || g.ssb_run_timed(p, &t.fact, &t.dims)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(tessera::Error::Gpu("a GPU's query thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    let mut results = Vec::with_capacity(outs.len());
+    let mut ms = Vec::with_capacity(outs.len());
+    for o in outs {
+        let (r, t) = o?;
+        results.push(r);
+        ms.push(t);
+    }
+    Ok((merge(&results), ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_ranges_cover_every_chunk_once() {
+        for (chunks, parts) in [(115, 2), (230, 2), (7, 3), (1, 2), (0, 2), (5, 1)] {
+            let r = split_chunks(chunks, parts);
+            assert_eq!(r.len(), parts);
+            assert_eq!(r.first().map(|x| x.start), Some(0));
+            assert_eq!(r.last().map(|x| x.end), Some(chunks));
+            assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+            let sizes: Vec<usize> = r.iter().map(|x| x.len()).collect();
+            let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+            assert!(hi.zip(lo).is_some_and(|(h, l)| h - l <= 1), "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn partial_aggregates_merge_by_group() {
+        let a = QueryResult {
+            groups: vec![(1, 10, 2), (5, i64::MAX, 1)],
+        };
+        let b = QueryResult {
+            groups: vec![(0, -3, 1), (5, 2, 1)],
+        };
+        let m = merge(&[a, b]);
+        assert_eq!(
+            m.groups,
+            vec![(0, -3, 1), (1, 10, 2), (5, i64::MAX.wrapping_add(2), 2)]
+        );
+    }
+}

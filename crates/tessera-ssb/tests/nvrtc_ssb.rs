@@ -1,9 +1,11 @@
 //! Every program the 13 queries generate (per query its build kernels, one a join, and its
 //! probe kernel) compiles with NVRTC. Needs NVRTC only (no GPU); skips with a printed reason when it
-//! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI).
+//! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI). With TESSERA_SSB_PTX_CACHE set, the
+//! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
-use tessera::gpu::kernels::{compile_generated, nvrtc_available};
-use tessera::gpu::ssb::codegen::{program, GENERATED_FILE};
+use tessera::gpu::kernels::nvrtc_available;
+use tessera::gpu::ssb::codegen::program;
+use tessera::gpu::ssb::program_ptx;
 use tessera_ssb::{queries, schema::Dictionaries};
 
 #[test]
@@ -23,8 +25,7 @@ fn every_generated_query_kernel_compiles() {
         sources.insert(program(&p).source);
     }
     for src in &sources {
-        let ptx = compile_generated(GENERATED_FILE, src, "sm_90")
-            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let ptx = program_ptx(src, "sm_90").unwrap_or_else(|e| panic!("{e}\n{src}"));
         assert!(ptx.to_src().contains(".entry"), "{src}");
     }
     eprintln!("{} generated programs compiled", sources.len());

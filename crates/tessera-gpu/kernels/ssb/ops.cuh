@@ -2,36 +2,56 @@
 // a short composition of these, emitted per query by src/ssb/codegen.rs and compiled by NVRTC;
 // kernels/ssb/ssb.cu composes a few by hand so that every operator is compiled in CI.
 //
-// Execution shape (the paper's, section 7): a thread block of TS_THREADS threads takes one tile
-// of TS_TILE_VALUES rows at a time, thread t holding rows 4t .. 4t+3 of the tile in registers
-// (D = TS_ITEMS = 4). Every column of a table is chunked alike (the host checks it), so tile
-// `tile` of every column covers the same rows: chunk tile / tiles_per_chunk, tile
-// tile % tiles_per_chunk inside it. Each chunk of each column has its own codec (auto's choice);
-// SsbLoad picks the loader per chunk (uniform across the thread block, so no divergence).
+// Execution shape: ONE WARP takes one tile of TS_TILE_VALUES = 512 rows at a time, with no
+// thread-block barrier and no shared-memory staging of the packed words (the shape of
+// kernels/int/query.cu's FOR scan). Row 128k + 32m + l of the tile (stripe k = 0..3, m = 0..3)
+// is item i = 4k + m of lane l: stripe k is FOR block k of the tile, item m of a stripe is
+// what LoadBitPackWarpBlock gives lane l for miniblock m, and every item is one coalesced
+// 128-byte row of 32 lanes in a plain column. A lane keeps its 16 rows' "still passing" flags
+// as the bits of one word (`pass`, bit i for item i).
 //
-// Operators (block-wide ones must be called by every thread of the block):
-//   SsbTileRows   rows of the tile this thread holds (0..4), from the chunk's value count
-//   SsbInit       flags = 1 for the held rows, group index 0
-//   SsbAny        block-wide: does any thread still hold a row? (skip loading a column if not)
-//   SsbLoad       block-wide: load-and-decode a column's tile into registers
-//                 (LoadBitPack / LoadDBitPack / LoadRBitPack, or plain words); the loaders'
-//                 own barriers order the reuse of their shared memory from column to column
-//   SsbFilter     flags &= pred(value)
-//   SsbProbe      hash-table probe: drop rows whose key is absent, add payload * stride to
-//                 the group index
-//   SsbBuild      hash-table insert of the flagged rows' (key, payload)
+// Every column of a table is chunked alike (the host checks it), so tile `tile` of every column
+// covers the same rows: chunk tile / tiles_per_chunk, tile tile % tiles_per_chunk inside it.
+// Each chunk has its own codec (auto's choice); SsbLoad picks the loader per chunk (uniform
+// across the warp, so no divergence):
+//   FOR   LoadBitPackWarpSlab over the tile's 4 blocks (block_starts, references and
+//         bit-width words, checked), then LoadBitPackWarpBlock per block, straight into
+//         registers; a block none of whose 128 rows still passes is not read at all;
+//   DFOR  the same checks with dfor.md's rules (first_value before block 0, the next tile's
+//         first_value at the end of block 3), then each block's deltas and a warp scan per
+//         item in row order (a DFOR tile is decoded whole: each block needs the previous
+//         blocks' sum);
+//   RFOR  LoadRBitPackWarp (the block is the tile), then each row's run found from the run
+//         starts: a ballot of the flag bytes of a 32-row item gives the starts among them;
+//   plain one 4-byte load per row that still passes (a warp's loads of an item are one
+//         coalesced 128-byte row).
+// A column whose rows have all failed in the warp's tile is not read (late materialization).
+// The metadata parts of the loaders are non-inlined calls made once per tile and column, so
+// that a query's program stays small; the per-row parts are inlined.
+//
+// Operators (warp-wide: every lane of the warp calls them together):
+//   SsbTileRows   pass bits of the tile's rows that exist (from the chunk's value count)
+//   SsbAny        does any lane of the warp still hold a row?
+//   SsbLoad       load-and-decode a column's tile into 16 registers
+//   SsbFilter     pass &= pred(value)
+//   SsbProbe      hash-table probe: drop rows whose key is absent, add payload * stride to the
+//                 row's group index
+//   SsbBuild      hash-table insert of the passing rows' (key, payload)
 //   SsbAggregate  per-row atomics into the dense (sum, count) arrays, or, for one group,
-//                 SsbAccumulate in registers and SsbBlockTotal once per thread block
+//                 SsbAccumulate in registers and SsbBlockTotal once per thread block (the only
+//                 block-wide operator, after the tile loop)
 //
 // Errors: the loaders report corrupt chunks into the column's per-chunk status (as the
 // decoders do); the operators report into `qs` (the query's status word, an atomicMin of a
-// code << 32 | detail): SSB_ST_* below. Nothing is written out of bounds on bad input.
+// code << 32 | detail): SSB_ST_* below. Nothing is read or written out of bounds on bad input:
+// every read stays inside a block's checked range, a failed block decodes to zeros.
 #ifndef TESSERA_SSB_OPS_CUH
 #define TESSERA_SSB_OPS_CUH
 
 #include "../include/common.cuh"
 #include "../int/load_bitpack.cuh"
 #include "../int/load_rbitpack.cuh"
+#include "../primitives/block_scan.cuh"
 
 // Codec of a chunk, as the host writes it into SsbChunk::codec.
 #define SSB_PLAIN 0u
@@ -49,6 +69,18 @@
 
 #define SSB_EMPTY 0xFFFFFFFFFFFFFFFFull
 
+// Thread blocks per SM the query kernels are compiled to fit (src/ssb/codegen.rs may define it
+// first): 1 leaves the registers uncapped (no spills; fewer warps per SM).
+#ifndef SSB_MIN_BLOCKS
+#define SSB_MIN_BLOCKS 1
+#endif
+#define SSB_BOUNDS __launch_bounds__(TS_THREADS, SSB_MIN_BLOCKS)
+
+// Rows a lane holds of a tile (4 stripes of 4 items).
+#define SSB_ROWS 16
+#define SSB_WARPS (TS_THREADS / 32)
+#define SSB_FULL 0xFFFFFFFFu
+
 // One chunk of a column: where its payload lies in the column's word buffer and its codec.
 struct SsbChunk {
     ChunkDesc desc;
@@ -56,104 +88,237 @@ struct SsbChunk {
     u32 pad;
 };
 
+// Per warp: the RFOR loader's run values and run-start flags (one RFOR block at a time: a
+// column is decoded whole before the next is loaded).
+typedef RforWarpStorage<32> SsbWarpStorage;
+
 __device__ __forceinline__ void ssb_report(u64* qs, u64 code, u32 detail) { atomicMin(qs, (code << 32) | detail); }
+
+// Row of the tile held as item i by this lane.
+__device__ __forceinline__ u32 ssb_row(u32 i) { return 128u * (i >> 2) + 32u * (i & 3u) + (threadIdx.x & 31u); }
 
 __device__ __forceinline__ u32 SsbTileRows(const SsbChunk* __restrict__ chunks, u32 ci, u32 local) {
     const u32 count = __ldg(&chunks[ci].desc.total_count);
-    const u32 pos = local * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-    return pos < count ? ts_min(TS_ITEMS, count - pos) : 0u;
+    const u32 first = local * TS_TILE_VALUES;
+    const u32 n = first < count ? count - first : 0u;
+    u32 pass = 0;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) pass |= (u32)(ssb_row(i) < n) << i;
+    return pass;
 }
 
-__device__ __forceinline__ void SsbInit(u32 rows, u32 (&flags)[TS_ITEMS], u32 (&group)[TS_ITEMS]) {
+__device__ __forceinline__ bool SsbAny(u32 pass) { return __any_sync(SSB_FULL, pass != 0); }
+
+// Does any lane still hold a row of stripe k?
+__device__ __forceinline__ bool ssb_stripe_any(u32 pass, u32 k) { return __any_sync(SSB_FULL, (pass >> (4 * k)) & 0xFu); }
+
+// ---- FOR ----------------------------------------------------------------------------------
+
+__device__ __forceinline__ ForWarpSlab ssb_for_meta(const u32* __restrict__ g, const ChunkDesc c, u32 local, u64* status) {
+    return LoadBitPackWarpSlab<TS_DFOR_TILE_BLOCKS>(g, c, local, status);
+}
+
+__device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
+                                             u32 pass, u32 (&v)[SSB_ROWS]) {
+    const ForWarpSlab q = ssb_for_meta(g, c, local, status);
+    const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
+    u32 w[TS_FOR_MINIBLOCKS] = {0, 0, 0, 0}, items[TS_FOR_MINIBLOCKS];
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) {
-        flags[i] = i < rows;
-        group[i] = 0;
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+        if (k < q.blocks && ssb_stripe_any(pass, k)) {
+            if (q.equal) LoadBitPackWarpBlock<true>(base, q, k, w, items);
+            else LoadBitPackWarpBlock<false>(base, q, k, w, items);
+#pragma unroll
+            for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) v[4 * k + m] = items[m];
+        }
     }
 }
 
-__device__ __forceinline__ bool SsbAny(const u32 (&flags)[TS_ITEMS]) {
-    u32 any = 0;
+// ---- DFOR ---------------------------------------------------------------------------------
+
+struct SsbDforTile {
+    ForWarpSlab q;
+    u32 first;  // the tile's first_value
+};
+
+// dfor.md's checks of the tile's block_starts and blocks, by the warp, reported with the keys
+// ts_load_for_slab uses (so the host maps them to the same errors as the decoder's).
+__device__ __forceinline__ SsbDforTile ssb_dfor_meta(const u32* __restrict__ g, const ChunkDesc c, u32 local,
+                                                  u64* status) {
+    const u32 l = threadIdx.x & 31;
+    SsbDforTile t;
+    ForWarpSlab& q = t.q;
+    q.L = ts_chunk_layout(c, TS_FOR_BLOCK_VALUES);
+    q.k0 = local * TS_DFOR_TILE_BLOCKS;
+    q.blocks = q.k0 < q.L.block_count ? ts_min(TS_DFOR_TILE_BLOCKS, q.L.block_count - q.k0) : 0u;
+    const u32 data_len = q.L.data_len;
+    const u32 e = l <= q.blocks ? __ldg(&g[q.L.block_starts + q.k0 + l]) : 0u;
+    const u32 prev = __shfl_up_sync(SSB_FULL, e, 1);
+    const u32 next = __shfl_down_sync(SSB_FULL, e, 1);
+    if (l <= q.blocks) {
+        // Entry 0 must leave room for the tile's first_value (one word before it).
+        const bool entry_ok = e <= data_len && e >= (l == 0 ? 1u : prev);
+        if (!entry_ok && (l > 0 || q.k0 == 0)) ts_report(status, TS_CLASS_BLOCK_STARTS, q.k0 + l, TS_ST_BLOCK_START, e);
+    }
+    u32 ref = 0, bww = 0;
+    bool ok = false;
+    if (l < q.blocks && e <= next && next <= data_len) {
+        u32 len = next - e;
+        // The next tile's first_value takes the last word of the range of a tile's last block.
+        if (l == TS_DFOR_TILE_BLOCKS - 1 && q.k0 + l + 1 < q.L.block_count) len = len > 1 ? len - 1 : 0u;
+        if (len >= 2) {
+            ref = __ldg(&g[q.L.data + e]);
+            bww = __ldg(&g[q.L.data + e + 1]);
+        }
+        u32 detail;
+        const u32 code = ts_for_block_check<32>(bww, len, 1, detail);
+        ok = code == 0;
+        if (!ok) ts_report(status, TS_CLASS_BLOCK, q.k0 + l, code, detail);
+    }
+    q.start = e;
+    q.ref = ok ? ref : 0u;
+    q.bww = ok ? bww : 0u;
+    q.ok = __ballot_sync(SSB_FULL, ok);
+    q.equal = false;
+    const u32 b0 = __shfl_sync(SSB_FULL, e, 0);
+    t.first = q.blocks > 0 && b0 >= 1 && b0 <= data_len ? __ldg(&g[q.L.data + b0 - 1]) : 0u;
+    return t;
+}
+
+__device__ __forceinline__ void ssb_load_dfor(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
+                                              u32 (&v)[SSB_ROWS]) {
+    const SsbDforTile t = ssb_dfor_meta(g, c, local, status);
+    const u32* __restrict__ base = ts_opaque_ptr(g + t.q.L.data + 1);
+    u32 w[TS_FOR_MINIBLOCKS] = {0, 0, 0, 0}, items[TS_FOR_MINIBLOCKS];
+    u32 carry = t.first;
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) any |= flags[i];
-    return __syncthreads_or(any) != 0;
-}
-
-// The loaders, one non-inlined function per codec: a query loads several columns, and with
-// every codec's loader inlined at every load the program grows by about 100 KB of PTX a load
-// (NVRTC and the driver's JIT then take tens of seconds a query). Each keeps its shared memory
-// to itself and returns the tile's 4 values in registers (a uint4 return value).
-__device__ __noinline__ uint4 ssb_load_for(const u32* __restrict__ g, const ChunkDesc c, u32 local, u64* status) {
-    __shared__ ForSlabStorage<32, 1> s;
-    u32 items[TS_ITEMS];
-    LoadBitPack<32>(g, c, local, s, items, status);
-    return make_uint4(items[0], items[1], items[2], items[3]);
-}
-
-__device__ __noinline__ uint4 ssb_load_dfor(const u32* __restrict__ g, const ChunkDesc c, u32 local, u64* status) {
-    __shared__ ForSlabStorage<32, 1> s;
-    u32 items[TS_ITEMS];
-    LoadDBitPack<32>(g, c, local, s, items, status);
-    return make_uint4(items[0], items[1], items[2], items[3]);
-}
-
-__device__ __noinline__ uint4 ssb_load_rfor(const u32* __restrict__ g, const ChunkDesc c, u32 local, u64* status) {
-    __shared__ RforWarpStorage<32> s[TS_THREADS / 32];
-    u32 items[TS_ITEMS];
-    LoadRBitPack<32>(g, c, local, s, items, status);
-    return make_uint4(items[0], items[1], items[2], items[3]);
-}
-
-__device__ __forceinline__ uint4 ssb_load_plain(const u32* __restrict__ g, const ChunkDesc& c, u32 local) {
-    const u32 first = local * TS_TILE_VALUES + threadIdx.x * TS_ITEMS;
-    const u32* p = g + c.payload_word;
-    // Plain chunks start 16-byte aligned in the column's buffer (the host pads them).
-    if (first + TS_ITEMS <= c.total_count && ((c.payload_word + first) & 3u) == 0)
-        return __ldg(reinterpret_cast<const uint4*>(p + first));
-    u32 v[TS_ITEMS];
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+        if (k < t.q.blocks) {
+            // Deltas (reference added) of block k, then their sums in row order.
+            LoadBitPackWarpBlock<false>(base, t.q, k, w, items);
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) v[i] = first + i < c.total_count ? __ldg(p + first + i) : 0u;
-    return make_uint4(v[0], v[1], v[2], v[3]);
+            for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+                const u32 incl = warp_inclusive_sum(items[m]);
+                v[4 * k + m] = carry + incl;
+                carry += __shfl_sync(SSB_FULL, incl, 31);
+            }
+        }
+    }
+}
+
+// ---- RFOR ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ RforBlock<32> ssb_rfor_meta(const u32* __restrict__ g, const ChunkDesc c, u32 local,
+                                                    SsbWarpStorage* s, u64* status) {
+    const ChunkLayout L = ts_chunk_layout(c, TS_RFOR_BLOCK_VALUES);
+    if (local >= L.block_count) {  // no such block: nothing to read (the tile has no rows)
+        RforBlock<32> b = {};
+        b.mode = TS_RFOR_CORRUPT;
+        return b;
+    }
+    return LoadRBitPackWarp<32>(g, c, L, local, 0u, *s, status);
+}
+
+__device__ __forceinline__ void ssb_load_rfor(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
+                                              SsbWarpStorage* s, u32 (&v)[SSB_ROWS]) {
+    const RforBlock<32> blk = ssb_rfor_meta(g, c, local, s, status);
+    const u32 l = threadIdx.x & 31;
+    if (blk.mode == TS_RFOR_RUNS) {
+        // Row p's run is the number of run starts at rows 1 .. p (flag byte p is 1 iff a run
+        // other than the first starts there; there are r - 1, so every index is < r).
+        const u8* flag = reinterpret_cast<const u8*>(s->start_flags);
+        const u32 le = (2u << l) - 1u;  // lanes 0 .. l
+        u32 run = 0;
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) {
+            const u32 starts = __ballot_sync(SSB_FULL, flag[ssb_row(i)] != 0);
+            v[i] = s->run_val[run + __popc(starts & le)];
+            run += __popc(starts);
+        }
+    } else if (blk.mode == TS_RFOR_IDENTITY) {
+        // Row p is run p: entry l of value miniblock i (reads clamped to the block's words).
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) {
+            const u32 bw = __shfl_sync(SSB_FULL, blk.mb_bw, i);  // row 32i + l: miniblock i
+            const u32 bit = __shfl_sync(SSB_FULL, blk.mb_bit, i) + l * bw;
+            v[i] = blk.vref + rfor_entry<32>(blk.w, blk.last, bit, bw);
+        }
+    } else if (blk.mode == TS_RFOR_ONE_RUN) {
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = blk.one;
+    }
+}
+
+// ---- plain --------------------------------------------------------------------------------
+
+__device__ __forceinline__ void ssb_load_plain(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u32 pass,
+                                               u32 (&v)[SSB_ROWS]) {
+    const u32 first = local * TS_TILE_VALUES;
+    const u32* __restrict__ p = g + c.payload_word + first;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i)
+        if (((pass >> i) & 1u) && first + ssb_row(i) < c.total_count) v[i] = __ldg(p + ssb_row(i));
+}
+
+// A tile's 16 values of one lane, as a non-inlined loader returns them.
+struct SsbRows {
+    u32 v[SSB_ROWS];
+};
+
+// Every codec's loader in one non-inlined function: a query loads several columns, and with
+// the loaders inlined at every load the program grows by several thousand instructions a load
+// (the driver's JIT then takes tens of seconds a query).
+__device__ __noinline__ SsbRows ssb_load_tile(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                             u64* __restrict__ status, u32 ci, u32 local, u32 pass,
+                                             SsbWarpStorage* s, u64* qs) {
+    SsbRows r;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) r.v[i] = 0;
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    const u32 codec = __ldg(&chunks[ci].codec);
+    switch (codec) {
+        case SSB_FOR: ssb_load_for(g, c, local, status + ci, pass, r.v); break;
+        case SSB_DFOR: ssb_load_dfor(g, c, local, status + ci, r.v); break;
+        case SSB_RFOR: ssb_load_rfor(g, c, local, status + ci, s, r.v); break;
+        case SSB_PLAIN: ssb_load_plain(g, c, local, pass, r.v); break;
+        default:
+            if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_BAD_CODEC, codec);
+    }
+    return r;
 }
 
 // Tile `local` of chunk `ci` of a column (payload words `g`, chunk table `chunks`, per-chunk
-// status `status`) into items: values 4t .. 4t+3 of the tile (0 past the chunk's end).
+// status `status`) into v: v[i] the value of row ssb_row(i), for the rows of `pass` at least
+// (others may hold anything). `s` is the warp's SsbWarpStorage.
 __device__ __forceinline__ void SsbLoad(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
-                                        u64* __restrict__ status, u32 ci, u32 local, u32 (&items)[TS_ITEMS],
-                                        u64* qs) {
-    const SsbChunk ch = chunks[ci];
-    uint4 v = make_uint4(0, 0, 0, 0);
-    switch (ch.codec) {
-        case SSB_FOR: v = ssb_load_for(g, ch.desc, local, status + ci); break;
-        case SSB_DFOR: v = ssb_load_dfor(g, ch.desc, local, status + ci); break;
-        case SSB_RFOR: v = ssb_load_rfor(g, ch.desc, local, status + ci); break;
-        case SSB_PLAIN: v = ssb_load_plain(g, ch.desc, local); break;
-        default:
-            if (threadIdx.x == 0) ssb_report(qs, SSB_ST_BAD_CODEC, ch.codec);
+                                        u64* __restrict__ status, u32 ci, u32 local, u32 pass, u32 (&v)[SSB_ROWS],
+                                        SsbWarpStorage* s, u64* qs) {
+    if (!SsbAny(pass)) {
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
+        return;
     }
-    items[0] = v.x;
-    items[1] = v.y;
-    items[2] = v.z;
-    items[3] = v.w;
+    const SsbRows r = ssb_load_tile(g, chunks, status, ci, local, pass, s, qs);
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = r.v[i];
 }
 
 template <typename Pred>
-__device__ __forceinline__ void SsbFilter(const u32 (&items)[TS_ITEMS], u32 (&flags)[TS_ITEMS], Pred pred) {
+__device__ __forceinline__ void SsbFilter(const u32 (&v)[SSB_ROWS], u32& pass, Pred pred) {
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) flags[i] = flags[i] && pred(items[i]);
+    for (u32 i = 0; i < SSB_ROWS; ++i) pass &= ~((u32)!pred(v[i]) << i);
 }
 
 __device__ __forceinline__ u32 ssb_hash(u32 key, u32 bits) { return (key * 0x9E3779B1u) >> (32 - bits); }
 
-// Probes the table (2^bits slots) for each flagged row's key; a miss clears the flag, a hit
+// Probes the table (2^bits slots) for each passing row's key; a miss clears the row, a hit
 // adds payload * stride to the row's group index.
-__device__ __forceinline__ void SsbProbe(const u32 (&keys)[TS_ITEMS], u32 (&flags)[TS_ITEMS],
-                                         u32 (&group)[TS_ITEMS], const u64* __restrict__ ht, u32 bits,
-                                         u32 stride) {
+__device__ __forceinline__ void SsbProbe(const u32 (&keys)[SSB_ROWS], u32& pass, u32 (&group)[SSB_ROWS],
+                                         const u64* __restrict__ ht, u32 bits, u32 stride) {
     const u32 mask = (1u << bits) - 1;
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) {
-        if (!flags[i]) continue;
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        if (!((pass >> i) & 1u)) continue;
         u32 slot = ssb_hash(keys[i], bits);
         bool found = false;
         u32 payload = 0;
@@ -169,19 +334,18 @@ __device__ __forceinline__ void SsbProbe(const u32 (&keys)[TS_ITEMS], u32 (&flag
             }
             slot = (slot + 1) & mask;
         }
-        flags[i] = found;
+        if (!found) pass &= ~(1u << i);
         group[i] += payload * stride;
     }
 }
 
-// Inserts the flagged rows' (key, payload - base) into the table; payloads must be < card.
-__device__ __forceinline__ void SsbBuild(const u32 (&keys)[TS_ITEMS], const u32 (&payload)[TS_ITEMS],
-                                         const u32 (&flags)[TS_ITEMS], u64* __restrict__ ht, u32 bits,
-                                         u32 base, u32 card, u64* qs) {
+// Inserts the passing rows' (key, payload - base) into the table; payloads must be < card.
+__device__ __forceinline__ void SsbBuild(const u32 (&keys)[SSB_ROWS], const u32 (&payload)[SSB_ROWS], u32 pass,
+                                         u64* __restrict__ ht, u32 bits, u32 base, u32 card, u64* qs) {
     const u32 mask = (1u << bits) - 1;
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) {
-        if (!flags[i]) continue;
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        if (!((pass >> i) & 1u)) continue;
         const u32 p = payload[i] - base;
         if (p >= card) {
             ssb_report(qs, SSB_ST_PAYLOAD_RANGE, payload[i]);
@@ -211,42 +375,43 @@ __device__ __forceinline__ void SsbBuild(const u32 (&keys)[TS_ITEMS], const u32 
     }
 }
 
-// Per flagged row: sums[group] += value, counts[group] += 1 (value's 64 bits wrap like the
-// CPU's wrapping add).
-__device__ __forceinline__ void SsbAggregate(const u32 (&flags)[TS_ITEMS], const u32 (&group)[TS_ITEMS],
-                                             const long long (&value)[TS_ITEMS], unsigned long long* __restrict__ sums,
+// Per passing row i: sums[group[i]] += value(i), counts[group[i]] += 1 (value's 64 bits wrap
+// like the CPU's wrapping add). `value` is computed per row where it is used, so no array of
+// 64-bit values is held.
+template <typename Value>
+__device__ __forceinline__ void SsbAggregate(u32 pass, const u32 (&group)[SSB_ROWS], Value value,
+                                             unsigned long long* __restrict__ sums,
                                              unsigned long long* __restrict__ counts, u32 n_groups, u64* qs) {
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i) {
-        if (!flags[i]) continue;
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        if (!((pass >> i) & 1u)) continue;
         if (group[i] >= n_groups) {
             ssb_report(qs, SSB_ST_GROUP_RANGE, group[i]);
             continue;
         }
-        atomicAdd(&sums[group[i]], (unsigned long long)value[i]);
+        atomicAdd(&sums[group[i]], (unsigned long long)value(i));
         atomicAdd(&counts[group[i]], 1ull);
     }
 }
 
 // One group: accumulate in registers...
-__device__ __forceinline__ void SsbAccumulate(const u32 (&flags)[TS_ITEMS], const long long (&value)[TS_ITEMS],
-                                              unsigned long long& sum, unsigned long long& count) {
+template <typename Value>
+__device__ __forceinline__ void SsbAccumulate(u32 pass, Value value, unsigned long long& sum,
+                                              unsigned long long& count) {
 #pragma unroll
-    for (u32 i = 0; i < TS_ITEMS; ++i)
-        if (flags[i]) {
-            sum += (unsigned long long)value[i];
-            count += 1;
-        }
+    for (u32 i = 0; i < SSB_ROWS; ++i)
+        if ((pass >> i) & 1u) sum += (unsigned long long)value(i);
+    count += __popc(pass);
 }
 
-// ...and add the thread block's total once (block-wide).
+// ...and add the thread block's total once (block-wide, after the tile loop).
 __device__ __forceinline__ void SsbBlockTotal(unsigned long long sum, unsigned long long count,
                                               unsigned long long* __restrict__ sums,
                                               unsigned long long* __restrict__ counts) {
-    __shared__ unsigned long long part[2][TS_THREADS / 32];
+    __shared__ unsigned long long part[2][SSB_WARPS];
     for (int o = 16; o > 0; o >>= 1) {
-        sum += __shfl_down_sync(0xFFFFFFFFu, sum, o);
-        count += __shfl_down_sync(0xFFFFFFFFu, count, o);
+        sum += __shfl_down_sync(SSB_FULL, sum, o);
+        count += __shfl_down_sync(SSB_FULL, count, o);
     }
     if ((threadIdx.x & 31) == 0) {
         part[0][threadIdx.x >> 5] = sum;
@@ -255,7 +420,7 @@ __device__ __forceinline__ void SsbBlockTotal(unsigned long long sum, unsigned l
     __syncthreads();
     if (threadIdx.x == 0) {
         unsigned long long s = 0, c = 0;
-        for (u32 w = 0; w < TS_THREADS / 32; ++w) {
+        for (u32 w = 0; w < SSB_WARPS; ++w) {
             s += part[0][w];
             c += part[1][w];
         }
@@ -265,5 +430,9 @@ __device__ __forceinline__ void SsbBlockTotal(unsigned long long sum, unsigned l
         }
     }
 }
+
+// The tile loop of a query kernel: warp `w` of the grid takes tiles w, w + warps, ...
+#define SSB_TILE_LOOP(total_tiles)                                                                     \
+    for (u32 tile = blockIdx.x * SSB_WARPS + (threadIdx.x >> 5); tile < (total_tiles); tile += gridDim.x * SSB_WARPS)
 
 #endif

@@ -86,6 +86,21 @@ impl Gpu {
     /// Opens device 0. Fails with [`Error::Gpu`] saying why (no driver, no device, no NVRTC),
     /// never panics.
     pub fn new() -> Result<Gpu> {
+        Gpu::open(0)
+    }
+
+    /// Number of CUDA devices the driver sees (0 without a driver).
+    pub fn device_count() -> usize {
+        // SAFETY: only probes whether libcuda can be opened.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return 0;
+        }
+        CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+    }
+
+    /// Opens device `ordinal` (each handle has its own context and stream; several handles to
+    /// one device are independent). Errors as [`Gpu::new`], and when there is no such device.
+    pub fn open(ordinal: usize) -> Result<Gpu> {
         // SAFETY: only probes whether libcuda can be opened.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(Error::Gpu(
@@ -97,7 +112,12 @@ impl Gpu {
         if count < 1 {
             return Err(Error::Gpu("no CUDA device found".into()));
         }
-        let ctx = CudaContext::new(0).map_err(cuda("opening CUDA device 0"))?;
+        if ordinal >= count as usize {
+            return Err(Error::Gpu(format!(
+                "no CUDA device {ordinal} ({count} found)"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(cuda("opening a CUDA device"))?;
         // SAFETY: called before any buffer exists; this crate orders all work itself (module
         // docs), so no buffer relies on cudarc's event tracking.
         unsafe { ctx.disable_event_tracking() };

@@ -23,6 +23,10 @@ pub struct Kernel {
     pub columns: Vec<String>,
 }
 
+/// The first lines of every kernel: the warp's RFOR storage (ops.cuh).
+const PROLOGUE: &str =
+    "__shared__ SsbWarpStorage ssb_ws[SSB_WARPS];\n    SsbWarpStorage* ssb_s = &ssb_ws[threadIdx.x >> 5];\n";
+
 fn predicate(f: &Filter) -> String {
     let terms: Vec<String> = f
         .ranges
@@ -57,7 +61,7 @@ fn slot(cols: &mut Vec<String>, name: &str) -> (usize, bool) {
 fn load(body: &mut String, k: usize) {
     let _ = writeln!(
         body,
-        "        SsbLoad(w{k}, t{k}, s{k}, ci, local, c{k}, qs);"
+        "        SsbLoad(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
     );
 }
 
@@ -76,7 +80,7 @@ fn column_params(cols: &[String]) -> String {
 fn registers(cols: &[String]) -> String {
     cols.iter()
         .enumerate()
-        .map(|(k, c)| format!("        u32 c{k}[TS_ITEMS];  // {c}\n"))
+        .map(|(k, c)| format!("        u32 c{k}[SSB_ROWS];  // {c}\n"))
         .collect()
 }
 
@@ -92,13 +96,13 @@ pub fn build_kernel(j: &DimJoin, index: usize) -> Kernel {
         }
         let _ = writeln!(
             body,
-            "        SsbFilter(c{k}, flags, [](u32 x) {{ return {}; }});  // {}",
+            "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
             predicate(f),
             f.column
         );
     }
     if !j.filters.is_empty() {
-        body.push_str("        if (!SsbAny(flags)) continue;\n");
+        body.push_str("        if (!SsbAny(pass)) continue;\n");
     }
     let (key, new) = slot(&mut cols, &j.key);
     if new {
@@ -113,22 +117,23 @@ pub fn build_kernel(j: &DimJoin, index: usize) -> Kernel {
             format!("c{k}")
         }
         None => {
-            body.push_str("        const u32 none[TS_ITEMS] = {0, 0, 0, 0};\n");
+            body.push_str("        const u32 none[SSB_ROWS] = {};\n");
             "none".into()
         }
     };
     let _ = writeln!(
         body,
-        "        SsbBuild(c{key}, {payload}, flags, ht, bits, base, card, qs);"
+        "        SsbBuild(c{key}, {payload}, pass, ht, bits, base, card, qs);"
     );
     let source = format!(
         "// Build of {table}.{key_name} for join {index}.\n\
-extern \"C\" __global__ void __launch_bounds__(TS_THREADS) ssb_build_{index}(\n    {params},\n    \
+extern \"C\" __global__ void SSB_BOUNDS ssb_build_{index}(\n    {params},\n    \
 u32 tiles_per_chunk, u32 total_tiles, u64* __restrict__ ht, u32 bits, u32 base, u32 card, u64* __restrict__ qs) {{\n    \
-for (u32 tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {{\n        \
+{prologue}    \
+SSB_TILE_LOOP(total_tiles) {{\n        \
 const u32 ci = tile / tiles_per_chunk, local = tile - ci * tiles_per_chunk;\n        \
-u32 flags[TS_ITEMS], group[TS_ITEMS];\n{regs}        \
-SsbInit(SsbTileRows(t0, ci, local), flags, group);\n{body}    }}\n}}\n",
+u32 pass = SsbTileRows(t0, ci, local);\n{regs}{body}    }}\n}}\n",
+        prologue = PROLOGUE,
         table = j.table,
         key_name = j.key,
         params = column_params(&cols),
@@ -152,11 +157,11 @@ pub fn probe_kernel(p: &QueryPlan) -> Kernel {
         }
         let _ = writeln!(
             body,
-            "        SsbFilter(c{k}, flags, [](u32 x) {{ return {}; }});  // {}",
+            "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
             predicate(f),
             f.column
         );
-        body.push_str("        if (!SsbAny(flags)) continue;\n");
+        body.push_str("        if (!SsbAny(pass)) continue;\n");
     }
     for (i, j) in p.joins.iter().enumerate() {
         let (k, new) = slot(&mut cols, &j.fact_key);
@@ -165,10 +170,10 @@ pub fn probe_kernel(p: &QueryPlan) -> Kernel {
         }
         let _ = writeln!(
             body,
-            "        SsbProbe(c{k}, flags, group, h{i}, b{i}, {}u);  // join {}",
+            "        SsbProbe(c{k}, pass, group, h{i}, b{i}, {}u);  // join {}",
             strides[i], j.table
         );
-        body.push_str("        if (!SsbAny(flags)) continue;\n");
+        body.push_str("        if (!SsbAny(pass)) continue;\n");
     }
     let names = p.aggregate.columns();
     let mut regs = Vec::new();
@@ -189,29 +194,34 @@ pub fn probe_kernel(p: &QueryPlan) -> Kernel {
         }
         _ => "0".into(),
     };
-    let _ = writeln!(
-        body,
-        "        long long value[TS_ITEMS];\n#pragma unroll\n        for (u32 i = 0; i < TS_ITEMS; ++i) value[i] = {expr};"
-    );
+    let value = format!("[&](u32 i) {{ return {expr}; }}");
     let single = p.groups() == 1;
     if single {
-        body.push_str("        SsbAccumulate(flags, value, acc_sum, acc_count);\n");
+        let _ = writeln!(
+            body,
+            "        SsbAccumulate(pass, {value}, acc_sum, acc_count);"
+        );
     } else {
-        body.push_str("        SsbAggregate(flags, group, value, sums, counts, n_groups, qs);\n");
+        let _ = writeln!(
+            body,
+            "        SsbAggregate(pass, group, {value}, sums, counts, n_groups, qs);"
+        );
     }
     let joins: String = (0..p.joins.len())
         .map(|i| format!(",\n    const u64* __restrict__ h{i}, u32 b{i}"))
         .collect();
     let source = format!(
         "// Probe of {name}.\n\
-extern \"C\" __global__ void __launch_bounds__(TS_THREADS) ssb_probe(\n    {params}{joins},\n    \
+extern \"C\" __global__ void SSB_BOUNDS ssb_probe(\n    {params}{joins},\n    \
 u32 tiles_per_chunk, u32 total_tiles, unsigned long long* __restrict__ sums,\n    \
 unsigned long long* __restrict__ counts, u32 n_groups, u64* __restrict__ qs) {{\n    \
+{prologue}    \
 unsigned long long acc_sum = 0, acc_count = 0;\n    \
-for (u32 tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {{\n        \
+SSB_TILE_LOOP(total_tiles) {{\n        \
 const u32 ci = tile / tiles_per_chunk, local = tile - ci * tiles_per_chunk;\n        \
-u32 flags[TS_ITEMS], group[TS_ITEMS];\n{regs}        \
-SsbInit(SsbTileRows(t0, ci, local), flags, group);\n{body}    }}\n{total}}}\n",
+u32 pass = SsbTileRows(t0, ci, local);\n        \
+u32 group[SSB_ROWS] = {{}};\n{regs}{body}    }}\n{total}}}\n",
+        prologue = PROLOGUE,
         name = p.name,
         params = column_params(&cols),
         regs = registers(&cols),
@@ -225,6 +235,19 @@ SsbInit(SsbTileRows(t0, ci, local), flags, group);\n{body}    }}\n{total}}}\n",
         source,
         columns: cols,
     }
+}
+
+/// Environment variable: thread blocks per SM the query kernels are compiled to fit (1..=16:
+/// registers capped at 65536 / (128 * n)); unset, ops.cuh's default. A tuning knob for
+/// measuring the trade between registers (spills) and occupancy on a device.
+pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
+
+fn min_blocks() -> Option<u32> {
+    std::env::var(MIN_BLOCKS_ENV)
+        .ok()?
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=16).contains(n))
 }
 
 /// A query's program: its build kernels (`ssb_build_{i}` for join `i`) and its probe kernel
@@ -246,8 +269,9 @@ pub fn program(p: &QueryPlan) -> Program {
         .collect();
     let probe = probe_kernel(p);
     let mut source = format!(
-        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#include \"ops.cuh\"\n",
-        p.name
+        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n{}#include \"ops.cuh\"\n",
+        p.name,
+        min_blocks().map_or(String::new(), |n| format!("#define SSB_MIN_BLOCKS {n}\n"))
     );
     for k in builds.iter().chain([&probe]) {
         source.push('\n');

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr, PinnedHostSlice};
 use tessera_format::{CodecId, Error, LogicalType, Result};
 
 use crate::int::layout::{ChunkDesc, StatusKey, TILE_VALUES};
@@ -60,6 +60,82 @@ impl SsbColumn {
     }
 }
 
+/// Where a column's chunks lie in its word buffer (the same on the host and the device).
+#[derive(Debug, Clone)]
+struct ColumnLayout {
+    table: Vec<SsbChunk>,
+    shapes: Vec<Option<ChunkShape>>,
+    counts: Vec<u32>,
+    words: usize,
+}
+
+fn column_layout(chunks: &[ChunkRef<'_>]) -> Result<ColumnLayout> {
+    let mut words = 0usize;
+    let mut table = Vec::with_capacity(chunks.len());
+    let mut shapes = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter().enumerate() {
+        let shape = chunk_shape(LogicalType::U32, c)
+            .map_err(|e| e.in_chunk("(ssb column)", i, c.codec.name()))?;
+        let codec = match c.codec {
+            CodecId::Plain => 0,
+            CodecId::For => 1,
+            CodecId::Dfor => 2,
+            CodecId::Rfor => 3,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "codec {} cannot be queried on the GPU",
+                    other.name()
+                )))
+            }
+        };
+        // Plain chunks start on a 16-byte boundary (aligned rows for the loads).
+        if codec == 0 {
+            words = words.next_multiple_of(4);
+        }
+        table.push(SsbChunk {
+            desc: ChunkDesc {
+                payload_word: words as u64,
+                out_index: 0,
+                payload_words: (c.payload.len() / 4) as u32,
+                total_count: c.value_count,
+                first_tile: 0,
+                first_slab: 0,
+            },
+            codec,
+            pad: 0,
+        });
+        words += c.payload.len() / 4;
+        shapes.push(shape);
+    }
+    Ok(ColumnLayout {
+        table,
+        shapes,
+        counts: chunks.iter().map(|c| c.value_count).collect(),
+        words,
+    })
+}
+
+/// A u32 column in page-locked host memory, laid out as on the device (coprocessor mode).
+pub struct SsbHostColumn {
+    pinned: PinnedHostSlice<u8>,
+    layout: ColumnLayout,
+}
+
+impl std::fmt::Debug for SsbHostColumn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SsbHostColumn")
+            .field("bytes", &self.pinned.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SsbHostColumn {
+    /// Bytes shipped per upload.
+    pub fn bytes(&self) -> u64 {
+        self.layout.words as u64 * 4
+    }
+}
+
 /// Columns of one table on the device, chunked alike.
 #[derive(Debug)]
 pub struct SsbTable {
@@ -97,6 +173,49 @@ pub struct SsbHashTable {
     bits: u32,
 }
 
+/// Folder of a PTX cache of generated programs (opt-in, for runs that start many processes on
+/// the same queries, such as the tests and benches of one GPU session): each program's PTX is
+/// kept under the checksum of its text and arch, so NVRTC compiles it once across processes.
+pub const PTX_CACHE_ENV: &str = "TESSERA_SSB_PTX_CACHE";
+
+/// The PTX of a generated program (text from [`codegen::program`]): from the cache folder when [`PTX_CACHE_ENV`] names one and it
+/// holds the program, else compiled (and then stored there, written to a temporary name and
+/// renamed, so a concurrent reader never sees part of a file).
+pub fn program_ptx(source: &str, arch: &str) -> Result<cudarc::nvrtc::Ptx> {
+    let dir = std::env::var_os(PTX_CACHE_ENV).map(std::path::PathBuf::from);
+    // Keyed by the operators' headers too (kernels/ssb/ssb.cu with every header it includes):
+    // a program's text only names them.
+    let headers = match dir {
+        Some(_) => crate::kernels::source(crate::kernels::Module::Ssb)?,
+        None => String::new(),
+    };
+    let key =
+        tessera_format::container::checksum(format!("{arch}\n{headers}\n{source}").as_bytes());
+    let path = dir
+        .as_ref()
+        .map(|d| d.join(format!("{key:016x}-{arch}.ptx")));
+    // The file holds the program's text before its PTX, so a checksum collision cannot load
+    // another program's kernels.
+    if let Some(text) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        if let Some(ptx) = text.strip_prefix(source) {
+            if ptx.contains(".entry") {
+                return Ok(cudarc::nvrtc::Ptx::from_src(ptx.to_string()));
+            }
+        }
+    }
+    let ptx = crate::kernels::compile_generated(codegen::GENERATED_FILE, source, arch)?;
+    if let (Some(dir), Some(path)) = (dir, path) {
+        let tmp = dir.join(format!("{key:016x}-{arch}.{}.tmp", std::process::id()));
+        // A cache that cannot be written costs only the compilation next time.
+        if std::fs::create_dir_all(&dir).is_ok()
+            && std::fs::write(&tmp, format!("{source}{}", ptx.to_src())).is_ok()
+        {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+    Ok(ptx)
+}
+
 /// Most thread blocks per SM of the persistent query grid (each loops over tiles).
 const BLOCKS_PER_SM: u32 = 16;
 
@@ -113,47 +232,11 @@ impl Gpu {
     /// Checks a u32 column's chunks (headers as the decoders check them) and copies them to the
     /// device as they are: compressed chunks keep their codec, plain chunks their values.
     pub fn ssb_upload_column(&self, chunks: &[ChunkRef<'_>]) -> Result<SsbColumn> {
-        let mut words = 0usize;
-        let mut table = Vec::with_capacity(chunks.len());
-        let mut shapes = Vec::with_capacity(chunks.len());
-        for (i, c) in chunks.iter().enumerate() {
-            let shape = chunk_shape(LogicalType::U32, c)
-                .map_err(|e| e.in_chunk("(ssb column)", i, c.codec.name()))?;
-            let codec = match c.codec {
-                CodecId::Plain => 0,
-                CodecId::For => 1,
-                CodecId::Dfor => 2,
-                CodecId::Rfor => 3,
-                other => {
-                    return Err(Error::InvalidArgument(format!(
-                        "codec {} cannot be queried on the GPU",
-                        other.name()
-                    )))
-                }
-            };
-            // Plain chunks start on a 16-byte boundary so that whole tiles load as uint4.
-            if codec == 0 {
-                words = words.next_multiple_of(4);
-            }
-            table.push(SsbChunk {
-                desc: ChunkDesc {
-                    payload_word: words as u64,
-                    out_index: 0,
-                    payload_words: (c.payload.len() / 4) as u32,
-                    total_count: c.value_count,
-                    first_tile: 0,
-                    first_slab: 0,
-                },
-                codec,
-                pad: 0,
-            });
-            words += c.payload.len() / 4;
-            shapes.push(shape);
-        }
+        let l = column_layout(chunks)?;
         // The payloads go to the device as they are, each copied straight from its host bytes
-        // into its place (no staging copy on the host: coprocessor mode times this).
-        let mut dev = self.alloc::<u8>(words * 4)?;
-        for (c, t) in chunks.iter().zip(&table) {
+        // into its place (no staging copy on the host).
+        let mut dev = self.alloc::<u8>(l.words * 4)?;
+        for (c, t) in chunks.iter().zip(&l.table) {
             let at = t.desc.payload_word as usize * 4;
             let len = t.desc.payload_words as usize * 4;
             if len > 0 {
@@ -163,14 +246,88 @@ impl Gpu {
                     .map_err(cuda("copying to the device"))?;
             }
         }
+        self.ssb_column(dev, l)
+    }
+
+    fn ssb_column(&self, words: CudaSlice<u8>, l: ColumnLayout) -> Result<SsbColumn> {
         Ok(SsbColumn {
-            words: dev,
-            chunks: self.upload(&table)?,
-            status: self.alloc::<u64>(chunks.len().max(1))?,
-            shapes,
-            counts: chunks.iter().map(|c| c.value_count).collect(),
-            bytes: words as u64 * 4,
+            words,
+            chunks: self.upload(&l.table)?,
+            status: self.alloc::<u64>(l.counts.len().max(1))?,
+            shapes: l.shapes,
+            bytes: l.words as u64 * 4,
+            counts: l.counts,
         })
+    }
+
+    /// Checks a u32 column's chunks as [`Self::ssb_upload_column`] does and lays them out in
+    /// page-locked host memory exactly as they will lie on the device, so that shipping the
+    /// column is one asynchronous DMA copy ([`Self::ssb_upload_pinned`]).
+    pub fn ssb_pin_column(&self, chunks: &[ChunkRef<'_>]) -> Result<SsbHostColumn> {
+        let l = column_layout(chunks)?;
+        // SAFETY: every byte is written below before the buffer is read (zeros, then the
+        // payloads). Not write-combined: the host fills it once, the device reads it many times.
+        let mut pinned = unsafe {
+            self.ctx
+                .alloc_pinned_with_flags::<u8>((l.words * 4).max(4), 0)
+        }
+        .map_err(cuda("allocating pinned host memory"))?;
+        {
+            let host = pinned
+                .as_mut_slice()
+                .map_err(cuda("mapping pinned host memory"))?;
+            host.fill(0);
+            for (c, t) in chunks.iter().zip(&l.table) {
+                let at = t.desc.payload_word as usize * 4;
+                let len = t.desc.payload_words as usize * 4;
+                host[at..at + len].copy_from_slice(&c.payload[..len]);
+            }
+        }
+        Ok(SsbHostColumn { pinned, layout: l })
+    }
+
+    /// Ships a pinned column to the device: one asynchronous copy on the query stream (the
+    /// queries queued after it wait for it; the host does not).
+    pub fn ssb_upload_pinned(&self, h: &SsbHostColumn) -> Result<SsbColumn> {
+        let mut dev = self.alloc::<u8>(h.pinned.len())?;
+        self.stream
+            .memcpy_htod(&h.pinned, &mut dev)
+            .map_err(cuda("copying to the device"))?;
+        self.ssb_column(dev, h.layout.clone())
+    }
+
+    /// Host-to-device copy rate in GB/s of `bytes` bytes from pageable and from page-locked host
+    /// memory (median of `runs` copies each, timed from the host around copy and sync).
+    pub fn ssb_link_gbps(&self, bytes: usize, runs: usize) -> Result<(f64, f64)> {
+        let pageable = vec![1u8; bytes];
+        // SAFETY: filled before it is read.
+        let mut pinned = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }
+            .map_err(cuda("allocating pinned host memory"))?;
+        pinned
+            .as_mut_slice()
+            .map_err(cuda("mapping pinned host memory"))?
+            .fill(1);
+        let mut dev = self.alloc::<u8>(bytes.max(1))?;
+        let mut time = |pinned_src: bool| -> Result<f64> {
+            let mut v = Vec::new();
+            for _ in 0..runs.max(1) + 1 {
+                let t = std::time::Instant::now();
+                if pinned_src {
+                    self.stream.memcpy_htod(&pinned, &mut dev)
+                } else {
+                    self.stream.memcpy_htod(&pageable, &mut dev)
+                }
+                .map_err(cuda("copying to the device"))?;
+                self.synchronize()?;
+                v.push(t.elapsed().as_secs_f64());
+            }
+            v.remove(0);
+            v.sort_by(f64::total_cmp);
+            Ok(bytes as f64 / v[v.len() / 2] / 1e9)
+        };
+        let pageable_gbps = time(false)?;
+        let pinned_gbps = time(true)?;
+        Ok((pageable_gbps, pinned_gbps))
     }
 
     /// Groups uploaded columns into a table: all must be chunked alike, every chunk but the
@@ -224,11 +381,7 @@ impl Gpu {
         let module = match cached {
             Some(m) => m,
             None => {
-                let ptx = crate::kernels::compile_generated(
-                    codegen::GENERATED_FILE,
-                    source,
-                    &self.info.arch,
-                )?;
+                let ptx = program_ptx(source, &self.info.arch)?;
                 let m = self
                     .ctx
                     .load_module(ptx)
@@ -255,8 +408,12 @@ impl Gpu {
         Ok(())
     }
 
+    /// Thread blocks for `tiles` tiles: a warp per tile (ops.cuh), at most the persistent grid.
     fn grid(&self, tiles: u32) -> u32 {
-        tiles.clamp(1, self.info.sm_count.max(1) * BLOCKS_PER_SM)
+        let warps = crate::int::layout::THREADS / 32;
+        tiles
+            .div_ceil(warps)
+            .clamp(1, self.info.sm_count.max(1) * BLOCKS_PER_SM)
     }
 
     fn column_args(&self, t: &SsbTable, names: &[String], args: &mut Vec<Arg>) -> Result<Vec<u64>> {
