@@ -5,7 +5,7 @@ bench/results/ssb-scaling-<device>.json when it exists. A workflow tool run by h
 bench (matplotlib); nothing at build, test or run time calls it.
 
 Usage: bench/plot_ssb.py [RESULTS.json [SCALING.json]] [--out DIR]
-Defaults: bench/results/ssb-nvidia-h200.json, bench/results/ssb-scaling-nvidia-h200.json,
+Defaults: bench/results/ssb-h200.json, bench/results/ssb-h200-x2-scaling.json,
 bench/results/ssb-plots/.
 """
 import argparse
@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 ap = argparse.ArgumentParser()
-ap.add_argument("results", nargs="?", default=os.path.join(here, "results", "ssb-nvidia-h200.json"))
-ap.add_argument("scaling", nargs="?", default=os.path.join(here, "results", "ssb-scaling-nvidia-h200.json"))
+ap.add_argument("results", nargs="?", default=os.path.join(here, "results", "ssb-h200.json"))
+ap.add_argument("scaling", nargs="?", default=os.path.join(here, "results", "ssb-h200-x2-scaling.json"))
 ap.add_argument("--out", default=os.path.join(here, "results", "ssb-plots"))
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)

@@ -69,8 +69,9 @@
 
 #define SSB_EMPTY 0xFFFFFFFFFFFFFFFFull
 
-// Thread blocks per SM the query kernels are compiled to fit (src/ssb/codegen.rs may define it
-// first): 1 leaves the registers uncapped (no spills; fewer warps per SM).
+// Thread blocks per SM the query kernels are compiled to fit (src/ssb/codegen.rs defines it in
+// every program, see codegen::MIN_BLOCKS); 1, for the hand-written kernels of ssb.cu, leaves the
+// registers uncapped.
 #ifndef SSB_MIN_BLOCKS
 #define SSB_MIN_BLOCKS 1
 #endif

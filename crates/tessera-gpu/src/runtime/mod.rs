@@ -98,8 +98,9 @@ impl Gpu {
         CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
     }
 
-    /// Opens device `ordinal` (each handle has its own context and stream; several handles to
-    /// one device are independent). Errors as [`Gpu::new`], and when there is no such device.
+    /// Opens device `ordinal`. Each handle has its own stream, kernel modules and state;
+    /// handles to one device share its primary context. Errors as [`Gpu::new`], and when there
+    /// is no such device.
     pub fn open(ordinal: usize) -> Result<Gpu> {
         // SAFETY: only probes whether libcuda can be opened.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {

@@ -238,16 +238,22 @@ u32 group[SSB_ROWS] = {{}};\n{regs}{body}    }}\n{total}}}\n",
 }
 
 /// Environment variable: thread blocks per SM the query kernels are compiled to fit (1..=16:
-/// registers capped at 65536 / (128 * n)); unset, ops.cuh's default. A tuning knob for
-/// measuring the trade between registers (spills) and occupancy on a device.
+/// registers capped at 65536 / (128 * n)); unset, [`MIN_BLOCKS`]. A tuning knob for measuring
+/// the trade between registers (spills) and occupancy on a device.
 pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 
-fn min_blocks() -> Option<u32> {
+/// Thread blocks per SM by default: 8 (64 registers, a few hundred bytes of spills in the
+/// largest probe kernels) ran both layouts' queries about 25% faster on an H200 than 1 (up to
+/// 96 registers, no spills, 20 warps an SM): the kernels wait on memory, and more warps hide it
+/// (docs/gpu/ssb.md).
+pub const MIN_BLOCKS: u32 = 8;
+
+fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
-        .ok()?
-        .parse::<u32>()
         .ok()
+        .and_then(|v| v.parse::<u32>().ok())
         .filter(|n| (1..=16).contains(n))
+        .unwrap_or(MIN_BLOCKS)
 }
 
 /// A query's program: its build kernels (`ssb_build_{i}` for join `i`) and its probe kernel
@@ -269,9 +275,9 @@ pub fn program(p: &QueryPlan) -> Program {
         .collect();
     let probe = probe_kernel(p);
     let mut source = format!(
-        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n{}#include \"ops.cuh\"\n",
+        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#define SSB_MIN_BLOCKS {}\n#include \"ops.cuh\"\n",
         p.name,
-        min_blocks().map_or(String::new(), |n| format!("#define SSB_MIN_BLOCKS {n}\n"))
+        min_blocks()
     );
     for k in builds.iter().chain([&probe]) {
         source.push('\n');
