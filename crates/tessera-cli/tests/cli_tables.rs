@@ -344,6 +344,10 @@ fn big_parquet(path: &Path, batches: usize) -> u64 {
 /// one child, so other tests' children do not count) and its stderr.
 fn peak_rss(args: &[&dyn AsRef<OsStr>]) -> (u64, Vec<u8>) {
     use std::io::Read;
+    #[allow(
+        clippy::zombie_processes,
+        reason = "wait4 below reaps the child (std's wait would not give its rusage)"
+    )]
     let mut child = Command::new(bin())
         .args(args.iter().map(|a| a.as_ref()))
         .stdin(Stdio::null())
