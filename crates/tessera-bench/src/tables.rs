@@ -1,6 +1,8 @@
 //! `tessera-bench tables`: whole tables as `.tsr` against Parquet (zstd, snappy) and Arrow IPC
 //! (lz4, zstd): file sizes, and the time to read the whole table into host memory on all CPU
-//! cores (tessera's reader; the `parquet` crate's Arrow reader; Arrow IPC's reader).
+//! cores (tessera's reader; the `parquet` crate's Arrow reader; Arrow IPC's reader; pyarrow's
+//! Parquet reader through `bench/peers/tables_pyarrow.py` when python3 has pyarrow) and, when a
+//! GPU opens, into GPU memory from host-resident `.tsr` bytes (`ArrowTableReader::read_gpu`).
 //!
 //! Tables: `orders`, generated here with realistic distributions (sequential keys, Zipf
 //! customers, sorted dates, log-normal prices as decimals, a handful of statuses, free-text
@@ -55,6 +57,14 @@ struct Row {
     read_parquet_snappy_ms: f64,
     read_ipc_lz4_ms: f64,
     read_ipc_zstd_ms: f64,
+    /// pyarrow's `read_table` of the Parquet files, all cores (`None`: not measured).
+    read_parquet_zstd_pyarrow_ms: Option<f64>,
+    read_parquet_snappy_pyarrow_ms: Option<f64>,
+    /// Every field decoded into GPU memory from the `.tsr` bytes in host memory, synchronized
+    /// (`None`: no GPU).
+    read_tsr_gpu_ms: Option<f64>,
+    /// Fields stored with ALP.
+    alp_fields: Vec<String>,
     /// Bytes each column takes in the `.tsr` file (all its physical columns).
     tsr_column_bytes: Vec<(String, u64)>,
 }
@@ -66,6 +76,8 @@ struct Report {
     device: String,
     threads: usize,
     runs: usize,
+    /// Why pyarrow's column is empty, when it is.
+    pyarrow: String,
     rows: Vec<Row>,
 }
 
@@ -247,6 +259,39 @@ fn read_tsr(path: &Path) -> Result<usize> {
     Ok(r.read_all(&mut Engine::cpu())?.num_rows())
 }
 
+/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory.
+fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
+    let r = ArrowTableReader::new(t, None)?;
+    let fields = r.read_gpu(gpu)?;
+    gpu.synchronize()?;
+    Ok(fields.len())
+}
+
+/// pyarrow's median read times of `paths`, or why there are none.
+fn pyarrow_ms(runs: usize, paths: &[&Path]) -> std::result::Result<Vec<f64>, String> {
+    let script = std::env::var("TESSERA_TABLES_PEER")
+        .unwrap_or_else(|_| "bench/peers/tables_pyarrow.py".into());
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(runs.to_string())
+        .args(paths)
+        .output()
+        .map_err(|e| format!("cannot run python3 {script}: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("peer output: {e}"))?;
+    paths
+        .iter()
+        .map(|p| {
+            v["ms"][p.display().to_string()]
+                .as_f64()
+                .ok_or_else(|| format!("peer gave no time for {}", p.display()))
+        })
+        .collect()
+}
+
 fn time_ms(runs: usize, mut work: impl FnMut() -> Result<usize>) -> Result<f64> {
     work()?;
     let mut v = Vec::with_capacity(runs);
@@ -264,6 +309,8 @@ fn measure(
     batches: &[RecordBatch],
     dir: &Path,
     runs: usize,
+    gpu: Option<&tessera::gpu::Gpu>,
+    pyarrow_note: &mut String,
 ) -> Result<Row> {
     let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
     let tsr = dir.join(format!("{name}.tsr"));
@@ -273,8 +320,12 @@ fn measure(
     }
     let (directory, tsr_bytes) = w.finish()?;
     let mut tsr_column_bytes = Vec::new();
+    let mut alp_fields = Vec::new();
     if let Some(t) = &directory.table {
         for f in &t.fields {
+            if f.is_alp() {
+                alp_fields.push(f.name.clone());
+            }
             let b: u64 = f
                 .columns
                 .iter()
@@ -291,6 +342,22 @@ fn measure(
     let parquet_snappy_bytes = write_parquet(&ps, batches, Compression::SNAPPY)?;
     let ipc_lz4_bytes = write_ipc(&il, batches, arrow_ipc::CompressionType::LZ4_FRAME)?;
     let ipc_zstd_bytes = write_ipc(&iz, batches, arrow_ipc::CompressionType::ZSTD)?;
+    let (read_parquet_zstd_pyarrow_ms, read_parquet_snappy_pyarrow_ms) =
+        match pyarrow_ms(runs, &[&pz, &ps]) {
+            Ok(v) => (Some(v[0]), Some(v[1])),
+            Err(why) => {
+                *pyarrow_note = why;
+                (None, None)
+            }
+        };
+    let read_tsr_gpu_ms = match gpu {
+        Some(g) => {
+            let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
+            let t = TableReader::from_bytes(bytes)?;
+            Some(time_ms(runs, || read_tsr_gpu(&t, g))?)
+        }
+        None => None,
+    };
     let row = Row {
         table: name.to_owned(),
         source: source.to_owned(),
@@ -307,6 +374,10 @@ fn measure(
         read_parquet_snappy_ms: time_ms(runs, || read_parquet(&ps))?,
         read_ipc_lz4_ms: time_ms(runs, || read_ipc(&il))?,
         read_ipc_zstd_ms: time_ms(runs, || read_ipc(&iz))?,
+        read_parquet_zstd_pyarrow_ms,
+        read_parquet_snappy_pyarrow_ms,
+        read_tsr_gpu_ms,
+        alp_fields,
         tsr_column_bytes,
     };
     eprintln!(
@@ -323,16 +394,23 @@ fn markdown(r: &Report) -> String {
          warm-up) to read the whole table into host memory as Arrow record batches with {} threads \
          (tessera: `ArrowTableReader::read_all` on the CPU; Parquet: the `parquet` crate's Arrow \
          reader; IPC: `arrow-ipc`'s file reader). Files are in the page cache.\n\n\
-         | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | GPU read |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-        r.device, r.date, r.runs, r.threads
+         pyarrow: `pyarrow.parquet.read_table(use_threads=True)` in `bench/peers/tables_pyarrow.py` \
+         ({}). GPU read: every field decoded into GPU memory from the `.tsr` bytes held in host \
+         memory (`ArrowTableReader::read_gpu`, synchronized; columns as stored: utf8 offsets per \
+         chunk, ALP fields as digits + params + exceptions, `table.md` §8.4).\n\n\
+         | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | pyarrow Parquet zstd ms | pyarrow Parquet snappy ms | GPU read .tsr ms |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        r.device, r.date, r.runs, r.threads, r.pyarrow
     );
+    let opt = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.1}"));
     for x in &r.rows {
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | not measured |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
             x.table, x.source, x.rows, x.columns, x.tsr_bytes, x.parquet_zstd_bytes, x.parquet_snappy_bytes,
             x.ipc_lz4_bytes, x.ipc_zstd_bytes, x.tsr_over_parquet_zstd, x.read_tsr_cpu_ms,
-            x.read_parquet_zstd_ms, x.read_parquet_snappy_ms, x.read_ipc_lz4_ms, x.read_ipc_zstd_ms
+            x.read_parquet_zstd_ms, x.read_parquet_snappy_ms, x.read_ipc_lz4_ms, x.read_ipc_zstd_ms,
+            opt(x.read_parquet_zstd_pyarrow_ms), opt(x.read_parquet_snappy_pyarrow_ms),
+            opt(x.read_tsr_gpu_ms)
         ));
     }
     s.push_str("\n## Bytes per column in the `.tsr` file\n\n");
@@ -343,6 +421,18 @@ fn markdown(r: &Report) -> String {
             .map(|(n, b)| format!("{n} {b}"))
             .collect();
         s.push_str(&format!("- {}: {}\n", x.table, cols.join(", ")));
+    }
+    s.push_str("\n## Float fields stored with ALP (`table.md` §8)\n\n");
+    for x in &r.rows {
+        s.push_str(&format!(
+            "- {}: {}\n",
+            x.table,
+            if x.alp_fields.is_empty() {
+                "none".to_owned()
+            } else {
+                x.alp_fields.join(", ")
+            }
+        ));
     }
     s
 }
@@ -356,6 +446,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         args.values.min(20_000_000)
     };
     let mut out = Vec::new();
+    let engine = Engine::open(tessera::Device::Gpu).ok();
+    let gpu = engine.as_ref().and_then(|e| e.gpu());
+    let mut pyarrow = "measured".to_owned();
     let batches = orders(rows, 35)?;
     out.push(measure(
         "orders",
@@ -363,6 +456,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         &batches,
         &dir,
         args.runs,
+        gpu,
+        &mut pyarrow,
     )?);
     drop(batches);
     for p in &args.input {
@@ -379,22 +474,37 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             &batches,
             &dir,
             args.runs,
+            gpu,
+            &mut pyarrow,
         )?);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    let device = match &engine {
+        Some(e) if gpu.is_some() => format!("CPU: {}; GPU: {}", cpu_model(), e.describe()),
+        _ => format!("CPU: {}", cpu_model()),
+    };
     let report = Report {
         suite: "tables",
         date: today(),
-        device: format!("CPU: {}", cpu_model()),
+        device,
         threads: rayon::current_num_threads(),
         runs: args.runs,
+        pyarrow,
         rows: out,
     };
     let md = markdown(&report);
     write_results(
         &args.out,
         &report.date,
-        "cpu",
+        &gpu.map_or("cpu".to_owned(), |g| {
+            // The file is named after the card: "NVIDIA H200" gives "h200".
+            g.info()
+                .name
+                .split_whitespace()
+                .find(|w| w.chars().any(|c| c.is_ascii_digit()))
+                .unwrap_or("gpu")
+                .to_ascii_lowercase()
+        }),
         "tables",
         &report,
         &[(".md", md)],

@@ -22,7 +22,7 @@ use parquet::file::properties::WriterProperties;
 use tessera::arrow::{ArrowTableReader, ArrowTableWriter, ArrowWriteOptions};
 use tessera::{Engine, TableReader};
 use tessera_format::container::Container;
-use tessera_format::table::{Role, TABLE_MINOR};
+use tessera_format::table::{Role, ALP_MINOR};
 
 use crate::{files, report, CliError, CliResult};
 
@@ -208,7 +208,9 @@ pub fn compress(a: &CompressTable<'_>) -> CliResult<()> {
         ..ArrowWriteOptions::default()
     };
     let mut w = ArrowTableWriter::with_container(
-        output.container_writer(TABLE_MINOR)?,
+        // A stream states its minor up front, before the first batch settles whether a float
+        // field is stored with ALP (1.4); a file gets the lowest minor it needs.
+        output.container_writer(ALP_MINOR)?,
         schema.clone(),
         opts,
     )?;

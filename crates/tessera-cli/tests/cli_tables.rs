@@ -297,3 +297,109 @@ fn raw_files_still_need_type_and_work() {
         "not an Arrow table",
     );
 }
+
+/// A Parquet file of `batches` row groups of 256 Ki rows (an id, a decimal-like double, a
+/// short string): its decoded size grows with `batches`, its row groups do not.
+fn big_parquet(path: &Path, batches: usize) -> u64 {
+    let rows = 256 * 1024;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("price", DataType::Float64, false),
+        Field::new("note", DataType::Utf8, false),
+    ]));
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(rows))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), schema.clone(), Some(props)).unwrap();
+    let mut decoded = 0u64;
+    for b in 0..batches {
+        let base = (b * rows) as i64;
+        let ids: Vec<i64> = (base..base + rows as i64).collect();
+        let prices: Vec<f64> = ids
+            .iter()
+            .map(|i| (i * 7919 % 100_000) as f64 / 100.0)
+            .collect();
+        let notes: Vec<String> = ids
+            .iter()
+            .map(|i| format!("note {}", i * 31 % 99_991))
+            .collect();
+        decoded += (rows * 16) as u64 + notes.iter().map(|s| s.len() as u64 + 4).sum::<u64>();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(arrow_array::Int64Array::from(ids)) as ArrayRef,
+                Arc::new(Float64Array::from(prices)),
+                Arc::new(StringArray::from(notes)),
+            ],
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+    }
+    w.close().unwrap();
+    decoded
+}
+
+/// Runs `tessera args` and returns its peak resident set in bytes (`wait4`'s rusage of that
+/// one child, so other tests' children do not count) and its stderr.
+fn peak_rss(args: &[&dyn AsRef<OsStr>]) -> (u64, Vec<u8>) {
+    use std::io::Read;
+    #[allow(
+        clippy::zombie_processes,
+        reason = "wait4 below reaps the child (std's wait would not give its rusage)"
+    )]
+    let mut child = Command::new(bin())
+        .args(args.iter().map(|a| a.as_ref()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        // Peak memory follows the chunk size times the threads: fix both, and cap glibc's
+        // per-thread heaps, whose count otherwise varies the peak from run to run.
+        .env("RAYON_NUM_THREADS", "2")
+        .env("MALLOC_ARENA_MAX", "2")
+        .spawn()
+        .unwrap();
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value; wait4 fills it for the child `pid` that this
+    // process spawned and has not waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: `status` and `usage` are valid for writes for the duration of the call.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "tessera failed: {}",
+        String::from_utf8_lossy(&err)
+    );
+    // Linux reports ru_maxrss in KiB.
+    (usage.ru_maxrss as u64 * 1024, err)
+}
+
+#[test]
+fn compress_memory_follows_the_chunk_not_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut peaks = Vec::new();
+    for batches in [4usize, 16] {
+        let input = dir.path().join(format!("t{batches}.parquet"));
+        let decoded = big_parquet(&input, batches);
+        let out = dir.path().join(format!("t{batches}.tsr"));
+        let (peak, err) = peak_rss(&[&"compress", &input, &out, &"--chunk-values", &"65536"]);
+        // stderr is a pipe here, not a terminal: no progress bar, nothing at all.
+        assert!(err.is_empty(), "stderr: {}", String::from_utf8_lossy(&err));
+        println!(
+            "{batches} row groups: {decoded} bytes decoded, peak RSS {} MiB",
+            peak >> 20
+        );
+        peaks.push((decoded, peak));
+    }
+    let ((small_table, small_peak), (big_table, big_peak)) = (peaks[0], peaks[1]);
+    // Four times the table gives (nearly) the same peak, and the big table never fits in it.
+    assert!(
+        big_peak < small_peak + small_peak / 4 + (16 << 20),
+        "peak RSS {big_peak} for {big_table} bytes against {small_peak} for {small_table}"
+    );
+    assert!(big_peak < big_table, "peak {big_peak} >= table {big_table}");
+}

@@ -4,7 +4,8 @@
 //!   says where (byte offset, column, chunk, block) and what (expected and found values).
 //! - [`LogicalType`] and [`CodecId`]: the ids stored in `.tsr` files (`docs/format/container.md` §3).
 //! - [`container`]: reading and writing `.tsr` files.
-//! - [`table`]: the table section (container 1.3): the Arrow fields a file's columns hold.
+//! - [`table`]: the table section (container 1.3; ALP float fields 1.4): the Arrow fields a
+//!   file's columns hold.
 //!
 //! - [`AtomicFile`] ([`atomic`]): write to a temporary file, put it under the final name when
 //!   complete.

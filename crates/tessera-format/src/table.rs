@@ -15,6 +15,10 @@ use crate::{Error, LogicalType, Result};
 
 /// The container minor version that defines the table section (`container.md` §3a).
 pub const TABLE_MINOR: u16 = 3;
+/// The container minor version that adds ALP float fields (`table.md` §8): roles 5-7.
+pub const ALP_MINOR: u16 = 4;
+/// Rows per ALP vector: each vector of a float field has its own exponent and factor.
+pub const ALP_VECTOR_ROWS: u64 = 1024;
 /// Most fields a table holds (as many as the container's columns).
 pub const MAX_FIELDS: u32 = 65535;
 /// Most physical columns one field references (one per role).
@@ -171,6 +175,14 @@ pub enum Role {
     DictValues,
     /// The byte length of each binary dictionary value, u32 (4).
     DictLengths,
+    /// An ALP float field's exponent and factor per vector of [`ALP_VECTOR_ROWS`] rows, u16
+    /// (5, container 1.4).
+    AlpParams,
+    /// The rows of an ALP float field whose value is stored as its bit pattern, u64, ascending
+    /// (6, container 1.4).
+    ExceptionRows,
+    /// Those rows' bit patterns, u64 (Float64) or u32 (Float32) (7, container 1.4).
+    ExceptionBits,
 }
 
 impl Role {
@@ -182,7 +194,18 @@ impl Role {
             Role::Lengths => 2,
             Role::DictValues => 3,
             Role::DictLengths => 4,
+            Role::AlpParams => 5,
+            Role::ExceptionRows => 6,
+            Role::ExceptionBits => 7,
         }
+    }
+
+    /// Whether the role belongs to an ALP float field (container 1.4).
+    pub fn is_alp(self) -> bool {
+        matches!(
+            self,
+            Role::AlpParams | Role::ExceptionRows | Role::ExceptionBits
+        )
     }
 
     fn from_id(id: u8) -> Option<Role> {
@@ -192,6 +215,9 @@ impl Role {
             2 => Role::Lengths,
             3 => Role::DictValues,
             4 => Role::DictLengths,
+            5 => Role::AlpParams,
+            6 => Role::ExceptionRows,
+            7 => Role::ExceptionBits,
             _ => return None,
         })
     }
@@ -204,6 +230,9 @@ impl Role {
             Role::Lengths => "lengths",
             Role::DictValues => "dict",
             Role::DictLengths => "dict_lengths",
+            Role::AlpParams => "alp_params",
+            Role::ExceptionRows => "exception_rows",
+            Role::ExceptionBits => "exception_bits",
         }
     }
 }
@@ -238,6 +267,11 @@ impl FieldMeta {
     pub fn is_dictionary_encoded(&self) -> bool {
         self.column(Role::DictValues).is_some()
     }
+
+    /// Whether the float values are stored as ALP digits plus exceptions (`table.md` §8).
+    pub fn is_alp(&self) -> bool {
+        self.column(Role::AlpParams).is_some()
+    }
 }
 
 /// The table section of a directory.
@@ -265,6 +299,15 @@ fn put_metadata(out: &mut Vec<u8>, kv: &[(String, String)]) {
 }
 
 impl TableMeta {
+    /// The lowest container minor version that defines everything the section uses.
+    pub fn min_minor(&self) -> u16 {
+        if self.fields.iter().any(FieldMeta::is_alp) {
+            ALP_MINOR
+        } else {
+            TABLE_MINOR
+        }
+    }
+
     /// The section's bytes (`table.md` §2), without the length prefix the directory adds.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         if self.fields.len() > MAX_FIELDS as usize {
@@ -325,6 +368,18 @@ impl TableMeta {
         base: u64,
         columns: &[crate::container::ColumnMeta],
     ) -> Result<Self> {
+        Self::parse_minor(bytes, base, columns, crate::container::VERSION_MINOR)
+    }
+
+    /// [`TableMeta::parse`] for a file of version 1.`minor`: the ALP roles (5-7) exist from
+    /// [`ALP_MINOR`] on.
+    pub fn parse_minor(
+        bytes: &[u8],
+        base: u64,
+        columns: &[crate::container::ColumnMeta],
+        minor: u16,
+    ) -> Result<Self> {
+        let max_role = if minor >= ALP_MINOR { 7 } else { 4 };
         let mut cur = Reader {
             bytes,
             pos: 0,
@@ -487,9 +542,16 @@ impl TableMeta {
             for _ in 0..ncols {
                 let role_at = cur.at();
                 let role_id = cur.u8("field column role")?;
-                let role = Role::from_id(role_id).ok_or_else(|| {
-                    cur.invalid("field column role", role_at, "0..=4".into(), role_id as u64)
-                })?;
+                let role = Role::from_id(role_id)
+                    .filter(|_| role_id <= max_role)
+                    .ok_or_else(|| {
+                        cur.invalid(
+                            "field column role",
+                            role_at,
+                            format!("0..={max_role}"),
+                            role_id as u64,
+                        )
+                    })?;
                 let col_at = cur.at();
                 let col = cur.u32("field column index")?;
                 if col as usize >= columns.len() || !used.insert(col) {
@@ -544,7 +606,19 @@ fn check_field(
     };
     let dict = f.column(Role::DictValues).is_some();
     let binary = f.ty.is_binary();
+    let alp = f.is_alp();
+    let float = matches!(f.ty, FieldType::Float32 | FieldType::Float64);
     let mut needed = vec![Role::Values];
+    if alp {
+        if !float || dict {
+            return Err(bad(
+                "ALP columns belong to Float32 and Float64 fields only".into()
+            ));
+        }
+        needed.extend([Role::ExceptionRows, Role::ExceptionBits]);
+    } else if f.columns.iter().any(|(r, _)| r.is_alp()) {
+        return Err(bad("exception columns without an alp_params column".into()));
+    }
     if binary {
         needed.push(if dict {
             Role::DictLengths
@@ -568,9 +642,21 @@ fn check_field(
                     && f.arrow_dictionary.is_none_or(|k| k == meta.logical_type),
                 Some(rows),
             ),
+            Role::Values if alp => (meta.logical_type == LogicalType::I64, Some(rows)),
             Role::Values => (
                 meta.logical_type == f.ty.physical(),
                 (!binary).then_some(rows),
+            ),
+            Role::AlpParams => (
+                meta.logical_type == LogicalType::U16,
+                Some(rows.div_ceil(ALP_VECTOR_ROWS)),
+            ),
+            Role::ExceptionRows => (meta.logical_type == LogicalType::U64, None),
+            Role::ExceptionBits => (
+                meta.logical_type == f.ty.physical()
+                    && f.column(Role::ExceptionRows)
+                        .is_some_and(|c| columns[c].value_count == meta.value_count),
+                None,
             ),
             Role::Validity => (
                 meta.logical_type == LogicalType::Bits && f.nullable,
@@ -834,5 +920,82 @@ mod tests {
             b[i] ^= 0xff;
             let _ = TableMeta::parse(&b, 0, &ok_cols());
         }
+    }
+    fn alp_table(rows: u64) -> (TableMeta, Vec<ColumnMeta>) {
+        let t = TableMeta {
+            row_count: rows,
+            metadata: vec![],
+            fields: vec![field(
+                "x",
+                FieldType::Float64,
+                vec![
+                    (Role::Values, 0),
+                    (Role::AlpParams, 1),
+                    (Role::ExceptionRows, 2),
+                    (Role::ExceptionBits, 3),
+                ],
+            )],
+        };
+        let cols = vec![
+            col("x", LogicalType::I64, rows),
+            col(
+                "x.alp_params",
+                LogicalType::U16,
+                rows.div_ceil(ALP_VECTOR_ROWS),
+            ),
+            col("x.exception_rows", LogicalType::U64, 2),
+            col("x.exception_bits", LogicalType::U64, 2),
+        ];
+        (t, cols)
+    }
+
+    #[test]
+    fn alp_fields_need_minor_4_and_their_columns() {
+        let (t, cols) = alp_table(3000);
+        let dir = Directory {
+            columns: cols.clone(),
+            table: Some(t.clone()),
+        };
+        assert_eq!(dir.min_minor(), ALP_MINOR);
+        let bytes = dir.to_bytes().expect("bytes");
+        let back = Directory::parse(&bytes, 1 << 20, ALP_MINOR).expect("parses");
+        assert_eq!(back.table.as_ref(), Some(&t));
+        // A 1.3 file may not use roles 5-7.
+        assert!(matches!(
+            Directory::parse(&bytes, 1 << 20, TABLE_MINOR),
+            Err(Error::InvalidHeader { .. })
+        ));
+        let at4 = |t: &TableMeta, cols: Vec<ColumnMeta>| {
+            let dir = Directory {
+                columns: cols,
+                table: Some(t.clone()),
+            };
+            Directory::parse(&dir.to_bytes().expect("bytes"), 1 << 20, ALP_MINOR)
+        };
+        // Exception columns of different counts.
+        let mut c = cols.clone();
+        c[3] = col("x.exception_bits", LogicalType::U64, 3);
+        assert!(matches!(at4(&t, c), Err(Error::InvalidHeader { .. })));
+        // Params not one a vector.
+        let mut c = cols.clone();
+        c[1] = col("x.alp_params", LogicalType::U16, 2);
+        assert!(matches!(at4(&t, c), Err(Error::InvalidHeader { .. })));
+        // Float32 bits must be u32.
+        let mut t32 = t.clone();
+        t32.fields[0].ty = FieldType::Float32;
+        assert!(matches!(
+            at4(&t32, cols.clone()),
+            Err(Error::InvalidHeader { .. })
+        ));
+        // ALP on an integer field, and exceptions without params.
+        let mut ti = t.clone();
+        ti.fields[0].ty = FieldType::Int(LogicalType::I64);
+        assert!(matches!(
+            at4(&ti, cols.clone()),
+            Err(Error::InvalidHeader { .. })
+        ));
+        let mut tn = t.clone();
+        tn.fields[0].columns.remove(1);
+        assert!(matches!(at4(&tn, cols), Err(Error::InvalidHeader { .. })));
     }
 }

@@ -11,7 +11,7 @@ use arrow_buffer::{i256, NullBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use proptest::prelude::*;
 use tessera::arrow::{
-    ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, Role,
+    ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice, Role,
 };
 use tessera::{Engine, Error, TableReader};
 
@@ -341,25 +341,45 @@ fn round_trip(
     let parts: Vec<RecordBatch> = (0..batches)
         .map(|b| batch_of(columns(n, kind, b as u64)))
         .collect();
-    let opts = ArrowWriteOptions {
-        chunk_rows,
-        dictionary,
-        ..ArrowWriteOptions::default()
-    };
-    write(&path, parts[0].schema(), &parts, opts).expect("write");
-    let back = read_all(&path);
-    let want = concat(&parts);
+    // Floats as the automatic rule stores them, then always as ALP.
+    for floats in [FloatChoice::Auto, FloatChoice::Alp] {
+        let opts = ArrowWriteOptions {
+            chunk_rows,
+            dictionary,
+            floats,
+            ..ArrowWriteOptions::default()
+        };
+        check_round_trip(
+            &path,
+            &parts,
+            opts,
+            &format!("{kind:?}, {n} rows x {batches}"),
+        );
+    }
+}
+
+/// Writes `parts` with `opts`, reads them back whole and in batches that cut chunks and ALP
+/// vectors anywhere, and compares every column bit for bit.
+fn check_round_trip(
+    path: &std::path::Path,
+    parts: &[RecordBatch],
+    opts: ArrowWriteOptions,
+    what: &str,
+) {
+    write(path, parts[0].schema(), parts, opts).expect("write");
+    let back = read_all(path);
+    let want = concat(parts);
     assert_eq!(back.schema(), want.schema());
     for (c, f) in want.schema().fields().iter().enumerate() {
         assert_eq!(
             back.column(c).to_data(),
             want.column(c).to_data(),
-            "column {} ({kind:?}, {n} rows x {batches})",
+            "column {} ({what}, {opts:?})",
             f.name()
         );
     }
     // Batch by batch, at sizes that cut chunks anywhere, gives the same rows.
-    let t = TableReader::open(&path).expect("open");
+    let t = TableReader::open(path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");
     let mut engine = Engine::cpu();
     let got: Vec<RecordBatch> = r
@@ -426,13 +446,12 @@ fn no_validity_column_without_nulls() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("t.tsr");
     let b = batch_of(columns(2000, Nulls::None, 0));
-    write(
-        &path,
-        b.schema(),
-        std::slice::from_ref(&b),
-        ArrowWriteOptions::default(),
-    )
-    .expect("write");
+    // Floats as bit patterns: a table without ALP fields stays a 1.3 file.
+    let opts = ArrowWriteOptions {
+        floats: FloatChoice::Plain,
+        ..ArrowWriteOptions::default()
+    };
+    write(&path, b.schema(), std::slice::from_ref(&b), opts).expect("write");
     let t = TableReader::open(&path).expect("open");
     let meta = t.container().directory().table.as_ref().expect("table");
     assert!(meta
@@ -755,12 +774,215 @@ fn golden_set() -> Vec<(&'static str, Vec<RecordBatch>)> {
             vec![batch_of(columns(1500, Nulls::None, 8))],
         ),
         ("dictionary", vec![d]),
+        ("floats-alp", vec![float_batch(3000, 11)]),
     ]
 }
 
-fn golden_opts() -> ArrowWriteOptions {
+/// Decimal-like doubles and floats (prices, temperatures) with nulls and every kind of value
+/// ALP keeps as an exception, in a 1.4 table.
+fn float_batch(n: usize, seed: u64) -> RecordBatch {
+    let v = |i: usize| {
+        (i as u64)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(seed)
+            >> 40
+    };
+    let specials = [
+        f64::NAN,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        5e-324,
+        0.1 + 0.2,
+    ];
+    let price: Float64Array = (0..n)
+        .map(|i| {
+            if i % 13 == 5 {
+                None
+            } else if i % 97 == 1 {
+                Some(specials[i % specials.len()])
+            } else {
+                Some((v(i) % 100_000) as f64 / 100.0)
+            }
+        })
+        .collect();
+    let temp: Float32Array = (0..n)
+        .map(|i| {
+            if i % 211 == 7 {
+                f32::from_bits(0x7fc0_1234)
+            } else {
+                ((v(i) % 900) as f32 - 300.0) / 10.0
+            }
+        })
+        .map(Some)
+        .collect();
+    let ratio: Float64Array = (0..n).map(|i| Some((i as f64 + 1.0).sqrt())).collect();
+    RecordBatch::try_from_iter_with_nullable([
+        ("price", Arc::new(price) as ArrayRef, true),
+        ("temp", Arc::new(temp) as ArrayRef, false),
+        ("ratio", Arc::new(ratio) as ArrayRef, false),
+    ])
+    .expect("floats")
+}
+
+fn f64_batch(values: Vec<f64>) -> RecordBatch {
+    RecordBatch::try_from_iter([("x", Arc::new(Float64Array::from(values)) as ArrayRef)])
+        .expect("batch")
+}
+
+fn f32_batch(values: Vec<f32>) -> RecordBatch {
+    RecordBatch::try_from_iter([("x", Arc::new(Float32Array::from(values)) as ArrayRef)])
+        .expect("batch")
+}
+
+/// The bytes of the columns of the field named `name` and whether it is stored with ALP.
+fn field_storage(path: &std::path::Path, name: &str) -> (u64, bool) {
+    let t = TableReader::open(path).expect("open");
+    let meta = t.container().directory().table.clone().expect("table");
+    let f = meta.fields.iter().find(|f| f.name == name).expect("field");
+    let bytes = f
+        .columns
+        .iter()
+        .map(|&(_, c)| {
+            t.columns()[c as usize]
+                .chunks
+                .iter()
+                .map(|k| u64::from(k.compressed_size))
+                .sum::<u64>()
+        })
+        .sum();
+    (bytes, f.is_alp())
+}
+
+#[test]
+fn floats_round_trip_bit_for_bit_as_alp() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    for rows in [1, 1023, 1024, 1025, 5000] {
+        let parts = [float_batch(rows, 1), float_batch(rows / 2 + 1, 2)];
+        for floats in [FloatChoice::Auto, FloatChoice::Alp, FloatChoice::Plain] {
+            let opts = ArrowWriteOptions {
+                chunk_rows: 512,
+                floats,
+                ..ArrowWriteOptions::default()
+            };
+            check_round_trip(&path, &parts, opts, &format!("floats, {rows} rows"));
+        }
+    }
+}
+
+#[test]
+fn auto_picks_alp_for_decimal_doubles_and_not_for_noise() {
+    let dir = tempfile::tempdir().expect("dir");
+    let n = 20_000;
+    let decimals: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 100_000) as f64 / 100.0)
+        .collect();
+    let noise: Vec<f64> = (0..n as u64)
+        .map(|i| f64::from_bits(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 2))
+        .collect();
+    for (values, alp_wins) in [(decimals, true), (noise, false)] {
+        let b = f64_batch(values);
+        let mut sizes = Vec::new();
+        for floats in [FloatChoice::Auto, FloatChoice::Alp, FloatChoice::Plain] {
+            let path = dir.path().join(format!("{floats:?}.tsr"));
+            let opts = ArrowWriteOptions {
+                floats,
+                ..ArrowWriteOptions::default()
+            };
+            write(&path, b.schema(), std::slice::from_ref(&b), opts).expect("write");
+            assert_eq!(read_all(&path), b);
+            sizes.push(field_storage(&path, "x"));
+        }
+        let (auto, alp, plain) = (sizes[0], sizes[1], sizes[2]);
+        assert!(alp.1 && !plain.1);
+        assert_eq!(
+            auto.1, alp_wins,
+            "auto's choice: ALP {} vs plain {}",
+            alp.0, plain.0
+        );
+        assert_eq!(auto.0, if alp_wins { alp.0 } else { plain.0 });
+        if alp_wins {
+            // 0.00 ..= 999.99 needs 17 bits a value against 64.
+            assert!(alp.0 * 3 < plain.0, "ALP {} vs plain {}", alp.0, plain.0);
+        }
+    }
+}
+
+#[test]
+fn alp_tables_are_version_1_4_and_plain_float_tables_1_3() {
+    let dir = tempfile::tempdir().expect("dir");
+    let b = f64_batch((0..3000).map(|i| i as f64 / 4.0).collect());
+    for (floats, minor) in [(FloatChoice::Alp, 4), (FloatChoice::Plain, 3)] {
+        let path = dir.path().join("t.tsr");
+        let opts = ArrowWriteOptions {
+            floats,
+            ..ArrowWriteOptions::default()
+        };
+        write(&path, b.schema(), std::slice::from_ref(&b), opts).expect("write");
+        assert_eq!(
+            TableReader::open(&path)
+                .expect("open")
+                .container()
+                .version(),
+            (1, minor)
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn any_f64_bit_pattern_round_trips(bits in proptest::collection::vec(any::<u64>(), 1..3000), decimal in any::<bool>()) {
+        // Half the cases: decimal-like values with arbitrary patterns mixed in.
+        let values: Vec<f64> = bits
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                if decimal && i % 9 != 0 {
+                    (b % 2_000_000) as f64 / 1000.0 - 1000.0
+                } else {
+                    f64::from_bits(b)
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.tsr");
+        let b = f64_batch(values);
+        let opts = ArrowWriteOptions { chunk_rows: 512, floats: FloatChoice::Alp, ..ArrowWriteOptions::default() };
+        check_round_trip(&path, std::slice::from_ref(&b), opts, "f64 patterns");
+    }
+
+    #[test]
+    fn any_f32_bit_pattern_round_trips(bits in proptest::collection::vec(any::<u32>(), 1..3000), decimal in any::<bool>()) {
+        let values: Vec<f32> = bits
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                if decimal && i % 9 != 0 {
+                    (b % 200_000) as f32 / 100.0
+                } else {
+                    f32::from_bits(b)
+                }
+            })
+            .collect();
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.tsr");
+        let b = f32_batch(values);
+        let opts = ArrowWriteOptions { chunk_rows: 512, floats: FloatChoice::Alp, ..ArrowWriteOptions::default() };
+        check_round_trip(&path, std::slice::from_ref(&b), opts, "f32 patterns");
+    }
+}
+
+fn golden_opts(name: &str) -> ArrowWriteOptions {
     ArrowWriteOptions {
         chunk_rows: 512,
+        // The 1.3 golden tables keep their floats as bit patterns; `floats-alp` is the 1.4 one.
+        floats: if name == "floats-alp" {
+            FloatChoice::Auto
+        } else {
+            FloatChoice::Plain
+        },
         ..ArrowWriteOptions::default()
     }
 }
@@ -773,7 +995,7 @@ fn golden_tables_decode_and_regenerate() {
     for (name, batches) in golden_set() {
         let file = format!("{name}.tsr");
         let new = fresh.path().join(&file);
-        write(&new, batches[0].schema(), &batches, golden_opts()).expect("write");
+        write(&new, batches[0].schema(), &batches, golden_opts(name)).expect("write");
         if regen {
             std::fs::create_dir_all(&d).expect("mkdir");
             std::fs::copy(&new, d.join(&file)).expect("copy");
@@ -817,7 +1039,7 @@ fn gpu_reads_match_the_cpu() {
     let parts: Vec<RecordBatch> = (0..2)
         .map(|b| batch_of(columns(300_000, Nulls::Some, b)))
         .collect();
-    write(&path, parts[0].schema(), &parts, golden_opts()).expect("write");
+    write(&path, parts[0].schema(), &parts, golden_opts("")).expect("write");
     let t = TableReader::open(&path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");
     // Batches decoded through the GPU engine equal the CPU's.
@@ -839,6 +1061,9 @@ fn gpu_reads_match_the_cpu() {
                     .as_ref()
                     .and_then(|d| d.1.as_ref())
                     .expect("dict lengths"),
+                Role::AlpParams => &f.alp.as_ref().expect("alp")[0],
+                Role::ExceptionRows => &f.alp.as_ref().expect("alp")[1],
+                Role::ExceptionBits => &f.alp.as_ref().expect("alp")[2],
             };
             let tessera::GpuData::Raw(buf) = &g.data else {
                 continue; // utf8: per-chunk offsets, compared in tests/table.rs
@@ -848,5 +1073,111 @@ fn gpu_reads_match_the_cpu() {
             gpu.download(buf, &mut got).expect("download");
             assert_eq!(got, want, "field {} role {}", f.meta.name, role.name());
         }
+    }
+}
+
+/// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
+/// exceptions can hold what no writer writes.
+fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64], bits: &[u64]) {
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::container::ContainerWriter;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::LogicalType;
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut cols = Vec::new();
+    for (name, ty, raw, n) in [
+        (
+            "x",
+            LogicalType::I64,
+            digits
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+            digits.len(),
+        ),
+        (
+            "x.alp_params",
+            LogicalType::U16,
+            params.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            params.len(),
+        ),
+        (
+            "x.exception_rows",
+            LogicalType::U64,
+            rows.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            rows.len(),
+        ),
+        (
+            "x.exception_bits",
+            LogicalType::U64,
+            bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            bits.len(),
+        ),
+    ] {
+        let c = w.add_column(name, ty, None).expect("column");
+        if n > 0 {
+            let mut out = Vec::new();
+            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
+                .expect("encode");
+            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
+        }
+        cols.push(c as u32);
+    }
+    w.set_table(TableMeta {
+        row_count: digits.len() as u64,
+        metadata: vec![],
+        fields: vec![FieldMeta {
+            name: "x".into(),
+            ty: FieldType::Float64,
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![
+                (Role::Values, cols[0]),
+                (Role::AlpParams, cols[1]),
+                (Role::ExceptionRows, cols[2]),
+                (Role::ExceptionBits, cols[3]),
+            ],
+        }],
+    })
+    .expect("table");
+    w.finish().expect("finish");
+}
+
+#[test]
+fn hostile_alp_columns_fail_cleanly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let digits: Vec<i64> = (0..1500).collect();
+    let read = |path: &std::path::Path| {
+        let t = TableReader::open(path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        r.read_all(&mut Engine::cpu())
+    };
+    // Valid: e = 2, f = 0 (x = d / 100), one exception.
+    alp_file(&path, &digits, &[2, 2], &[7], &[f64::NAN.to_bits()]);
+    let b = read(&path).expect("valid file");
+    let x = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .expect("f64");
+    assert_eq!(x.value(5).to_bits(), (5.0f64 * 1.0 * 1e-2).to_bits());
+    assert!(x.value(7).is_nan());
+    // f above e, e above the type's limit.
+    for bad in [0x0302u16, 19] {
+        alp_file(&path, &digits, &[2, bad], &[], &[]);
+        assert!(
+            matches!(read(&path), Err(Error::ValueOutOfRange { .. })),
+            "param {bad:#x}"
+        );
+    }
+    // Exception rows that do not ascend, or reach past the table.
+    for rows in [[9u64, 9], [9, 3], [9, 1500]] {
+        alp_file(&path, &digits, &[2, 2], &rows, &[0, 0]);
+        assert!(
+            matches!(read(&path), Err(Error::ValueOutOfRange { .. })),
+            "rows {rows:?}"
+        );
     }
 }

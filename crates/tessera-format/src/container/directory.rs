@@ -157,7 +157,7 @@ impl Directory {
             })
             .max()
             .unwrap_or(0)
-            .max(if self.table.is_some() { TABLE_MINOR } else { 0 })
+            .max(self.table.as_ref().map_or(0, TableMeta::min_minor))
     }
 
     /// Appends the directory's bytes (container.md §3) to `out`. Fails with
@@ -282,7 +282,7 @@ impl Directory {
             let len = cur.u32("table_length")? as usize;
             let at = cur.file_offset();
             let bytes = cur.take(len, "table section")?;
-            table = Some(TableMeta::parse(bytes, at, &columns)?);
+            table = Some(TableMeta::parse_minor(bytes, at, &columns, minor)?);
         }
         if minor == 0 && cur.remaining() > 0 {
             return Err(Error::TrailingBytes {

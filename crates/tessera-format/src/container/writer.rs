@@ -260,10 +260,13 @@ impl ContainerWriter {
         Ok(())
     }
 
-    /// Records the table section (`table.md`) the directory ends with; the file is then 1.3.
-    /// It is checked against the columns when the directory is written.
+    /// Records the table section (`table.md`) the directory ends with; the file is then 1.3
+    /// (1.4 with ALP float fields). It is checked against the columns when the directory is
+    /// written.
     pub fn set_table(&mut self, table: TableMeta) -> Result<()> {
-        self.fits(TABLE_MINOR, || "a table section".to_owned())?;
+        self.fits(table.min_minor().max(TABLE_MINOR), || {
+            "a table section".to_owned()
+        })?;
         self.table = Some(table);
         Ok(())
     }

@@ -33,6 +33,9 @@ pub struct GpuField {
     pub lengths: Option<GpuColumn>,
     /// Dictionary values, and binary dictionary lengths.
     pub dictionary: Option<(GpuColumn, Option<GpuColumn>)>,
+    /// An ALP float field's params, exception rows and exception bits (`table.md` §8); its
+    /// `values` then hold the digits.
+    pub alp: Option<[GpuColumn; 3]>,
 }
 
 impl ArrowTableReader<'_> {
@@ -50,7 +53,16 @@ impl ArrowTableReader<'_> {
                     Some(d) => Some((d, col(Role::DictLengths)?)),
                     None => None,
                 };
+                let alp = match (
+                    col(Role::AlpParams)?,
+                    col(Role::ExceptionRows)?,
+                    col(Role::ExceptionBits)?,
+                ) {
+                    (Some(p), Some(r), Some(b)) => Some([p, r, b]),
+                    _ => None,
+                };
                 Ok(GpuField {
+                    alp,
                     meta: f.clone(),
                     values,
                     validity: col(Role::Validity)?,

@@ -34,6 +34,7 @@
 //! decimals wider than 18 digits and the other Arrow types have no mapping: writing them fails
 //! up front with an error that names the field and its type, before any byte is written.
 
+mod alp;
 mod gpu;
 mod read;
 mod write;
@@ -45,7 +46,7 @@ use tessera_format::{Error, LogicalType, Result};
 pub use gpu::GpuField;
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};
-pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice};
+pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice};
 
 fn unit_to(u: &ArrowUnit) -> TimeUnit {
     match u {

@@ -8,9 +8,10 @@ use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, N
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
-use tessera_format::table::{FieldMeta, FieldType, Role, TableMeta};
+use tessera_format::table::{FieldMeta, FieldType, Role, TableMeta, ALP_VECTOR_ROWS};
 use tessera_format::{Error, LogicalType, Result};
 
+use super::alp::{self, Float};
 use super::{arrow_err, data_type};
 use crate::device::Engine;
 use crate::read::{StringColumn, TableReader};
@@ -137,6 +138,7 @@ impl<'a> ArrowTableReader<'a> {
                 validity: f.column(Role::Validity).map(|c| Cursor::new(Some(c))),
                 lengths: f.column(Role::Lengths).map(|c| Cursor::new(Some(c))),
                 dict,
+                alp: AlpCursor::new(self.table, f, self.meta.row_count),
             });
         }
         Ok(Batches {
@@ -372,6 +374,159 @@ struct FieldCursor<'m> {
     validity: Option<Cursor>,
     lengths: Option<Cursor>,
     dict: Option<Dictionary>,
+    alp: Option<AlpCursor>,
+}
+
+/// How far an ALP float field (`table.md` §8) has been read: the params of the vectors the
+/// next rows fall in and the exceptions not yet applied, taken from their columns a bounded
+/// number at a time.
+#[derive(Debug)]
+struct AlpCursor {
+    ty: Float,
+    /// The next row handed out.
+    row: u64,
+    table_rows: u64,
+    params: Cursor,
+    /// `(e, f)` of vectors `first_vector..`.
+    held_params: Vec<(u8, u8)>,
+    first_vector: u64,
+    params_left: u64,
+    exception_rows: Cursor,
+    exception_bits: Cursor,
+    exceptions_left: u64,
+    /// Exceptions taken from their columns, not yet applied, in order.
+    held: std::collections::VecDeque<(u64, u64)>,
+    /// The row of the last exception applied (they must ascend).
+    last: Option<u64>,
+}
+
+/// Exceptions taken from their columns at a time.
+const EXCEPTIONS_AT_ONCE: u64 = 4096;
+
+impl AlpCursor {
+    fn new(t: &TableReader, f: &FieldMeta, table_rows: u64) -> Option<AlpCursor> {
+        let params = f.column(Role::AlpParams)?;
+        let rows = f.column(Role::ExceptionRows)?;
+        let bits = f.column(Role::ExceptionBits)?;
+        Some(AlpCursor {
+            ty: if f.ty == FieldType::Float32 {
+                Float::F32
+            } else {
+                Float::F64
+            },
+            row: 0,
+            table_rows,
+            params: Cursor::new(Some(params)),
+            held_params: Vec::new(),
+            first_vector: 0,
+            params_left: t.columns()[params].value_count,
+            exception_rows: Cursor::new(Some(rows)),
+            exception_bits: Cursor::new(Some(bits)),
+            exceptions_left: t.columns()[rows].value_count,
+            held: std::collections::VecDeque::new(),
+            last: None,
+        })
+    }
+
+    /// The bit patterns of the next `n` rows from their `digits` (little-endian i64).
+    fn take(
+        &mut self,
+        t: &TableReader,
+        digits: &Buffer,
+        n: usize,
+        e: &mut Engine,
+    ) -> Result<Buffer> {
+        if n == 0 {
+            return Ok(Buffer::from_vec(Vec::<u8>::new()));
+        }
+        let v0 = self.row / ALP_VECTOR_ROWS;
+        let v1 = (self.row + n as u64 - 1) / ALP_VECTOR_ROWS;
+        let drop = (v0 - self.first_vector).min(self.held_params.len() as u64) as usize;
+        self.held_params.drain(..drop);
+        self.first_vector += drop as u64;
+        let have = self.first_vector + self.held_params.len() as u64;
+        if have <= v1 {
+            let k = v1 + 1 - have;
+            if k > self.params_left {
+                return Err(Error::CountMismatch {
+                    what: "ALP params of a float field vs its vectors",
+                    expected: v1 + 1,
+                    found: have + self.params_left,
+                });
+            }
+            let raw = self.params.take_fixed(t, k as usize, 2, e)?;
+            self.params_left -= k;
+            for (j, c) in raw.as_slice().chunks_exact(2).enumerate() {
+                let p = u16::from_le_bytes([c[0], c[1]]);
+                let ef = alp::unpack(self.ty, p).ok_or(Error::ValueOutOfRange {
+                    index: have + j as u64,
+                    ty: "ALP params (f <= e <= the type's largest exponent)",
+                    found: p as u64,
+                })?;
+                self.held_params.push(ef);
+            }
+        }
+        let ty = self.ty;
+        let w = ty.width();
+        let mut out = vec![0u8; n * w];
+        let d = digits.as_slice();
+        for (i, o) in out.chunks_exact_mut(w).enumerate() {
+            let row = self.row + i as u64;
+            let (ea, fa) = self.held_params[(row / ALP_VECTOR_ROWS - self.first_vector) as usize];
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&d[i * 8..i * 8 + 8]);
+            let bits = ty.decode(i64::from_le_bytes(a), ea, fa);
+            o.copy_from_slice(&bits.to_le_bytes()[..w]);
+        }
+        let end = self.row + n as u64;
+        loop {
+            if self.held.is_empty() && self.exceptions_left > 0 {
+                let k = self.exceptions_left.min(EXCEPTIONS_AT_ONCE) as usize;
+                let rows = self.exception_rows.take_fixed(t, k, 8, e)?;
+                let bits = self.exception_bits.take_fixed(t, k, w, e)?;
+                self.exceptions_left -= k as u64;
+                for (r, b) in rows
+                    .as_slice()
+                    .chunks_exact(8)
+                    .zip(bits.as_slice().chunks_exact(w))
+                {
+                    let mut ra = [0u8; 8];
+                    ra.copy_from_slice(r);
+                    let mut ba = [0u8; 8];
+                    ba[..w].copy_from_slice(b);
+                    self.held
+                        .push_back((u64::from_le_bytes(ra), u64::from_le_bytes(ba)));
+                }
+            }
+            let Some(&(row, bits)) = self.held.front() else {
+                break;
+            };
+            if row >= end {
+                break;
+            }
+            if row < self.row || self.last.is_some_and(|l| row <= l) {
+                return Err(Error::ValueOutOfRange {
+                    index: self.last.map_or(0, |l| l + 1),
+                    ty: "ALP exception row (rows ascend)",
+                    found: row,
+                });
+            }
+            let at = (row - self.row) as usize * w;
+            out[at..at + w].copy_from_slice(&bits.to_le_bytes()[..w]);
+            self.last = Some(row);
+            self.held.pop_front();
+        }
+        self.row = end;
+        if end == self.table_rows && (!self.held.is_empty() || self.exceptions_left > 0) {
+            let found = self.held.front().map_or(end, |x| x.0);
+            return Err(Error::ValueOutOfRange {
+                index: end,
+                ty: "ALP exception row (below the table's rows)",
+                found,
+            });
+        }
+        Ok(Buffer::from_vec(out))
+    }
 }
 
 /// A decoded dictionary: the Arrow array and, for byte-like values, its offsets and bytes.
@@ -632,6 +787,14 @@ impl FieldCursor<'_> {
             FieldType::Decimal128 { .. } => {
                 let raw = self.values.take_fixed(t, n, 8, e)?;
                 build(name, ty, n, widen_decimal(&raw), None, nulls)
+            }
+            FieldType::Float32 | FieldType::Float64 if self.alp.is_some() => {
+                let digits = self.values.take_fixed(t, n, 8, e)?;
+                let raw = match self.alp.as_mut() {
+                    Some(a) => a.take(t, &digits, n, e)?,
+                    None => digits,
+                };
+                build(name, ty, n, raw, None, nulls)
             }
             ty => {
                 let raw = self.values.take_fixed(t, n, ty.physical().width(), e)?;

@@ -10,9 +10,10 @@ use rayon::prelude::*;
 use tessera_codecs::column::{self, CodecOptions};
 use tessera_codecs::text::{self, Strings};
 use tessera_format::container::{ContainerWriter, Directory, MAX_NAME_LEN};
-use tessera_format::table::{FieldMeta, FieldType, Role, TableMeta};
+use tessera_format::table::{FieldMeta, FieldType, Role, TableMeta, ALP_VECTOR_ROWS};
 use tessera_format::{CodecId, Error, LogicalType, Result, MAX_CHUNK_VALUES};
 
+use super::alp::{self, Float};
 use super::field_type;
 use crate::write::{CHUNK_TEXT_BYTES, DEFAULT_CHUNK_VALUES};
 
@@ -27,6 +28,19 @@ pub enum DictionaryChoice {
     Never,
 }
 
+/// Whether Float32 and Float64 fields are stored with ALP (`table.md` §8) or as bit patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloatChoice {
+    /// Decided per field on its first non-empty batch: ALP when that batch's values (its first
+    /// `chunk_rows`) take fewer bytes as ALP digits, params and exceptions, each column encoded
+    /// by `auto`, than as bit patterns encoded by `auto`.
+    Auto,
+    /// Always ALP.
+    Alp,
+    /// Never: bit patterns.
+    Plain,
+}
+
 /// How an Arrow table is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrowWriteOptions {
@@ -37,6 +51,8 @@ pub struct ArrowWriteOptions {
     pub codec_options: CodecOptions,
     /// Dictionary encoding of utf8 and binary fields.
     pub dictionary: DictionaryChoice,
+    /// ALP for float fields.
+    pub floats: FloatChoice,
 }
 
 impl Default for ArrowWriteOptions {
@@ -45,6 +61,7 @@ impl Default for ArrowWriteOptions {
             chunk_rows: DEFAULT_CHUNK_VALUES,
             codec_options: CodecOptions::default(),
             dictionary: DictionaryChoice::Auto,
+            floats: FloatChoice::Auto,
         }
     }
 }
@@ -239,6 +256,46 @@ impl Dict {
     }
 }
 
+/// The ALP side of a float field being written: values wait here until a vector is full.
+#[derive(Debug)]
+struct AlpField {
+    enc: alp::Encoder,
+    /// Bit patterns of the rows not yet in a vector (fewer than [`ALP_VECTOR_ROWS`]).
+    pending: Vec<u64>,
+    /// Rows already encoded into vectors.
+    row: u64,
+    params: Sink,
+    rows: Sink,
+    bits: Sink,
+}
+
+impl AlpField {
+    /// Encodes `pending`'s full vectors (and, at `last`, the partial one) into the sinks;
+    /// `values` takes the digits.
+    fn encode(&mut self, values: &mut Sink, ty: Float, last: bool) {
+        let v = ALP_VECTOR_ROWS as usize;
+        let mut at = 0;
+        while self.pending.len() - at >= v || (last && at < self.pending.len()) {
+            let end = (at + v).min(self.pending.len());
+            let e = self.enc.encode(&self.pending[at..end]);
+            let mut digits = Vec::with_capacity(e.digits.len() * 8);
+            for d in &e.digits {
+                digits.extend_from_slice(&d.to_le_bytes());
+            }
+            values.push_bytes(&digits);
+            self.params.push_bytes(&e.param.to_le_bytes());
+            for (i, b) in e.exceptions {
+                self.rows
+                    .push_bytes(&(self.row + u64::from(i)).to_le_bytes());
+                self.bits.push_bytes(&b.to_le_bytes()[..ty.width()]);
+            }
+            self.row += (end - at) as u64;
+            at = end;
+        }
+        self.pending.drain(..at);
+    }
+}
+
 /// One field being written.
 #[derive(Debug)]
 struct FieldState {
@@ -251,6 +308,8 @@ struct FieldState {
     dict: Option<Dict>,
     /// The code column's type when dictionary-encoded.
     code_type: LogicalType,
+    /// `Some` when the field is a float field stored with ALP.
+    alp: Option<AlpField>,
 }
 
 /// Streams Arrow record batches into a `.tsr` table (see the [module](super) docs).
@@ -320,6 +379,7 @@ impl ArrowTableWriter {
                 lengths: None,
                 dict: key.map(|_| Dict::default()),
                 code_type: key.unwrap_or(LogicalType::U32),
+                alp: None,
             });
         }
         Ok(ArrowTableWriter {
@@ -421,7 +481,42 @@ impl ArrowTableWriter {
                     }
                 }
             }
-            if self.fields[i].dict.is_some() {
+            let float = match ty {
+                FieldType::Float32 => Some(Float::F32),
+                FieldType::Float64 => Some(Float::F64),
+                _ => None,
+            }
+            .filter(|_| self.fields[i].dict.is_none());
+            let use_alp = match (float, self.opts.floats) {
+                (None, _) | (_, FloatChoice::Plain) => false,
+                (Some(_), FloatChoice::Alp) => true,
+                (Some(fl), FloatChoice::Auto) => match first {
+                    Some(b) => alp_pays(
+                        &self.fields[i].meta.name,
+                        &ty,
+                        fl,
+                        b.column(i).as_ref(),
+                        self.opts.chunk_rows,
+                        self.opts.codec_options,
+                    )?,
+                    None => false,
+                },
+            };
+            if let (Some(fl), true) = (float, use_alp) {
+                let col = self.declare(i, Role::Values, LogicalType::I64, &mut taken)?;
+                self.fields[i].values = Some(Sink::fixed(col, LogicalType::I64));
+                let p = self.declare(i, Role::AlpParams, LogicalType::U16, &mut taken)?;
+                let r = self.declare(i, Role::ExceptionRows, LogicalType::U64, &mut taken)?;
+                let b = self.declare(i, Role::ExceptionBits, ty.physical(), &mut taken)?;
+                self.fields[i].alp = Some(AlpField {
+                    enc: alp::Encoder::new(fl),
+                    pending: Vec::new(),
+                    row: 0,
+                    params: Sink::fixed(p, LogicalType::U16),
+                    rows: Sink::fixed(r, LogicalType::U64),
+                    bits: Sink::fixed(b, ty.physical()),
+                });
+            } else if self.fields[i].dict.is_some() {
                 let code_type = self.fields[i].code_type;
                 let col = self.declare(i, Role::Values, code_type, &mut taken)?;
                 self.fields[i].values = Some(Sink::fixed(col, code_type));
@@ -505,9 +600,22 @@ impl ArrowTableWriter {
         let mut jobs = Vec::new();
         let rows = self.opts.chunk_rows;
         for f in &mut self.fields {
+            if let (Some(a), Some(v)) = (f.alp.as_mut(), f.values.as_mut()) {
+                let fl = if f.meta.ty == FieldType::Float32 {
+                    Float::F32
+                } else {
+                    Float::F64
+                };
+                a.encode(v, fl, last);
+            }
+            let alp_sinks = f
+                .alp
+                .as_mut()
+                .map(|a| [&mut a.params, &mut a.rows, &mut a.bits]);
             for s in [&mut f.values, &mut f.validity, &mut f.lengths]
                 .into_iter()
                 .flatten()
+                .chain(alp_sinks.into_iter().flatten())
             {
                 s.drain(rows, last, &mut jobs);
             }
@@ -687,6 +795,62 @@ fn dictionary_pays(array: &dyn Array) -> bool {
     dict * 2 <= total
 }
 
+/// The automatic ALP rule (`FloatChoice::Auto`), on one batch's first `chunk_rows` values.
+fn alp_pays(
+    name: &str,
+    ty: &FieldType,
+    fl: Float,
+    array: &dyn Array,
+    chunk_rows: usize,
+    opts: CodecOptions,
+) -> Result<bool> {
+    let n = array.len().min(chunk_rows);
+    if n == 0 {
+        return Ok(false);
+    }
+    let raw = fixed_bytes(name, ty, array.slice(0, n).as_ref())?;
+    let size = |t: LogicalType, bytes: &[u8]| -> Result<usize> {
+        let count = (bytes.len() / t.width()) as u64;
+        if count == 0 {
+            return Ok(0);
+        }
+        let mut out = Vec::new();
+        column::encode_values_with(t, None, bytes, count, &mut out, opts)?;
+        Ok(out.len())
+    };
+    let plain = size(ty.physical(), &raw)?;
+    let mut values = Sink::fixed(0, LogicalType::I64);
+    let w = fl.width();
+    let mut a = AlpField {
+        enc: alp::Encoder::new(fl),
+        pending: raw
+            .chunks_exact(w)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..w].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect(),
+        row: 0,
+        params: Sink::fixed(0, LogicalType::U16),
+        rows: Sink::fixed(0, LogicalType::U64),
+        bits: Sink::fixed(0, ty.physical()),
+    };
+    a.encode(&mut values, fl, true);
+    let mut total = 0;
+    for (s, t) in [
+        (&values, LogicalType::I64),
+        (&a.params, LogicalType::U16),
+        (&a.rows, LogicalType::U64),
+        (&a.bits, ty.physical()),
+    ] {
+        if let Sink::Fixed { buf, .. } = s {
+            total += size(t, buf)?;
+        }
+    }
+    Ok(total < plain)
+}
+
 /// The little-endian bytes of fixed-size array values as stored (decimals narrowed to i64).
 fn fixed_bytes(name: &str, ty: &FieldType, array: &dyn Array) -> Result<Vec<u8>> {
     let data = array.to_data();
@@ -747,6 +911,18 @@ fn push_field(f: &mut FieldState, array: &ArrayRef, chunk_rows: usize) -> Result
         .values
         .as_mut()
         .ok_or_else(|| Error::InvalidArgument("no values column".into()))?;
+    if let Some(a) = f.alp.as_mut() {
+        let raw = fixed_bytes(&name, &f.meta.ty, array.as_ref())?;
+        let w = f.meta.ty.physical().width();
+        a.pending.extend(raw.chunks_exact(w).map(|c| {
+            let mut b = [0u8; 8];
+            b[..w].copy_from_slice(c);
+            u64::from_le_bytes(b)
+        }));
+        let fl = if w == 4 { Float::F32 } else { Float::F64 };
+        a.encode(values, fl, false);
+        return Ok(());
+    }
     match &f.meta.ty {
         FieldType::Boolean => {
             use arrow_array::cast::AsArray;
