@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""DuckDB on the 13 SSB queries: the SQL engine tessera's CPU path is measured against.
+
+Loads the CSV export of a data set (`tessera ssb generate --sf N --csv DIR`: DIR/csv/<table>.csv)
+into DuckDB's in-memory tables, then runs each query --runs times after one warm-up and prints
+JSON: {"threads": N, "load_s": S, "queries": {"q1.1": {"ms": median, "rows": n}, ...}}. The SQL is
+the one the DuckDB check test uses (crates/tessera-ssb/tests/duckdb_ssb.py), so the answers are
+the ones that test compares with tessera's.
+
+Usage: python3 bench/peers/duckdb_ssb_time.py CSV_DIR [--runs 3] [--threads N]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def load_queries():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "crates", "tessera-ssb", "tests", "duckdb_ssb.py")
+    spec = importlib.util.spec_from_file_location("duckdb_ssb", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.QUERIES
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv_dir")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    import duckdb
+
+    queries = load_queries()
+    con = duckdb.connect()
+    con.execute(f"set threads = {a.threads}")
+    t = time.perf_counter()
+    for table in ["lineorder", "date", "customer", "supplier", "part"]:
+        con.execute(
+            f"create table {table} as select * from "
+            f"read_csv('{a.csv_dir}/{table}.csv', header=true, quote='\"')"
+        )
+    load_s = time.perf_counter() - t
+    out = {"threads": a.threads, "load_s": load_s, "duckdb": duckdb.__version__, "queries": {}}
+    for name, sql in queries.items():
+        rows = con.execute(sql).fetchall()  # warm-up
+        times = []
+        for _ in range(max(1, a.runs)):
+            t = time.perf_counter()
+            con.execute(sql).fetchall()
+            times.append((time.perf_counter() - t) * 1e3)
+        out["queries"][name] = {"ms": statistics.median(times), "rows": len(rows)}
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
