@@ -106,29 +106,25 @@ fn int_sets(rng: &mut StdRng, n: usize) -> Vec<(&'static str, Vec<i64>)> {
     ]
 }
 
-fn byte_sets(
-    rng: &mut StdRng,
-    n: usize,
-    inputs: &[std::path::PathBuf],
-    keep: impl Fn(&str) -> bool,
-) -> Result<Vec<(String, Vec<u8>)>> {
-    // Every set draws from the generator even when it is not kept, so a set's data does not
-    // depend on the --sets filter.
-    let acgtn: Vec<u8> = {
-        let mut v = Vec::with_capacity(n);
-        while v.len() < n {
-            if rng.random_range(0..50) == 0 {
-                v.extend(std::iter::repeat_n(b'N', rng.random_range(10..500)));
-            } else {
-                v.push(b"ACGT"[rng.random_range(0..4)]);
-            }
-            if v.len() % 61 == 60 {
-                v.push(b'\n');
-            }
+/// Genome-like text: ACGT at random, runs of N, lines of 60.
+fn acgtn(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        if rng.random_range(0..50) == 0 {
+            v.extend(std::iter::repeat_n(b'N', rng.random_range(10..500)));
+        } else {
+            v.push(b"ACGT"[rng.random_range(0..4)]);
         }
-        v.truncate(n);
-        v
-    };
+        if v.len() % 61 == 60 {
+            v.push(b'\n');
+        }
+    }
+    v.truncate(n);
+    v
+}
+
+/// TPC-H-like lineitem rows.
+fn tpch_text(rng: &mut StdRng, n: usize) -> Vec<u8> {
     let mut tpch = Vec::with_capacity(n + 200);
     let mut ok = 1u64;
     while tpch.len() < n {
@@ -149,6 +145,11 @@ fn byte_sets(
         tpch.extend_from_slice(line.as_bytes());
     }
     tpch.truncate(n);
+    tpch
+}
+
+/// Words of a small vocabulary, a few much more frequent, in sentences.
+fn word_text(rng: &mut StdRng, n: usize) -> Vec<u8> {
     const WORDS: [&str; 16] = [
         "the ", "of ", "and ", "a ", "to ", "in ", "is ", "you ", "that ", "it ", "he ", "was ",
         "for ", "on ", "are ", "as ",
@@ -162,15 +163,33 @@ fn byte_sets(
         }
     }
     words.truncate(n);
-    let mut sets: Vec<(String, Vec<u8>)> = [
+    words
+}
+
+/// Makes `n` bytes of one byte set.
+type ByteSetGen = fn(&mut StdRng, usize) -> Vec<u8>;
+
+fn byte_sets(
+    n: usize,
+    inputs: &[std::path::PathBuf],
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    // One generator per set, seeded by its place: a set's data does not depend on which
+    // others --sets keeps, and a set not kept costs nothing.
+    let gen: [(&str, ByteSetGen); 3] = [
         ("acgtn", acgtn),
-        ("tpch-lineitem-text", tpch),
-        ("word-text", words),
-    ]
-    .into_iter()
-    .filter(|(name, _)| keep(name))
-    .map(|(name, v)| (name.to_string(), v))
-    .collect();
+        ("tpch-lineitem-text", tpch_text),
+        ("word-text", word_text),
+    ];
+    let mut sets = Vec::new();
+    for (k, (name, f)) in gen.iter().enumerate() {
+        if keep(name) {
+            sets.push((
+                name.to_string(),
+                f(&mut StdRng::seed_from_u64(37 + k as u64), n),
+            ));
+        }
+    }
     for p in inputs {
         let bytes = std::fs::read(p).map_err(|e| Error::io(p.display().to_string(), e))?;
         if bytes.is_empty() {
@@ -306,12 +325,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             )?);
         }
     }
-    let byte_data = byte_sets(
-        &mut StdRng::seed_from_u64(37),
-        bytes.next_multiple_of(CHUNK_BYTES),
-        &args.input,
-        |set| keep(set, "deflate"),
-    )?;
+    let byte_data = byte_sets(bytes.next_multiple_of(CHUNK_BYTES), &args.input, |set| {
+        keep(set, "deflate")
+    })?;
     for (name, data) in byte_data {
         let streams: Vec<Vec<u8>> = data
             .par_chunks(CHUNK_BYTES)
