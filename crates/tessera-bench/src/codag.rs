@@ -7,7 +7,11 @@
 //! (click-log-like), TPC-H-like lineitem columns (quantity 1..50, sorted order keys, dates),
 //! as RLE v1 and RLE v2 of `i64`; byte sets for Deflate (libdeflate level 12; the paper used zlib 9): genome-like
 //! text over ACGTN, TPC-H-like text rows, word text, and the files of `--input` (real text).
-//! Each set is about `--bytes` of output (`--quick`: 256 MiB).
+//! Each set is about `--bytes` of output (`--quick`: 256 MiB). `--sets` keeps the sets whose
+//! name or decoder (`orc-rle-v1`, `orc-rle-v2`, `deflate`) matches. `--dump DIR` writes each
+//! Deflate set for `bench/peers/nvcomp_deflate.py`: `DIR/<set>.bin` (the data),
+//! `DIR/<set>.deflate` (the raw Deflate chunks this bench decodes, back to back) and
+//! `DIR/<set>.sizes` (per chunk, little-endian u32 compressed bytes then output bytes).
 //!
 //! Every GPU decode is checked against the original data before it is timed; the timed figure
 //! is the median of `--runs` launches (CUDA events), output GB/s = decoded bytes / time. Numbers
@@ -46,6 +50,9 @@ pub struct SetResult {
     /// CPU decode on all cores, GB/s of output.
     pub cpu_gbps: f64,
     pub cpu_decoder: String,
+    /// Deflate: one stream of the set's first `ONE_STREAM_BYTES` on one warp (what a gzip file
+    /// of one member gets), MB/s of output.
+    pub one_warp_mbps: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,26 +106,25 @@ fn int_sets(rng: &mut StdRng, n: usize) -> Vec<(&'static str, Vec<i64>)> {
     ]
 }
 
-fn byte_sets(
-    rng: &mut StdRng,
-    n: usize,
-    inputs: &[std::path::PathBuf],
-) -> Result<Vec<(String, Vec<u8>)>> {
-    let acgtn: Vec<u8> = {
-        let mut v = Vec::with_capacity(n);
-        while v.len() < n {
-            if rng.random_range(0..50) == 0 {
-                v.extend(std::iter::repeat_n(b'N', rng.random_range(10..500)));
-            } else {
-                v.push(b"ACGT"[rng.random_range(0..4)]);
-            }
-            if v.len() % 61 == 60 {
-                v.push(b'\n');
-            }
+/// Genome-like text: ACGT at random, runs of N, lines of 60.
+fn acgtn(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        if rng.random_range(0..50) == 0 {
+            v.extend(std::iter::repeat_n(b'N', rng.random_range(10..500)));
+        } else {
+            v.push(b"ACGT"[rng.random_range(0..4)]);
         }
-        v.truncate(n);
-        v
-    };
+        if v.len() % 61 == 60 {
+            v.push(b'\n');
+        }
+    }
+    v.truncate(n);
+    v
+}
+
+/// TPC-H-like lineitem rows.
+fn tpch_text(rng: &mut StdRng, n: usize) -> Vec<u8> {
     let mut tpch = Vec::with_capacity(n + 200);
     let mut ok = 1u64;
     while tpch.len() < n {
@@ -139,6 +145,11 @@ fn byte_sets(
         tpch.extend_from_slice(line.as_bytes());
     }
     tpch.truncate(n);
+    tpch
+}
+
+/// Words of a small vocabulary, a few much more frequent, in sentences.
+fn word_text(rng: &mut StdRng, n: usize) -> Vec<u8> {
     const WORDS: [&str; 16] = [
         "the ", "of ", "and ", "a ", "to ", "in ", "is ", "you ", "that ", "it ", "he ", "was ",
         "for ", "on ", "are ", "as ",
@@ -152,11 +163,33 @@ fn byte_sets(
         }
     }
     words.truncate(n);
-    let mut sets = vec![
-        ("acgtn".to_string(), acgtn),
-        ("tpch-lineitem-text".to_string(), tpch),
-        ("word-text".to_string(), words),
+    words
+}
+
+/// Makes `n` bytes of one byte set.
+type ByteSetGen = fn(&mut StdRng, usize) -> Vec<u8>;
+
+fn byte_sets(
+    n: usize,
+    inputs: &[std::path::PathBuf],
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    // One generator per set, seeded by its place: a set's data does not depend on which
+    // others --sets keeps, and a set not kept costs nothing.
+    let gen: [(&str, ByteSetGen); 3] = [
+        ("acgtn", acgtn),
+        ("tpch-lineitem-text", tpch_text),
+        ("word-text", word_text),
     ];
+    let mut sets = Vec::new();
+    for (k, (name, f)) in gen.iter().enumerate() {
+        if keep(name) {
+            sets.push((
+                name.to_string(),
+                f(&mut StdRng::seed_from_u64(37 + k as u64), n),
+            ));
+        }
+    }
     for p in inputs {
         let bytes = std::fs::read(p).map_err(|e| Error::io(p.display().to_string(), e))?;
         if bytes.is_empty() {
@@ -170,7 +203,10 @@ fn byte_sets(
             .file_name()
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_default();
-        sets.push((format!("file-{name}"), v));
+        let name = format!("file-{name}");
+        if keep(&name) {
+            sets.push((name, v));
+        }
     }
     Ok(sets)
 }
@@ -217,16 +253,35 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             "no GPU".to_string()
         }
     };
-    let mut rng = StdRng::seed_from_u64(36);
     let mut results = Vec::new();
     let per_chunk = CHUNK_BYTES / 8;
     let n = (bytes / 8).next_multiple_of(per_chunk);
-    for (name, vals) in int_sets(&mut rng, n) {
+    let keep = |set: &str, label: &str| args.selects(set) || args.selects(label);
+    const INT_SETS: [&str; 5] = [
+        "long-runs",
+        "power-law",
+        "tpch-quantity",
+        "tpch-orderkey",
+        "tpch-shipdate",
+    ];
+    let int_labels = ["orc-rle-v1", "orc-rle-v2"];
+    let any_int = INT_SETS
+        .iter()
+        .any(|s| int_labels.iter().any(|l| keep(s, l)));
+    let sets = if any_int {
+        int_sets(&mut StdRng::seed_from_u64(36), n)
+    } else {
+        Vec::new()
+    };
+    for (name, vals) in sets {
         let expect: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
         for (dec, label) in [
             (Decoder::OrcRleV1, "orc-rle-v1"),
             (Decoder::OrcRleV2, "orc-rle-v2"),
         ] {
+            if !keep(name, label) {
+                continue;
+            }
             let streams: Vec<Vec<u8>> = vals
                 .par_chunks(per_chunk)
                 .map(|c| {
@@ -270,7 +325,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             )?);
         }
     }
-    for (name, data) in byte_sets(&mut rng, bytes.next_multiple_of(CHUNK_BYTES), &args.input)? {
+    let byte_data = byte_sets(bytes.next_multiple_of(CHUNK_BYTES), &args.input, |set| {
+        keep(set, "deflate")
+    })?;
+    for (name, data) in byte_data {
         let streams: Vec<Vec<u8>> = data
             .par_chunks(CHUNK_BYTES)
             .map(|c| {
@@ -290,6 +348,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 signed: false,
             })
             .collect();
+        if let Some(dir) = &args.dump {
+            dump_deflate(dir, &name, &data, &streams)?;
+        }
         let cpu_ms = wall_ms(runs.min(5), || {
             chunks.par_iter().try_for_each(|c| {
                 let mut d = libdeflater::Decompressor::new();
@@ -299,7 +360,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     .map_err(|e| Error::InvalidArgument(format!("libdeflate: {e}")))
             })
         })?;
-        results.push(measure(
+        let mut r = measure(
             &gpu,
             &name,
             "deflate",
@@ -309,7 +370,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             runs,
             cpu_ms,
             "libdeflate, all cores",
-        )?);
+        )?;
+        if let Ok(g) = &gpu {
+            r.one_warp_mbps = Some(one_warp_mbps(
+                g,
+                &data[..data.len().min(ONE_STREAM_BYTES)],
+                runs,
+            )?);
+            eprintln!(
+                "{name} deflate, one stream on one warp: {:.0} MB/s",
+                r.one_warp_mbps.unwrap_or(0.0)
+            );
+        }
+        results.push(r);
     }
     let report = Report {
         date: today(),
@@ -328,6 +401,46 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         &report,
         &[(".md", md)],
     )
+}
+
+/// Output bytes of the single stream timed on one warp.
+const ONE_STREAM_BYTES: usize = 8 << 20;
+
+/// One raw Deflate stream of `data` decoded by one warp (checked, then timed): MB/s of output.
+fn one_warp_mbps(gpu: &Gpu, data: &[u8], runs: usize) -> Result<f64> {
+    let mut z = libdeflater::Compressor::new(libdeflater::CompressionLvl::best());
+    let mut s = vec![0u8; z.deflate_compress_bound(data.len())];
+    let k = z
+        .deflate_compress(data, &mut s)
+        .map_err(|e| Error::InvalidArgument(format!("libdeflate: {e}")))?;
+    s.truncate(k);
+    let chunk = [Chunk {
+        input: &s,
+        out_cap: data.len(),
+        signed: false,
+    }];
+    let (gbps, _) = gpu_time(gpu, Decoder::Deflate, &chunk, data, runs.min(3))?;
+    Ok(gbps * 1e3)
+}
+
+/// Writes one Deflate set for the nvCOMP peer (see the module's documentation), each file
+/// through a temporary name and a rename so the script never reads a half-written one.
+fn dump_deflate(dir: &std::path::Path, set: &str, data: &[u8], streams: &[Vec<u8>]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    let mut sizes = Vec::with_capacity(streams.len() * 8);
+    for (s, c) in streams.iter().zip(data.chunks(CHUNK_BYTES)) {
+        sizes.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        sizes.extend_from_slice(&(c.len() as u32).to_le_bytes());
+    }
+    let write = |ext: &str, bytes: &[u8]| -> Result<()> {
+        let path = dir.join(format!("{set}.{ext}"));
+        let tmp = dir.join(format!(".{set}.{ext}.tmp"));
+        std::fs::write(&tmp, bytes).map_err(|e| Error::io(tmp.display().to_string(), e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(path.display().to_string(), e))
+    };
+    write("bin", data)?;
+    write("deflate", &streams.concat())?;
+    write("sizes", &sizes)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -361,6 +474,7 @@ fn measure(
         copy_gbps,
         cpu_gbps: gbps(expect.len(), cpu_ms),
         cpu_decoder: cpu_decoder.to_string(),
+        one_warp_mbps: None,
     };
     eprintln!(
         "{set} {label}: ratio {:.2}, GPU {:?} GB/s, copy {:?} GB/s, CPU {:.2} GB/s",
@@ -371,7 +485,7 @@ fn measure(
 
 fn markdown(r: &Report) -> String {
     let mut s = format!(
-        "# CODAG decode, {} ({}), {} CPU threads, {} KiB chunks\n\n| set | decoder | output MiB | ratio | GPU GB/s | copy GB/s | CPU GB/s (all cores) |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+        "# CODAG decode, {} ({}), {} CPU threads, {} KiB chunks\n\n| set | decoder | output MiB | ratio | GPU GB/s | copy GB/s | CPU GB/s (all cores) | one stream, one warp MB/s |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         r.device,
         r.date,
         r.cpu_threads,
@@ -380,14 +494,16 @@ fn markdown(r: &Report) -> String {
     let f = |x: Option<f64>| x.map_or("no GPU".to_string(), |v| format!("{v:.1}"));
     for x in &r.sets {
         s += &format!(
-            "| {} | {} | {} | {:.2} | {} | {} | {:.2} |\n",
+            "| {} | {} | {} | {:.2} | {} | {} | {:.2} | {} |\n",
             x.set,
             x.decoder,
             x.output_bytes >> 20,
             x.ratio,
             f(x.gpu_gbps),
             f(x.copy_gbps),
-            x.cpu_gbps
+            x.cpu_gbps,
+            x.one_warp_mbps
+                .map_or("-".to_string(), |v| format!("{v:.0}"))
         );
     }
     for dec in ["orc-rle-v1", "orc-rle-v2", "deflate"] {

@@ -245,7 +245,149 @@ fn deflate_set(rng: &mut StdRng) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut rnd = vec![0u8; 65536];
     rng.fill_bytes(&mut rnd);
     set.push((miniz_oxide::deflate::compress_to_vec(&rnd, 6), rnd));
+    for level in [1u8, 9] {
+        let d = skewed(rng, 131072);
+        set.push((miniz_oxide::deflate::compress_to_vec(&d, level), d));
+    }
     set
+}
+
+/// Bytes whose k-th most frequent value is about 1.6 times rarer than the one before, with
+/// random distances between repeats: literal/length and distance codes longer than the GPU's
+/// lookup tables index (its walk for long codes).
+fn skewed(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 64);
+    while v.len() < n {
+        if v.len() > 40000 && rng.random_range(0..8) == 0 {
+            let back = rng.random_range(1..40000usize);
+            let len = rng.random_range(3..60);
+            let at = v.len() - back;
+            for i in 0..len {
+                v.push(v[at + i]);
+            }
+            continue;
+        }
+        let mut k = 0u8;
+        while k < 60 && rng.random_range(0..8) < 3 {
+            k += 1;
+        }
+        v.push(b' ' + k);
+    }
+    v.truncate(n);
+    v
+}
+
+/// The longest literal/length and distance code lengths of the dynamic blocks of a raw Deflate
+/// stream (a small reader of RFC 1951 headers: the test's own, independent of the decoders).
+fn longest_codes(s: &[u8]) -> (u32, u32) {
+    struct Bits<'a>(&'a [u8], usize);
+    impl Bits<'_> {
+        fn get(&mut self, n: usize) -> u32 {
+            let mut v = 0;
+            for i in 0..n {
+                let p = self.1 + i;
+                v |= (((self.0[p / 8] >> (p % 8)) & 1) as u32) << i;
+            }
+            self.1 += n;
+            v
+        }
+    }
+    let mut b = Bits(s, 0);
+    let (mut lit, mut dist) = (0, 0);
+    loop {
+        let last = b.get(1);
+        let kind = b.get(2);
+        assert_eq!(kind, 2, "only dynamic blocks are expected here");
+        let (hlit, hdist, hclen) = (b.get(5) + 257, b.get(5) + 1, b.get(4) + 4);
+        const ORDER: [usize; 19] = [
+            16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
+        ];
+        let mut cl = [0u32; 19];
+        for &o in ORDER.iter().take(hclen as usize) {
+            cl[o] = b.get(3);
+        }
+        // Canonical decode of the code-length code, bit by bit.
+        let decode = |b: &mut Bits<'_>, lens: &[u32]| -> usize {
+            let (mut code, mut first, mut index) = (0i64, 0i64, 0i64);
+            for len in 1..16 {
+                code |= b.get(1) as i64;
+                let count = lens.iter().filter(|&&l| l == len).count() as i64;
+                if code - first < count {
+                    let k = (index + code - first) as usize;
+                    let mut syms: Vec<usize> =
+                        (0..lens.len()).filter(|&s| lens[s] == len).collect();
+                    syms.sort();
+                    return syms[k - index as usize];
+                }
+                index += count;
+                first = (first + count) << 1;
+                code <<= 1;
+            }
+            panic!("no code");
+        };
+        let mut lens = Vec::new();
+        while lens.len() < (hlit + hdist) as usize {
+            match decode(&mut b, &cl) {
+                s @ 0..=15 => lens.push(s as u32),
+                16 => {
+                    let p = *lens.last().expect("a previous length");
+                    for _ in 0..3 + b.get(2) {
+                        lens.push(p)
+                    }
+                }
+                17 => lens.extend(std::iter::repeat_n(0, 3 + b.get(3) as usize)),
+                _ => lens.extend(std::iter::repeat_n(0, 11 + b.get(7) as usize)),
+            }
+        }
+        let (l, d) = lens.split_at(hlit as usize);
+        lit = lit.max(*l.iter().max().unwrap_or(&0));
+        dist = dist.max(*d.iter().max().unwrap_or(&0));
+        // Skip the block's symbols.
+        loop {
+            let s = decode(&mut b, l);
+            if s == 256 {
+                break;
+            }
+            if s > 256 {
+                const LX: [usize; 29] = [
+                    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5,
+                    5, 5, 0,
+                ];
+                b.get(LX[s - 257]);
+                let ds = decode(&mut b, d);
+                b.get(ds.saturating_sub(2) / 2);
+            }
+        }
+        if last == 1 {
+            return (lit, dist);
+        }
+    }
+}
+
+#[test]
+fn the_long_code_set_has_codes_past_the_lookup_tables() {
+    let h = tessera_gpu::kernels::header("codag/deflate.cuh").expect("embedded");
+    let bits = |name: &str| -> u32 {
+        h.lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!("#define {name} "))?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{name} in deflate.cuh"))
+    };
+    let (lit_bits, dist_bits) = (bits("DEFLATE_LIT_BITS"), bits("DEFLATE_DIST_BITS"));
+    let mut rng = rng();
+    for level in [1u8, 9] {
+        let d = skewed(&mut rng, 131072);
+        let s = miniz_oxide::deflate::compress_to_vec(&d, level);
+        let (lit, dist) = longest_codes(&s);
+        assert!(
+            lit > lit_bits && dist > dist_bits,
+            "level {level}: longest codes {lit} and {dist} bits"
+        );
+    }
 }
 
 #[test]

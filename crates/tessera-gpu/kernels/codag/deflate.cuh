@@ -1,28 +1,60 @@
 // deflate.cuh: raw Deflate (RFC 1951: stored, fixed and dynamic Huffman blocks, overlapping
 // back-references) on the CODAG framework, one warp per stream, every lane decoding.
 //
-// Huffman codes are decoded canonically (RFC 1951 §3.2.2: codes of one length are consecutive
-// and the first code of each length follows from the counts): per warp, `count[len]` and the
-// symbols sorted by (length, symbol) in shared memory, and the decode walks the lengths from
-// bits already peeked into registers. Tables are built by all lanes: 16 lanes count lengths,
-// every lane places the symbols it owns. What makes a stream bad follows the CPU reference
-// (miniz_oxide) so both reject the same streams: codes over-subscribed or incomplete (an
-// incomplete literal/length or distance code with one used symbol is allowed; the code-length
-// code must be complete), more than 286 literal/length or 30 distance codes, a repeat with no
-// previous length or past the table, literal/length symbols 286-287 and distance symbols
-// 30-31, distances before the start of the output, LEN != ~NLEN in stored blocks, block type 3.
+// Decoding is by lookup tables in shared memory, one set per warp, built by all 32 lanes:
+// - the literal/length table is indexed by the next DEFLATE_LIT_BITS input bits and the distance
+//   table by the next DEFLATE_DIST_BITS; an entry holds the code's length and what the symbol
+//   means with its extra bits folded in (a literal byte, or a length / distance base and its
+//   extra-bit count), so a symbol costs one shared load and no table of bases;
+// - a literal entry whose code leaves room in the index for a second literal code holds both
+//   bytes (two literals per lookup);
+// - codes longer than the index (rare by construction: long codes are rare symbols) and bit
+//   patterns that are no code have entry 0 and take the canonical walk over `count[len]` and the
+//   symbols sorted by (length, symbol), which also says "no code".
+// Input bits come from a 64-bit window in registers refilled from the ring (codag_peek64) when
+// fewer bits are left than the longest symbol sequence needs (a length, its distance and both
+// extra-bit fields: 48 bits). Bits past the chunk's end read as zeros; the position is checked
+// against the input length at every refill, before every copy and at the end, so a stream that
+// consumed bits past its end is CODAG_ST_TRUNCATED however its last symbols decoded.
+// Literals are buffered in registers, lane k holding the k-th pending byte, and written by all
+// lanes at once (one coalesced store of up to 32 bytes) before a match copy, at a block's end or
+// when 31 are pending.
+//
+// What makes a stream bad follows the CPU reference (miniz_oxide) so both reject the same
+// streams: codes over-subscribed or incomplete (an incomplete literal/length or distance code
+// with one used symbol is allowed; the code-length code must be complete), more than 286
+// literal/length or 30 distance codes, a repeat with no previous length or past the table,
+// literal/length symbols 286-287 and distance symbols 30-31, distances before the start of the
+// output, LEN != ~NLEN in stored blocks, block type 3.
 #ifndef TESSERA_CODAG_DEFLATE_CUH
 #define TESSERA_CODAG_DEFLATE_CUH
 
 #include "warp_decoder.cuh"
 
+#define DEFLATE_LIT_BITS 10
+#define DEFLATE_DIST_BITS 8
+// The code-length code's codes are at most 7 bits and it must be complete: a 7-bit table
+// covers it whole (kept in the distance table's space while a block header is read).
+#define DEFLATE_CL_BITS 7
+
+// Table entry (u32): bits 0-3 the code's length (0: long code or no code, take the walk),
+// 4-7 extra bits, 8-9 kind, 16-31 the value: a literal byte (and, with bit 14 set, a second
+// literal byte in bits 24-31 whose code length is in bits 10-13), a length or distance base,
+// or a code-length symbol.
+#define DEFLATE_K_LIT 0u
+#define DEFLATE_K_BASE 1u
+#define DEFLATE_K_END 2u
+#define DEFLATE_K_BAD 3u
+#define DEFLATE_TWO (1u << 14)
+
 struct DeflateTables {
+    u32 lit[1 << DEFLATE_LIT_BITS];
+    u32 dist[1 << DEFLATE_DIST_BITS];
     u16 lcount[16];
     u16 dcount[16];
-    u16 ccount[16];
+    u16 next[16];
     u16 lsym[288];
     u16 dsym[32];
-    u16 csym[19];
     u8 lens[288 + 32];
 };
 
@@ -37,48 +69,111 @@ __constant__ u8 DEFLATE_DIST_EXTRA[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4
                                           6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 __constant__ u8 DEFLATE_CL_ORDER[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 
-// Builds the canonical code of `n` symbols from lens[0..n) into count/sym; false when the
-// code is over-subscribed, or incomplete with more than one used symbol (or at all, when
-// `complete` is required).
-__device__ bool deflate_build(const u8* lens, u32 n, u16* count, u16* sym, bool complete) {
+// Which table an entry is made for.
+#define DEFLATE_T_LIT 0
+#define DEFLATE_T_DIST 1
+#define DEFLATE_T_CL 2
+
+// The entry of symbol `s` with a code of `len` bits.
+__device__ __forceinline__ u32 deflate_entry(u32 table, u32 s, u32 len) {
+    if (table == DEFLATE_T_CL) return len | (s << 16);
+    if (table == DEFLATE_T_DIST) {
+        if (s > 29) return len | (DEFLATE_K_BAD << 8);
+        return len | ((u32)DEFLATE_DIST_EXTRA[s] << 4) | (DEFLATE_K_BASE << 8) | ((u32)DEFLATE_DIST_BASE[s] << 16);
+    }
+    if (s < 256) return len | (DEFLATE_K_LIT << 8) | (s << 16);
+    if (s == 256) return len | (DEFLATE_K_END << 8);
+    if (s > 285) return len | (DEFLATE_K_BAD << 8);
+    s -= 257;
+    return len | ((u32)DEFLATE_LEN_EXTRA[s] << 4) | (DEFLATE_K_BASE << 8) | ((u32)DEFLATE_LEN_BASE[s] << 16);
+}
+
+// Builds the canonical code of `n` symbols from lens[0..n): `count[len]`, the symbols sorted by
+// (length, symbol) in `sym`, and the `bits`-bit lookup table `tab` (entries of `table`'s kind;
+// 0 where the code is longer than `bits` or there is none). False when the code is
+// over-subscribed, or incomplete with more than one used symbol (or at all, when `complete` is
+// required). All lanes: __match_any_sync groups the 32 symbols of a step by length, so counting
+// and placing take one step per 32 symbols; the table is filled entry by entry, lanes striding.
+__device__ bool deflate_build(const u8* lens, u32 n, u16* count, u16* next, u16* sym, u32* tab, u32 bits,
+                              u32 table, bool complete) {
     u32 lane = codag_lane();
     __syncwarp();
-    if (lane < 16) {
-        u32 c = 0;
-        for (u32 s = 0; s < n; s++) c += lens[s] == lane;
-        count[lane] = (u16)c;
-    }
+    if (lane < 16) count[lane] = 0;
     __syncwarp();
+    for (u32 b = 0; b < n; b += 32) {
+        u32 L = b + lane < n ? lens[b + lane] : 0;
+        u32 m = __match_any_sync(0xffffffffu, L);
+        if (L && lane == (u32)__ffs(m) - 1) count[L] += (u16)__popc(m);
+        __syncwarp();
+    }
     int left = 1;
     u32 used = 0;
     for (u32 l = 1; l < 16; l++) {
         left = (left << 1) - (int)count[l];
         used += count[l];
     }
-    if (left != 0 && (used > 1 || complete)) return false;
-    for (u32 s = lane; s < n; s += 32) {
-        u32 L = lens[s];
-        if (!L) continue;
+    if (left < 0 || (left != 0 && (used > 1 || complete))) return false;
+    // next[len]: where the symbols of that length start in sym (then the running place).
+    if (lane < 16) {
         u32 off = 0;
-        for (u32 l = 1; l < L; l++) off += count[l];
-        for (u32 t = 0; t < s; t++) off += lens[t] == L;
-        sym[off] = (u16)s;
+        for (u32 l = 1; l < lane; l++) off += count[l];
+        next[lane] = (u16)off;
     }
+    __syncwarp();
+    for (u32 b = 0; b < n; b += 32) {
+        u32 L = b + lane < n ? lens[b + lane] : 0;
+        u32 m = __match_any_sync(0xffffffffu, L);
+        if (L) sym[next[L] + __popc(m & ((1u << lane) - 1))] = (u16)(b + lane);
+        __syncwarp();
+        if (L && lane == (u32)__ffs(m) - 1) next[L] += (u16)__popc(m);
+        __syncwarp();
+    }
+    // Codes of length L <= bits cover, in canonical (most significant bit first) order, the
+    // index range that starts where the shorter ones end; each entry's index is its prefix
+    // bit-reversed (Deflate sends codes most significant bit first into an LSB-first stream).
+    u32 start = 0, j = 0;
+    for (u32 L = 1; L <= bits; L++) {
+        u32 c = count[L], sh = bits - L, span = c << sh;
+        for (u32 k = lane; k < span; k += 32) {
+            u32 m = start + k;
+            tab[__brev(m) >> (32 - bits)] = deflate_entry(table, sym[j + (k >> sh)], L);
+        }
+        start += span;
+        j += c;
+    }
+    for (u32 m = start + lane; m < (1u << bits); m += 32) tab[__brev(m) >> (32 - bits)] = 0;
     __syncwarp();
     return true;
 }
 
-// Decodes one symbol; false for a bit pattern that is no code (or runs past the input).
-__device__ __forceinline__ bool deflate_symbol(CodagInput& in, const u16* count, const u16* sym, u32& s) {
-    u64 bits = codag_peek_lsb(in);
+// Literal entries whose code leaves room for a second literal's code in the index take that
+// literal too. Only the first-literal fields of an entry are read, which this never changes;
+// still, each step of 32 entries reads before any lane writes, so no access races.
+__device__ void deflate_pair_literals(u32* tab) {
+    for (u32 b = 0; b < (1u << DEFLATE_LIT_BITS); b += 32) {
+        u32 i = b + codag_lane(), e = tab[i], L = e & 15;
+        if (L && ((e >> 8) & 3) == DEFLATE_K_LIT && L < DEFLATE_LIT_BITS) {
+            u32 e2 = tab[i >> L], L2 = e2 & 15;
+            if (L2 && ((e2 >> 8) & 3) == DEFLATE_K_LIT && L + L2 <= DEFLATE_LIT_BITS)
+                e |= DEFLATE_TWO | (L2 << 10) | ((e2 >> 16) & 0xff) << 24;
+        }
+        __syncwarp();
+        tab[i] = e;
+        __syncwarp();
+    }
+}
+
+// The canonical walk for a code longer than the table's index (or no code): the symbol and
+// its code length from `bits`, false for a bit pattern that is no code.
+__device__ __noinline__ bool deflate_walk(u64 bits, const u16* count, const u16* sym, u32& s, u32& len) {
     int code = 0, first = 0, index = 0;
-    for (u32 len = 1; len < 16; len++) {
+    for (len = 1; len < 16; len++) {
         code |= (int)(bits & 1);
         bits >>= 1;
         int c = count[len];
         if (code - first < c) {
             s = sym[index + code - first];
-            return codag_skip(in, len);
+            return true;
         }
         index += c;
         first = (first + c) << 1;
@@ -87,76 +182,181 @@ __device__ __forceinline__ bool deflate_symbol(CodagInput& in, const u16* count,
     return false;
 }
 
-// `n` (<= 32) bits, least significant first.
-__device__ __forceinline__ bool deflate_bits(CodagInput& in, u32 n, u32& v) {
-    u64 b = codag_peek_lsb(in);
-    v = n ? (u32)(b & ((1ull << n) - 1)) : 0;
-    return codag_skip(in, n);
+// The input bit window: `win` holds the bits from in.bit on, `avail` of them valid.
+struct DeflateBits {
+    u64 win;
+    u32 avail;
+};
+
+__device__ __forceinline__ void deflate_refill(CodagInput& in, DeflateBits& b) {
+    b.win = codag_peek64(in);
+    b.avail = 64;
 }
+
+// At least `n` (<= 64) bits in the window.
+__device__ __forceinline__ void deflate_need(CodagInput& in, DeflateBits& b, u32 n) {
+    if (b.avail < n) deflate_refill(in, b);
+}
+
+__device__ __forceinline__ void deflate_drop(CodagInput& in, DeflateBits& b, u32 n) {
+    b.win >>= n;
+    b.avail -= n;
+    in.bit += n;
+}
+
+// `n` (<= 32) bits, least significant first.
+__device__ __forceinline__ u32 deflate_take(CodagInput& in, DeflateBits& b, u32 n) {
+    deflate_need(in, b, n);
+    u32 v = (u32)(b.win & ((1ull << n) - 1));
+    deflate_drop(in, b, n);
+    return v;
+}
+
+__device__ __forceinline__ bool deflate_past_end(const CodagInput& in) { return in.bit > (u64)in.len * 8; }
 
 // The fixed code (RFC 1951 §3.2.6).
 __device__ void deflate_fixed(DeflateTables& t) {
+    __syncwarp();
     for (u32 s = codag_lane(); s < 288 + 32; s += 32)
         t.lens[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : s < 288 ? 8 : 5;
     __syncwarp();
-    deflate_build(t.lens, 288, t.lcount, t.lsym, false);
-    deflate_build(t.lens + 288, 32, t.dcount, t.dsym, false);
+    deflate_build(t.lens, 288, t.lcount, t.next, t.lsym, t.lit, DEFLATE_LIT_BITS, DEFLATE_T_LIT, false);
+    deflate_pair_literals(t.lit);
+    deflate_build(t.lens + 288, 32, t.dcount, t.next, t.dsym, t.dist, DEFLATE_DIST_BITS, DEFLATE_T_DIST, false);
 }
 
 // A dynamic block's header (§3.2.7).
-__device__ u32 deflate_dynamic(CodagInput& in, DeflateTables& t) {
-    u32 hlit, hdist, hclen;
-    if (!deflate_bits(in, 5, hlit) || !deflate_bits(in, 5, hdist) || !deflate_bits(in, 4, hclen))
-        return CODAG_ST_TRUNCATED;
-    hlit += 257;
-    hdist += 1;
-    hclen += 4;
+__device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, DeflateTables& t) {
+    u32 h = deflate_take(in, b, 14);
+    u32 hlit = (h & 31) + 257, hdist = ((h >> 5) & 31) + 1, hclen = (h >> 10) + 4;
+    if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
     if (hlit > 286 || hdist > 30) return CODAG_ST_BAD_TABLE;
+    // The code-length code lengths, 3 bits each in DEFLATE_CL_ORDER: lane i takes its own.
+    deflate_need(in, b, 57);
+    u32 lane = codag_lane();
     __syncwarp();
-    if (codag_lane() < 19) t.lens[DEFLATE_CL_ORDER[codag_lane()]] = 0;
-    __syncwarp();
-    for (u32 i = 0; i < hclen; i++) {
-        u32 v;
-        if (!deflate_bits(in, 3, v)) return CODAG_ST_TRUNCATED;
-        if (codag_lane() == 0) t.lens[DEFLATE_CL_ORDER[i]] = (u8)v;
+    if (lane < 19) {
+        u32 v = lane < hclen ? (u32)(b.win >> (3 * lane)) & 7 : 0;
+        t.lens[DEFLATE_CL_ORDER[lane]] = (u8)v;
     }
-    __syncwarp();
-    if (!deflate_build(t.lens, 19, t.ccount, t.csym, true)) return CODAG_ST_BAD_TABLE;
+    deflate_drop(in, b, 3 * hclen);
+    if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
+    u32* cl = t.dist;
+    if (!deflate_build(t.lens, 19, t.lcount, t.next, t.lsym, cl, DEFLATE_CL_BITS, DEFLATE_T_CL, true))
+        return CODAG_ST_BAD_TABLE;
     u32 n = hlit + hdist, i = 0;
+    u8 prev = 0;
     while (i < n) {
-        u32 s;
-        if (!deflate_symbol(in, t.ccount, t.csym, s)) return CODAG_ST_BAD_CODE;
+        deflate_need(in, b, 14);
+        u32 e = cl[b.win & ((1u << DEFLATE_CL_BITS) - 1)];
+        u32 s = e >> 16;
+        deflate_drop(in, b, e & 15);
         if (s < 16) {
-            if (codag_lane() == 0) t.lens[i] = (u8)s;
+            if (lane == 0) t.lens[i] = (u8)s;
+            prev = (u8)s;
             i++;
             continue;
         }
         if (s == 16 && i == 0) return CODAG_ST_BAD_TABLE;
-        u32 extra = s == 16 ? 2 : s == 17 ? 3 : 7, rep;
-        if (!deflate_bits(in, extra, rep)) return CODAG_ST_TRUNCATED;
-        rep += s == 16 ? 3 : s == 17 ? 3 : 11;
+        u32 extra = s == 16 ? 2 : s == 17 ? 3 : 7;
+        u32 rep = (u32)(b.win & ((1u << extra) - 1)) + (s == 18 ? 11 : 3);
+        deflate_drop(in, b, extra);
         if (i + rep > n) return CODAG_ST_BAD_TABLE;
-        __syncwarp();
-        u8 v = s == 16 ? t.lens[i - 1] : 0;
-        __syncwarp();
-        for (u32 k = codag_lane(); k < rep; k += 32) t.lens[i + k] = v;
+        u8 v = s == 16 ? prev : 0;
+        for (u32 k = lane; k < rep; k += 32) t.lens[i + k] = v;
+        prev = v;
         i += rep;
     }
+    if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
     __syncwarp();
     // Distance lengths follow the literal/length ones in lens[]: move them to lens[288..].
-    u8 dl = codag_lane() < hdist ? t.lens[hlit + codag_lane()] : 0;
+    u8 dl = lane < hdist ? t.lens[hlit + lane] : 0;
     __syncwarp();
-    t.lens[288 + codag_lane()] = dl;
-    if (!deflate_build(t.lens, hlit, t.lcount, t.lsym, false)) return CODAG_ST_BAD_TABLE;
-    if (!deflate_build(t.lens + 288, hdist, t.dcount, t.dsym, false)) return CODAG_ST_BAD_TABLE;
+    t.lens[288 + lane] = dl;
+    if (!deflate_build(t.lens, hlit, t.lcount, t.next, t.lsym, t.lit, DEFLATE_LIT_BITS, DEFLATE_T_LIT, false))
+        return CODAG_ST_BAD_TABLE;
+    deflate_pair_literals(t.lit);
+    if (!deflate_build(t.lens + 288, hdist, t.dcount, t.next, t.dsym, t.dist, DEFLATE_DIST_BITS, DEFLATE_T_DIST,
+                       false))
+        return CODAG_ST_BAD_TABLE;
     return CODAG_ST_OK;
+}
+
+// Pending literals: lane k holds the k-th byte not yet written; out.pos counts them already.
+struct DeflateLits {
+    u32 mine;
+    u32 n;
+};
+
+__device__ __forceinline__ void deflate_flush(CodagOutput<u8>& out, DeflateLits& l) {
+    if (codag_lane() < l.n) out.base[out.pos - l.n + codag_lane()] = (u8)l.mine;
+    l.n = 0;
+}
+
+// One Huffman block's symbols, up to its end-of-block code.
+__device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, CodagOutput<u8>& out,
+                                             const DeflateTables& t) {
+    const u32 lane = codag_lane();
+    DeflateLits lit = {0, 0};
+    for (;;) {
+        // The longest sequence: a length code and its extra bits, a distance code and its.
+        if (b.avail < 48) {
+            if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
+            deflate_refill(in, b);
+        }
+        u32 e = t.lit[b.win & ((1u << DEFLATE_LIT_BITS) - 1)];
+        if (!(e & 15)) {
+            u32 s, len;
+            if (!deflate_walk(b.win, t.lcount, t.lsym, s, len)) return CODAG_ST_BAD_CODE;
+            e = deflate_entry(DEFLATE_T_LIT, s, len);
+        }
+        u32 kind = (e >> 8) & 3;
+        if (kind == DEFLATE_K_LIT) {
+            u32 two = (e >> 14) & 1;
+            if (!out.room(1 + two)) return CODAG_ST_OUTPUT_OVERFLOW;
+            if (lane == lit.n) lit.mine = (e >> 16) & 0xff;
+            if (two && lane == lit.n + 1) lit.mine = e >> 24;
+            lit.n += 1 + two;
+            out.pos += 1 + two;
+            deflate_drop(in, b, (e & 15) + (two ? (e >> 10) & 15 : 0));
+            if (lit.n >= 31) deflate_flush(out, lit);
+            continue;
+        }
+        if (kind == DEFLATE_K_END) {
+            deflate_drop(in, b, e & 15);
+            deflate_flush(out, lit);
+            return CODAG_ST_OK;
+        }
+        if (kind == DEFLATE_K_BAD) return CODAG_ST_BAD_CODE;
+        u32 L = e & 15, x = (e >> 4) & 15;
+        u32 len = (e >> 16) + ((u32)(b.win >> L) & ((1u << x) - 1));
+        deflate_drop(in, b, L + x);
+        u32 d = t.dist[b.win & ((1u << DEFLATE_DIST_BITS) - 1)];
+        if (!(d & 15)) {
+            u32 s, dlen;
+            if (!deflate_walk(b.win, t.dcount, t.dsym, s, dlen)) return CODAG_ST_BAD_CODE;
+            d = deflate_entry(DEFLATE_T_DIST, s, dlen);
+        }
+        if (((d >> 8) & 3) == DEFLATE_K_BAD) return CODAG_ST_BAD_CODE;
+        L = d & 15;
+        x = (d >> 4) & 15;
+        u32 dist = (d >> 16) + ((u32)(b.win >> L) & ((1u << x) - 1));
+        deflate_drop(in, b, L + x);
+        if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
+        if (dist > out.pos) return CODAG_ST_BAD_DISTANCE;
+        deflate_flush(out, lit);
+        if (!out.memcpy(dist, len)) return CODAG_ST_OUTPUT_OVERFLOW;
+    }
 }
 
 // One raw Deflate stream into `out`; stops after the final block.
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<u8>& out, DeflateTables& t) {
+    DeflateBits b;
+    deflate_refill(in, b);
+    bool fixed_built = false;
     for (;;) {
-        u32 hdr;
-        if (!deflate_bits(in, 3, hdr)) return CODAG_ST_TRUNCATED;
+        u32 hdr = deflate_take(in, b, 3);
+        if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
         u32 type = hdr >> 1;
         if (type == 0) {
             in.bit = (in.bit + 7) & ~7ull;
@@ -172,37 +372,22 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<u8>& out, DeflateTable
             for (u32 k = codag_lane(); k < len; k += 32) out.base[out.pos + k] = src[k];
             out.pos += len;
             in.bit = (u64)(p + 4 + len) * 8;
+            deflate_refill(in, b);
         } else if (type == 3) {
             return CODAG_ST_BAD_BLOCK_TYPE;
         } else {
             if (type == 1) {
-                deflate_fixed(t);
+                if (!fixed_built) deflate_fixed(t);
+                fixed_built = true;
             } else {
-                u32 st = deflate_dynamic(in, t);
+                u32 st = deflate_dynamic(in, b, t);
+                fixed_built = false;
                 if (st) return st;
             }
-            for (;;) {
-                u32 s;
-                if (!deflate_symbol(in, t.lcount, t.lsym, s)) return CODAG_ST_BAD_CODE;
-                if (s < 256) {
-                    if (!out.write_one((u8)s)) return CODAG_ST_OUTPUT_OVERFLOW;
-                    continue;
-                }
-                if (s == 256) break;
-                if (s > 285) return CODAG_ST_BAD_CODE;
-                u32 e, len, ds, dist;
-                s -= 257;
-                if (!deflate_bits(in, DEFLATE_LEN_EXTRA[s], e)) return CODAG_ST_TRUNCATED;
-                len = DEFLATE_LEN_BASE[s] + e;
-                if (!deflate_symbol(in, t.dcount, t.dsym, ds)) return CODAG_ST_BAD_CODE;
-                if (ds > 29) return CODAG_ST_BAD_CODE;
-                if (!deflate_bits(in, DEFLATE_DIST_EXTRA[ds], e)) return CODAG_ST_TRUNCATED;
-                dist = DEFLATE_DIST_BASE[ds] + e;
-                if (dist > out.pos) return CODAG_ST_BAD_DISTANCE;
-                if (!out.memcpy(dist, len)) return CODAG_ST_OUTPUT_OVERFLOW;
-            }
+            u32 st = deflate_block(in, b, out, t);
+            if (st) return st;
         }
-        if (hdr & 1) return CODAG_ST_OK;
+        if (hdr & 1) return deflate_past_end(in) ? CODAG_ST_TRUNCATED : CODAG_ST_OK;
     }
 }
 

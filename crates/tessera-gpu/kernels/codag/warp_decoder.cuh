@@ -74,21 +74,28 @@ __device__ __forceinline__ void codag_input_init(CodagInput& in, const u8* base,
 
 __device__ __forceinline__ u32 codag_pos(const CodagInput& in) { return (u32)(in.bit >> 3); }
 
-// Makes the input bytes before `end` readable from the ring; false (nothing loaded) when `end`
-// is past the chunk. The caller asks for at most CODAG_MAX_FILL bytes past the read position.
-__device__ __forceinline__ bool codag_fill(CodagInput& in, u32 end) {
-    if (end > in.len) return false;
+// Loads ring lines until the bytes before `end` are in the ring; words past the chunk's end are
+// loaded as zeros (never read from global memory), so a decoder that peeks past the end sees
+// defined bits. The caller asks for at most CODAG_MAX_FILL bytes past the read position.
+__device__ __forceinline__ void codag_load(CodagInput& in, u32 end) {
     u32 cur = codag_pos(in);
     if (in.fetched + CODAG_LINE_BYTES <= cur) in.fetched = cur & ~(CODAG_LINE_BYTES - 1);
     u32 words = (in.len + 3) >> 2;
     while (in.fetched < end) {
         __syncwarp();  // every lane is done with the bytes this line replaces
         u32 w = (in.fetched >> 2) + codag_lane();
-        if (w < words)
-            reinterpret_cast<u32*>(in.ring)[((in.fetched % CODAG_RING_BYTES) >> 2) + codag_lane()] = in.words[w];
+        reinterpret_cast<u32*>(in.ring)[((in.fetched % CODAG_RING_BYTES) >> 2) + codag_lane()] =
+            w < words ? in.words[w] : 0u;
         __syncwarp();
         in.fetched += CODAG_LINE_BYTES;
     }
+}
+
+// Makes the input bytes before `end` readable from the ring; false (nothing loaded) when `end`
+// is past the chunk.
+__device__ __forceinline__ bool codag_fill(CodagInput& in, u32 end) {
+    if (end > in.len) return false;
+    codag_load(in, end);
     return true;
 }
 
@@ -133,22 +140,19 @@ __device__ __forceinline__ u64 codag_bits_msb(const CodagInput& in, u64 bit, u32
     return w >= 64 ? v : v >> (64 - w);
 }
 
-// At least 57 bits from the read position, least significant first (Deflate's order), 0 past
-// the chunk's end; consuming past it is checked by codag_skip.
-__device__ __forceinline__ u64 codag_peek_lsb(CodagInput& in) {
-    u32 p = codag_pos(in);
-    u32 end = p + 8 < in.len ? p + 8 : in.len;
-    codag_fill(in, end);
-    u64 v = 0;
-#pragma unroll
-    for (u32 i = 0; i < 8; i++) v |= (u64)codag_at(in, p + i) << (8 * i);
-    return v >> (in.bit & 7);
-}
-
-__device__ __forceinline__ bool codag_skip(CodagInput& in, u32 bits) {
-    if (in.bit + bits > (u64)in.len * 8) return false;
-    in.bit += bits;
-    return true;
+// 64 bits from the read position, least significant first (Deflate's order), zeros past the
+// chunk's end: three aligned ring words and a funnel shift (the bytes of the last word past the
+// chunk are the layout's zero padding). Consuming past the end is the caller's check.
+__device__ __forceinline__ u64 codag_peek64(CodagInput& in) {
+    u32 wb = (u32)(in.bit >> 5) << 2;
+    codag_load(in, wb + 12);
+    const u32* r = reinterpret_cast<const u32*>(in.ring);
+    u32 wi = (wb % CODAG_RING_BYTES) >> 2, m = CODAG_RING_BYTES / 4 - 1;
+    u32 w0 = r[wi], w1 = r[(wi + 1) & m], w2 = r[(wi + 2) & m];
+    u32 s = (u32)in.bit & 31;
+    u64 v = ((u64)w1 << 32 | w0) >> s;
+    if (s) v |= (u64)w2 << (64 - s);
+    return v;
 }
 
 // The chunk's output: `cap` elements of T from `base`; `pos` is uniform across the warp.
@@ -187,13 +191,31 @@ struct CodagOutput {
 
     // Copies `len` elements from `dist` back in this chunk's output. When dist < len the
     // source overlaps what is being written; the result is the last `dist` elements repeated,
-    // so element i comes from pos - dist + i % dist, which is already written: one pass, every
-    // lane independent.
+    // so element i comes from pos - dist + i % dist, which is already written: every lane
+    // independent. A distance of at most 32 (runs, short repeats) reads those elements once,
+    // one a lane, and every pass takes them from the lanes (no further loads, no division past
+    // the first).
     __device__ __forceinline__ bool memcpy(u32 dist, u32 len) {
         if (dist == 0 || dist > pos || !room(len)) return false;
         __syncwarp();  // earlier writes of other lanes are visible
         const T* src = base + (pos - dist);
-        for (u32 i = codag_lane(); i < len; i += 32) base[pos + i] = src[i < dist ? i : i % dist];
+        T* dst = base + pos;
+        u32 lane = codag_lane();
+        if (dist >= len) {
+            for (u32 i = lane; i < len; i += 32) dst[i] = src[i];
+        } else if (dist <= 32) {
+            T v = lane < dist ? src[lane] : (T)0;
+            u32 r = lane % dist, step = 32 % dist;
+            for (u32 b = 0; b < len; b += 32) {
+                T x = sizeof(T) == 8 ? (T)__shfl_sync(0xffffffffu, (u64)v, r)
+                                     : (T)__shfl_sync(0xffffffffu, (u32)v, r);
+                if (b + lane < len) dst[b + lane] = x;
+                r += step;
+                if (r >= dist) r -= dist;
+            }
+        } else {
+            for (u32 i = lane; i < len; i += 32) dst[i] = src[i < dist ? i : i % dist];
+        }
         __syncwarp();
         pos += len;
         return true;
