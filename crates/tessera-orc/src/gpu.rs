@@ -1,0 +1,1 @@
+//! GPU path (see docs/gpu/orc.md).
