@@ -30,8 +30,17 @@ use crate::schema::TIMESTAMP_EPOCH_2015;
 /// bytes, 8 booleans a byte (RLE v2's DELTA yields 512 values from 4 bytes, RLE v1 130 from 3).
 pub const MAX_VALUES_PER_BYTE: usize = 520;
 
+/// Stream values decoded elsewhere (on the GPU), by `(stream kind)`: integers as `i64`, byte
+/// RLE output as bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Predecoded {
+    pub ints: std::collections::HashMap<i32, Vec<i64>>,
+    pub bytes: std::collections::HashMap<i32, Vec<u8>>,
+}
+
 /// The streams of one column in one stripe, decompressed.
 pub(crate) struct ColumnStreams<'a> {
+    pub pre: Option<&'a Predecoded>,
     pub stripe: usize,
     pub column: &'a OrcColumn,
     pub rows: usize,
@@ -46,13 +55,19 @@ pub(crate) struct ColumnStreams<'a> {
 }
 
 impl<'a> ColumnStreams<'a> {
+    /// The column's streams; `inflated` holds those already decompressed (by the GPU).
     pub(crate) fn gather(
         f: &'a OrcFile,
         s: usize,
         layout: &'a StripeLayout,
         column: &'a OrcColumn,
+        inflated: Option<&'a std::collections::HashMap<i32, Vec<u8>>>,
+        pre: Option<&'a Predecoded>,
     ) -> Result<ColumnStreams<'a>> {
         let get = |kind: i32, name: &'static str| -> Result<Option<Cow<'a, [u8]>>> {
+            if let Some(b) = inflated.and_then(|m| m.get(&kind)) {
+                return Ok(Some(Cow::Borrowed(b.as_slice())));
+            }
             match layout.streams.get(&(column.id, kind)) {
                 None => Ok(None),
                 Some(r) => decompress(f.compression(), f.block_size(), &f.bytes()[r.clone()])
@@ -67,6 +82,7 @@ impl<'a> ColumnStreams<'a> {
             )
         })?;
         Ok(ColumnStreams {
+            pre,
             stripe: s,
             column,
             rows: usize::try_from(layout.rows)
@@ -140,15 +156,54 @@ impl<'a> ColumnStreams<'a> {
         let Some(p) = self.present.as_deref() else {
             return Ok((None, self.rows));
         };
-        self.check_count("PRESENT", self.rows, p.len())?;
-        let mut bits = vec![false; self.rows];
-        rle::decode_bool(p, &mut bits).map_err(|e| self.err("PRESENT", e))?;
+        let bits = self.bools(stream_kind::PRESENT, "PRESENT", p, self.rows)?;
         let nb = NullBuffer::from(bits);
         let n = self.rows - nb.null_count();
         Ok((Some(nb), n))
     }
 
+    /// `n` booleans of a boolean stream (decoded here or taken from the GPU's bytes).
+    pub(crate) fn bools(
+        &self,
+        kind: i32,
+        stream: &'static str,
+        input: &[u8],
+        n: usize,
+    ) -> Result<Vec<bool>> {
+        if let Some(b) = self.pre.and_then(|p| p.bytes.get(&kind)) {
+            if b.len() != n.div_ceil(8) {
+                return Err(self.err(stream, OrcError::malformed("GPU output", "length differs")));
+            }
+            return Ok((0..n).map(|i| b[i / 8] >> (7 - i % 8) & 1 == 1).collect());
+        }
+        self.check_count(stream, n, input.len())?;
+        let mut bits = vec![false; n];
+        rle::decode_bool(input, &mut bits).map_err(|e| self.err(stream, e))?;
+        Ok(bits)
+    }
+
+    /// `n` bytes of a byte-RLE stream.
+    pub(crate) fn byte_rle(&self, n: usize) -> Result<Vec<u8>> {
+        if let Some(b) = self.pre.and_then(|p| p.bytes.get(&stream_kind::DATA)) {
+            if b.len() != n {
+                return Err(self.err("DATA", OrcError::malformed("GPU output", "length differs")));
+            }
+            return Ok(b.clone());
+        }
+        let d = self.need("DATA")?;
+        self.check_count("DATA", n, d.len())?;
+        let mut b = vec![0u8; n];
+        rle::decode_byte_rle(d, &mut b).map_err(|e| self.err("DATA", e))?;
+        Ok(b)
+    }
+
     pub(crate) fn ints(&self, stream: &'static str, n: usize, signed: bool) -> Result<Vec<i64>> {
+        if let Some(v) = self.pre.and_then(|p| p.ints.get(&kind_of(stream))) {
+            if v.len() != n {
+                return Err(self.err(stream, OrcError::malformed("GPU output", "length differs")));
+            }
+            return Ok(v.clone());
+        }
         let input = self.need(stream)?;
         self.check_count(stream, n, input.len())?;
         let mut out = vec![0i64; n];
@@ -159,6 +214,16 @@ impl<'a> ColumnStreams<'a> {
         };
         r.map_err(|e| self.err(stream, e))?;
         Ok(out)
+    }
+}
+
+pub(crate) fn kind_of(stream: &str) -> i32 {
+    match stream {
+        "PRESENT" => stream_kind::PRESENT,
+        "DATA" => stream_kind::DATA,
+        "LENGTH" => stream_kind::LENGTH,
+        "SECONDARY" => stream_kind::SECONDARY,
+        _ => stream_kind::DICTIONARY_DATA,
     }
 }
 
@@ -399,18 +464,13 @@ pub(crate) fn decode_column(cs: &ColumnStreams<'_>) -> Result<ArrayRef> {
     let (nulls, n) = cs.present()?;
     Ok(match &cs.column.ty {
         OrcType::Boolean => {
-            let d = cs.need("DATA")?;
-            cs.check_count("DATA", n, d.len())?;
-            let mut bits = vec![false; n];
-            rle::decode_bool(d, &mut bits).map_err(|e| cs.err("DATA", e))?;
+            let d = cs.data.as_deref().unwrap_or(&[]);
+            let bits = cs.bools(stream_kind::DATA, "DATA", d, n)?;
             let v = scatter(bits, &nulls);
             Arc::new(BooleanArray::new(BooleanBuffer::from(v), nulls))
         }
         OrcType::Byte => {
-            let d = cs.need("DATA")?;
-            cs.check_count("DATA", n, d.len())?;
-            let mut b = vec![0u8; n];
-            rle::decode_byte_rle(d, &mut b).map_err(|e| cs.err("DATA", e))?;
+            let b = cs.byte_rle(n)?;
             prim::<Int8Type>(b.into_iter().map(|x| x as i8).collect(), nulls)
         }
         OrcType::Short => {

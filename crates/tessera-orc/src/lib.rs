@@ -43,8 +43,8 @@ pub fn is_orc(bytes: &[u8]) -> bool {
 /// Selected columns of an [`OrcFile`] read stripe by stripe on the CPU.
 #[derive(Debug)]
 pub struct OrcReader<'a> {
-    file: &'a OrcFile,
-    cols: Vec<usize>,
+    pub(crate) file: &'a OrcFile,
+    pub(crate) cols: Vec<usize>,
     schema: SchemaRef,
 }
 
@@ -77,12 +77,32 @@ impl<'a> OrcReader<'a> {
     /// Stripe `s` as one record batch (its columns decoded in parallel).
     pub fn read_stripe(&self, s: usize) -> Result<RecordBatch> {
         let layout = self.file.stripe_layout(s)?;
+        self.assemble(s, &layout, None)
+    }
+
+    /// Stripe `s`'s batch from its layout; `gpu` holds, per selected column, the streams the GPU
+    /// decompressed and the values it decoded (the rest is decoded here).
+    pub(crate) fn assemble(
+        &self,
+        s: usize,
+        layout: &StripeLayout,
+        gpu: Option<&[gpu::ColumnDecoded]>,
+    ) -> Result<RecordBatch> {
         let arrays: Vec<ArrayRef> = self
             .cols
             .par_iter()
-            .map(|&i| {
+            .enumerate()
+            .map(|(k, &i)| {
                 let c = &self.file.columns()[i];
-                let cs = cpu::ColumnStreams::gather(self.file, s, &layout, c)?;
+                let g = gpu.and_then(|g| g.get(k));
+                let cs = cpu::ColumnStreams::gather(
+                    self.file,
+                    s,
+                    layout,
+                    c,
+                    g.map(|g| &g.inflated),
+                    g.map(|g| &g.pre),
+                )?;
                 cpu::decode_column(&cs)
             })
             .collect::<Result<_>>()?;
