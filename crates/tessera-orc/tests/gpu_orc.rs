@@ -26,7 +26,10 @@ fn gpu() -> Option<&'static Gpu> {
 }
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc")
+    // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).
+    std::env::var_os("TESSERA_ORC_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc"))
 }
 
 const SUPPORTED_TEST1: [&str; 9] = [
