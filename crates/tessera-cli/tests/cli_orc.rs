@@ -89,7 +89,7 @@ fn concat(parts: &[&dyn arrow_array::Array]) -> arrow_array::ArrayRef {
     let total = datas.iter().map(|d| d.len()).sum();
     let mut m = arrow_data::transform::MutableArrayData::new(refs, false, total);
     for (i, d) in datas.iter().enumerate() {
-        m.extend(i, 0, d.len());
+        m.try_extend(i, 0, d.len()).unwrap();
     }
     arrow_array::make_array(m.freeze())
 }

@@ -79,6 +79,8 @@ fn stream_name(kind: i32) -> &'static str {
 
 /// Where a chunk of a batch came from: stripe, selected column, stream kind.
 type Tag = (usize, usize, i32);
+/// A value stream to decode: its place, its (decompressed) bytes, its value count, signed.
+type Job = (Tag, Vec<u8>, usize, bool);
 
 /// Decodes one batch of chunks; returns each chunk's output bytes or the first bad chunk's
 /// error with its place.
@@ -299,7 +301,7 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
     }
 
     // 3. Value streams: byte RLE, RLE v1, RLE v2.
-    let mut jobs: [Vec<(Tag, Vec<u8>, usize, bool)>; 3] = Default::default();
+    let mut jobs: [Vec<Job>; 3] = Default::default();
     for (s, l) in layouts.iter().enumerate() {
         for (k, &ci) in reader.cols.iter().enumerate() {
             let c = &file.columns()[ci];
