@@ -10,7 +10,7 @@ cargo fuzz build -s none
 run() { cargo fuzz run -s none "$1" -- -max_total_time="$secs" -print_final_stats=1 > "logs/$1.log" 2>&1 || echo "$1 FAILED" ; }
 mkdir -p logs
 targets=(decode_for decode_dfor decode_rfor decode_huffman decode_lll decode_utf8 round_trip container_open decode_wah
-         decode_plwah bitmap_ops)
+         decode_plwah bitmap_ops orc_file)
 for ((i = 0; i < ${#targets[@]}; i += 2)); do
   run "${targets[i]}" &
   [ $((i + 1)) -lt ${#targets[@]} ] && run "${targets[i+1]}" &

@@ -59,6 +59,13 @@ def main():
                 data = open(os.path.join(bsrc, name), "rb").read()
                 open(f"fuzz/corpus/decode_{ext}/{name}", "wb").write(data)
                 n += 1
+    # ORC file seeds: the small ORC test files as they are (testdata/orc/README.md).
+    os.makedirs("fuzz/corpus/orc_file", exist_ok=True)
+    for name in sorted(os.listdir("testdata/orc")):
+        p = os.path.join("testdata/orc", name)
+        if name.endswith(".orc") and os.path.getsize(p) <= 64 << 10:
+            open(f"fuzz/corpus/orc_file/{name}", "wb").write(open(p, "rb").read())
+            n += 1
     print(f"wrote {n} decoder seeds", file=sys.stderr)
 
 main()

@@ -18,6 +18,7 @@ mod gpu;
 mod host;
 mod huffman;
 mod lll;
+mod orc;
 mod ssb;
 mod svg;
 mod tables;
@@ -56,6 +57,9 @@ enum Suite {
     /// The Star Schema Benchmark's 13 queries: GPU on compressed vs plain columns (resident and
     /// coprocessor mode), footprint, the CPU path.
     Ssb(ssb::SsbArgs),
+    /// A real ORC file (--input) to GPU-resident decoded streams and to Arrow batches, GPU and
+    /// CPU (pyarrow's reader is timed by the Python step that wrote the file).
+    Orc(BenchArgs),
     /// Whole tables: .tsr against Parquet (zstd, snappy) and Arrow IPC (lz4, zstd), sizes and
     /// CPU read times (CSV files given with --input are tables too).
     Tables(BenchArgs),
@@ -92,6 +96,7 @@ fn run(suite: &Suite) -> Result<()> {
         Suite::Huffman(args) => huffman::run(args),
         Suite::Lll(args) => lll::run(args),
         Suite::Codag(args) => codag::run(args),
+        Suite::Orc(args) => orc::run(args),
         Suite::Ssb(args) => ssb::run(args),
         Suite::Tables(args) => tables::run(args),
     }
@@ -108,7 +113,7 @@ fn usage_exit(e: &clap::Error) -> ExitCode {
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             eprintln!(
-                "error: missing suite (gpu, bitmap, huffman, lll, codag, tables or ssb; see 'tessera-bench --help')"
+                "error: missing suite (gpu, bitmap, huffman, lll, codag, orc, tables or ssb; see 'tessera-bench --help')"
             );
         }
         _ => {
@@ -140,7 +145,7 @@ mod tests {
 
     #[test]
     fn every_suite_takes_the_flags() {
-        for suite in ["gpu", "bitmap", "huffman", "lll", "codag", "tables"] {
+        for suite in ["gpu", "bitmap", "huffman", "lll", "codag", "orc", "tables"] {
             let cli = Cli::try_parse_from([
                 "tessera-bench",
                 suite,
@@ -158,6 +163,7 @@ mod tests {
                 Suite::Lll(a) => ("lll", a),
                 Suite::Codag(a) => ("codag", a),
                 Suite::Tables(a) => ("tables", a),
+                Suite::Orc(a) => ("orc", a),
                 Suite::Ssb(_) => unreachable!("not among the suites parsed here"),
             };
             assert_eq!(name, suite);

@@ -87,7 +87,7 @@ fn help_lists_the_suites_and_each_suite_its_flags() {
 fn usage_errors_are_one_line() {
     let err = assert_fails(&bench(&[]), "no suite");
     assert!(
-        err.contains("gpu, bitmap, huffman, lll, codag, tables or ssb"),
+        err.contains("gpu, bitmap, huffman, lll, codag, orc, tables or ssb"),
         "{err}"
     );
     let err = assert_fails(&bench(&[&"nosuch"]), "unknown suite");

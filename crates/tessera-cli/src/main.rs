@@ -17,6 +17,7 @@ mod demo;
 mod device;
 mod files;
 mod gzip;
+mod orc;
 mod report;
 mod ssb;
 mod table;
@@ -388,6 +389,9 @@ fn compress(a: &CompressArgs) -> CliResult<()> {
         a.ty.is_none()
             .then(|| table::TableFormat::of_path(&a.input))
             .flatten()
+            .or_else(|| {
+                (a.ty.is_none() && orc::is_orc(&a.input)).then_some(table::TableFormat::Orc)
+            })
     });
     if let Some(format) = table_format {
         if a.ty.is_some() {
@@ -581,6 +585,22 @@ fn choose_column(c: &Container, shown: &str, column: Option<&str>) -> CliResult<
 fn decompress(a: &DecompressArgs) -> CliResult<()> {
     if gzip::is_gzip(&a.input) {
         return gzip::decompress(&a.input, &a.output, a.force, a.device);
+    }
+    if orc::is_orc(&a.input) {
+        let format = a
+            .format
+            .or_else(|| table::TableFormat::of_path(&a.output))
+            .ok_or_else(|| {
+                CliError("an ORC file decompresses to a table: .parquet, .arrow or .csv".into())
+            })?;
+        return orc::decompress(
+            &a.input,
+            &a.output,
+            format,
+            table::column_list(&a.columns),
+            a.force,
+            a.device,
+        );
     }
     if let Some(format) = a.format.or_else(|| table::TableFormat::of_path(&a.output)) {
         if a.column.is_some() {

@@ -42,6 +42,8 @@ pub enum TableFormat {
     Arrow,
     /// Comma-separated values with a header line.
     Csv,
+    /// Apache ORC (input only: `crate::orc`).
+    Orc,
 }
 
 impl TableFormat {
@@ -52,6 +54,7 @@ impl TableFormat {
             "parquet" | "pq" => TableFormat::Parquet,
             "arrow" | "feather" | "ipc" | "arrows" => TableFormat::Arrow,
             "csv" => TableFormat::Csv,
+            "orc" => TableFormat::Orc,
             _ => return None,
         })
     }
@@ -116,6 +119,11 @@ fn open_table(path: &Path, format: TableFormat, shown: &str) -> CliResult<(Schem
                 )?;
                 Ok((r.schema(), Box::new(r)))
             }
+        }
+        TableFormat::Orc => {
+            let f = crate::orc::open(path, shown)?;
+            let (schema, b) = crate::orc::batches(&f, None, shown)?;
+            Ok((schema, Box::new(b.into_iter().map(Ok))))
         }
         TableFormat::Csv => {
             use arrow_csv::reader::Format;
@@ -282,14 +290,14 @@ pub fn decompress(
 }
 
 /// An output table file being written.
-enum TableSink {
+pub(crate) enum TableSink {
     Parquet(ArrowWriter<files::Output>),
     Arrow(arrow_ipc::writer::FileWriter<files::Output>),
     Csv(arrow_csv::Writer<files::Output>, String),
 }
 
 impl TableSink {
-    fn new(
+    pub(crate) fn new(
         format: TableFormat,
         out: files::Output,
         schema: SchemaRef,
@@ -310,6 +318,11 @@ impl TableSink {
                 arrow_ipc::writer::FileWriter::try_new(out, &schema)
                     .map_err(|e| arrow_cli(&name, e))?,
             ),
+            TableFormat::Orc => {
+                return Err(CliError(format!(
+                    "{name}: ORC is read, not written: write .parquet, .arrow or .csv"
+                )))
+            }
             TableFormat::Csv => {
                 let _ = shown;
                 TableSink::Csv(
@@ -320,7 +333,7 @@ impl TableSink {
         })
     }
 
-    fn write(&mut self, b: &RecordBatch) -> CliResult<()> {
+    pub(crate) fn write(&mut self, b: &RecordBatch) -> CliResult<()> {
         match self {
             TableSink::Parquet(w) => w.write(b).map_err(|e| CliError(e.to_string())),
             TableSink::Arrow(w) => w.write(b).map_err(|e| CliError(e.to_string())),
@@ -328,7 +341,7 @@ impl TableSink {
         }
     }
 
-    fn finish(self) -> CliResult<()> {
+    pub(crate) fn finish(self) -> CliResult<()> {
         let out = match self {
             TableSink::Parquet(w) => w.into_inner().map_err(|e| CliError(e.to_string()))?,
             TableSink::Arrow(mut w) => {
