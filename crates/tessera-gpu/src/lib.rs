@@ -54,6 +54,7 @@
 //! Corrupt payloads give the same `Error` variants as the CPU decoders, never a crash: the host
 //! checks headers, kernels check everything else and report a status per chunk.
 
+pub mod arrow_layout;
 pub mod bench_hooks;
 pub mod bitmap;
 pub mod codag;
