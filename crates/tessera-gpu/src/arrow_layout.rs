@@ -300,6 +300,16 @@ pub fn alp_decode(
     Ok(out)
 }
 
+/// The device address of `buf` (what the Arrow C Device Data Interface's buffers hold).
+pub fn device_address(gpu: &Gpu, buf: &CudaSlice<u8>) -> u64 {
+    gpu.ptr(buf)
+}
+
+/// The CUDA device ordinal of `gpu` (the Arrow C Device Data Interface's `device_id`).
+pub fn device_ordinal(gpu: &Gpu) -> usize {
+    gpu.ctx.ordinal()
+}
+
 fn le_bytes<const W: usize>(values: impl Iterator<Item = [u8; W]>) -> Vec<u8> {
     values.flatten().collect()
 }

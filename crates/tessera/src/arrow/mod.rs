@@ -43,7 +43,7 @@ use arrow_schema::{DataType, TimeUnit as ArrowUnit};
 use tessera_format::table::{FieldType, TimeUnit, MAX_DECIMAL_PRECISION};
 use tessera_format::{Error, LogicalType, Result};
 
-pub use gpu::GpuField;
+pub use gpu::{GpuArrowArray, GpuField};
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};
 pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice};
