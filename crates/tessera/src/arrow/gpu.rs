@@ -1,15 +1,21 @@
-//! A table's fields decoded into GPU memory, buffer by buffer in Arrow's layout where the
-//! stored form already is Arrow's (`table.md` §7): the step before exporting them through the
-//! Arrow C Device Data Interface.
+//! A table's fields decoded into GPU memory: as stored ([`ArrowTableReader::read_gpu`],
+//! [`GpuField`]) or in Arrow's layout ([`ArrowTableReader::read_gpu_arrow`],
+//! [`GpuArrowArray`]), the step before exporting them through the Arrow C Device Data
+//! Interface ([`super::export_device`]).
 //!
 //! Each physical column goes through [`TableReader::read_gpu`] (integers in one launch per
 //! codec, bitmaps, bytes and text by their GPU decoders). What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
-//! binary bytes. What is not yet: utf8 offsets stay per-chunk relative `u32` ends
-//! ([`crate::GpuData::Utf8`]), binary values have `u32` lengths rather than offsets, and
-//! decimals are the stored `i64` (Arrow's Decimal128 is `i128`): each needs a small kernel
-//! (a rebase or scan, a widening) in `tessera-gpu`, not written yet.
+//! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
+//! ends ([`crate::GpuData::Utf8`]), binary values have `u32` lengths rather than offsets,
+//! decimals are the stored `i64` (Arrow's Decimal128 is `i128`) and ALP floats are digits,
+//! params and exceptions (`table.md` §8). [`GpuField::into_arrow`] closes those gaps on the
+//! device with `tessera_gpu::arrow_layout`'s kernels (utf8 offsets rebased and widened to i32
+//! or i64, decimals widened, ALP decoded bit for bit as on the CPU), except binary: its
+//! lengths need a scan into offsets, not written yet, and binary fields fail there. Fields the
+//! writer dictionary-encoded on its own come back as dictionary arrays (the CPU reader gives
+//! their plain values).
 
 use arrow_schema::DataType;
 use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
