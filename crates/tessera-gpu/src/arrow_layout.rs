@@ -143,6 +143,85 @@ pub fn utf8_offsets(
     Ok(out)
 }
 
+/// Arrow offsets (`n + 1` entries, i32 or, when `large`, i64, `offsets[0] = 0`) of a binary
+/// column of `n` values from their `lengths` (u32), whose bytes, back to back, are `data_len`
+/// long: the lengths widened, then a device-wide sum scan. Fails when the lengths add up to
+/// more than `data_len` (consumers would read past the bytes) or, for i32, past `i32::MAX`.
+pub fn binary_offsets(
+    gpu: &Gpu,
+    lengths: &CudaSlice<u8>,
+    n: u64,
+    data_len: u64,
+    large: bool,
+) -> Result<CudaSlice<u8>> {
+    use crate::primitives::scan::{self, Item};
+    let widened = gpu.alloc::<u8>(byte_len(n, 8)?)?;
+    let wide = gpu.alloc::<u8>(byte_len(n + 1, 8)?)?;
+    let partials = gpu.alloc::<u64>(scan::partials_len(n))?;
+    let (pl, pw, po) = (gpu.ptr(lengths), gpu.ptr(&widened), gpu.ptr(&wide));
+    let lengths_len = (lengths.len() / 4) as u64;
+    let widened_len = (widened.len() / 8) as u64;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_widen_u32_u64")?;
+    checked(gpu, "ts_arrow_widen_u32_u64", |ps| {
+        // SAFETY: matches ts_arrow_widen_u32_u64(lengths, lengths_len, n, out, out_len, status),
+        // with the live buffers' lengths.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[&pl, &lengths_len, &n, &pw, &widened_len, &ps],
+            )
+        }
+    })?;
+    gpu.fill_bytes_raw(po, 0, 8)?;
+    if n > 0 {
+        // The inclusive scan one entry on: offsets[i + 1] = lengths[0] + ... + lengths[i].
+        scan::sum(gpu, Item::U64, pw, n, po + 8, true, gpu.ptr(&partials))?;
+    }
+    // The scan leaves the total in its scratch's last entry (a few entries a million values).
+    let total = if n > 0 {
+        let mut p = vec![0u64; scan::partials_len(n)];
+        gpu.download(&partials, &mut p)?;
+        p[p.len() - 1]
+    } else {
+        0
+    };
+    if total > data_len {
+        return Err(Error::CountMismatch {
+            what: "binary bytes vs the sum of their lengths",
+            expected: total,
+            found: data_len,
+        });
+    }
+    if large {
+        return Ok(wide);
+    }
+    if total > i32::MAX as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "{total} bytes of binary values do not fit binary's i32 offsets: use large_binary"
+        )));
+    }
+    let out = gpu.alloc::<u8>(byte_len(n + 1, 4)?)?;
+    let (count, out_len) = (n + 1, (out.len() / 4) as u64);
+    let wide_len = (wide.len() / 8) as u64;
+    let pn = gpu.ptr(&out);
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_narrow_offsets_i32")?;
+    checked(gpu, "ts_arrow_narrow_offsets_i32", |ps| {
+        // SAFETY: matches ts_arrow_narrow_offsets_i32(wide, wide_len, n, out, out_len, status),
+        // with the live buffers' lengths.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(count),
+                THREADS,
+                &[&po, &wide_len, &count, &pn, &out_len, &ps],
+            )
+        }
+    })?;
+    Ok(out)
+}
+
 /// Arrow Decimal128 values (i128 little-endian, 16 bytes each) of `n` stored i64 values.
 pub fn widen_i64_to_i128(gpu: &Gpu, values: &CudaSlice<u8>, n: u64) -> Result<CudaSlice<u8>> {
     let out = gpu.alloc::<u8>(byte_len(n, 16)?)?;

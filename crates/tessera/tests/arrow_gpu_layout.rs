@@ -1,5 +1,7 @@
 //! A table's fields decoded on the GPU into Arrow's layout (`ArrowTableReader::read_gpu_arrow`)
-//! are, buffer by buffer, what the CPU reader gives: offsets, values and validity downloaded and
+//! (utf8 over several chunks, large_utf8, decimal, ALP Float64 and Float32 with exceptions,
+//! ints, booleans, an Arrow dictionary, binary, large_binary) are, buffer by buffer, what the CPU
+//! reader gives: offsets, values and validity downloaded and
 //! compared exactly; then one field leaves through the Arrow C Device Data Interface. Skips with
 //! a printed reason without a GPU, unless TESSERA_REQUIRE_GPU=1.
 
@@ -12,7 +14,7 @@ use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema};
 use tessera::arrow::{
     export_device, ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice,
-    FloatChoice, GpuArrowArray, ARROW_DEVICE_CUDA,
+    FloatChoice, GpuArrowArray, Role, ARROW_DEVICE_CUDA,
 };
 use tessera::{Engine, TableReader};
 use tessera_gpu::{CudaSlice, Gpu};
@@ -69,6 +71,9 @@ fn table() -> RecordBatch {
     let bools = BooleanArray::from_iter((0..n).map(|i| (i % 5 != 1).then_some(i % 3 == 0)));
     let dict: DictionaryArray<Int16Type> =
         (0..n).map(|i| (i % 9 != 2).then(|| words[i % 4])).collect();
+    let blob = |i: usize| -> Vec<u8> { (0..i % 37).map(|k| (i * 13 + k) as u8).collect() };
+    let binary = BinaryArray::from_iter((0..n).map(|i| (i % 6 != 4).then(|| blob(i))));
+    let large_binary = LargeBinaryArray::from_iter_values((0..n).map(|i| blob(i * 3)));
     let cols: Vec<(&str, ArrayRef)> = vec![
         ("utf8", Arc::new(utf8)),
         ("large_utf8", Arc::new(large)),
@@ -78,6 +83,8 @@ fn table() -> RecordBatch {
         ("i32", Arc::new(ints)),
         ("bool", Arc::new(bools)),
         ("dict", Arc::new(dict)),
+        ("binary", Arc::new(binary)),
+        ("large_binary", Arc::new(large_binary)),
     ];
     let fields: Vec<Field> = cols
         .iter()
@@ -167,7 +174,6 @@ fn compare(gpu: &Gpu, name: &str, g: &GpuArrowArray, cpu: &ArrayData) {
 
 #[test]
 fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
-    let Some(gpu) = gpu() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.tsr");
     let batch = table();
@@ -186,6 +192,15 @@ fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
     let r = ArrowTableReader::new(&t, None).expect("table");
     let cpu = r.read_all(&mut Engine::cpu()).expect("CPU read");
     assert_eq!(cpu.num_rows(), ROWS);
+    // The stored forms the kernels rearrange: utf8 in several chunks, both floats as ALP.
+    let fields_meta = &r.table_meta().fields;
+    let utf8_values = fields_meta[0].column(Role::Values).expect("utf8 values");
+    assert!(t.columns()[utf8_values].chunks.len() > 1);
+    for f in &fields_meta[3..5] {
+        assert!(f.column(Role::AlpParams).is_some(), "{} is not ALP", f.name);
+    }
+    // The table and its CPU reading above run everywhere; the GPU part needs a device.
+    let Some(gpu) = gpu() else { return };
     let fields = r.read_gpu_arrow(&gpu).expect("GPU read");
     assert_eq!(fields.len(), cpu.num_columns());
     for (i, g) in fields.iter().enumerate() {

@@ -178,3 +178,35 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
                                 u64 bits_len, u64 n, u32* __restrict__ out, u64 out_len, u64* status) {
     ts_al_alp_exceptions<u32>(rows, bits, count, rows_len, bits_len, n, out, out_len, status);
 }
+
+// Binary offsets, step 1: out[i] = lengths[i] widened to u64, the input of the device-wide sum
+// scan (primitives/scan.cuh) that turns them into offsets.
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_widen_u32_u64(const u32* __restrict__ lengths, u64 lengths_len, u64 n, u64* __restrict__ out,
+                           u64 out_len, u64* status) {
+    if (n > lengths_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) out[i] = lengths[i];
+}
+
+// Binary offsets, step 2 for i32 offsets: the n + 1 u64 offsets narrowed, each checked against
+// i32's limit (the host checked the total, which bounds them all; this keeps the kernel safe
+// on its own).
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_narrow_offsets_i32(const u64* __restrict__ wide, u64 wide_len, u64 n, int* __restrict__ out,
+                                u64 out_len, u64* status) {
+    if (n > wide_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        const u64 v = wide[i];
+        if (v > 0x7FFFFFFFull) {
+            ts_al_report(status, i, TS_AL_OFFSET_LIMIT);
+            continue;
+        }
+        out[i] = (int)v;
+    }
+}

@@ -12,10 +12,9 @@
 //! decimals are the stored `i64` (Arrow's Decimal128 is `i128`) and ALP floats are digits,
 //! params and exceptions (`table.md` §8). [`GpuField::into_arrow`] closes those gaps on the
 //! device with `tessera_gpu::arrow_layout`'s kernels (utf8 offsets rebased and widened to i32
-//! or i64, decimals widened, ALP decoded bit for bit as on the CPU), except binary: its
-//! lengths need a scan into offsets, not written yet, and binary fields fail there. Fields the
-//! writer dictionary-encoded on its own come back as dictionary arrays (the CPU reader gives
-//! their plain values).
+//! or i64, decimals widened, ALP decoded bit for bit as on the CPU, binary lengths scanned
+//! into offsets). Fields the writer dictionary-encoded on its own come back as dictionary
+//! arrays (the CPU reader gives their plain values).
 
 use arrow_schema::DataType;
 use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
@@ -119,8 +118,8 @@ impl ArrowTableReader<'_> {
 impl GpuField {
     /// Rearranges the decoded columns into Arrow's layout on the device: utf8 offsets rebased
     /// and widened to i32 or i64, decimals widened to i128, ALP floats decoded (`table.md`
-    /// §8.2); every other type is Arrow's layout as decoded. Binary fields fail: their `u32`
-    /// lengths need a device scan into offsets, not written yet.
+    /// §8.2), binary lengths scanned into offsets; every other type is Arrow's layout as
+    /// decoded.
     pub fn into_arrow(self, gpu: &Gpu) -> Result<GpuArrowArray> {
         let name = self.meta.name.clone();
         let validity = self.validity.map(|v| raw(&name, v)).transpose()?;
@@ -201,12 +200,24 @@ fn plain(
             .map_err(|e| in_field(name, e))?;
             (Some(offsets), data)
         }
-        (FieldType::Binary | FieldType::LargeBinary, _, _) => {
-            let _ = lengths;
-            return Err(Error::InvalidArgument(format!(
-                "field '{name}': binary offsets on the GPU (a scan of the u32 lengths) are not \
-                 written yet"
-            )));
+        (FieldType::Binary | FieldType::LargeBinary, GpuData::Raw(data), _) => {
+            // The bytes column counts bytes; the rows are the lengths.
+            let lengths = lengths.ok_or_else(|| {
+                Error::InvalidArgument(format!("field '{name}': binary values without lengths"))
+            })?;
+            let rows = lengths.len;
+            let lengths = raw(name, lengths)?;
+            let large = *ty == FieldType::LargeBinary;
+            let offsets = arrow_layout::binary_offsets(gpu, &lengths, rows, len, large)
+                .map_err(|e| in_field(name, e))?;
+            return Ok(GpuArrowArray {
+                data_type,
+                len: rows,
+                validity: None,
+                offsets: Some(offsets),
+                values: data,
+                dictionary: None,
+            });
         }
         (FieldType::Decimal128 { .. }, GpuData::Raw(v), _) => (
             None,
