@@ -1,6 +1,7 @@
 //! Decoded columns rearranged into Arrow's layout on the device (`kernels/arrow/layout.cu`):
-//! utf8 offsets from per-chunk relative ends, decimals widened to i128, ALP floats
-//! (`table.md` §8.2) from their digits, params and exceptions. What a table reader needs to hand
+//! utf8 offsets from per-chunk relative ends, binary offsets from lengths (a device-wide sum
+//! scan), decimals widened to i128, ALP floats (`table.md` §8.2) from their digits, params and
+//! exceptions. What a table reader needs to hand
 //! its fields to the Arrow C Device Data Interface without a host round trip.
 //!
 //! Buffers are bytes (`CudaSlice<u8>`), little-endian, as the decoders leave them. Every launch
@@ -114,10 +115,15 @@ pub fn utf8_offsets(
     data_starts: &[u64],
     large: bool,
 ) -> Result<CudaSlice<u8>> {
-    let chunks = check_utf8_chunks(n, value_starts, data_starts, large)?;
     let width = if large { 8 } else { 4 };
     let out_len = n + 1;
-    let out = gpu.alloc::<u8>(byte_len(out_len, width)?)?;
+    let mut out = gpu.alloc::<u8>(byte_len(out_len, width)?)?;
+    if n == 0 && value_starts == [0] && data_starts == [0] {
+        // A column with no chunks: the single offset 0.
+        gpu.fill_bytes(&mut out, 0)?;
+        return Ok(out);
+    }
+    let chunks = check_utf8_chunks(n, value_starts, data_starts, large)?;
     let (vs, ds) = (gpu.upload(value_starts)?, gpu.upload(data_starts)?);
     let name = if large {
         "ts_arrow_utf8_offsets_i64"

@@ -24,6 +24,9 @@
 //!   same operations.
 //! - **CODAG** ([`codag`]): ORC integer encodings and Deflate decoded one warp per chunk.
 //!   Kernels: `kernels/codag/`.
+//! - **Arrow layout** ([`arrow_layout`]): decoded columns rearranged into Arrow's buffers
+//!   (offsets, i128 decimals, ALP floats) for the Arrow C Device Data Interface. Kernels:
+//!   `kernels/arrow/`.
 //! - **bench hooks** ([`bench_hooks`]): launch variants, forced paths, tuning knobs and phase
 //!   timings, kept only for benchmarks, examples and tests.
 //!

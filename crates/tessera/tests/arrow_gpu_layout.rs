@@ -172,11 +172,7 @@ fn compare(gpu: &Gpu, name: &str, g: &GpuArrowArray, cpu: &ArrayData) {
     }
 }
 
-#[test]
-fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.tsr");
-    let batch = table();
+fn write(path: &std::path::Path, batch: &RecordBatch) {
     let opts = ArrowWriteOptions {
         // Several chunks per column: utf8 offsets are rebased across chunks.
         chunk_rows: 1024,
@@ -184,9 +180,35 @@ fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
         floats: FloatChoice::Alp,
         ..ArrowWriteOptions::default()
     };
-    let mut w = ArrowTableWriter::create(&path, batch.schema(), opts).expect("writer");
-    w.write(&batch).expect("write");
+    let mut w = ArrowTableWriter::create(path, batch.schema(), opts).expect("writer");
+    w.write(batch).expect("write");
     w.finish().expect("finish");
+}
+
+/// A table of no rows: every field's columns have no chunks; offsets are the single 0.
+#[test]
+fn gpu_arrow_layout_of_an_empty_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("empty.tsr");
+    write(&path, &table().slice(0, 0));
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    let cpu = r.read_all(&mut Engine::cpu()).expect("CPU read");
+    assert_eq!(cpu.num_rows(), 0);
+    let Some(gpu) = gpu() else { return };
+    let fields = r.read_gpu_arrow(&gpu).expect("GPU read");
+    for (i, g) in fields.iter().enumerate() {
+        let name = cpu.schema().field(i).name().clone();
+        compare(&gpu, &name, g, &cpu.column(i).to_data());
+    }
+}
+
+#[test]
+fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.tsr");
+    let batch = table();
+    write(&path, &batch);
 
     let t = TableReader::open(&path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");

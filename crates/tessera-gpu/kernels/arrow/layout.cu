@@ -3,6 +3,7 @@
 // Interface without a host round trip:
 // - utf8 offsets: per-chunk relative u32 ends plus each chunk's text start become Arrow's
 //   i32 or i64 offsets (offsets[0] = 0);
+// - binary offsets: u32 lengths widened for the device-wide sum scan, the sums narrowed to i32;
 // - decimals: stored i64 unscaled values widened to Arrow's Decimal128 (i128, little-endian);
 // - ALP floats (docs/format/table.md §8.2): digits times 10^f times 10^-e, in the IEEE
 //   operations and order the CPU uses, then the exceptions scattered over their rows.
