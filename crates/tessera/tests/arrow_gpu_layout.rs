@@ -16,7 +16,7 @@ use tessera::arrow::{
     export_device, ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice,
     FloatChoice, GpuArrowArray, Role, ARROW_DEVICE_CUDA,
 };
-use tessera::{Engine, TableReader};
+use tessera::{Engine, Error, TableReader};
 use tessera_gpu::{CudaSlice, Gpu};
 
 fn gpu() -> Option<Gpu> {
@@ -254,4 +254,113 @@ fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
     // SAFETY: the array was exported above and not yet released.
     unsafe { release(a) };
     assert!(a.is_released());
+}
+
+/// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
+/// exceptions can hold what no writer writes.
+fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64], bits: &[u64]) {
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::container::ContainerWriter;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::LogicalType;
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut cols = Vec::new();
+    for (name, ty, raw, n) in [
+        (
+            "x",
+            LogicalType::I64,
+            digits
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+            digits.len(),
+        ),
+        (
+            "x.alp_params",
+            LogicalType::U16,
+            params.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            params.len(),
+        ),
+        (
+            "x.exception_rows",
+            LogicalType::U64,
+            rows.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            rows.len(),
+        ),
+        (
+            "x.exception_bits",
+            LogicalType::U64,
+            bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            bits.len(),
+        ),
+    ] {
+        let c = w.add_column(name, ty, None).expect("column");
+        if n > 0 {
+            let mut out = Vec::new();
+            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
+                .expect("encode");
+            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
+        }
+        cols.push(c as u32);
+    }
+    w.set_table(TableMeta {
+        row_count: digits.len() as u64,
+        metadata: vec![],
+        fields: vec![FieldMeta {
+            name: "x".into(),
+            ty: FieldType::Float64,
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![
+                (Role::Values, cols[0]),
+                (Role::AlpParams, cols[1]),
+                (Role::ExceptionRows, cols[2]),
+                (Role::ExceptionBits, cols[3]),
+            ],
+        }],
+    })
+    .expect("table");
+    w.finish().expect("finish");
+}
+
+/// Hostile ALP columns (what no writer writes) fail on the GPU with the CPU's error variant;
+/// a hand-built valid one decodes to the CPU's bits.
+#[test]
+fn hostile_alp_columns_fail_on_the_gpu_as_on_the_cpu() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let digits: Vec<i64> = (0..1500).map(|d| d * 7 - 3000).collect();
+    let mut cases: Vec<(Vec<u16>, Vec<u64>, Vec<u64>, bool)> = vec![
+        // Valid: e = 2, f = 0, then e = 3, f = 1; two exceptions.
+        (
+            vec![2, 0x0103],
+            vec![7, 1499],
+            vec![f64::NAN.to_bits(), (-0.0f64).to_bits()],
+            true,
+        ),
+    ];
+    // f above e, e above the type's limit.
+    for bad in [0x0302u16, 19] {
+        cases.push((vec![2, bad], vec![], vec![], false));
+    }
+    // Exception rows that do not ascend, or reach past the table.
+    for rows in [[9u64, 9], [9, 3], [9, 1500]] {
+        cases.push((vec![2, 2], rows.to_vec(), vec![0, 0], false));
+    }
+    let gpu = gpu();
+    for (params, rows, bits, valid) in cases {
+        alp_file(&path, &digits, &params, &rows, &bits);
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r.read_all(&mut Engine::cpu());
+        assert_eq!(cpu.is_ok(), valid, "{params:?} {rows:?}");
+        let Some(gpu) = gpu.as_ref() else { continue };
+        let got = r.read_gpu_arrow(gpu);
+        match (cpu, got) {
+            (Ok(cpu), Ok(g)) => compare(gpu, "x", &g[0], &cpu.column(0).to_data()),
+            (Err(Error::ValueOutOfRange { .. }), Err(Error::ValueOutOfRange { .. })) => {}
+            (c, g) => panic!("{params:?} {rows:?}: CPU {c:?}, GPU {g:?}"),
+        }
+    }
 }
