@@ -324,6 +324,9 @@ fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64]
     w.finish().expect("finish");
 }
 
+/// Params, exception rows, exception bits, and whether the CPU accepts them.
+type AlpCase = (Vec<u16>, Vec<u64>, Vec<u64>, bool);
+
 /// Hostile ALP columns (what no writer writes) fail on the GPU with the CPU's error variant;
 /// a hand-built valid one decodes to the CPU's bits.
 #[test]
@@ -331,7 +334,7 @@ fn hostile_alp_columns_fail_on_the_gpu_as_on_the_cpu() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("t.tsr");
     let digits: Vec<i64> = (0..1500).map(|d| d * 7 - 3000).collect();
-    let mut cases: Vec<(Vec<u16>, Vec<u64>, Vec<u64>, bool)> = vec![
+    let mut cases: Vec<AlpCase> = vec![
         // Valid: e = 2, f = 0, then e = 3, f = 1; two exceptions.
         (
             vec![2, 0x0103],
