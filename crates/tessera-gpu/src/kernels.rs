@@ -48,11 +48,14 @@ pub enum Module {
     /// Star-join query operators composed into example kernels (`kernels/ssb/ssb.cu`); the
     /// queries' own kernels are generated from the same operators ([`compile_generated`]).
     Ssb,
+    /// Decoded columns into Arrow's layout: utf8 offsets, decimal widening, ALP floats
+    /// (`kernels/arrow/layout.cu`).
+    ArrowLayout,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 10] = [
+    pub const ALL: [Module; 11] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
@@ -63,6 +66,7 @@ impl Module {
         Module::Bitmap,
         Module::Codag,
         Module::Ssb,
+        Module::ArrowLayout,
     ];
 
     /// Path under `kernels/`.
@@ -78,6 +82,7 @@ impl Module {
             Module::Bitmap => "bitmap/bitmap.cu",
             Module::Codag => "codag/codag.cu",
             Module::Ssb => "ssb/ssb.cu",
+            Module::ArrowLayout => "arrow/layout.cu",
         }
     }
 
@@ -93,6 +98,7 @@ impl Module {
             Module::Bitmap => include_str!("../kernels/bitmap/bitmap.cu"),
             Module::Codag => include_str!("../kernels/codag/codag.cu"),
             Module::Ssb => include_str!("../kernels/ssb/ssb.cu"),
+            Module::ArrowLayout => include_str!("../kernels/arrow/layout.cu"),
         }
     }
 }

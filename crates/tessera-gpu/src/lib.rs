@@ -24,6 +24,9 @@
 //!   same operations.
 //! - **CODAG** ([`codag`]): ORC integer encodings and Deflate decoded one warp per chunk.
 //!   Kernels: `kernels/codag/`.
+//! - **Arrow layout** ([`arrow_layout`]): decoded columns rearranged into Arrow's buffers
+//!   (offsets, i128 decimals, ALP floats) for the Arrow C Device Data Interface. Kernels:
+//!   `kernels/arrow/`.
 //! - **bench hooks** ([`bench_hooks`]): launch variants, forced paths, tuning knobs and phase
 //!   timings, kept only for benchmarks, examples and tests.
 //!
@@ -54,6 +57,7 @@
 //! Corrupt payloads give the same `Error` variants as the CPU decoders, never a crash: the host
 //! checks headers, kernels check everything else and report a status per chunk.
 
+pub mod arrow_layout;
 pub mod bench_hooks;
 pub mod bitmap;
 pub mod codag;

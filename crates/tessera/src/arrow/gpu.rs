@@ -1,24 +1,32 @@
-//! A table's fields decoded into GPU memory, buffer by buffer in Arrow's layout where the
-//! stored form already is Arrow's (`table.md` §7): the step before exporting them through the
-//! Arrow C Device Data Interface.
+//! A table's fields decoded into GPU memory: as stored ([`ArrowTableReader::read_gpu`],
+//! [`GpuField`]) or in Arrow's layout ([`ArrowTableReader::read_gpu_arrow`],
+//! [`GpuArrowArray`]), the step before exporting them through the Arrow C Device Data
+//! Interface ([`super::export_device`]).
 //!
 //! Each physical column goes through [`TableReader::read_gpu`] (integers in one launch per
 //! codec, bitmaps, bytes and text by their GPU decoders). What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
-//! binary bytes. What is not yet: utf8 offsets stay per-chunk relative `u32` ends
-//! ([`crate::GpuData::Utf8`]), binary values have `u32` lengths rather than offsets, and
-//! decimals are the stored `i64` (Arrow's Decimal128 is `i128`): each needs a small kernel
-//! (a rebase or scan, a widening) in `tessera-gpu`, not written yet.
+//! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
+//! ends ([`crate::GpuData::Utf8`]), binary values have `u32` lengths rather than offsets,
+//! decimals are the stored `i64` (Arrow's Decimal128 is `i128`) and ALP floats are digits,
+//! params and exceptions (`table.md` §8). [`GpuField::into_arrow`] closes those gaps on the
+//! device with `tessera_gpu::arrow_layout`'s kernels (utf8 offsets rebased and widened to i32
+//! or i64, decimals widened, ALP decoded bit for bit as on the CPU, binary lengths scanned
+//! into offsets). Fields the writer dictionary-encoded on its own come back as dictionary
+//! arrays (the CPU reader gives their plain values).
 
-use tessera_format::table::{FieldMeta, Role};
+use arrow_schema::DataType;
+use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, Result};
-use tessera_gpu::Gpu;
+use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
+use tessera_gpu::{CudaSlice, Gpu};
 
-use crate::gpu_column::GpuColumn;
+use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::TableReader;
 
-use super::read::ArrowTableReader;
+use super::alp::Float;
+use super::read::{arrow_field, ArrowTableReader};
 
 /// One field's physical columns decoded on the GPU.
 #[derive(Debug)]
@@ -71,5 +79,312 @@ impl ArrowTableReader<'_> {
                 })
             })
             .collect()
+    }
+}
+
+/// One field (or a dictionary's values) as Arrow arrays hold it, in GPU memory: the buffers of
+/// Arrow's columnar format, little-endian, with no offset into them.
+#[derive(Debug)]
+pub struct GpuArrowArray {
+    /// The Arrow type (a dictionary type for dictionary-encoded fields).
+    pub data_type: DataType,
+    /// Rows.
+    pub len: u64,
+    /// The validity bitmap (least significant bit first, at least `ceil(len / 8)` bytes);
+    /// `None` when the field has no nulls.
+    pub validity: Option<CudaSlice<u8>>,
+    /// `len + 1` offsets (i32, or i64 for large types) of variable-size values.
+    pub offsets: Option<CudaSlice<u8>>,
+    /// Values at the type's width, bits for booleans, text and bytes for variable-size types,
+    /// codes for dictionaries. May be longer than the rows need.
+    pub values: CudaSlice<u8>,
+    /// The dictionary's values, for dictionary-encoded fields.
+    pub dictionary: Option<Box<GpuArrowArray>>,
+}
+
+impl ArrowTableReader<'_> {
+    /// Decodes the selected fields into GPU memory on `gpu` in Arrow's layout
+    /// ([`GpuField::into_arrow`]). Fields the writer dictionary-encoded on its own (utf8 or
+    /// binary fields that are not Arrow dictionaries) come back as dictionary arrays of their
+    /// codes, not as the plain strings the CPU reader restores.
+    pub fn read_gpu_arrow(&self, gpu: &Gpu) -> Result<Vec<GpuArrowArray>> {
+        self.read_gpu(gpu)?
+            .into_iter()
+            .map(|f| f.into_arrow(gpu))
+            .collect()
+    }
+}
+
+impl GpuField {
+    /// Rearranges the decoded columns into Arrow's layout on the device: utf8 offsets rebased
+    /// and widened to i32 or i64, decimals widened to i128, ALP floats decoded (`table.md`
+    /// §8.2), binary lengths scanned into offsets; every other type is Arrow's layout as
+    /// decoded.
+    pub fn into_arrow(self, gpu: &Gpu) -> Result<GpuArrowArray> {
+        let name = self.meta.name.clone();
+        let validity = self.validity.map(|v| raw(&name, v)).transpose()?;
+        let field_type = arrow_field(&self.meta).data_type().clone();
+        if let Some((dict_values, dict_lengths)) = self.dictionary {
+            let code_ty = self.values.logical_type;
+            let value_type = match &field_type {
+                DataType::Dictionary(_, v) => (**v).clone(),
+                other => other.clone(),
+            };
+            let dict = plain(
+                gpu,
+                &name,
+                &self.meta.ty,
+                value_type.clone(),
+                dict_values,
+                dict_lengths,
+                None,
+            )?;
+            let key_type = match field_type {
+                DataType::Dictionary(k, _) => *k,
+                _ => super::int_data_type(code_ty),
+            };
+            return Ok(GpuArrowArray {
+                data_type: DataType::Dictionary(Box::new(key_type), Box::new(value_type)),
+                len: self.values.len,
+                validity,
+                offsets: None,
+                values: raw(&name, self.values)?,
+                dictionary: Some(Box::new(dict)),
+            });
+        }
+        let mut a = plain(
+            gpu,
+            &name,
+            &self.meta.ty,
+            field_type,
+            self.values,
+            self.lengths,
+            self.alp,
+        )?;
+        a.validity = validity;
+        Ok(a)
+    }
+}
+
+/// A field's values (or a dictionary's) of stored type `ty` as an Arrow array with no validity.
+fn plain(
+    gpu: &Gpu,
+    name: &str,
+    ty: &FieldType,
+    data_type: DataType,
+    values: GpuColumn,
+    lengths: Option<GpuColumn>,
+    alp: Option<[GpuColumn; 3]>,
+) -> Result<GpuArrowArray> {
+    let len = values.len;
+    let (offsets, values) = match (ty, values.data, alp) {
+        (
+            FieldType::Utf8 | FieldType::LargeUtf8,
+            GpuData::Utf8 {
+                ends,
+                data,
+                chunk_value_starts,
+                chunk_data_starts,
+            },
+            _,
+        ) => {
+            let large = *ty == FieldType::LargeUtf8;
+            let offsets = arrow_layout::utf8_offsets(
+                gpu,
+                &ends,
+                len,
+                &chunk_value_starts,
+                &chunk_data_starts,
+                large,
+            )
+            .map_err(|e| in_field(name, e))?;
+            (Some(offsets), data)
+        }
+        (FieldType::Binary | FieldType::LargeBinary, GpuData::Raw(data), _) => {
+            // The bytes column counts bytes; the rows are the lengths.
+            let lengths = lengths.ok_or_else(|| {
+                Error::InvalidArgument(format!("field '{name}': binary values without lengths"))
+            })?;
+            let rows = lengths.len;
+            let lengths = raw(name, lengths)?;
+            let large = *ty == FieldType::LargeBinary;
+            let offsets = arrow_layout::binary_offsets(gpu, &lengths, rows, len, large)
+                .map_err(|e| in_field(name, e))?;
+            return Ok(GpuArrowArray {
+                data_type,
+                len: rows,
+                validity: None,
+                offsets: Some(offsets),
+                values: data,
+                dictionary: None,
+            });
+        }
+        (FieldType::Decimal128 { .. }, GpuData::Raw(v), _) => (
+            None,
+            arrow_layout::widen_i64_to_i128(gpu, &v, len).map_err(|e| in_field(name, e))?,
+        ),
+        (FieldType::Float32 | FieldType::Float64, GpuData::Raw(digits), Some([p, r, b])) => {
+            let float = if *ty == FieldType::Float32 {
+                Float::F32
+            } else {
+                Float::F64
+            };
+            (None, alp_values(gpu, name, float, len, &digits, p, r, b)?)
+        }
+        (_, GpuData::Raw(v), None) => (None, v),
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "field '{name}': its stored columns do not match its type"
+            )))
+        }
+    };
+    Ok(GpuArrowArray {
+        data_type,
+        len,
+        validity: None,
+        offsets,
+        values,
+        dictionary: None,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn alp_values(
+    gpu: &Gpu,
+    name: &str,
+    float: Float,
+    len: u64,
+    digits: &CudaSlice<u8>,
+    params: GpuColumn,
+    rows: GpuColumn,
+    bits: GpuColumn,
+) -> Result<CudaSlice<u8>> {
+    if rows.len != bits.len {
+        return Err(in_field(
+            name,
+            Error::CountMismatch {
+                what: "ALP exception bits vs exception rows",
+                expected: rows.len,
+                found: bits.len,
+            },
+        ));
+    }
+    let (params_len, exceptions) = (params.len, rows.len);
+    let (p, r, b) = (raw(name, params)?, raw(name, rows)?, raw(name, bits)?);
+    let cols = AlpColumns {
+        digits,
+        params: &p,
+        params_len,
+        exception_rows: &r,
+        exception_bits: &b,
+        exceptions,
+    };
+    let out = match float {
+        Float::F64 => {
+            let (f10, if10) = alp_tables_f64();
+            let t = AlpTables::F64 {
+                f10: &f10,
+                if10: &if10,
+            };
+            arrow_layout::alp_decode(gpu, cols, t, ALP_VECTOR_ROWS, len)
+        }
+        Float::F32 => {
+            let (f10, if10) = alp_tables_f32();
+            let t = AlpTables::F32 {
+                f10: &f10,
+                if10: &if10,
+            };
+            arrow_layout::alp_decode(gpu, cols, t, ALP_VECTOR_ROWS, len)
+        }
+    };
+    out.map_err(|e| in_field(name, e))
+}
+
+/// The CPU decoder's powers of ten for Float64 (`table.md` §8.2): 10^i, exact, and the
+/// binary64 nearest 10^-i, read back from the CPU's own decode so both sides share one table.
+fn alp_tables_f64() -> (Vec<f64>, Vec<f64>) {
+    let n = Float::F64.max_e() as i32 + 1;
+    let f10 = (0..n).map(|i| 10f64.powi(i)).collect();
+    let if10 = (0..n as u8)
+        .map(|e| f64::from_bits(Float::F64.decode(1, e, 0)))
+        .collect();
+    (f10, if10)
+}
+
+/// [`alp_tables_f64`] for Float32.
+fn alp_tables_f32() -> (Vec<f32>, Vec<f32>) {
+    let n = Float::F32.max_e() as i32 + 1;
+    let f10 = (0..n).map(|i| 10f32.powi(i)).collect();
+    let if10 = (0..n as u8)
+        .map(|e| f32::from_bits(Float::F32.decode(1, e, 0) as u32))
+        .collect();
+    (f10, if10)
+}
+
+fn raw(name: &str, c: GpuColumn) -> Result<CudaSlice<u8>> {
+    match c.data {
+        GpuData::Raw(v) => Ok(v),
+        GpuData::Utf8 { .. } => Err(Error::InvalidArgument(format!(
+            "field '{name}': a utf8 column where fixed-size values belong"
+        ))),
+    }
+}
+
+fn in_field(name: &str, e: Error) -> Error {
+    match e {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("field '{name}': {m}")),
+        Error::Gpu(m) => Error::Gpu(format!("field '{name}': {m}")),
+        e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables the GPU gets reproduce the CPU's decode bit for bit (powers of ten exact,
+    /// inverse powers the CPU's), over every `(e, f)` and digits of every size.
+    #[test]
+    fn alp_tables_are_the_cpus() {
+        let (f10, if10) = alp_tables_f64();
+        let (g10, ig10) = alp_tables_f32();
+        assert_eq!((f10.len(), g10.len()), (19, 11));
+        for (i, x) in f10.iter().enumerate() {
+            assert_eq!(*x, format!("1e{i}").parse::<f64>().expect("literal"));
+        }
+        for (i, x) in g10.iter().enumerate() {
+            assert_eq!(*x, format!("1e{i}").parse::<f32>().expect("literal"));
+        }
+        let digits = [
+            0i64,
+            1,
+            -1,
+            7,
+            123_456_789,
+            -98_765_432_109,
+            1 << 53,
+            (1 << 62) - 1,
+        ];
+        for e in 0..=18u8 {
+            for f in 0..=e {
+                for &d in &digits {
+                    let x = d as f64 * f10[f as usize] * if10[e as usize];
+                    assert_eq!(x.to_bits(), Float::F64.decode(d, e, f), "{d} {e} {f}");
+                    if e <= 10 {
+                        let y = d as f32 * g10[f as usize] * ig10[e as usize];
+                        assert_eq!(y.to_bits() as u64, Float::F32.decode(d, e, f));
+                    }
+                }
+            }
+        }
+    }
+
+    /// ALP params pack `e` low and `f` high, as the kernels unpack them.
+    #[test]
+    fn alp_params_pack_as_the_kernels_read_them() {
+        let p = super::super::alp::pack(12, 3);
+        assert_eq!((p & 0xff, p >> 8), (12, 3));
+        assert_eq!(super::super::alp::unpack(Float::F64, p), Some((12, 3)));
+        assert_eq!(super::super::alp::unpack(Float::F32, p), None);
     }
 }

@@ -35,6 +35,7 @@
 //! up front with an error that names the field and its type, before any byte is written.
 
 mod alp;
+mod device;
 mod gpu;
 mod read;
 mod write;
@@ -43,7 +44,8 @@ use arrow_schema::{DataType, TimeUnit as ArrowUnit};
 use tessera_format::table::{FieldType, TimeUnit, MAX_DECIMAL_PRECISION};
 use tessera_format::{Error, LogicalType, Result};
 
-pub use gpu::GpuField;
+pub use device::{export_device, ArrowArray, ArrowDeviceArray, ArrowSchema, ARROW_DEVICE_CUDA};
+pub use gpu::{GpuArrowArray, GpuField};
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};
 pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice};

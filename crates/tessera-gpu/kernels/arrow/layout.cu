@@ -1,0 +1,213 @@
+// layout.cu: decoded columns rearranged into Arrow's layout on the device (host side:
+// src/arrow_layout.rs), so a table's fields can leave through the Arrow C Device Data
+// Interface without a host round trip:
+// - utf8 offsets: per-chunk relative u32 ends plus each chunk's text start become Arrow's
+//   i32 or i64 offsets (offsets[0] = 0);
+// - binary offsets: u32 lengths widened for the device-wide sum scan, the sums narrowed to i32;
+// - decimals: stored i64 unscaled values widened to Arrow's Decimal128 (i128, little-endian);
+// - ALP floats (docs/format/table.md §8.2): digits times 10^f times 10^-e, in the IEEE
+//   operations and order the CPU uses, then the exceptions scattered over their rows.
+//
+// Every kernel is handed the lengths of the buffers it reads and writes and checks each index
+// against them; a problem is reported in one u64 status word (host-initialised to
+// TS_STATUS_OK) as `index << 8 | code` by atomicMin, so the host sees the lowest index at
+// fault, the first one a sequential reader would meet.
+#include "../include/common.cuh"
+
+#define TS_AL_SIZE 1          // a length passed does not cover the work (index 0)
+#define TS_AL_UTF8_END 2      // a string's end lies past its chunk's text
+#define TS_AL_OFFSET_LIMIT 3  // an offset does not fit the output offset type
+#define TS_AL_ALP_PARAM 4     // a row's vector has no (e, f), or an invalid one
+#define TS_AL_EXCEPTION_ROW 5 // an exception row past the rows, or not ascending
+
+#define TS_AL_THREADS 256
+
+__device__ __forceinline__ void ts_al_report(u64* status, u64 index, u32 code) {
+    atomicMin(status, (index << 8) | (u64)code);
+}
+
+__device__ __forceinline__ u64 ts_al_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 ts_al_stride() { return (u64)gridDim.x * blockDim.x; }
+
+// Row i of chunk k (value_starts[k] <= i < value_starts[k + 1]) ends at data_starts[k] +
+// ends[i]; out[i + 1] receives that, out[0] = 0. value_starts and data_starts hold chunks + 1
+// entries, value_starts[chunks] == n.
+template <typename O>
+__device__ void ts_al_utf8_offsets(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
+                                   const u64* __restrict__ data_starts, u32 chunks, u64 n, O* __restrict__ out,
+                                   u64 out_len, u64 limit, u64* status) {
+    if (chunks == 0 || n > ends_len || out_len < n + 1 || value_starts[chunks] != n) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    if (ts_al_thread() == 0) out[0] = (O)0;
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        // The last chunk starting at or before i (empty chunks share their start with the next).
+        u32 lo = 0, hi = chunks - 1;
+        while (lo < hi) {
+            const u32 mid = (lo + hi + 1) / 2;
+            if (value_starts[mid] <= i) lo = mid; else hi = mid - 1;
+        }
+        const u64 end = ends[i];
+        if (end > data_starts[lo + 1] - data_starts[lo]) {
+            ts_al_report(status, i, TS_AL_UTF8_END);
+            continue;
+        }
+        const u64 off = data_starts[lo] + end;
+        if (off > limit) {
+            ts_al_report(status, i, TS_AL_OFFSET_LIMIT);
+            continue;
+        }
+        out[i + 1] = (O)off;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_utf8_offsets_i32(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
+                              const u64* __restrict__ data_starts, u32 chunks, u64 n, int* __restrict__ out,
+                              u64 out_len, u64* status) {
+    ts_al_utf8_offsets<int>(ends, ends_len, value_starts, data_starts, chunks, n, out, out_len, 0x7FFFFFFFull,
+                            status);
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_utf8_offsets_i64(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
+                              const u64* __restrict__ data_starts, u32 chunks, u64 n, long long* __restrict__ out,
+                              u64 out_len, u64* status) {
+    ts_al_utf8_offsets<long long>(ends, ends_len, value_starts, data_starts, chunks, n, out, out_len,
+                                  0x7FFFFFFFFFFFFFFFull, status);
+}
+
+// out[2i], out[2i + 1] = the low and high words of i128(in[i]) (out_len counts i128 values).
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_widen_i64_i128(const long long* __restrict__ in, u64 in_len, u64 n, long long* __restrict__ out,
+                            u64 out_len, u64* status) {
+    if (n > in_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        const long long v = in[i];
+        out[2 * i] = v;
+        out[2 * i + 1] = v >> 63;
+    }
+}
+
+// table.md §8.2: row r of vector r / rows_per_vector, (e, f) = params[v] (e low byte, f high
+// byte, f <= e <= max_e); f10 and if10 hold max_e + 1 entries, the CPU's own tables. The
+// conversion and both products round to nearest with no contraction (the _rn intrinsics), left
+// to right, as the CPU's `d as f64 * F10[f] * IF10[e]`.
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_alp_f64(const long long* __restrict__ digits, u64 digits_len, const u16* __restrict__ params,
+                     u64 params_len, const double* __restrict__ f10, const double* __restrict__ if10, u32 max_e,
+                     u64 rows_per_vector, u64 n, unsigned long long* __restrict__ out, u64 out_len, u64* status) {
+    if (n > digits_len || n > out_len || rows_per_vector == 0) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 r = ts_al_thread(); r < n; r += ts_al_stride()) {
+        const u64 v = r / rows_per_vector;
+        if (v >= params_len) {
+            ts_al_report(status, r, TS_AL_ALP_PARAM);
+            continue;
+        }
+        const u32 p = params[v];
+        const u32 e = p & 0xff, f = p >> 8;
+        if (f > e || e > max_e) {
+            ts_al_report(status, r, TS_AL_ALP_PARAM);
+            continue;
+        }
+        const double x = __dmul_rn(__dmul_rn(__ll2double_rn(digits[r]), f10[f]), if10[e]);
+        out[r] = (unsigned long long)__double_as_longlong(x);
+    }
+}
+
+// The binary32 twin of ts_arrow_alp_f64: `(float)d` rounds the i64 once, to nearest.
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_alp_f32(const long long* __restrict__ digits, u64 digits_len, const u16* __restrict__ params,
+                     u64 params_len, const float* __restrict__ f10, const float* __restrict__ if10, u32 max_e,
+                     u64 rows_per_vector, u64 n, u32* __restrict__ out, u64 out_len, u64* status) {
+    if (n > digits_len || n > out_len || rows_per_vector == 0) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 r = ts_al_thread(); r < n; r += ts_al_stride()) {
+        const u64 v = r / rows_per_vector;
+        if (v >= params_len) {
+            ts_al_report(status, r, TS_AL_ALP_PARAM);
+            continue;
+        }
+        const u32 p = params[v];
+        const u32 e = p & 0xff, f = p >> 8;
+        if (f > e || e > max_e) {
+            ts_al_report(status, r, TS_AL_ALP_PARAM);
+            continue;
+        }
+        const float x = __fmul_rn(__fmul_rn(__ll2float_rn(digits[r]), f10[f]), if10[e]);
+        out[r] = __float_as_uint(x);
+    }
+}
+
+// Exception j overwrites row rows[j] with bits[j]; rows ascend strictly and stay below n
+// (launched after the digits kernel on the same stream, so the exceptions win).
+template <typename B>
+__device__ void ts_al_alp_exceptions(const u64* __restrict__ rows, const B* __restrict__ bits, u64 count,
+                                     u64 rows_len, u64 bits_len, u64 n, B* __restrict__ out, u64 out_len,
+                                     u64* status) {
+    if (count > rows_len || count > bits_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 j = ts_al_thread(); j < count; j += ts_al_stride()) {
+        const u64 row = rows[j];
+        if (row >= n || (j > 0 && rows[j - 1] >= row)) {
+            ts_al_report(status, j, TS_AL_EXCEPTION_ROW);
+            continue;
+        }
+        out[row] = bits[j];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_alp_exceptions_u64(const u64* __restrict__ rows, const u64* __restrict__ bits, u64 count, u64 rows_len,
+                                u64 bits_len, u64 n, u64* __restrict__ out, u64 out_len, u64* status) {
+    ts_al_alp_exceptions<u64>(rows, bits, count, rows_len, bits_len, n, out, out_len, status);
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_alp_exceptions_u32(const u64* __restrict__ rows, const u32* __restrict__ bits, u64 count, u64 rows_len,
+                                u64 bits_len, u64 n, u32* __restrict__ out, u64 out_len, u64* status) {
+    ts_al_alp_exceptions<u32>(rows, bits, count, rows_len, bits_len, n, out, out_len, status);
+}
+
+// Binary offsets, step 1: out[i] = lengths[i] widened to u64, the input of the device-wide sum
+// scan (primitives/scan.cuh) that turns them into offsets.
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_widen_u32_u64(const u32* __restrict__ lengths, u64 lengths_len, u64 n, u64* __restrict__ out,
+                           u64 out_len, u64* status) {
+    if (n > lengths_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) out[i] = lengths[i];
+}
+
+// Binary offsets, step 2 for i32 offsets: the n + 1 u64 offsets narrowed, each checked against
+// i32's limit (the host checked the total, which bounds them all; this keeps the kernel safe
+// on its own).
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_narrow_offsets_i32(const u64* __restrict__ wide, u64 wide_len, u64 n, int* __restrict__ out,
+                                u64 out_len, u64* status) {
+    if (n > wide_len || n > out_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        const u64 v = wide[i];
+        if (v > 0x7FFFFFFFull) {
+            ts_al_report(status, i, TS_AL_OFFSET_LIMIT);
+            continue;
+        }
+        out[i] = (int)v;
+    }
+}

@@ -1,0 +1,466 @@
+//! Decoded columns rearranged into Arrow's layout on the device (`kernels/arrow/layout.cu`):
+//! utf8 offsets from per-chunk relative ends, binary offsets from lengths (a device-wide sum
+//! scan), decimals widened to i128, ALP floats (`table.md` §8.2) from their digits, params and
+//! exceptions. What a table reader needs to hand
+//! its fields to the Arrow C Device Data Interface without a host round trip.
+//!
+//! Buffers are bytes (`CudaSlice<u8>`), little-endian, as the decoders leave them. Every launch
+//! is checked: the host checks what it knows (shapes, totals), the kernels check every index
+//! against the lengths they are given and report the lowest faulty one in a status word, which
+//! becomes an [`Error`] here.
+
+use cudarc::driver::CudaSlice;
+use tessera_format::{Error, Result};
+
+use crate::kernels::Module;
+use crate::runtime::Gpu;
+
+/// Threads per block of every layout kernel (`TS_AL_THREADS`).
+const THREADS: u32 = 256;
+/// Blocks at most per launch; the kernels stride over the rest.
+const MAX_GRID: u64 = 1 << 16;
+
+/// Status codes of `layout.cu` (`TS_AL_*`).
+const ST_SIZE: u64 = 1;
+const ST_UTF8_END: u64 = 2;
+const ST_OFFSET_LIMIT: u64 = 3;
+const ST_ALP_PARAM: u64 = 4;
+const ST_EXCEPTION_ROW: u64 = 5;
+
+fn grid(n: u64) -> u32 {
+    n.div_ceil(u64::from(THREADS)).clamp(1, MAX_GRID) as u32
+}
+
+/// The error a status word says, `None` when it is all ones (no error).
+fn status_error(kernel: &str, status: u64) -> Option<Error> {
+    if status == u64::MAX {
+        return None;
+    }
+    let (index, code) = (status >> 8, status & 0xff);
+    Some(match code {
+        ST_UTF8_END => Error::ValueOutOfRange {
+            index,
+            ty: "utf8 end offset (within its chunk's text)",
+            found: index,
+        },
+        ST_OFFSET_LIMIT => Error::InvalidArgument(format!(
+            "string {index} ends past i32::MAX bytes of text: use large_utf8"
+        )),
+        ST_ALP_PARAM => Error::ValueOutOfRange {
+            index,
+            ty: "ALP params (f <= e <= the type's largest exponent, one a vector)",
+            found: index,
+        },
+        ST_EXCEPTION_ROW => Error::ValueOutOfRange {
+            index,
+            ty: "ALP exception row (rows ascend, below the table's rows)",
+            found: index,
+        },
+        ST_SIZE => Error::Gpu(format!("{kernel}: buffer lengths do not cover the rows")),
+        c => Error::Gpu(format!("{kernel}: unknown status code {c} at {index}")),
+    })
+}
+
+/// Runs `launch` with a fresh status word and turns what the kernels reported into an error.
+fn checked(gpu: &Gpu, kernel: &str, launch: impl FnOnce(u64) -> Result<()>) -> Result<()> {
+    let status = gpu.upload(&[u64::MAX])?;
+    launch(gpu.ptr(&status))?;
+    let mut host = [0u64];
+    gpu.download(&status, &mut host)?;
+    status_error(kernel, host[0]).map_or(Ok(()), Err)
+}
+
+/// Checks the chunk tables of a utf8 column of `n` strings and `text` bytes
+/// (`GpuData::Utf8` in `tessera`): `value_starts` and `data_starts` have one entry a chunk plus
+/// one, start at 0, never decrease and end at `n` and `text`; and the text fits the offset type
+/// (i32 unless `large`). Returns the chunk count.
+pub fn check_utf8_chunks(
+    n: u64,
+    value_starts: &[u64],
+    data_starts: &[u64],
+    large: bool,
+) -> Result<u32> {
+    let ok = |s: &[u64], last: Option<u64>| {
+        s.len() >= 2
+            && s[0] == 0
+            && s.windows(2).all(|w| w[0] <= w[1])
+            && last.is_none_or(|l| s.last() == Some(&l))
+    };
+    if value_starts.len() != data_starts.len()
+        || !ok(value_starts, Some(n))
+        || !ok(data_starts, None)
+    {
+        return Err(Error::InvalidArgument(
+            "utf8 chunk tables: one start a chunk plus the end, ascending from 0".into(),
+        ));
+    }
+    let text = data_starts[data_starts.len() - 1];
+    if !large && text > i32::MAX as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "{text} bytes of text do not fit utf8's i32 offsets: use large_utf8"
+        )));
+    }
+    u32::try_from(value_starts.len() - 1)
+        .map_err(|_| Error::InvalidArgument("too many utf8 chunks for one launch".into()))
+}
+
+/// Arrow offsets (`n + 1` entries, i32 or, when `large`, i64, `offsets[0] = 0`) of a utf8
+/// column of `n` strings whose `ends` (u32, relative to their chunk's text) and chunk tables
+/// are those of `GpuData::Utf8` (see [`check_utf8_chunks`]).
+pub fn utf8_offsets(
+    gpu: &Gpu,
+    ends: &CudaSlice<u8>,
+    n: u64,
+    value_starts: &[u64],
+    data_starts: &[u64],
+    large: bool,
+) -> Result<CudaSlice<u8>> {
+    let width = if large { 8 } else { 4 };
+    let out_len = n + 1;
+    let mut out = gpu.alloc::<u8>(byte_len(out_len, width)?)?;
+    if n == 0 && value_starts == [0] && data_starts == [0] {
+        // A column with no chunks: the single offset 0.
+        gpu.fill_bytes(&mut out, 0)?;
+        return Ok(out);
+    }
+    let chunks = check_utf8_chunks(n, value_starts, data_starts, large)?;
+    let (vs, ds) = (gpu.upload(value_starts)?, gpu.upload(data_starts)?);
+    let name = if large {
+        "ts_arrow_utf8_offsets_i64"
+    } else {
+        "ts_arrow_utf8_offsets_i32"
+    };
+    let f = gpu.function(Module::ArrowLayout, name)?;
+    let ends_len = (ends.len() / 4) as u64;
+    let (pe, pv, pd, po) = (gpu.ptr(ends), gpu.ptr(&vs), gpu.ptr(&ds), gpu.ptr(&out));
+    checked(gpu, name, |ps| {
+        // SAFETY: matches ts_arrow_utf8_offsets_*(ends, ends_len, value_starts, data_starts,
+        // chunks, n, out, out_len, status); the kernel checks n and out_len against the
+        // lengths given, which are those of the live buffers above.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[&pe, &ends_len, &pv, &pd, &chunks, &n, &po, &out_len, &ps],
+            )
+        }
+    })?;
+    Ok(out)
+}
+
+/// Arrow offsets (`n + 1` entries, i32 or, when `large`, i64, `offsets[0] = 0`) of a binary
+/// column of `n` values from their `lengths` (u32), whose bytes, back to back, are `data_len`
+/// long: the lengths widened, then a device-wide sum scan. Fails when the lengths add up to
+/// more than `data_len` (consumers would read past the bytes) or, for i32, past `i32::MAX`.
+pub fn binary_offsets(
+    gpu: &Gpu,
+    lengths: &CudaSlice<u8>,
+    n: u64,
+    data_len: u64,
+    large: bool,
+) -> Result<CudaSlice<u8>> {
+    use crate::primitives::scan::{self, Item};
+    let widened = gpu.alloc::<u8>(byte_len(n, 8)?)?;
+    let wide = gpu.alloc::<u8>(byte_len(n + 1, 8)?)?;
+    let partials = gpu.alloc::<u64>(scan::partials_len(n))?;
+    let (pl, pw, po) = (gpu.ptr(lengths), gpu.ptr(&widened), gpu.ptr(&wide));
+    let lengths_len = (lengths.len() / 4) as u64;
+    let widened_len = (widened.len() / 8) as u64;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_widen_u32_u64")?;
+    checked(gpu, "ts_arrow_widen_u32_u64", |ps| {
+        // SAFETY: matches ts_arrow_widen_u32_u64(lengths, lengths_len, n, out, out_len, status),
+        // with the live buffers' lengths.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[&pl, &lengths_len, &n, &pw, &widened_len, &ps],
+            )
+        }
+    })?;
+    gpu.fill_bytes_raw(po, 0, 8)?;
+    if n > 0 {
+        // The inclusive scan one entry on: offsets[i + 1] = lengths[0] + ... + lengths[i].
+        scan::sum(gpu, Item::U64, pw, n, po + 8, true, gpu.ptr(&partials))?;
+    }
+    // The scan leaves the total in its scratch's last entry (a few entries a million values).
+    let total = if n > 0 {
+        let mut p = vec![0u64; scan::partials_len(n)];
+        gpu.download(&partials, &mut p)?;
+        p[p.len() - 1]
+    } else {
+        0
+    };
+    if total > data_len {
+        return Err(Error::CountMismatch {
+            what: "binary bytes vs the sum of their lengths",
+            expected: total,
+            found: data_len,
+        });
+    }
+    if large {
+        return Ok(wide);
+    }
+    if total > i32::MAX as u64 {
+        return Err(Error::InvalidArgument(format!(
+            "{total} bytes of binary values do not fit binary's i32 offsets: use large_binary"
+        )));
+    }
+    let out = gpu.alloc::<u8>(byte_len(n + 1, 4)?)?;
+    let (count, out_len) = (n + 1, (out.len() / 4) as u64);
+    let wide_len = (wide.len() / 8) as u64;
+    let pn = gpu.ptr(&out);
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_narrow_offsets_i32")?;
+    checked(gpu, "ts_arrow_narrow_offsets_i32", |ps| {
+        // SAFETY: matches ts_arrow_narrow_offsets_i32(wide, wide_len, n, out, out_len, status),
+        // with the live buffers' lengths.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(count),
+                THREADS,
+                &[&po, &wide_len, &count, &pn, &out_len, &ps],
+            )
+        }
+    })?;
+    Ok(out)
+}
+
+/// Arrow Decimal128 values (i128 little-endian, 16 bytes each) of `n` stored i64 values.
+pub fn widen_i64_to_i128(gpu: &Gpu, values: &CudaSlice<u8>, n: u64) -> Result<CudaSlice<u8>> {
+    let out = gpu.alloc::<u8>(byte_len(n, 16)?)?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_widen_i64_i128")?;
+    let (pi, po) = (gpu.ptr(values), gpu.ptr(&out));
+    let (in_len, out_len) = ((values.len() / 8) as u64, (out.len() / 16) as u64);
+    checked(gpu, "ts_arrow_widen_i64_i128", |ps| {
+        // SAFETY: matches ts_arrow_widen_i64_i128(in, in_len, n, out, out_len, status), with the
+        // live buffers' lengths.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[&pi, &in_len, &n, &po, &out_len, &ps],
+            )
+        }
+    })?;
+    Ok(out)
+}
+
+/// The powers of ten of one float type, exactly the CPU decoder's: `f10[i]` = 10^i, `if10[i]`
+/// the value nearest 10^-i, `i` up to the type's largest exponent.
+#[derive(Debug, Clone, Copy)]
+pub enum AlpTables<'a> {
+    /// Float64 (`e <= 18`).
+    F64 {
+        /// 10^i.
+        f10: &'a [f64],
+        /// Nearest 10^-i.
+        if10: &'a [f64],
+    },
+    /// Float32 (`e <= 10`).
+    F32 {
+        /// 10^i.
+        f10: &'a [f32],
+        /// Nearest 10^-i.
+        if10: &'a [f32],
+    },
+}
+
+/// An ALP field's stored columns on the device (`table.md` §8.1), all little-endian.
+#[derive(Debug, Clone, Copy)]
+pub struct AlpColumns<'a> {
+    /// i64 digits, one a row.
+    pub digits: &'a CudaSlice<u8>,
+    /// u16 packed `(e, f)`, one a vector.
+    pub params: &'a CudaSlice<u8>,
+    /// Params held (vectors).
+    pub params_len: u64,
+    /// u64 exception rows.
+    pub exception_rows: &'a CudaSlice<u8>,
+    /// u32 (Float32) or u64 (Float64) exception bit patterns.
+    pub exception_bits: &'a CudaSlice<u8>,
+    /// Exceptions held (in both columns).
+    pub exceptions: u64,
+}
+
+/// The bit patterns (u64 for Float64, u32 for Float32) of `n` rows of an ALP field of
+/// `rows_per_vector`-row vectors.
+pub fn alp_decode(
+    gpu: &Gpu,
+    cols: AlpColumns<'_>,
+    tables: AlpTables<'_>,
+    rows_per_vector: u64,
+    n: u64,
+) -> Result<CudaSlice<u8>> {
+    let (width, max_e, name, exc_name) = match tables {
+        AlpTables::F64 { f10, if10 } => (
+            8,
+            f10.len().min(if10.len()),
+            "ts_arrow_alp_f64",
+            "ts_arrow_alp_exceptions_u64",
+        ),
+        AlpTables::F32 { f10, if10 } => (
+            4,
+            f10.len().min(if10.len()),
+            "ts_arrow_alp_f32",
+            "ts_arrow_alp_exceptions_u32",
+        ),
+    };
+    if max_e == 0 {
+        return Err(Error::InvalidArgument("empty ALP power tables".into()));
+    }
+    let max_e = (max_e - 1) as u32;
+    let (f10, if10) = match tables {
+        AlpTables::F64 { f10, if10 } => (
+            gpu.upload(&le_bytes(f10.iter().map(|x| x.to_le_bytes())))?,
+            gpu.upload(&le_bytes(if10.iter().map(|x| x.to_le_bytes())))?,
+        ),
+        AlpTables::F32 { f10, if10 } => (
+            gpu.upload(&le_bytes(f10.iter().map(|x| x.to_le_bytes())))?,
+            gpu.upload(&le_bytes(if10.iter().map(|x| x.to_le_bytes())))?,
+        ),
+    };
+    let out = gpu.alloc::<u8>(byte_len(n, width)?)?;
+    let out_len = (out.len() / width) as u64;
+    let digits_len = (cols.digits.len() / 8) as u64;
+    let params_len = cols.params_len.min((cols.params.len() / 2) as u64);
+    let (pd, pp, pf, pi, po) = (
+        gpu.ptr(cols.digits),
+        gpu.ptr(cols.params),
+        gpu.ptr(&f10),
+        gpu.ptr(&if10),
+        gpu.ptr(&out),
+    );
+    let f = gpu.function(Module::ArrowLayout, name)?;
+    checked(gpu, name, |ps| {
+        // SAFETY: matches ts_arrow_alp_*(digits, digits_len, params, params_len, f10, if10,
+        // max_e, rows_per_vector, n, out, out_len, status); the tables hold max_e + 1 entries
+        // and every length is that of the live buffer it describes.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[
+                    &pd,
+                    &digits_len,
+                    &pp,
+                    &params_len,
+                    &pf,
+                    &pi,
+                    &max_e,
+                    &rows_per_vector,
+                    &n,
+                    &po,
+                    &out_len,
+                    &ps,
+                ],
+            )
+        }
+    })?;
+    if cols.exceptions > 0 {
+        let f = gpu.function(Module::ArrowLayout, exc_name)?;
+        let (pr, pb) = (gpu.ptr(cols.exception_rows), gpu.ptr(cols.exception_bits));
+        let count = cols.exceptions;
+        let rows_len = (cols.exception_rows.len() / 8) as u64;
+        let bits_len = (cols.exception_bits.len() / width) as u64;
+        checked(gpu, exc_name, |ps| {
+            // SAFETY: matches ts_arrow_alp_exceptions_*(rows, bits, count, rows_len, bits_len,
+            // n, out, out_len, status), with the live buffers' lengths.
+            unsafe {
+                gpu.launch(
+                    &f,
+                    grid(count),
+                    THREADS,
+                    &[
+                        &pr, &pb, &count, &rows_len, &bits_len, &n, &po, &out_len, &ps,
+                    ],
+                )
+            }
+        })?;
+    }
+    Ok(out)
+}
+
+/// The device address of `buf` (what the Arrow C Device Data Interface's buffers hold).
+pub fn device_address(gpu: &Gpu, buf: &CudaSlice<u8>) -> u64 {
+    gpu.ptr(buf)
+}
+
+/// The CUDA device ordinal of `gpu` (the Arrow C Device Data Interface's `device_id`).
+pub fn device_ordinal(gpu: &Gpu) -> usize {
+    gpu.ctx.ordinal()
+}
+
+fn le_bytes<const W: usize>(values: impl Iterator<Item = [u8; W]>) -> Vec<u8> {
+    values.flatten().collect()
+}
+
+fn byte_len(n: u64, width: usize) -> Result<usize> {
+    n.checked_mul(width as u64)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("{n} values too many for one buffer")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_tables_are_checked_and_counted() {
+        assert_eq!(
+            check_utf8_chunks(5, &[0, 2, 2, 5], &[0, 7, 7, 9], false).ok(),
+            Some(3)
+        );
+        assert_eq!(check_utf8_chunks(0, &[0, 0], &[0, 0], false).ok(), Some(1));
+        // Not ending at n, not ascending, not from 0, lengths differ, empty.
+        assert!(check_utf8_chunks(6, &[0, 2, 5], &[0, 7, 9], false).is_err());
+        assert!(check_utf8_chunks(5, &[0, 3, 2, 5], &[0, 1, 2, 3], false).is_err());
+        assert!(check_utf8_chunks(5, &[0, 2, 5], &[0, 7, 6], false).is_err());
+        assert!(check_utf8_chunks(5, &[1, 2, 5], &[0, 7, 9], false).is_err());
+        assert!(check_utf8_chunks(5, &[0, 5], &[0, 3, 9], false).is_err());
+        assert!(check_utf8_chunks(0, &[], &[], false).is_err());
+    }
+
+    #[test]
+    fn text_past_i32_max_needs_large_utf8() {
+        let big = i32::MAX as u64 + 1;
+        match check_utf8_chunks(2, &[0, 1, 2], &[0, big - 1, big], false) {
+            Err(e) => assert!(e.to_string().contains("use large_utf8"), "{e}"),
+            Ok(c) => panic!("{c} chunks accepted"),
+        }
+        assert!(check_utf8_chunks(2, &[0, 1, 2], &[0, big - 1, big], true).is_ok());
+        assert!(check_utf8_chunks(2, &[0, 1, 2], &[0, 1, i32::MAX as u64], false).is_ok());
+    }
+
+    #[test]
+    fn status_words_name_the_row_and_problem() {
+        assert!(status_error("k", u64::MAX).is_none());
+        match status_error("k", (7 << 8) | ST_EXCEPTION_ROW) {
+            Some(Error::ValueOutOfRange { index: 7, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        let e = status_error("k", (3 << 8) | ST_OFFSET_LIMIT).expect("an error");
+        assert!(e.to_string().contains("use large_utf8"), "{e}");
+        assert!(matches!(status_error("k", ST_SIZE), Some(Error::Gpu(_))));
+    }
+
+    /// The status codes and launch width here are the kernel source's.
+    #[test]
+    fn constants_match_the_kernels() {
+        let src = crate::kernels::source(Module::ArrowLayout).expect("embedded");
+        for (name, v) in [
+            ("TS_AL_SIZE", ST_SIZE),
+            ("TS_AL_UTF8_END", ST_UTF8_END),
+            ("TS_AL_OFFSET_LIMIT", ST_OFFSET_LIMIT),
+            ("TS_AL_ALP_PARAM", ST_ALP_PARAM),
+            ("TS_AL_EXCEPTION_ROW", ST_EXCEPTION_ROW),
+            ("TS_AL_THREADS", u64::from(THREADS)),
+        ] {
+            assert!(src.contains(&format!("#define {name} {v}")), "{name}");
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! A table's fields decoded on the GPU into Arrow's layout (`ArrowTableReader::read_gpu_arrow`)
+//! (utf8 over several chunks, large_utf8, decimal, ALP Float64 and Float32 with exceptions,
+//! ints, booleans, an Arrow dictionary, binary, large_binary) are, buffer by buffer, what the CPU
+//! reader gives: offsets, values and validity downloaded and
+//! compared exactly; then one field leaves through the Arrow C Device Data Interface. Skips with
+//! a printed reason without a GPU, unless TESSERA_REQUIRE_GPU=1.
+
+use std::sync::Arc;
+
+use arrow_array::types::Int16Type;
+use arrow_array::*;
+use arrow_buffer::NullBuffer;
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, Field, Schema};
+use tessera::arrow::{
+    export_device, ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice,
+    FloatChoice, GpuArrowArray, Role, ARROW_DEVICE_CUDA,
+};
+use tessera::{Engine, Error, TableReader};
+use tessera_gpu::{CudaSlice, Gpu};
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
+            }
+            // Past libtest's capture, so the reason always shows.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "skipped: {e}");
+            None
+        }
+    }
+}
+
+const ROWS: usize = 5000;
+
+fn table() -> RecordBatch {
+    let n = ROWS;
+    let nulls = NullBuffer::from((0..n).map(|i| i % 7 != 3).collect::<Vec<_>>());
+    let words = ["", "a", "tessera", "GPU-FOR", "ünïcødé", "x"];
+    let text = |i: usize| format!("{}{}", words[i % words.len()], i * 31 % 1000);
+    let utf8 = StringArray::from_iter((0..n).map(|i| (i % 11 != 5).then(|| text(i))));
+    let large = LargeStringArray::from_iter_values((0..n).map(|i| text(i * 7).repeat(i % 4)));
+    let dec = Decimal128Array::from_iter((0..n).map(|i| {
+        (i % 13 != 0)
+            .then_some((i as i128 * 1_234_567 - 4_000_000_000) * if i % 2 == 0 { 1 } else { -1 })
+    }))
+    .with_precision_and_scale(12, 2)
+    .expect("decimal");
+    // Prices with two decimals, and exceptions: NaN, -0.0, infinities, a full-precision value.
+    let f64s = Float64Array::from_iter_values((0..n).map(|i| match i % 97 {
+        5 => f64::NAN,
+        17 => -0.0,
+        23 => f64::INFINITY,
+        41 => f64::NEG_INFINITY,
+        60 => std::f64::consts::PI * i as f64,
+        _ => (i as f64 * 37.0 % 100_000.0) / 100.0 - 250.0,
+    }));
+    let f32s = Float32Array::from_iter((0..n).map(|i| match i % 53 {
+        7 => None,
+        9 => Some(f32::NAN),
+        11 => Some(-0.0),
+        _ => Some((i % 5000) as f32 / 10.0),
+    }));
+    let ints = Int32Array::new(
+        (0..n as i32).map(|i| i * 7919 - 1_000_000).collect(),
+        Some(nulls),
+    );
+    let bools = BooleanArray::from_iter((0..n).map(|i| (i % 5 != 1).then_some(i % 3 == 0)));
+    let dict: DictionaryArray<Int16Type> =
+        (0..n).map(|i| (i % 9 != 2).then(|| words[i % 4])).collect();
+    let blob = |i: usize| -> Vec<u8> { (0..i % 37).map(|k| (i * 13 + k) as u8).collect() };
+    let binary = BinaryArray::from_iter((0..n).map(|i| (i % 6 != 4).then(|| blob(i))));
+    let large_binary = LargeBinaryArray::from_iter_values((0..n).map(|i| blob(i * 3)));
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        ("utf8", Arc::new(utf8)),
+        ("large_utf8", Arc::new(large)),
+        ("decimal", Arc::new(dec)),
+        ("f64", Arc::new(f64s)),
+        ("f32", Arc::new(f32s)),
+        ("i32", Arc::new(ints)),
+        ("bool", Arc::new(bools)),
+        ("dict", Arc::new(dict)),
+        ("binary", Arc::new(binary)),
+        ("large_binary", Arc::new(large_binary)),
+    ];
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        cols.into_iter().map(|(_, a)| a).collect(),
+    )
+    .expect("batch")
+}
+
+fn bytes(gpu: &Gpu, b: &CudaSlice<u8>, len: usize) -> Vec<u8> {
+    assert!(
+        b.len() >= len,
+        "device buffer of {} bytes, {len} needed",
+        b.len()
+    );
+    let mut host = vec![0u8; len];
+    gpu.download(b, &mut host).expect("download");
+    host
+}
+
+fn bit(b: &[u8], i: usize) -> bool {
+    b[i / 8] >> (i % 8) & 1 == 1
+}
+
+/// Every buffer of `g` against the CPU's `cpu` (offset 0 in both, as the reader builds them).
+fn compare(gpu: &Gpu, name: &str, g: &GpuArrowArray, cpu: &ArrayData) {
+    let n = cpu.len();
+    assert_eq!(g.data_type, *cpu.data_type(), "{name}");
+    assert_eq!(g.len as usize, n, "{name}");
+    assert_eq!(cpu.offset(), 0, "{name}");
+    match (cpu.nulls(), &g.validity) {
+        (None, None) => {}
+        (Some(nb), Some(v)) => {
+            let host = bytes(gpu, v, n.div_ceil(8));
+            for i in 0..n {
+                assert_eq!(bit(&host, i), nb.is_valid(i), "{name} validity row {i}");
+            }
+        }
+        (c, g) => panic!("{name}: CPU validity {}, GPU {}", c.is_some(), g.is_some()),
+    }
+    let bufs = cpu.buffers();
+    match cpu.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 => {
+            let w = if *cpu.data_type() == DataType::Utf8 {
+                4
+            } else {
+                8
+            };
+            let offsets = g.offsets.as_ref().expect("offsets");
+            let off = bytes(gpu, offsets, (n + 1) * w);
+            assert_eq!(off[..], bufs[0].as_slice()[..(n + 1) * w], "{name} offsets");
+            let mut last = [0u8; 8];
+            last[..w].copy_from_slice(&off[n * w..]);
+            let total = u64::from_le_bytes(last) as usize;
+            let text = bytes(gpu, &g.values, total);
+            assert_eq!(text[..], bufs[1].as_slice()[..total], "{name} text");
+        }
+        DataType::Boolean => {
+            let host = bytes(gpu, &g.values, n.div_ceil(8));
+            let cpu_bits = BooleanArray::from(cpu.clone());
+            for i in 0..n {
+                assert_eq!(bit(&host, i), cpu_bits.values().value(i), "{name} row {i}");
+            }
+        }
+        DataType::Dictionary(key, _) => {
+            let w = key.primitive_width().expect("integer keys");
+            let codes = bytes(gpu, &g.values, n * w);
+            assert_eq!(codes[..], bufs[0].as_slice()[..n * w], "{name} codes");
+            let dict = g.dictionary.as_ref().expect("dictionary values");
+            compare(
+                gpu,
+                &format!("{name} dictionary"),
+                dict,
+                &cpu.child_data()[0],
+            );
+        }
+        ty => {
+            let w = ty.primitive_width().expect("fixed width");
+            let host = bytes(gpu, &g.values, n * w);
+            assert_eq!(host[..], bufs[0].as_slice()[..n * w], "{name} values");
+        }
+    }
+}
+
+fn write(path: &std::path::Path, batch: &RecordBatch) {
+    let opts = ArrowWriteOptions {
+        // Several chunks per column: utf8 offsets are rebased across chunks.
+        chunk_rows: 1024,
+        dictionary: DictionaryChoice::Never,
+        floats: FloatChoice::Alp,
+        ..ArrowWriteOptions::default()
+    };
+    let mut w = ArrowTableWriter::create(path, batch.schema(), opts).expect("writer");
+    w.write(batch).expect("write");
+    w.finish().expect("finish");
+}
+
+/// A table of no rows: every field's columns have no chunks; offsets are the single 0.
+#[test]
+fn gpu_arrow_layout_of_an_empty_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("empty.tsr");
+    write(&path, &table().slice(0, 0));
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    let cpu = r.read_all(&mut Engine::cpu()).expect("CPU read");
+    assert_eq!(cpu.num_rows(), 0);
+    let Some(gpu) = gpu() else { return };
+    let fields = r.read_gpu_arrow(&gpu).expect("GPU read");
+    for (i, g) in fields.iter().enumerate() {
+        let name = cpu.schema().field(i).name().clone();
+        compare(&gpu, &name, g, &cpu.column(i).to_data());
+    }
+}
+
+#[test]
+fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.tsr");
+    let batch = table();
+    write(&path, &batch);
+
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    let cpu = r.read_all(&mut Engine::cpu()).expect("CPU read");
+    assert_eq!(cpu.num_rows(), ROWS);
+    // The stored forms the kernels rearrange: utf8 in several chunks, both floats as ALP.
+    let fields_meta = &r.table_meta().fields;
+    let utf8_values = fields_meta[0].column(Role::Values).expect("utf8 values");
+    assert!(t.columns()[utf8_values].chunks.len() > 1);
+    for f in &fields_meta[3..5] {
+        assert!(f.column(Role::AlpParams).is_some(), "{} is not ALP", f.name);
+    }
+    // The table and its CPU reading above run everywhere; the GPU part needs a device.
+    let Some(gpu) = gpu() else { return };
+    let fields = r.read_gpu_arrow(&gpu).expect("GPU read");
+    assert_eq!(fields.len(), cpu.num_columns());
+    for (i, g) in fields.iter().enumerate() {
+        let name = cpu.schema().field(i).name().clone();
+        compare(&gpu, &name, g, &cpu.column(i).to_data());
+    }
+
+    // The decimal field through the C Device Data Interface: CUDA, two buffers (validity and
+    // values, both present); release frees them and marks the array released.
+    let mut fields = fields;
+    let dec = fields.remove(2);
+    let first_values = {
+        let mut host = [0u8; 16];
+        gpu.download(&dec.values, &mut host).expect("download");
+        host
+    };
+    let (mut exported, schema) = export_device(&gpu, dec, "decimal").expect("export");
+    assert_eq!(schema.format(), "d:12,2");
+    assert_eq!(exported.device_type, ARROW_DEVICE_CUDA);
+    assert!(exported.sync_event.is_null());
+    let a = &mut exported.array;
+    assert_eq!((a.length, a.n_buffers, a.offset), (ROWS as i64, 2, 0));
+    // SAFETY: an exported array's buffer table holds n_buffers entries.
+    let b = unsafe { std::slice::from_raw_parts(a.buffers, 2) };
+    assert!(!b[0].is_null() && !b[1].is_null());
+    let cpu_dec = cpu.column(2).to_data();
+    assert_eq!(first_values[..], cpu_dec.buffers()[0].as_slice()[..16]);
+    let release = a.release.expect("unreleased");
+    // SAFETY: the array was exported above and not yet released.
+    unsafe { release(a) };
+    assert!(a.is_released());
+}
+
+/// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
+/// exceptions can hold what no writer writes.
+fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64], bits: &[u64]) {
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::container::ContainerWriter;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::LogicalType;
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut cols = Vec::new();
+    for (name, ty, raw, n) in [
+        (
+            "x",
+            LogicalType::I64,
+            digits
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+            digits.len(),
+        ),
+        (
+            "x.alp_params",
+            LogicalType::U16,
+            params.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            params.len(),
+        ),
+        (
+            "x.exception_rows",
+            LogicalType::U64,
+            rows.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            rows.len(),
+        ),
+        (
+            "x.exception_bits",
+            LogicalType::U64,
+            bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            bits.len(),
+        ),
+    ] {
+        let c = w.add_column(name, ty, None).expect("column");
+        if n > 0 {
+            let mut out = Vec::new();
+            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
+                .expect("encode");
+            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
+        }
+        cols.push(c as u32);
+    }
+    w.set_table(TableMeta {
+        row_count: digits.len() as u64,
+        metadata: vec![],
+        fields: vec![FieldMeta {
+            name: "x".into(),
+            ty: FieldType::Float64,
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![
+                (Role::Values, cols[0]),
+                (Role::AlpParams, cols[1]),
+                (Role::ExceptionRows, cols[2]),
+                (Role::ExceptionBits, cols[3]),
+            ],
+        }],
+    })
+    .expect("table");
+    w.finish().expect("finish");
+}
+
+/// Params, exception rows, exception bits, and whether the CPU accepts them.
+type AlpCase = (Vec<u16>, Vec<u64>, Vec<u64>, bool);
+
+/// Hostile ALP columns (what no writer writes) fail on the GPU with the CPU's error variant;
+/// a hand-built valid one decodes to the CPU's bits.
+#[test]
+fn hostile_alp_columns_fail_on_the_gpu_as_on_the_cpu() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let digits: Vec<i64> = (0..1500).map(|d| d * 7 - 3000).collect();
+    let mut cases: Vec<AlpCase> = vec![
+        // Valid: e = 2, f = 0, then e = 3, f = 1; two exceptions.
+        (
+            vec![2, 0x0103],
+            vec![7, 1499],
+            vec![f64::NAN.to_bits(), (-0.0f64).to_bits()],
+            true,
+        ),
+    ];
+    // f above e, e above the type's limit.
+    for bad in [0x0302u16, 19] {
+        cases.push((vec![2, bad], vec![], vec![], false));
+    }
+    // Exception rows that do not ascend, or reach past the table.
+    for rows in [[9u64, 9], [9, 3], [9, 1500]] {
+        cases.push((vec![2, 2], rows.to_vec(), vec![0, 0], false));
+    }
+    let gpu = gpu();
+    for (params, rows, bits, valid) in cases {
+        alp_file(&path, &digits, &params, &rows, &bits);
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r.read_all(&mut Engine::cpu());
+        assert_eq!(cpu.is_ok(), valid, "{params:?} {rows:?}");
+        let Some(gpu) = gpu.as_ref() else { continue };
+        let got = r.read_gpu_arrow(gpu);
+        match (cpu, got) {
+            (Ok(cpu), Ok(g)) => compare(gpu, "x", &g[0], &cpu.column(0).to_data()),
+            (Err(Error::ValueOutOfRange { .. }), Err(Error::ValueOutOfRange { .. })) => {}
+            (c, g) => panic!("{params:?} {rows:?}: CPU {c:?}, GPU {g:?}"),
+        }
+    }
+}
