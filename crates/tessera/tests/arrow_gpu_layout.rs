@@ -130,8 +130,8 @@ fn compare(gpu: &Gpu, name: &str, g: &GpuArrowArray, cpu: &ArrayData) {
     }
     let bufs = cpu.buffers();
     match cpu.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 => {
-            let w = if *cpu.data_type() == DataType::Utf8 {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => {
+            let w = if matches!(cpu.data_type(), DataType::Utf8 | DataType::Binary) {
                 4
             } else {
                 8
@@ -185,6 +185,29 @@ fn write(path: &std::path::Path, batch: &RecordBatch) {
     w.finish().expect("finish");
 }
 
+/// binary and large_binary: bytes columns of many small LLL chunks (1,024 bytes each here),
+/// their u32 lengths scanned into Arrow offsets on the device.
+#[test]
+fn gpu_arrow_layout_of_binary_fields() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("b.tsr");
+    let all = table();
+    let batch = all
+        .project(&(NOT_BINARY..all.num_columns()).collect::<Vec<_>>())
+        .expect("project");
+    write(&path, &batch);
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    let cpu = r.read_all(&mut Engine::cpu()).expect("CPU read");
+    assert_eq!(cpu.num_rows(), ROWS);
+    let Some(gpu) = gpu() else { return };
+    let fields = r.read_gpu_arrow(&gpu).expect("GPU read");
+    for (i, g) in fields.iter().enumerate() {
+        let name = cpu.schema().field(i).name().clone();
+        compare(&gpu, &name, g, &cpu.column(i).to_data());
+    }
+}
+
 /// A table of no rows: every field's columns have no chunks; offsets are the single 0.
 #[test]
 fn gpu_arrow_layout_of_an_empty_table() {
@@ -203,11 +226,16 @@ fn gpu_arrow_layout_of_an_empty_table() {
     }
 }
 
+/// The fields of `table()` before the two binary ones.
+const NOT_BINARY: usize = 8;
+
 #[test]
 fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.tsr");
-    let batch = table();
+    let batch = table()
+        .project(&(0..NOT_BINARY).collect::<Vec<_>>())
+        .expect("project");
     write(&path, &batch);
 
     let t = TableReader::open(&path).expect("open");
