@@ -21,7 +21,7 @@ use serde::Serialize;
 use tessera::gpu::ssb::codegen;
 use tessera::gpu::ssb::plan::QueryResult;
 use tessera::gpu::ssb::{SsbHostColumn, SsbTable};
-use tessera::gpu::{ChunkRef, Gpu};
+use tessera::gpu::Gpu;
 use tessera::{CodecId, Error, Result};
 use tessera_ssb::{cpu, dataset::Dataset, gen, gpu as sgpu, queries};
 
@@ -146,17 +146,7 @@ fn host_columns(ds: &Dataset, layout: sgpu::Layout) -> Result<HostColumns> {
 /// Every column laid out in page-locked host memory as on the device.
 fn pin_columns(gpu: &Gpu, host: &HostColumns) -> Result<PinnedColumns> {
     host.iter()
-        .map(|(k, chunks)| {
-            let refs: Vec<ChunkRef<'_>> = chunks
-                .iter()
-                .map(|(codec, p, n)| ChunkRef {
-                    codec: *codec,
-                    payload: p,
-                    value_count: *n,
-                })
-                .collect();
-            Ok((k.clone(), gpu.ssb_pin_column(&refs)?))
-        })
+        .map(|(k, chunks)| Ok((k.clone(), gpu.ssb_pin_column(&sgpu::chunk_refs(chunks))?)))
         .collect()
 }
 

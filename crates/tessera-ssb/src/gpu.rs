@@ -53,16 +53,19 @@ pub fn column_chunks(
 
 /// Uploads one column.
 pub fn upload_column(gpu: &Gpu, t: &TableReader, name: &str, layout: Layout) -> Result<SsbColumn> {
-    let chunks = column_chunks(t, name, layout)?;
-    let refs: Vec<ChunkRef<'_>> = chunks
+    gpu.ssb_upload_column(&chunk_refs(&column_chunks(t, name, layout)?))
+}
+
+/// The chunks [`column_chunks`] gives, as the GPU runtime takes them.
+pub fn chunk_refs(chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<ChunkRef<'_>> {
+    chunks
         .iter()
         .map(|(codec, p, n)| ChunkRef {
             codec: *codec,
             payload: p,
             value_count: *n,
         })
-        .collect();
-    gpu.ssb_upload_column(&refs)
+        .collect()
 }
 
 /// Every table of a data set on the device.
@@ -74,26 +77,7 @@ pub struct DeviceTables {
 
 /// Uploads every column of every table in `layout`.
 pub fn upload(gpu: &Gpu, ds: &Dataset, layout: Layout) -> Result<DeviceTables> {
-    let mut dims = HashMap::new();
-    let mut fact = None;
-    for name in TABLES {
-        let t = ds.table(name)?;
-        let cols = t
-            .columns()
-            .iter()
-            .map(|c| Ok((c.name.clone(), upload_column(gpu, t, &c.name, layout)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let table = gpu.ssb_table(cols)?;
-        if name == FACT {
-            fact = Some(table);
-        } else {
-            dims.insert(name.to_string(), table);
-        }
-    }
-    Ok(DeviceTables {
-        fact: fact.ok_or_else(|| tessera::Error::InvalidArgument("no lineorder".into()))?,
-        dims,
-    })
+    upload_tables(gpu, ds, layout, None)
 }
 
 /// Runs `p` on the device tables (hash tables built on the device, then the probe).
@@ -118,6 +102,16 @@ pub fn upload_part(
     layout: Layout,
     range: std::ops::Range<usize>,
 ) -> Result<DeviceTables> {
+    upload_tables(gpu, ds, layout, Some(range))
+}
+
+/// Every dimension table whole, and the fact table's chunks `range` (all of them when `None`).
+fn upload_tables(
+    gpu: &Gpu,
+    ds: &Dataset,
+    layout: Layout,
+    range: Option<std::ops::Range<usize>>,
+) -> Result<DeviceTables> {
     let mut dims = HashMap::new();
     let mut fact = None;
     for name in TABLES {
@@ -125,7 +119,7 @@ pub fn upload_part(
         let mut cols = Vec::new();
         for c in t.columns() {
             let mut chunks = column_chunks(t, &c.name, layout)?;
-            if name == FACT {
+            if let (FACT, Some(range)) = (name, &range) {
                 if range.end > chunks.len() || range.start > range.end {
                     return Err(tessera::Error::InvalidArgument(format!(
                         "chunks {range:?} of {} chunks",
@@ -135,15 +129,7 @@ pub fn upload_part(
                 chunks.truncate(range.end);
                 chunks.drain(..range.start);
             }
-            let refs: Vec<ChunkRef<'_>> = chunks
-                .iter()
-                .map(|(codec, p, n)| ChunkRef {
-                    codec: *codec,
-                    payload: p,
-                    value_count: *n,
-                })
-                .collect();
-            cols.push((c.name.clone(), gpu.ssb_upload_column(&refs)?));
+            cols.push((c.name.clone(), gpu.ssb_upload_column(&chunk_refs(&chunks))?));
         }
         let table = gpu.ssb_table(cols)?;
         if name == FACT {

@@ -1,6 +1,8 @@
 //! Arrow tables through `.tsr` files: every stored type x nulls (none, some, all) x sizes, batch
 //! by batch, dictionaries, column selection, and inputs that must fail.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -1076,74 +1078,6 @@ fn gpu_reads_match_the_cpu() {
     }
 }
 
-/// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
-/// exceptions can hold what no writer writes.
-fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64], bits: &[u64]) {
-    use tessera::codecs::column::encode_values_with;
-    use tessera::format::container::ContainerWriter;
-    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
-    use tessera::LogicalType;
-    let mut w = ContainerWriter::create(path).expect("create");
-    let mut cols = Vec::new();
-    for (name, ty, raw, n) in [
-        (
-            "x",
-            LogicalType::I64,
-            digits
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>(),
-            digits.len(),
-        ),
-        (
-            "x.alp_params",
-            LogicalType::U16,
-            params.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            params.len(),
-        ),
-        (
-            "x.exception_rows",
-            LogicalType::U64,
-            rows.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            rows.len(),
-        ),
-        (
-            "x.exception_bits",
-            LogicalType::U64,
-            bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            bits.len(),
-        ),
-    ] {
-        let c = w.add_column(name, ty, None).expect("column");
-        if n > 0 {
-            let mut out = Vec::new();
-            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
-                .expect("encode");
-            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
-        }
-        cols.push(c as u32);
-    }
-    w.set_table(TableMeta {
-        row_count: digits.len() as u64,
-        metadata: vec![],
-        fields: vec![FieldMeta {
-            name: "x".into(),
-            ty: FieldType::Float64,
-            nullable: false,
-            arrow_dictionary: None,
-            metadata: vec![],
-            columns: vec![
-                (Role::Values, cols[0]),
-                (Role::AlpParams, cols[1]),
-                (Role::ExceptionRows, cols[2]),
-                (Role::ExceptionBits, cols[3]),
-            ],
-        }],
-    })
-    .expect("table");
-    w.finish().expect("finish");
-}
-
 #[test]
 fn hostile_alp_columns_fail_cleanly() {
     let dir = tempfile::tempdir().expect("dir");
@@ -1155,7 +1089,7 @@ fn hostile_alp_columns_fail_cleanly() {
         r.read_all(&mut Engine::cpu())
     };
     // Valid: e = 2, f = 0 (x = d / 100), one exception.
-    alp_file(&path, &digits, &[2, 2], &[7], &[f64::NAN.to_bits()]);
+    common::alp_file(&path, &digits, &[2, 2], &[7], &[f64::NAN.to_bits()]);
     let b = read(&path).expect("valid file");
     let x = b
         .column(0)
@@ -1166,7 +1100,7 @@ fn hostile_alp_columns_fail_cleanly() {
     assert!(x.value(7).is_nan());
     // f above e, e above the type's limit.
     for bad in [0x0302u16, 19] {
-        alp_file(&path, &digits, &[2, bad], &[], &[]);
+        common::alp_file(&path, &digits, &[2, bad], &[], &[]);
         assert!(
             matches!(read(&path), Err(Error::ValueOutOfRange { .. })),
             "param {bad:#x}"
@@ -1174,7 +1108,7 @@ fn hostile_alp_columns_fail_cleanly() {
     }
     // Exception rows that do not ascend, or reach past the table.
     for rows in [[9u64, 9], [9, 3], [9, 1500]] {
-        alp_file(&path, &digits, &[2, 2], &rows, &[0, 0]);
+        common::alp_file(&path, &digits, &[2, 2], &rows, &[0, 0]);
         assert!(
             matches!(read(&path), Err(Error::ValueOutOfRange { .. })),
             "rows {rows:?}"

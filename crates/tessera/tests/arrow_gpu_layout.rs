@@ -5,6 +5,8 @@
 //! compared exactly; then one field leaves through the Arrow C Device Data Interface. Skips with
 //! a printed reason without a GPU, unless TESSERA_REQUIRE_GPU=1.
 
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::types::Int16Type;
@@ -284,74 +286,6 @@ fn gpu_arrow_layout_matches_the_cpu_reader_buffer_for_buffer() {
     assert!(a.is_released());
 }
 
-/// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
-/// exceptions can hold what no writer writes.
-fn alp_file(path: &std::path::Path, digits: &[i64], params: &[u16], rows: &[u64], bits: &[u64]) {
-    use tessera::codecs::column::encode_values_with;
-    use tessera::format::container::ContainerWriter;
-    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
-    use tessera::LogicalType;
-    let mut w = ContainerWriter::create(path).expect("create");
-    let mut cols = Vec::new();
-    for (name, ty, raw, n) in [
-        (
-            "x",
-            LogicalType::I64,
-            digits
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>(),
-            digits.len(),
-        ),
-        (
-            "x.alp_params",
-            LogicalType::U16,
-            params.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            params.len(),
-        ),
-        (
-            "x.exception_rows",
-            LogicalType::U64,
-            rows.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            rows.len(),
-        ),
-        (
-            "x.exception_bits",
-            LogicalType::U64,
-            bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            bits.len(),
-        ),
-    ] {
-        let c = w.add_column(name, ty, None).expect("column");
-        if n > 0 {
-            let mut out = Vec::new();
-            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
-                .expect("encode");
-            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
-        }
-        cols.push(c as u32);
-    }
-    w.set_table(TableMeta {
-        row_count: digits.len() as u64,
-        metadata: vec![],
-        fields: vec![FieldMeta {
-            name: "x".into(),
-            ty: FieldType::Float64,
-            nullable: false,
-            arrow_dictionary: None,
-            metadata: vec![],
-            columns: vec![
-                (Role::Values, cols[0]),
-                (Role::AlpParams, cols[1]),
-                (Role::ExceptionRows, cols[2]),
-                (Role::ExceptionBits, cols[3]),
-            ],
-        }],
-    })
-    .expect("table");
-    w.finish().expect("finish");
-}
-
 /// Params, exception rows, exception bits, and whether the CPU accepts them.
 type AlpCase = (Vec<u16>, Vec<u64>, Vec<u64>, bool);
 
@@ -381,7 +315,7 @@ fn hostile_alp_columns_fail_on_the_gpu_as_on_the_cpu() {
     }
     let gpu = gpu();
     for (params, rows, bits, valid) in cases {
-        alp_file(&path, &digits, &params, &rows, &bits);
+        common::alp_file(&path, &digits, &params, &rows, &bits);
         let t = TableReader::open(&path).expect("open");
         let r = ArrowTableReader::new(&t, None).expect("table");
         let cpu = r.read_all(&mut Engine::cpu());
