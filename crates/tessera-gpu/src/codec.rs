@@ -70,11 +70,18 @@ pub static DECODERS: &[&dyn GpuDecoder] = &[
 /// The decoder that takes chunks of `codec` in a column of type `ty` (always one: the host
 /// decoder takes whatever no kernel serves).
 pub fn decoder_for(codec: CodecId, ty: LogicalType) -> &'static dyn GpuDecoder {
+    DECODERS[decoder_index(codec, ty)]
+}
+
+/// The position in [`DECODERS`] of [`decoder_for`]'s decoder: how chunks are grouped into
+/// batches. Decoders are told apart by position, never by address: they are zero-sized, and
+/// zero-sized statics may share one address (in release builds they do), which once grouped
+/// plain chunks with LLL ones.
+fn decoder_index(codec: CodecId, ty: LogicalType) -> usize {
     DECODERS
         .iter()
-        .copied()
-        .find(|d| d.serves(codec, ty))
-        .unwrap_or(&HostDecoder)
+        .position(|d| d.serves(codec, ty))
+        .unwrap_or(DECODERS.len() - 1)
 }
 
 /// Decoded bytes of a chunk of `value_count` values of `ty`.
@@ -144,10 +151,10 @@ impl<'a> ResidentColumn<'a> {
                 error: Error::InvalidArgument("decoded column size overflows".into()),
             })?;
         }
-        let mut groups: Vec<(&'static dyn GpuDecoder, Vec<usize>)> = Vec::new();
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         for (k, c) in chunks.iter().enumerate() {
-            let d = decoder_for(c.codec, ty);
-            match groups.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, d)) {
+            let d = decoder_index(c.codec, ty);
+            match groups.iter_mut().find(|(g, _)| *g == d) {
                 Some((_, ks)) => ks.push(k),
                 None => groups.push((d, vec![k])),
             }
@@ -155,6 +162,7 @@ impl<'a> ResidentColumn<'a> {
         let whole = groups.len() == 1;
         let mut batches = Vec::with_capacity(groups.len());
         for (d, ks) in groups {
+            let d = DECODERS[d];
             let refs: Vec<ChunkRef<'a>> = ks.iter().map(|&k| chunks[k]).collect();
             let fail = |error| BatchError {
                 chunks: ks.clone(),
@@ -269,11 +277,9 @@ pub fn decode_to_host(
 ) -> std::result::Result<(), BatchError> {
     let all = || (0..chunks.len()).collect::<Vec<_>>();
     if let Some(first) = chunks.first() {
-        let d = decoder_for(first.codec, ty);
-        if chunks
-            .iter()
-            .all(|c| std::ptr::addr_eq(decoder_for(c.codec, ty), d))
-        {
+        let i = decoder_index(first.codec, ty);
+        let d = DECODERS[i];
+        if chunks.iter().all(|c| decoder_index(c.codec, ty) == i) {
             if let Some(r) = d.decode_to_host(gpu, ty, chunks, out) {
                 return r.map_err(|error| BatchError {
                     chunks: all(),

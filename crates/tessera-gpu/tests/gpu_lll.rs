@@ -514,6 +514,72 @@ fn many_chunks_device_resident_every_variant() {
     lll::decode_device(gpu, &input, &mut d_out).expect("decode_device");
 }
 
+/// The Arrow table writer's binary fields: a bytes column of many 1,024-byte chunks (one short
+/// strip each, not the last of the batch) of short byte sequences. Every variant decodes the
+/// batch twice from the same device input, so a kernel that wrote into its input fails the
+/// second pass; a failure names the chunks that also fail alone.
+#[test]
+fn many_small_chunks_decode_twice_from_one_input() {
+    let Some(gpu) = gpu() else { return };
+    let mut data = Vec::new();
+    for i in 0..5000usize {
+        if i % 6 != 4 {
+            data.extend((0..i % 37).map(|k| (i * 13 + k) as u8));
+        }
+    }
+    let mut r = rng();
+    data.extend_from_slice(&text_like(&mut r, 20_000));
+    let lens: Vec<usize> = data.chunks(1024).map(<[u8]>::len).collect();
+    let payloads: Vec<Vec<u8>> = data.chunks(1024).map(|c| encode(c).0).collect();
+    let refs: Vec<(&[u8], usize)> = payloads
+        .iter()
+        .zip(&lens)
+        .map(|(p, &n)| (p.as_slice(), n))
+        .collect();
+    let input = DeviceLll::upload(gpu, &refs).expect("upload");
+    let mut d_out = gpu.alloc::<u8>(data.len() + 64).expect("alloc");
+    let alone = |k: usize| -> String {
+        let mut out = vec![0u8; lens[k]];
+        match lll::decode(gpu, refs[k].0, &mut out) {
+            Ok(()) if out == data[k * 1024..k * 1024 + lens[k]] => "ok".into(),
+            Ok(()) => "wrong bytes".into(),
+            Err(e) => e.to_string(),
+        }
+    };
+    for v in Variant::ALL {
+        for pass in 0..2 {
+            gpu.fill_bytes(&mut d_out, POISON).expect("poison");
+            hooks::enqueue_decode(gpu, &input, &mut d_out, v).expect("launch");
+            if let Err(e) = lll::finish_decode(gpu, &input) {
+                let bad: Vec<String> = (0..refs.len())
+                    .map(|k| (k, alone(k)))
+                    .filter(|(_, s)| s != "ok")
+                    .map(|(k, s)| format!("{k}: {s}"))
+                    .take(5)
+                    .collect();
+                panic!(
+                    "variant {} pass {pass} of {} chunks: {e}; alone: {bad:?}",
+                    v.name(),
+                    refs.len()
+                );
+            }
+            let mut back = vec![0u8; data.len() + 64];
+            gpu.download(&d_out, &mut back).expect("download");
+            if let Some(i) = (0..data.len()).find(|&i| back[i] != data[i]) {
+                panic!(
+                    "variant {} pass {pass}: first difference at byte {i}",
+                    v.name()
+                );
+            }
+            assert!(
+                back[data.len()..].iter().all(|&b| b == POISON),
+                "variant {} wrote past the output",
+                v.name()
+            );
+        }
+    }
+}
+
 #[test]
 fn truncated_payloads_give_the_cpu_error() {
     let Some(gpu) = gpu() else { return };
