@@ -6,66 +6,18 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
+use common::{fails, ok, stderr, stdout, tessera};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use tessera_format::container::ContainerWriter;
 use tessera_format::{CodecId, LogicalType};
 
 const TYPES: [&str; 8] = ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64"];
 const CODECS: [&str; 5] = ["auto", "plain", "for", "dfor", "rfor"];
-
-/// The binary under test: `TESSERA_BIN` when set (test executables bundled for another machine
-/// cannot use the build machine's path), else the one cargo built for this test.
-fn bin() -> PathBuf {
-    std::env::var_os("TESSERA_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
-}
-
-fn tessera(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    Command::new(bin())
-        .args(args.iter().map(|a| a.as_ref()))
-        .env("RUST_BACKTRACE", "1") // a panic would print a backtrace: the tests check there is none
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn assert_ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
-    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
-}
-
-/// Exit status 1 and exactly one stderr line, `error: ...`, with no panic or backtrace.
-fn assert_fails(o: &Output, what: &str) -> String {
-    let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{what}: status {:?}, stderr: {err}",
-        o.status
-    );
-    assert_eq!(err.lines().count(), 1, "{what}: not one line: {err:?}");
-    assert!(err.starts_with("error: "), "{what}: {err:?}");
-    for bad in ["panicked", "backtrace", "RUST_BACKTRACE", "internal error"] {
-        assert!(!err.contains(bad), "{what}: {err:?}");
-    }
-    err
-}
 
 /// Deterministic raw bytes whose values have some structure (so codecs pack them), any width.
 fn sample(len: usize, seed: u64) -> Vec<u8> {
@@ -123,9 +75,9 @@ fn round_trip_every_codec_and_type() {
                 &input,
                 &packed,
             ]);
-            assert_ok(&o);
+            ok(&o);
             let o = tessera(&[&"decompress", &"-f", &"--device", &"cpu", &packed, &output]);
-            assert_ok(&o);
+            ok(&o);
             assert!(
                 std::fs::read(&output).unwrap() == raw,
                 "{ty} {codec}: round trip differs"
@@ -146,7 +98,7 @@ fn auto_device_round_trip_reports_the_device() {
     let raw = sample(3 * 1024 * 4 + 8, 99);
     std::fs::write(&input, &raw).unwrap();
     let packed = dir.path().join("v.tsr");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"i32",
@@ -157,7 +109,7 @@ fn auto_device_round_trip_reports_the_device() {
     ]));
     let out = dir.path().join("v.out");
     let o = tessera(&[&"decompress", &packed, &out]);
-    assert_ok(&o);
+    ok(&o);
     assert!(std::fs::read(&out).unwrap() == raw);
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -173,9 +125,9 @@ fn empty_input_round_trips() {
     let input = dir.path().join("empty.bin");
     std::fs::write(&input, b"").unwrap();
     let packed = dir.path().join("e.tsr");
-    assert_ok(&tessera(&[&"compress", &"--type", &"u64", &input, &packed]));
+    ok(&tessera(&[&"compress", &"--type", &"u64", &input, &packed]));
     let out = dir.path().join("e.out");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"decompress",
         &"--device",
         &"cpu",
@@ -184,7 +136,7 @@ fn empty_input_round_trips() {
     ]));
     assert_eq!(std::fs::read(&out).unwrap().len(), 0);
     let o = tessera(&[&"inspect", &"--json", &packed]);
-    assert_ok(&o);
+    ok(&o);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["columns"][0]["values"], 0);
     assert_eq!(v["columns"][0]["chunks"], 0);
@@ -197,7 +149,7 @@ fn inspect_reports_columns() {
     let raw: Vec<u8> = (0u32..5000).flat_map(|v| (v * 3).to_le_bytes()).collect();
     std::fs::write(&input, &raw).unwrap();
     let packed = dir.path().join("d.tsr");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"u32",
@@ -210,7 +162,7 @@ fn inspect_reports_columns() {
     ]));
 
     let o = tessera(&[&"inspect", &"--json", &packed]);
-    assert_ok(&o);
+    ok(&o);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let col = &v["columns"][0];
     assert_eq!(v["columns"].as_array().unwrap().len(), 1);
@@ -234,7 +186,7 @@ fn inspect_reports_columns() {
     );
 
     let o = tessera(&[&"inspect", &packed]);
-    assert_ok(&o);
+    ok(&o);
     let text = stdout(&o);
     assert!(
         text.contains("ids")
@@ -254,7 +206,7 @@ fn inspect_reports_columns() {
     }
 
     // A fixed codec shows just its name.
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--force",
         &"--type",
@@ -288,13 +240,13 @@ fn several_columns_need_column_choice() {
     }
     w.finish().unwrap();
     let out = dir.path().join("o");
-    let err = assert_fails(&tessera(&[&"decompress", &path, &out]), "no --column");
+    let err = fails(&tessera(&[&"decompress", &path, &out]), "no --column");
     assert!(err.contains("--column") && err.contains("a, b"), "{err}");
-    assert_fails(
+    fails(
         &tessera(&[&"decompress", &"--column", &"zz", &path, &out]),
         "unknown column",
     );
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"decompress",
         &"--column",
         &"b",
@@ -322,7 +274,7 @@ fn bad_input_fails_with_one_line() {
     let good_raw = d.join("good.bin");
     std::fs::write(&good_raw, sample(8192, 4)).unwrap();
     let good = d.join("good.tsr");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"u32",
@@ -455,7 +407,7 @@ fn bad_input_fails_with_one_line() {
         ),
     ];
     for (what, args, needle) in cases {
-        let err = assert_fails(&tessera(&args), what);
+        let err = fails(&tessera(&args), what);
         assert!(
             err.contains(needle),
             "{what}: {err:?} should mention {needle:?}"
@@ -476,7 +428,7 @@ fn help_and_version_exit_zero() {
         vec!["compress", "--help"],
         vec!["help", "decompress"],
     ] {
-        let o = Command::new(bin()).args(&args).output().unwrap();
+        let o = Command::new(common::bin()).args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{args:?}");
         assert!(!o.stdout.is_empty(), "{args:?}");
     }
@@ -489,7 +441,7 @@ fn gpu_device_without_a_gpu_fails_cleanly() {
     let raw = sample(4096, 5);
     std::fs::write(&input, &raw).unwrap();
     let packed = dir.path().join("g.tsr");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"u32",
@@ -502,17 +454,17 @@ fn gpu_device_without_a_gpu_fails_cleanly() {
     let o = tessera(&[&"decompress", &"--device", &"gpu", &packed, &out]);
     match tessera_gpu::Gpu::new() {
         Err(_) => {
-            let err = assert_fails(&o, "--device gpu");
+            let err = fails(&o, "--device gpu");
             assert!(err.contains("GPU"), "{err}");
             assert!(!out.exists());
-            assert_fails(
+            fails(
                 &tessera(&[&"demo", &"--values", &"1000", &"--device", &"gpu"]),
                 "demo --device gpu",
             );
         }
         Ok(_) => {
             // On a GPU machine the same command must decode correctly.
-            assert_ok(&o);
+            ok(&o);
             assert!(std::fs::read(&out).unwrap() == raw);
             assert!(stderr(&o).starts_with("device: gpu"), "{}", stderr(&o));
         }
@@ -530,7 +482,7 @@ fn demo_runs_on_small_data() {
         &"--device",
         &"cpu",
     ]);
-    assert_ok(&o);
+    ok(&o);
     let text = stdout(&o);
     for name in [
         "uniform-b4",
@@ -562,7 +514,7 @@ fn demo_runs_on_small_data() {
         assert!(text.contains(h), "{h}: {text}");
     }
     // Under auto the demo runs on whatever is there.
-    assert_ok(&tessera(&[&"demo", &"--values", &"700"]));
+    ok(&tessera(&[&"demo", &"--values", &"700"]));
 }
 
 #[test]
@@ -574,7 +526,7 @@ fn compress_overwrites_atomically() {
     std::fs::write(&packed, b"previous contents").unwrap();
     // A failing compress (odd length for u64) leaves the old file in place.
     std::fs::write(dir.path().join("odd.bin"), [0u8; 12]).unwrap();
-    assert_fails(
+    fails(
         &tessera(&[
             &"compress",
             &"--force",
@@ -586,7 +538,7 @@ fn compress_overwrites_atomically() {
         "odd",
     );
     assert_eq!(std::fs::read(&packed).unwrap(), b"previous contents");
-    assert_ok(&tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--force",
         &"--type",
@@ -594,6 +546,6 @@ fn compress_overwrites_atomically() {
         &input,
         &packed,
     ]));
-    assert_ok(&tessera(&[&"inspect", &packed]));
+    ok(&tessera(&[&"inspect", &packed]));
     assert_eq!(files_in(dir.path()), ["odd.bin", "x.bin", "x.tsr"]);
 }

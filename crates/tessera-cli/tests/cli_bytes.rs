@@ -8,40 +8,11 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> PathBuf {
-    std::env::var_os("TESSERA_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
-}
+use common::{fails, ok, tessera};
 
-fn tessera(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    Command::new(bin())
-        .args(args.iter().map(|a| a.as_ref()))
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .unwrap()
-}
-
-fn ok(o: Output) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "status {:?}: {err}", o.status);
-    assert!(!err.contains("panicked"), "{err}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn fails(o: Output, what: &str) -> String {
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(1), "{what}: {err}");
-    assert_eq!(err.lines().count(), 1, "{what}: {err}");
-    assert!(
-        err.starts_with("error: ") && !err.contains("panicked"),
-        "{what}: {err}"
-    );
-    err
-}
+use std::path::Path;
 
 /// xorshift, so the data differ run to run only by the seed printed.
 struct Rng(u64);
@@ -84,8 +55,8 @@ fn round_trip(dir: &Path, ty: &str, codec: &str, input: &[u8], extra: &[&str]) {
     }
     args.push(&src);
     args.push(&tsr);
-    ok(tessera(&args));
-    ok(tessera(&[&"decompress", &tsr, &back]));
+    ok(&tessera(&args));
+    ok(&tessera(&[&"decompress", &tsr, &back]));
     assert!(
         std::fs::read(&back).unwrap() == input,
         "{ty} {codec}: output differs from input ({} bytes)",
@@ -183,7 +154,7 @@ fn lll_segment_bytes_reach_the_payloads() {
         }
         a.push(&src);
         a.push(&tsr);
-        let err = fails(tessera(&a), what);
+        let err = fails(&tessera(&a), what);
         assert!(err.contains("--segment-bytes"), "{what}: {err}");
         assert!(!tsr.exists(), "{what}: an output was written");
     }
@@ -274,7 +245,7 @@ fn bits_columns_round_trip_with_exact_lengths() {
     let src = dir.path().join("pad");
     std::fs::write(&src, [0xffu8]).unwrap();
     fails(
-        tessera(&[
+        &tessera(&[
             &"compress",
             &"--type",
             &"bits",
@@ -286,7 +257,7 @@ fn bits_columns_round_trip_with_exact_lengths() {
         "padding bit set",
     );
     fails(
-        tessera(&[
+        &tessera(&[
             &"compress",
             &"--type",
             &"bits",
@@ -298,7 +269,7 @@ fn bits_columns_round_trip_with_exact_lengths() {
         "length mismatch",
     );
     fails(
-        tessera(&[
+        &tessera(&[
             &"compress",
             &"--type",
             &"bits",
@@ -345,7 +316,7 @@ fn utf8_columns_restore_the_input_exactly() {
     let bad = dir.path().join("bad.txt");
     std::fs::write(&bad, b"fine\n\xff\xfe\n").unwrap();
     let err = fails(
-        tessera(&[
+        &tessera(&[
             &"compress",
             &"--type",
             &"utf8",
@@ -380,7 +351,7 @@ fn bitmap_ops_equal_plain_bitwise_results() {
     std::fs::write(&pa, packed(&a)).unwrap();
     std::fs::write(&pb, packed(&b)).unwrap();
     let (ta, tb) = (dir.path().join("a.tsr"), dir.path().join("b.tsr"));
-    ok(tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"bits",
@@ -391,7 +362,7 @@ fn bitmap_ops_equal_plain_bitwise_results() {
         &pa,
         &ta,
     ]));
-    ok(tessera(&[
+    ok(&tessera(&[
         &"compress",
         &"--type",
         &"bits",
@@ -410,8 +381,8 @@ fn bitmap_ops_equal_plain_bitwise_results() {
     ] {
         let out = dir.path().join(format!("{op}.tsr"));
         let raw = dir.path().join(format!("{op}.bin"));
-        ok(tessera(&[&"bitmap", &op, &ta, &tb, &out]));
-        ok(tessera(&[&"decompress", &out, &raw]));
+        ok(&tessera(&[&"bitmap", &op, &ta, &tb, &out]));
+        ok(&tessera(&[&"decompress", &out, &raw]));
         let want: Vec<bool> = a.iter().zip(&b).map(|(&x, &y)| f(x, y)).collect();
         assert!(std::fs::read(&raw).unwrap() == packed(&want), "{op}");
     }
@@ -419,9 +390,9 @@ fn bitmap_ops_equal_plain_bitwise_results() {
     let short = dir.path().join("s.bin");
     std::fs::write(&short, packed(&a[..1000])).unwrap();
     let ts = dir.path().join("s.tsr");
-    ok(tessera(&[&"compress", &"--type", &"bits", &short, &ts]));
+    ok(&tessera(&[&"compress", &"--type", &"bits", &short, &ts]));
     fails(
-        tessera(&[&"bitmap", &"and", &ta, &ts, &dir.path().join("z.tsr")]),
+        &tessera(&[&"bitmap", &"and", &ta, &ts, &dir.path().join("z.tsr")]),
         "lengths differ",
     );
 }
@@ -449,9 +420,9 @@ fn index_queries_equal_a_scan() {
         dir.path().join("b.tsr"),
         dir.path().join("ix.tsr"),
     );
-    ok(tessera(&[&"compress", &"--type", &"i16", &pa, &ta]));
-    ok(tessera(&[&"compress", &"--type", &"u32", &pb, &tb]));
-    ok(tessera(&[
+    ok(&tessera(&[&"compress", &"--type", &"i16", &pa, &ta]));
+    ok(&tessera(&[&"compress", &"--type", &"u32", &pb, &tb]));
+    ok(&tessera(&[
         &"index",
         &"build",
         &"--column",
@@ -460,7 +431,7 @@ fn index_queries_equal_a_scan() {
         &tb,
         &ix,
     ]));
-    let out = ok(tessera(&[
+    let out = ok(&tessera(&[
         &"index",
         &"query",
         &ix,
@@ -481,15 +452,15 @@ fn index_queries_equal_a_scan() {
     let got: Vec<usize> = lines.map(|l| l.parse().unwrap()).collect();
     assert_eq!(got, want);
     fails(
-        tessera(&[&"index", &"query", &ix, &"--in", &"3"]),
+        &tessera(&[&"index", &"query", &ix, &"--in", &"3"]),
         "several columns, no name",
     );
     fails(
-        tessera(&[&"index", &"query", &ix, &"--range", &"a=1..x"]),
+        &tessera(&[&"index", &"query", &ix, &"--range", &"a=1..x"]),
         "bad range",
     );
     fails(
-        tessera(&[&"index", &"query", &ta, &"--in", &"3"]),
+        &tessera(&[&"index", &"query", &ta, &"--in", &"3"]),
         "not an index",
     );
 }

@@ -11,39 +11,25 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
+use common::{bin, command, fails, ok, stderr, stdout, tessera};
+
 use std::ffi::{CString, OsStr};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use tessera_format::container::ContainerWriter;
 use tessera_format::{CodecId, LogicalType};
 
-fn bin() -> PathBuf {
-    std::env::var_os("TESSERA_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
-}
-
-fn cmd(args: &[&dyn AsRef<OsStr>]) -> Command {
-    let mut c = Command::new(bin());
-    c.args(args.iter().map(|a| a.as_ref()))
-        .env("RUST_BACKTRACE", "1")
-        .env_remove("TESSERA_NAMED_TEMP_FILES");
-    c
-}
-
-fn tessera(args: &[&dyn AsRef<OsStr>]) -> Output {
-    cmd(args).stdin(Stdio::null()).output().unwrap()
-}
-
 /// Runs with `input` on stdin.
 fn tessera_in(args: &[&dyn AsRef<OsStr>], input: &[u8]) -> Output {
-    let mut child = cmd(args)
+    let mut child = command(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -57,37 +43,6 @@ fn tessera_in(args: &[&dyn AsRef<OsStr>], input: &[u8]) -> Output {
     let out = child.wait_with_output().unwrap();
     feeder.join().unwrap();
     out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
-    stdout(o)
-}
-
-/// Exit status 1, one `error:` line on stderr; returns it.
-fn fails(o: &Output, what: &str) -> String {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "{what}: {:?} {err}", o.status);
-    assert_eq!(err.lines().count(), 1, "{what}: {err:?}");
-    assert!(
-        err.starts_with("error: ") && !err.contains("panicked"),
-        "{what}: {err}"
-    );
-    err
 }
 
 fn names(dir: &Path) -> Vec<String> {
@@ -395,7 +350,7 @@ fn start_blocked_compress(
     out: &Path,
     named: bool,
 ) -> (Child, std::fs::File) {
-    let mut c = cmd(&[
+    let mut c = command(&[
         &"compress",
         &"--type",
         &"u32",
@@ -556,7 +511,7 @@ fn a_closed_pipe_ends_the_run_quietly() {
     let d = dir.path();
     let raw = values(2_000_000);
     let tsr = packed(d, "big", &raw);
-    let mut child = cmd(&[&"decompress", &"--device", &"cpu", &tsr, &"-"])
+    let mut child = command(&[&"decompress", &"--device", &"cpu", &tsr, &"-"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -574,7 +529,7 @@ fn a_closed_pipe_ends_the_run_quietly() {
     // index query --ids | head
     let ix = d.join("ix.tsr");
     ok(&tessera(&[&"index", &"build", &"--column", &tsr, &ix]));
-    let mut child = cmd(&[
+    let mut child = command(&[
         &"index",
         &"query",
         &ix,

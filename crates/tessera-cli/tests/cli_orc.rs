@@ -6,45 +6,15 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
-use std::ffi::OsStr;
+mod common;
+
+use common::{fails_with, ok, stderr, tessera};
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
-fn bin() -> PathBuf {
-    std::env::var_os("TESSERA_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
-}
-
-fn tessera(args: &[&dyn AsRef<OsStr>]) -> Output {
-    Command::new(bin())
-        .args(args.iter().map(|a| a.as_ref()))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn fails(out: &Output, want: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line: {err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(lines[0].contains(want), "'{want}' in: {err}");
-}
 
 fn orc(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -100,13 +70,9 @@ fn orc_to_parquet_arrow_and_csv_equals_pyarrow() {
     let name = "pyarrow-0.12-zlib.orc";
     let want = expected(name);
     let pq = d.path().join("out.parquet");
-    let err = ok(&tessera(&[
-        &"decompress",
-        &"--device",
-        &"cpu",
-        &orc(name),
-        &pq,
-    ]));
+    let out = tessera(&[&"decompress", &"--device", &"cpu", &orc(name), &pq]);
+    ok(&out);
+    let err = stderr(&out);
     assert!(err.contains("500 rows"), "{err}");
     let got = parquet_rows(&pq);
     assert_eq!(got.num_rows(), 500);
@@ -177,19 +143,19 @@ fn bad_orc_input_exits_1_with_one_line_and_no_output() {
     let cut = d.path().join("cut.orc");
     std::fs::write(&cut, &good[..good.len() / 2]).unwrap();
     let out = d.path().join("out.parquet");
-    fails(&tessera(&[&"decompress", &cut, &out]), "cut.orc");
+    fails_with(&tessera(&[&"decompress", &cut, &out]), "cut.orc");
     assert!(!out.exists());
     let tsr = d.path().join("out.tsr");
-    fails(&tessera(&[&"compress", &cut, &tsr]), "cut.orc");
+    fails_with(&tessera(&[&"compress", &cut, &tsr]), "cut.orc");
     assert!(!tsr.exists());
     // Unsupported column types are named.
-    fails(
+    fails_with(
         &tessera(&[&"decompress", &orc("TestOrcFile.test1.orc"), &out]),
         "column `middle`: ORC type struct is not supported",
     );
     assert!(!out.exists());
     // ORC is an input format only.
-    fails(
+    fails_with(
         &tessera(&[&"decompress", &orc("decimal.orc"), &d.path().join("x.raw")]),
         "decompresses to a table",
     );
@@ -218,7 +184,7 @@ fn device_gpu_equals_cpu_or_fails_clearly() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        fails(&out, "GPU");
+        fails_with(&out, "GPU");
         assert!(!gpu.exists());
         eprintln!("skipped the GPU half: no GPU");
     }

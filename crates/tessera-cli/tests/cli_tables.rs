@@ -5,10 +5,14 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+mod common;
+
+use common::{bin, fails_with, ok, tessera};
+
 use std::ffi::OsStr;
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use arrow_array::{
@@ -18,39 +22,6 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-
-fn bin() -> PathBuf {
-    std::env::var_os("TESSERA_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tessera")))
-}
-
-fn tessera(args: &[&dyn AsRef<OsStr>]) -> Output {
-    Command::new(bin())
-        .args(args.iter().map(|a| a.as_ref()))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Exit 1 with one `error:` line mentioning `want`.
-fn fails(out: &Output, want: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line: {err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    assert!(lines[0].contains(want), "'{want}' in: {err}");
-}
 
 fn sample(n: usize) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![
@@ -195,7 +166,7 @@ fn columns_on_both_sides() {
     assert_eq!(lines.next(), Some("0,"));
     assert_eq!(lines.next(), Some("1,Lima"));
     assert_eq!(text.lines().count(), 101);
-    fails(
+    fails_with(
         &tessera(&[&"decompress", &"-f", &"--columns", &"nope", &tsr, &csv]),
         "nope",
     );
@@ -228,7 +199,7 @@ fn csv_bad_row_names_row_and_column() {
     text.push_str("oops,w\n");
     std::fs::write(&csv, text).unwrap();
     let out = tessera(&[&"compress", &csv, &tsr]);
-    fails(&out, "line");
+    fails_with(&out, "line");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("oops"), "{err}");
     assert!(!tsr.exists(), "no partial output");
@@ -240,7 +211,7 @@ fn corrupt_inputs_fail_cleanly() {
     let tsr = dir.path().join("t.tsr");
     let pq = dir.path().join("bad.parquet");
     std::fs::write(&pq, b"PAR1 this is not parquet at all PAR1").unwrap();
-    fails(&tessera(&[&"compress", &pq, &tsr]), "bad.parquet");
+    fails_with(&tessera(&[&"compress", &pq, &tsr]), "bad.parquet");
     assert!(!tsr.exists());
 
     // A real Parquet file cut in half.
@@ -249,12 +220,12 @@ fn corrupt_inputs_fail_cleanly() {
     let bytes = std::fs::read(&good).unwrap();
     let cut = dir.path().join("cut.parquet");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-    fails(&tessera(&[&"compress", &cut, &tsr]), "cut.parquet");
+    fails_with(&tessera(&[&"compress", &cut, &tsr]), "cut.parquet");
     assert!(!tsr.exists());
 
     let arrow = dir.path().join("bad.arrow");
     std::fs::write(&arrow, b"ARROW1\0\0garbage").unwrap();
-    fails(&tessera(&[&"compress", &arrow, &tsr]), "bad.arrow");
+    fails_with(&tessera(&[&"compress", &arrow, &tsr]), "bad.arrow");
     assert!(!tsr.exists());
 }
 
@@ -273,7 +244,7 @@ fn unsupported_type_names_the_column() {
     ])
     .unwrap();
     write_parquet(&pq, &b);
-    fails(&tessera(&[&"compress", &pq, &tsr]), "column 'tags'");
+    fails_with(&tessera(&[&"compress", &pq, &tsr]), "column 'tags'");
     assert!(!tsr.exists());
 }
 
@@ -287,12 +258,12 @@ fn raw_files_still_need_type_and_work() {
     );
     let vals: Vec<u8> = (0u32..1000).flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(&raw, &vals).unwrap();
-    fails(&tessera(&[&"compress", &raw, &tsr]), "--type");
+    fails_with(&tessera(&[&"compress", &raw, &tsr]), "--type");
     ok(&tessera(&[&"compress", &"--type", &"u32", &raw, &tsr]));
     ok(&tessera(&[&"decompress", &tsr, &back]));
     assert_eq!(std::fs::read(&back).unwrap(), vals);
     // A file of plain columns is not a table.
-    fails(
+    fails_with(
         &tessera(&[&"decompress", &tsr, &dir.path().join("x.parquet")]),
         "not an Arrow table",
     );
