@@ -8,7 +8,7 @@ use common::*;
 use rand::Rng;
 use tessera_codecs::column;
 use tessera_format::{CodecId, LogicalType};
-use tessera_gpu::{codec, ChunkRef};
+use tessera_gpu::codec;
 
 const POISON: u8 = 0xA5;
 
@@ -23,14 +23,7 @@ fn check_column(ty: LogicalType, chunks: &[(CodecId, Vec<u8>, u32)], what: &str)
             .expect("CPU decodes its own payload");
         expected.extend_from_slice(&out);
     }
-    let refs: Vec<ChunkRef<'_>> = chunks
-        .iter()
-        .map(|(c, p, n)| ChunkRef {
-            codec: *c,
-            payload: p,
-            value_count: *n,
-        })
-        .collect();
+    let refs = chunk_refs(chunks);
 
     let mut host_out = vec![POISON; expected.len()];
     gpu.decode_column(ty, &refs, &mut host_out)
@@ -184,14 +177,7 @@ fn bytes_columns_of_lll_huffman_and_plain_chunks_match_the_cpu() {
         expected.extend_from_slice(&raw);
         chunks.push((codec, payload, n as u32));
     }
-    let refs: Vec<ChunkRef<'_>> = chunks
-        .iter()
-        .map(|(c, p, n)| ChunkRef {
-            codec: *c,
-            payload: p,
-            value_count: *n,
-        })
-        .collect();
+    let refs = chunk_refs(&chunks);
     let d = codec::decode_to_device(gpu, LogicalType::Bytes, &refs)
         .unwrap_or_else(|e| panic!("decode_to_device: {}", e.error));
     let mut back = vec![POISON; expected.len()];

@@ -36,14 +36,7 @@ fn fused_sum_between_equals_the_cpu() {
             all.extend(lanes32(ty, &raw));
             chunks.push((codec, p, n as u32));
         }
-        let refs: Vec<ChunkRef<'_>> = chunks
-            .iter()
-            .map(|(c, p, n)| ChunkRef {
-                codec: *c,
-                payload: p,
-                value_count: *n,
-            })
-            .collect();
+        let refs = chunk_refs(&chunks);
         let qs: Vec<Chunk<'_>> = chunks
             .iter()
             .map(|(c, p, n)| Chunk {

@@ -143,3 +143,15 @@ pub fn lanes64(ty: LogicalType, raw: &[u8]) -> Vec<u64> {
         })
         .collect()
 }
+
+/// The chunk references of `(codec, payload, value_count)` triples.
+pub fn chunk_refs(chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<tessera_gpu::ChunkRef<'_>> {
+    chunks
+        .iter()
+        .map(|(c, p, n)| tessera_gpu::ChunkRef {
+            codec: *c,
+            payload: p,
+            value_count: *n,
+        })
+        .collect()
+}
