@@ -164,3 +164,40 @@ fn hostile_input_gives_typed_errors() {
         Err(Error::InvalidHeader { .. })
     ));
 }
+
+/// A single-member file of more than `PARALLEL_MIN_BYTES`, decoded with four threads (the
+/// parallel inflater) equals its input; a flipped byte or a cut gives an error, never a panic.
+#[test]
+fn a_large_single_member_decodes_in_parallel() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let mut data = text(&mut rng, 6 << 20);
+    let noise: Vec<u8> = (0..(12 << 20)).map(|_| rng.random::<u8>() & 0x3f).collect();
+    data.extend_from_slice(&noise);
+    let file = member(&data, 6, true, false, false);
+    assert!(
+        file.len() >= deflate::PARALLEL_MIN_BYTES,
+        "{} bytes",
+        file.len()
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(deflate::PARALLEL_MIN_THREADS)
+        .build()
+        .expect("pool");
+    pool.install(|| {
+        let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
+        assert!(out == data, "parallel gunzip differs");
+        assert!(deflate::gzip_decompress(&file, data.len() - 1).is_err());
+        for at in [file.len() / 3, file.len() / 2, file.len() - 12] {
+            let mut bad = file.clone();
+            bad[at] ^= 0x10;
+            assert!(
+                deflate::gzip_decompress(&bad, data.len()).is_err(),
+                "flip at {at}"
+            );
+            assert!(
+                deflate::gzip_decompress(&file[..at], data.len()).is_err(),
+                "cut at {at}"
+            );
+        }
+    });
+}

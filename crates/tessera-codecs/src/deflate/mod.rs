@@ -11,6 +11,14 @@
 //! Every output is bounded by a caller's limit, so a hostile stream cannot make us allocate
 //! more than the caller allowed.
 
+mod parallel;
+pub use parallel::{find_block_start, inflate_parallel};
+
+/// The smallest gzip file [`gzip_decompress`] inflates in parallel.
+pub const PARALLEL_MIN_BYTES: usize = 8 << 20;
+/// The fewest threads with which [`gzip_decompress`] inflates in parallel.
+pub const PARALLEL_MIN_THREADS: usize = 4;
+
 use miniz_oxide::inflate::core::inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
 use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
@@ -249,14 +257,35 @@ pub fn check_gzip_trailer(data: &[u8], trailer: &[u8], member_at: usize) -> Resu
 
 /// Decompresses a whole gzip file, every member (RFC 1952 §2.2: members follow each other),
 /// into at most `limit` bytes; each member's CRC-32 and ISIZE are checked.
+///
+/// A file of one member (no other offset where a gzip header parses) of at least
+/// [`PARALLEL_MIN_BYTES`] is inflated in parallel ([`inflate_parallel`]) when at least
+/// [`PARALLEL_MIN_THREADS`] threads are at hand: per core that decoder is slower than
+/// `miniz_oxide`, so fewer threads would not gain. Where it fails, the sequential decoder
+/// decides, so errors are the same either way.
 pub fn gzip_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = 0usize;
+    let threads = rayon::current_num_threads();
+    let parallel = threads >= PARALLEL_MIN_THREADS
+        && input.len() >= PARALLEL_MIN_BYTES
+        && !(1..input.len().saturating_sub(9))
+            .any(|p| input[p..p + 3] == [0x1f, 0x8b, 8] && gzip_header(&input[p..]).is_ok());
     loop {
         let h = gzip_header(&input[at..]).map_err(|e| shift(e, at))?;
         let data_at = at + h.len;
-        let (member, used) =
-            inflate(&input[data_at..], limit - out.len()).map_err(|e| shift(e, data_at))?;
+        let body = &input[data_at..];
+        let left = limit - out.len();
+        // A failure of the parallel decoder (corrupt data, or spans from false block candidates
+        // over their memory budget) is left to the sequential one, whose errors are the
+        // reference.
+        let (member, used) = match parallel.then(|| {
+            let span = (body.len() / (4 * threads)).clamp(1 << 20, 16 << 20);
+            inflate_parallel(body, left, span)
+        }) {
+            Some(Ok(r)) => r,
+            _ => inflate(body, left).map_err(|e| shift(e, data_at))?,
+        };
         let end = data_at + used;
         check_gzip_trailer(&member, &input[end..], at)?;
         out.extend_from_slice(&member);
