@@ -225,29 +225,34 @@ fn scan_chunks(
         bufs: vec![Vec::new(); cols.index.len()],
         holds: vec![usize::MAX; cols.index.len()],
     };
-    let mut sel: Vec<u32> = Vec::new();
-    let mut gidx: Vec<u32> = Vec::new();
+    // A chunk's rows at most: the selection never grows past them, so it is sized once.
+    let most = range
+        .clone()
+        .map(|c| cols.counts[c] as usize)
+        .max()
+        .unwrap_or(0);
+    let mut sel = vec![0u32; most];
+    let mut gidx = vec![0u32; most];
     for chunk in range {
+        let rows_in_chunk = cols.counts[chunk] as usize;
         let mut all = true;
         let mut have_gidx = false;
-        sel.clear();
-        gidx.clear();
+        let mut n = 0;
         for step in steps {
-            if !all && sel.is_empty() {
+            if !all && n == 0 {
                 break;
             }
             match *step {
                 Step::Filter(slot, f) => {
                     d.load(slot, chunk)?;
-                    scan::filter_rows(f, &d.bufs[slot], &mut sel, all);
+                    n = scan::filter_rows(f, &d.bufs[slot], &mut sel, n, all);
                 }
                 Step::Join(slot, index) => {
                     d.load(slot, chunk)?;
                     if !have_gidx {
-                        gidx.clear();
-                        gidx.resize(sel.len(), 0);
+                        gidx[..n].fill(0);
                     }
-                    probe(index, &d.bufs[slot], &mut sel, &mut gidx, all);
+                    n = probe(index, &d.bufs[slot], &mut sel, &mut gidx, n, all);
                     have_gidx = true;
                 }
             }
@@ -255,13 +260,15 @@ fn scan_chunks(
         }
         if all {
             // No step at all: every row, group 0.
-            sel.extend(0..cols.counts[chunk]);
+            n = rows_in_chunk;
+            for (i, s) in sel[..n].iter_mut().enumerate() {
+                *s = i as u32;
+            }
         }
         if !have_gidx {
-            gidx.clear();
-            gidx.resize(sel.len(), 0);
+            gidx[..n].fill(0);
         }
-        if sel.is_empty() {
+        if n == 0 {
             continue;
         }
         d.load(agg[0], chunk)?;
@@ -270,29 +277,40 @@ fn scan_chunks(
         }
         let a = &d.bufs[agg[0]];
         let b = agg.get(1).map_or(&[][..], |&b| &d.bufs[b][..]);
-        scan::aggregate(aggregate, a, b, &sel, &gidx, &mut sums, &mut rows);
+        scan::aggregate(aggregate, a, b, &sel[..n], &gidx[..n], &mut sums, &mut rows);
     }
     Ok((sums, rows))
 }
 
-/// Probes `keys` with `index`, one monomorphised loop per index layout.
-fn probe(index: &JoinIndex, keys: &[u32], sel: &mut Vec<u32>, gidx: &mut Vec<u32>, all: bool) {
-    fn with<P: Probe>(t: &P, keys: &[u32], sel: &mut Vec<u32>, gidx: &mut Vec<u32>, all: bool) {
+/// Probes `keys` with `index`, one monomorphised loop per index layout; returns the rows kept.
+fn probe(
+    index: &JoinIndex,
+    keys: &[u32],
+    sel: &mut [u32],
+    gidx: &mut [u32],
+    n: usize,
+    all: bool,
+) -> usize {
+    fn with<P: Probe>(
+        t: &P,
+        keys: &[u32],
+        sel: &mut [u32],
+        gidx: &mut [u32],
+        n: usize,
+        all: bool,
+    ) -> usize {
         if all {
             scan::probe_all(t, keys, sel, gidx)
         } else {
-            scan::probe_selected(t, keys, sel, gidx)
+            scan::probe_selected(t, keys, sel, gidx, n)
         }
     }
     match index {
-        JoinIndex::Empty => {
-            sel.clear();
-            gidx.clear();
-        }
-        JoinIndex::Bits(t) => with(t, keys, sel, gidx, all),
-        JoinIndex::Dense16(t) => with(t, keys, sel, gidx, all),
-        JoinIndex::Dense32(t) => with(t, keys, sel, gidx, all),
-        JoinIndex::Hash(t) => with(t, keys, sel, gidx, all),
+        JoinIndex::Empty => 0,
+        JoinIndex::Bits(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Dense16(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Dense32(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Hash(t) => with(t, keys, sel, gidx, n, all),
     }
 }
 

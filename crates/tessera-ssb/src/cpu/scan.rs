@@ -7,17 +7,15 @@ use tessera::gpu::ssb::plan::{Aggregate, Filter};
 
 use super::join::Probe;
 
-/// Keeps the rows of `sel` whose value passes `f`; with `all`, `sel` is every row of the chunk
-/// (not yet written).
-pub fn filter_rows(f: &Filter, values: &[u32], sel: &mut Vec<u32>, all: bool) {
-    if all {
-        sel.resize(values.len(), 0);
-    }
+/// Keeps the first `n` rows of `sel` whose value passes `f`, returning how many; with `all`,
+/// `sel` is every row of the chunk (not yet written). `sel` holds at least a chunk's rows, so
+/// no loop resizes (or clears) it.
+pub fn filter_rows(f: &Filter, values: &[u32], sel: &mut [u32], n: usize, all: bool) -> usize {
+    let n = if all { values.len() } else { n };
     let mut w = 0;
     if let [(lo, hi)] = f.ranges[..] {
         if lo > hi {
-            sel.clear();
-            return;
+            return 0;
         }
         // One range: one unsigned comparison a row.
         let range = hi - lo;
@@ -27,28 +25,27 @@ pub fn filter_rows(f: &Filter, values: &[u32], sel: &mut Vec<u32>, all: bool) {
                 w += (v.wrapping_sub(lo) <= range) as usize;
             }
         } else {
-            for r in 0..sel.len() {
+            for r in 0..n {
                 let i = sel[r];
                 sel[w] = i;
                 w += (values[i as usize].wrapping_sub(lo) <= range) as usize;
             }
         }
     } else {
-        for r in 0..sel.len() {
+        for r in 0..n {
             let i = if all { r as u32 } else { sel[r] };
             sel[w] = i;
             w += f.passes(values[i as usize]) as usize;
         }
     }
-    sel.truncate(w);
+    w
 }
 
 /// The first step of a chunk is a probe: every row's key looked up, the hits kept with their
-/// contribution.
+/// contribution; returns how many.
 #[inline(always)]
-pub fn probe_all<P: Probe>(t: &P, keys: &[u32], sel: &mut Vec<u32>, gidx: &mut Vec<u32>) {
-    sel.resize(keys.len(), 0);
-    gidx.resize(keys.len(), 0);
+pub fn probe_all<P: Probe>(t: &P, keys: &[u32], sel: &mut [u32], gidx: &mut [u32]) -> usize {
+    let (sel, gidx) = (&mut sel[..keys.len()], &mut gidx[..keys.len()]);
     let mut w = 0;
     for (i, &k) in keys.iter().enumerate() {
         let (hit, c) = t.lookup(k);
@@ -56,23 +53,28 @@ pub fn probe_all<P: Probe>(t: &P, keys: &[u32], sel: &mut Vec<u32>, gidx: &mut V
         gidx[w] = c;
         w += hit as usize;
     }
-    sel.truncate(w);
-    gidx.truncate(w);
+    w
 }
 
-/// A later probe: the selected rows' keys looked up, the hits kept, their contributions added.
+/// A later probe: the first `n` selected rows' keys looked up, the hits kept, their
+/// contributions added; returns how many.
 #[inline(always)]
-pub fn probe_selected<P: Probe>(t: &P, keys: &[u32], sel: &mut Vec<u32>, gidx: &mut Vec<u32>) {
+pub fn probe_selected<P: Probe>(
+    t: &P,
+    keys: &[u32],
+    sel: &mut [u32],
+    gidx: &mut [u32],
+    n: usize,
+) -> usize {
     let mut w = 0;
-    for r in 0..sel.len() {
+    for r in 0..n {
         let i = sel[r];
         let (hit, c) = t.lookup(keys[i as usize]);
         sel[w] = i;
         gidx[w] = gidx[r].wrapping_add(c);
         w += hit as usize;
     }
-    sel.truncate(w);
-    gidx.truncate(w);
+    w
 }
 
 /// Adds the selected rows' aggregate values into their groups.
