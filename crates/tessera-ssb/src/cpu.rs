@@ -9,11 +9,11 @@
 //!   dimension's key span (a bit a key for a join that only filters, a 16- or 32-bit
 //!   contribution to the group index otherwise), or the shared hash table when keys are not
 //!   dense;
-//! - **probe** (`scan`): per fact chunk (rayon, one task a core over contiguous chunk ranges,
-//!   every buffer reused across chunks), fact filters first, then the joins most selective
-//!   first (by the fraction of dimension rows that pass); each column is decoded at most once a
-//!   chunk and only while rows remain; a selection vector carries the passing rows and their
-//!   compact group index;
+//! - **probe** (`scan`): per fact chunk (rayon, one task a core, each taking the next chunk
+//!   when done with one, every buffer reused across chunks), fact filters first, then the
+//!   joins most selective first (by the fraction of dimension rows that pass); each column is
+//!   decoded at most once a chunk and only while rows remain; a selection vector carries the
+//!   passing rows and their compact group index;
 //! - **aggregate**: a dense array of (sum, count) per compact group and task, added at the end
 //!   and mapped back to the plan's group index.
 
@@ -26,6 +26,7 @@ use tessera::gpu::ssb::plan::{Aggregate, QueryPlan, QueryResult};
 use tessera::{CodecId, Error, Result, TableReader};
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dataset::Dataset;
 use join::{JoinIndex, Probe};
@@ -168,13 +169,18 @@ pub fn run(ds: &Dataset, fact: &str, p: &QueryPlan) -> Result<QueryResult> {
     let groups = groups as usize;
     let n_chunks = cols.counts.len();
     let tasks = rayon::current_num_threads().clamp(1, n_chunks.max(1));
-    let per = n_chunks.div_ceil(tasks).max(1);
     let cols = &cols;
+    // Tasks take the next chunk as they finish one: a core slowed by other work (or a short
+    // last chunk) leaves the rest to the others instead of holding up a fixed share.
+    let next = AtomicUsize::new(0);
     let partials = (0..tasks)
         .into_par_iter()
-        .map(|task| {
-            let range = (task * per).min(n_chunks)..((task + 1) * per).min(n_chunks);
-            scan_chunks(t, cols, &steps, &agg, &p.aggregate, groups, range)
+        .map(|_| {
+            let chunks = std::iter::from_fn(|| {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                (c < n_chunks).then_some(c)
+            });
+            scan_chunks(t, cols, &steps, &agg, &p.aggregate, groups, chunks)
         })
         .collect::<Result<Vec<_>>>()?;
     let mut sums = vec![0i64; groups];
@@ -207,7 +213,7 @@ pub fn run(ds: &Dataset, fact: &str, p: &QueryPlan) -> Result<QueryResult> {
     Ok(QueryResult { groups: out })
 }
 
-/// One task: chunks `range`, into its own aggregate arrays.
+/// One task: the chunks it is handed, into its own aggregate arrays.
 fn scan_chunks(
     t: &TableReader,
     cols: &FactColumns,
@@ -215,7 +221,7 @@ fn scan_chunks(
     agg: &[usize],
     aggregate: &Aggregate,
     groups: usize,
-    range: std::ops::Range<usize>,
+    chunks: impl Iterator<Item = usize>,
 ) -> Result<(Vec<i64>, Vec<u64>)> {
     let mut sums = vec![0i64; groups];
     let mut rows = vec![0u64; groups];
@@ -226,14 +232,10 @@ fn scan_chunks(
         holds: vec![usize::MAX; cols.index.len()],
     };
     // A chunk's rows at most: the selection never grows past them, so it is sized once.
-    let most = range
-        .clone()
-        .map(|c| cols.counts[c] as usize)
-        .max()
-        .unwrap_or(0);
+    let most = cols.counts.iter().map(|&c| c as usize).max().unwrap_or(0);
     let mut sel = vec![0u32; most];
     let mut gidx = vec![0u32; most];
-    for chunk in range {
+    for chunk in chunks {
         let rows_in_chunk = cols.counts[chunk] as usize;
         let mut all = true;
         let mut have_gidx = false;
