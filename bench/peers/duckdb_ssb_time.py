@@ -7,12 +7,19 @@ JSON: {"threads": N, "load_s": S, "queries": {"q1.1": {"ms": median, "rows": n},
 the one the DuckDB check test uses (crates/tessera-ssb/tests/duckdb_ssb.py), so the answers are
 the ones that test compares with tessera's.
 
+With --tessera FILE (the output of `tessera ssb run DIR --device cpu --repeat 3 --json`), the
+JSON also holds per query tessera's time and tessera / DuckDB, their geometric mean, and whether
+both returned the same number of rows; --markdown FILE also writes that comparison as a
+Markdown table to FILE.
+
 Usage: python3 bench/peers/duckdb_ssb_time.py CSV_DIR [--runs 3] [--threads N]
+           [--tessera FILE [--markdown FILE]]
 """
 
 import argparse
 import importlib.util
 import json
+import math
 import os
 import statistics
 import sys
@@ -33,6 +40,8 @@ def main():
     ap.add_argument("csv_dir")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--tessera", help="tessera ssb run --json output to compare with")
+    ap.add_argument("--markdown", help="write the comparison as a Markdown table to this file")
     a = ap.parse_args()
     import duckdb
 
@@ -55,8 +64,41 @@ def main():
             con.execute(sql).fetchall()
             times.append((time.perf_counter() - t) * 1e3)
         out["queries"][name] = {"ms": statistics.median(times), "rows": len(rows)}
+    if a.tessera:
+        compare(out, a.tessera)
+        if a.markdown:
+            with open(a.markdown, "w") as f:
+                markdown(out, f)
     json.dump(out, sys.stdout, indent=1)
     print()
+
+
+def compare(out, path):
+    """Adds tessera's times (ms), the ratio tessera / DuckDB and the geometric mean."""
+    with open(path) as f:
+        t = {q["name"]: q for q in json.load(f)["queries"]}
+    logs = []
+    for name, q in out["queries"].items():
+        if name not in t:
+            continue
+        q["tessera_ms"] = t[name]["ms"]
+        q["tessera_rows"] = len(t[name]["rows"])
+        q["ratio"] = q["tessera_ms"] / q["ms"]
+        logs.append(math.log(q["ratio"]))
+    if logs:
+        out["geomean_ratio"] = math.exp(sum(logs) / len(logs))
+
+
+def markdown(out, f):
+    print("| query | tessera CPU ms | DuckDB ms | tessera / DuckDB | rows (both) |", file=f)
+    print("| --- | ---: | ---: | ---: | ---: |", file=f)
+    for name, q in out["queries"].items():
+        if "ratio" not in q:
+            continue
+        rows = q["rows"] if q["rows"] == q["tessera_rows"] else f"{q['tessera_rows']} vs {q['rows']}"
+        print(f"| {name} | {q['tessera_ms']:.1f} | {q['ms']:.1f} | {q['ratio']:.2f} | {rows} |", file=f)
+    if "geomean_ratio" in out:
+        print(f"\nGeometric mean of tessera / DuckDB: **{out['geomean_ratio']:.2f}x**", file=f)
 
 
 if __name__ == "__main__":

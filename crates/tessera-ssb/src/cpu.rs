@@ -1,132 +1,41 @@
-//! The CPU executor of a [`QueryPlan`], on all cores: the same operators as the GPU kernels,
-//! a chunk at a time instead of a tile at a time.
+//! The CPU executor of a [`QueryPlan`], on all cores: the same operators as the GPU kernels
+//! (same meaning, same answers), laid out for a CPU core's caches.
 //!
-//! - **build**: each dimension's columns decoded, its rows filtered, and the passing keys put
-//!   with their payload into the shared open-addressing table ([`plan::hash_slot`]);
-//! - **probe**: per fact chunk (rayon over contiguous ranges of chunks, one accumulator a range),
-//!   load-and-decode each column a step needs, only while rows remain, into a reused buffer;
-//!   a selection vector of row indices carries the rows that passed so far and their group
-//!   index; a join's table holds only the dimension rows that pass its filters;
-//! - **aggregate**: a dense array of (sum, count) per group, the ranges' arrays added at the end.
+//! - **build** (`join`): each dimension's columns decoded and its rows filtered once; a
+//!   grouped join's payloads ranked among the values that pass, so the group index is
+//!   **compact** (the product of the distinct values that pass, not of the key domains: q4.3's
+//!   1,750,000 possible groups become at most 800), which keeps the per-thread aggregate arrays
+//!   in L1 and their merge trivial; each join laid out as a **join index**: an array over the
+//!   dimension's key span (a bit a key for a join that only filters, a 16- or 32-bit
+//!   contribution to the group index otherwise), or the shared hash table when keys are not
+//!   dense;
+//! - **probe** (`scan`): per fact chunk (rayon, one task a core, each taking the next chunk
+//!   when done with one, every buffer reused across chunks), fact filters first, then the
+//!   joins most selective first (by the fraction of dimension rows that pass); each column is
+//!   decoded at most once a chunk and only while rows remain; a selection vector carries the
+//!   passing rows and their compact group index;
+//! - **aggregate**: a dense array of (sum, count) per compact group and task, added at the end
+//!   and mapped back to the plan's group index.
 
-use tessera::gpu::ssb::plan::{self, Aggregate, Filter, QueryPlan, QueryResult, EMPTY_SLOT};
+mod join;
+mod scan;
+
+pub use join::HashTable;
+
+use tessera::gpu::ssb::plan::{Aggregate, QueryPlan, QueryResult};
 use tessera::{CodecId, Error, Result, TableReader};
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dataset::Dataset;
+use join::{JoinIndex, Probe};
 
-/// A built join hash table.
-#[derive(Debug, Clone)]
-pub struct HashTable {
-    pub bits: u32,
-    pub slots: Vec<u64>,
-}
-
-impl HashTable {
-    /// Builds the table of `keys` whose rows pass (`pass[i]`), holding `payload[i]`.
-    pub fn build(keys: &[u32], payloads: &[u32], pass: &[bool]) -> Result<HashTable> {
-        // Sized by the rows that pass (the GPU sizes by the dimension's rows, before its
-        // filters run on the device): a filtered dimension's table then stays in the core's
-        // caches, which is most of a probe's cost here. The size changes where keys sit, not
-        // what a probe finds.
-        let rows = pass.iter().filter(|&&p| p).count();
-        let bits = plan::hash_bits(rows);
-        let mask = (1u32 << bits) - 1;
-        let mut slots = vec![EMPTY_SLOT; 1 << bits];
-        for i in 0..keys.len() {
-            if !pass[i] {
-                continue;
-            }
-            let k = keys[i];
-            if k == u32::MAX {
-                return Err(Error::InvalidArgument(
-                    "dimension key 2^32 - 1 is reserved".into(),
-                ));
-            }
-            let mut s = plan::hash_slot(k, bits);
-            loop {
-                let e = slots[s as usize];
-                if e == EMPTY_SLOT {
-                    slots[s as usize] = (k as u64) << 32 | payloads[i] as u64;
-                    break;
-                }
-                if (e >> 32) as u32 == k {
-                    return Err(Error::InvalidArgument(format!(
-                        "dimension key {k} appears twice"
-                    )));
-                }
-                s = (s + 1) & mask;
-            }
-        }
-        Ok(HashTable { bits, slots })
-    }
-
-    /// The payload of `key`, if present.
-    #[inline]
-    pub fn probe(&self, key: u32) -> Option<u32> {
-        let mask = (1u32 << self.bits) - 1;
-        let mut s = plan::hash_slot(key, self.bits);
-        loop {
-            let e = self.slots[s as usize];
-            if e == EMPTY_SLOT {
-                return None;
-            }
-            if (e >> 32) as u32 == key {
-                return Some(e as u32);
-            }
-            s = (s + 1) & mask;
-        }
-    }
-}
-
-/// Builds the hash table of join `j` from its dimension table (decoded on the CPU).
-pub fn build_join(ds: &Dataset, j: &plan::DimJoin) -> Result<HashTable> {
-    let keys = ds.column(&j.table, &j.key)?;
-    let mut pass = vec![true; keys.len()];
-    for f in &j.filters {
-        let v = ds.column(&j.table, &f.column)?;
-        for (p, x) in pass.iter_mut().zip(&v) {
-            *p &= f.passes(*x);
-        }
-    }
-    let payloads = match &j.payload {
-        None => vec![0; keys.len()],
-        Some(g) => {
-            let v = ds.column(&j.table, &g.column)?;
-            let mut out = Vec::with_capacity(v.len());
-            for (i, &x) in v.iter().enumerate() {
-                let p = x.wrapping_sub(g.base);
-                if pass[i] && p >= g.card {
-                    return Err(Error::InvalidArgument(format!(
-                        "{}.{} = {x} outside the group key's domain {}..{}",
-                        j.table,
-                        g.column,
-                        g.base,
-                        g.base as u64 + g.card as u64
-                    )));
-                }
-                out.push(p);
-            }
-            out
-        }
-    };
-    HashTable::build(&keys, &payloads, &pass)
-}
-
-/// A fact column's chunks, checked to line up with the other columns'.
-struct FactColumn {
-    index: usize,
-}
-
-struct Scratch {
-    buf: Vec<u32>,
-}
-
-fn load_chunk(t: &TableReader, c: &FactColumn, chunk: usize, out: &mut Vec<u32>) -> Result<()> {
-    let meta = &t.columns()[c.index];
+/// Decodes chunk `chunk` of column `index` of `t` into `out` (resized to its value count).
+fn load_chunk(t: &TableReader, index: usize, chunk: usize, out: &mut Vec<u32>) -> Result<()> {
+    let meta = &t.columns()[index];
     let ch = &meta.chunks[chunk];
-    let payload = t.container().chunk_payload(c.index, chunk)?;
+    let payload = t.container().chunk_payload(index, chunk)?;
     // Every value is overwritten by the decoder: resize without clearing first.
     out.resize(ch.value_count as usize, 0);
     // u32 columns are lane-32 columns: the integer decoders write the values themselves, with
@@ -150,187 +59,261 @@ fn load_chunk(t: &TableReader, c: &FactColumn, chunk: usize, out: &mut Vec<u32>)
     Ok(())
 }
 
-/// The columns of `t` named in the plan, with their chunk counts checked to agree.
-fn fact_columns(t: &TableReader, names: &[&str]) -> Result<(Vec<FactColumn>, Vec<u32>)> {
-    let mut cols = Vec::new();
-    let mut counts: Option<Vec<u32>> = None;
-    for n in names {
-        let index = t.column_index(n)?;
+/// The fact columns a plan reads, each once, with their chunk counts checked to agree.
+struct FactColumns {
+    /// Column index in the fact table, per slot.
+    index: Vec<usize>,
+    /// Values per chunk (the same for every slot).
+    counts: Vec<u32>,
+}
+
+impl FactColumns {
+    fn new() -> FactColumns {
+        FactColumns {
+            index: Vec::new(),
+            counts: Vec::new(),
+        }
+    }
+
+    /// The slot of column `name`, added if new.
+    fn slot(&mut self, t: &TableReader, name: &str) -> Result<usize> {
+        let index = t.column_index(name)?;
+        if let Some(s) = self.index.iter().position(|&i| i == index) {
+            return Ok(s);
+        }
         let c: Vec<u32> = t.columns()[index]
             .chunks
             .iter()
             .map(|c| c.value_count)
             .collect();
-        match &counts {
-            None => counts = Some(c),
-            Some(prev) if *prev != c => {
-                return Err(Error::InvalidArgument(format!(
-                    "fact column {n} is chunked differently from the others"
-                )))
-            }
-            _ => {}
+        if self.index.is_empty() {
+            self.counts = c;
+        } else if self.counts != c {
+            return Err(Error::InvalidArgument(format!(
+                "fact column {name} is chunked differently from the others"
+            )));
         }
-        cols.push(FactColumn { index });
+        self.index.push(index);
+        Ok(self.index.len() - 1)
     }
-    Ok((cols, counts.unwrap_or_default()))
 }
 
-/// Runs `p` with prebuilt join tables (one per join, in order).
-pub fn run_with_tables(
-    ds: &Dataset,
-    fact: &str,
-    p: &QueryPlan,
-    tables: &[HashTable],
-) -> Result<QueryResult> {
+/// One task's decoded columns: a buffer per slot, reused across chunks, and which chunk it holds.
+struct Decoded<'a> {
+    t: &'a TableReader,
+    cols: &'a FactColumns,
+    bufs: Vec<Vec<u32>>,
+    holds: Vec<usize>,
+}
+
+impl Decoded<'_> {
+    fn load(&mut self, slot: usize, chunk: usize) -> Result<()> {
+        if self.holds[slot] != chunk {
+            load_chunk(self.t, self.cols.index[slot], chunk, &mut self.bufs[slot])?;
+            self.holds[slot] = chunk;
+        }
+        Ok(())
+    }
+}
+
+/// A step of the scan, on a fact column slot.
+enum Step<'p> {
+    Filter(usize, &'p tessera::gpu::ssb::plan::Filter),
+    Join(usize, &'p JoinIndex),
+}
+
+/// Runs `p` on the fact table `fact` of `ds`: builds the joins' indexes, scans.
+pub fn run(ds: &Dataset, fact: &str, p: &QueryPlan) -> Result<QueryResult> {
     p.check()?;
     let t = ds.table(fact)?;
-    let filter_names: Vec<&str> = p.fact_filters.iter().map(|f| f.column.as_str()).collect();
-    let join_names: Vec<&str> = p.joins.iter().map(|j| j.fact_key.as_str()).collect();
-    let agg_names = p.aggregate.columns();
-    let all: Vec<&str> = filter_names
+    let grouped: Vec<bool> = (0..p.joins.len()).map(|j| p.group.contains(&j)).collect();
+    let dims = p
+        .joins
+        .par_iter()
+        .zip(&grouped)
+        .map(|(j, &g)| join::read_dim(ds, j, g))
+        .collect::<Result<Vec<_>>>()?;
+    // Compact strides, the last group key fastest, as in the plan's index.
+    let mut cstrides = vec![0u32; p.joins.len()];
+    let mut groups = 1u64;
+    for &g in p.group.iter().rev() {
+        cstrides[g] = groups as u32;
+        groups *= dims[g].values.len().max(1) as u64;
+    }
+    let indexes = dims
+        .par_iter()
+        .zip(&cstrides)
+        .map(|(d, &s)| join::build_index(d, s))
+        .collect::<Result<Vec<_>>>()?;
+
+    let mut cols = FactColumns::new();
+    let mut steps = Vec::new();
+    for f in &p.fact_filters {
+        steps.push(Step::Filter(cols.slot(t, &f.column)?, f));
+    }
+    let mut order: Vec<usize> = (0..p.joins.len()).collect();
+    order.sort_by(|&a, &b| dims[a].selectivity().total_cmp(&dims[b].selectivity()));
+    for &j in &order {
+        steps.push(Step::Join(cols.slot(t, &p.joins[j].fact_key)?, &indexes[j]));
+    }
+    let agg: Vec<usize> = p
+        .aggregate
+        .columns()
         .iter()
-        .chain(&join_names)
-        .chain(&agg_names)
-        .copied()
-        .collect();
-    let (cols, counts) = fact_columns(t, &all)?;
-    let (fcols, rest) = cols.split_at(filter_names.len());
-    let (jcols, acols) = rest.split_at(join_names.len());
-    let strides = p.strides();
-    let groups = p.groups() as usize;
-    let n_chunks = counts.len();
+        .map(|c| cols.slot(t, c))
+        .collect::<Result<_>>()?;
+    if indexes.iter().any(|i| matches!(i, JoinIndex::Empty)) {
+        return Ok(QueryResult::default());
+    }
+
+    let groups = groups as usize;
+    let n_chunks = cols.counts.len();
     let tasks = rayon::current_num_threads().clamp(1, n_chunks.max(1));
-    let per = n_chunks.div_ceil(tasks.max(1)).max(1);
-    let partials: Vec<Result<(Vec<i64>, Vec<u64>)>> = (0..tasks)
+    let cols = &cols;
+    // Tasks take the next chunk as they finish one: a core slowed by other work (or a short
+    // last chunk) leaves the rest to the others instead of holding up a fixed share.
+    let next = AtomicUsize::new(0);
+    let partials = (0..tasks)
         .into_par_iter()
-        .map(|task| {
-            let mut sums = vec![0i64; groups];
-            let mut rows = vec![0u64; groups];
-            let mut s = Scratch { buf: Vec::new() };
-            let mut b = Vec::new();
-            let mut sel: Vec<u32> = Vec::new();
-            let mut gidx: Vec<u32> = Vec::new();
-            let first = (task * per).min(n_chunks);
-            let end = ((task + 1) * per).min(n_chunks);
-            for (chunk, &n) in counts.iter().enumerate().take(end).skip(first) {
-                let n = n as usize;
-                sel.clear();
-                let mut all = true;
-                // Filters: load the column, keep the rows that pass.
-                for (f, c) in p.fact_filters.iter().zip(fcols) {
-                    if !all && sel.is_empty() {
-                        break;
-                    }
-                    load_chunk(t, c, chunk, &mut s.buf)?;
-                    filter_rows(f, &s.buf, &mut sel, all);
-                    all = false;
-                }
-                if all {
-                    sel.extend(0..n as u32);
-                }
-                // Joins: probe, drop the misses, add payload * stride to the group index.
-                gidx.clear();
-                gidx.resize(sel.len(), 0);
-                for ((j, c), (ht, &stride)) in
-                    p.joins.iter().zip(jcols).zip(tables.iter().zip(&strides))
-                {
-                    let _ = j;
-                    if sel.is_empty() {
-                        break;
-                    }
-                    load_chunk(t, c, chunk, &mut s.buf)?;
-                    let mut w = 0;
-                    for r in 0..sel.len() {
-                        if let Some(pl) = ht.probe(s.buf[sel[r] as usize]) {
-                            sel[w] = sel[r];
-                            gidx[w] = gidx[r] + pl * stride;
-                            w += 1;
-                        }
-                    }
-                    sel.truncate(w);
-                    gidx.truncate(w);
-                }
-                if sel.is_empty() {
-                    continue;
-                }
-                // Aggregate.
-                load_chunk(t, &acols[0], chunk, &mut s.buf)?;
-                if acols.len() > 1 {
-                    load_chunk(t, &acols[1], chunk, &mut b)?;
-                }
-                for (r, &g) in sel.iter().zip(&gidx) {
-                    let a = s.buf[*r as usize];
-                    let bv = if acols.len() > 1 { b[*r as usize] } else { 0 };
-                    let g = g as usize;
-                    sums[g] = sums[g].wrapping_add(p.aggregate.value(a, bv));
-                    rows[g] += 1;
-                }
-            }
-            Ok((sums, rows))
+        .map(|_| {
+            let chunks = std::iter::from_fn(|| {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                (c < n_chunks).then_some(c)
+            });
+            scan_chunks(t, cols, &steps, &agg, &p.aggregate, groups, chunks)
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let mut sums = vec![0i64; groups];
     let mut rows = vec![0u64; groups];
-    for part in partials {
-        let (s, r) = part?;
+    for (s, r) in partials {
         for g in 0..groups {
             sums[g] = sums[g].wrapping_add(s[g]);
             rows[g] += r[g];
         }
     }
-    Ok(QueryResult {
-        groups: (0..groups)
-            .filter(|&g| rows[g] > 0)
-            .map(|g| (g as u64, sums[g], rows[g]))
-            .collect(),
-    })
+
+    // Back from compact group indices to the plan's.
+    let strides = p.strides();
+    let mut out: Vec<(u64, i64, u64)> = (0..groups)
+        .filter(|&g| rows[g] > 0)
+        .map(|g| {
+            let index = p
+                .group
+                .iter()
+                .map(|&j| {
+                    let values = &dims[j].values;
+                    let rank = (g as u64 / cstrides[j] as u64) % values.len() as u64;
+                    values[rank as usize] as u64 * strides[j] as u64
+                })
+                .sum();
+            (index, sums[g], rows[g])
+        })
+        .collect();
+    out.sort_unstable_by_key(|&(g, ..)| g);
+    Ok(QueryResult { groups: out })
 }
 
-/// Keeps the rows of `sel` whose value passes `f`; with `all`, `sel` is every row of the chunk
-/// (not yet written). Branch-free compaction: each row is written, the count advanced by
-/// whether it passed.
-fn filter_rows(f: &Filter, values: &[u32], sel: &mut Vec<u32>, all: bool) {
-    if all {
-        sel.resize(values.len(), 0);
-    }
-    let mut w = 0;
-    if let [(lo, hi)] = f.ranges[..] {
-        if lo > hi {
-            sel.clear();
-            return;
+/// One task: the chunks it is handed, into its own aggregate arrays.
+fn scan_chunks(
+    t: &TableReader,
+    cols: &FactColumns,
+    steps: &[Step<'_>],
+    agg: &[usize],
+    aggregate: &Aggregate,
+    groups: usize,
+    chunks: impl Iterator<Item = usize>,
+) -> Result<(Vec<i64>, Vec<u64>)> {
+    let mut sums = vec![0i64; groups];
+    let mut rows = vec![0u64; groups];
+    let mut d = Decoded {
+        t,
+        cols,
+        bufs: vec![Vec::new(); cols.index.len()],
+        holds: vec![usize::MAX; cols.index.len()],
+    };
+    // A chunk's rows at most: the selection never grows past them, so it is sized once.
+    let most = cols.counts.iter().map(|&c| c as usize).max().unwrap_or(0);
+    let mut sel = vec![0u32; most];
+    let mut gidx = vec![0u32; most];
+    for chunk in chunks {
+        let rows_in_chunk = cols.counts[chunk] as usize;
+        let mut all = true;
+        let mut have_gidx = false;
+        let mut n = 0;
+        for step in steps {
+            if !all && n == 0 {
+                break;
+            }
+            match *step {
+                Step::Filter(slot, f) => {
+                    d.load(slot, chunk)?;
+                    n = scan::filter_rows(f, &d.bufs[slot], &mut sel, n, all);
+                }
+                Step::Join(slot, index) => {
+                    d.load(slot, chunk)?;
+                    if !have_gidx {
+                        gidx[..n].fill(0);
+                    }
+                    n = probe(index, &d.bufs[slot], &mut sel, &mut gidx, n, all);
+                    have_gidx = true;
+                }
+            }
+            all = false;
         }
-        // One range: one unsigned comparison a row.
-        let range = hi - lo;
         if all {
-            for (i, &v) in values.iter().enumerate() {
-                sel[w] = i as u32;
-                w += (v.wrapping_sub(lo) <= range) as usize;
-            }
-        } else {
-            for r in 0..sel.len() {
-                let i = sel[r];
-                sel[w] = i;
-                w += (values[i as usize].wrapping_sub(lo) <= range) as usize;
+            // No step at all: every row, group 0.
+            n = rows_in_chunk;
+            for (i, s) in sel[..n].iter_mut().enumerate() {
+                *s = i as u32;
             }
         }
-    } else {
-        for r in 0..sel.len() {
-            let i = if all { r as u32 } else { sel[r] };
-            sel[w] = i;
-            w += f.passes(values[i as usize]) as usize;
+        if !have_gidx {
+            gidx[..n].fill(0);
         }
+        if n == 0 {
+            continue;
+        }
+        d.load(agg[0], chunk)?;
+        if let Some(&b) = agg.get(1) {
+            d.load(b, chunk)?;
+        }
+        let a = &d.bufs[agg[0]];
+        let b = agg.get(1).map_or(&[][..], |&b| &d.bufs[b][..]);
+        scan::aggregate(aggregate, a, b, &sel[..n], &gidx[..n], &mut sums, &mut rows);
     }
-    sel.truncate(w);
+    Ok((sums, rows))
 }
 
-/// Builds every join's table and runs `p` on the CPU.
-pub fn run(ds: &Dataset, fact: &str, p: &QueryPlan) -> Result<QueryResult> {
-    let tables = p
-        .joins
-        .iter()
-        .map(|j| build_join(ds, j))
-        .collect::<Result<Vec<_>>>()?;
-    run_with_tables(ds, fact, p, &tables)
+/// Probes `keys` with `index`, one monomorphised loop per index layout; returns the rows kept.
+fn probe(
+    index: &JoinIndex,
+    keys: &[u32],
+    sel: &mut [u32],
+    gidx: &mut [u32],
+    n: usize,
+    all: bool,
+) -> usize {
+    fn with<P: Probe>(
+        t: &P,
+        keys: &[u32],
+        sel: &mut [u32],
+        gidx: &mut [u32],
+        n: usize,
+        all: bool,
+    ) -> usize {
+        if all {
+            scan::probe_all(t, keys, sel, gidx)
+        } else {
+            scan::probe_selected(t, keys, sel, gidx, n)
+        }
+    }
+    match index {
+        JoinIndex::Empty => 0,
+        JoinIndex::Bits(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Dense16(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Dense32(t) => with(t, keys, sel, gidx, n, all),
+        JoinIndex::Hash(t) => with(t, keys, sel, gidx, n, all),
+    }
 }
 
 /// The plan's aggregate name, for printing.
