@@ -5,12 +5,14 @@
 //!   codec per chunk) and over plain columns (the paper's "None"); CUDA-event time of the
 //!   query's kernels (hash builds, probe, their buffers' fills), median of `--runs`, and the
 //!   wall time of the whole call (checks and read-back included);
-//! - GPU, coprocessor mode: the columns the query reads shipped from host memory (pageable) for
-//!   each run, compressed against plain, then the query; wall time;
+//! - GPU, coprocessor mode: the columns the query reads shipped from page-locked host memory for
+//!   each run, compressed against plain; overlapped (the fact table in `--pieces` chunk ranges,
+//!   each probed once it has arrived) and serial (everything shipped, then the query); wall time;
 //! - the CPU path (all cores), wall time.
 //!
 //! Also the footprint per column, compressed against plain. Writes `ssb-<device>.json` and
-//! `ssb-<device>.md` into `--out`.
+//! `ssb-<device>.md` into `--out`; with `--dump DIR`, the plain values of every column a query
+//! reads for `bench/peers/nvcomp_ssb.py` (nvCOMP decompress-then-query).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
