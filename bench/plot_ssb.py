@@ -22,6 +22,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("results", nargs="?", default=os.path.join(here, "results", "ssb-h200.json"))
 ap.add_argument("scaling", nargs="?", default=os.path.join(here, "results", "ssb-h200-x2-scaling.json"))
 ap.add_argument("--out", default=os.path.join(here, "results", "ssb-plots"))
+# nvCOMP decompress-then-query per query (bench/peers/nvcomp_ssb.py): its fastest codec per
+# column's decode times summed, plus tessera's plain query time.
+ap.add_argument("--nvcomp", default=os.path.join(here, "results", "ssb-h200-nvcomp.json"))
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 # Same bytes for the same figures: no dates or random ids in the SVGs.
@@ -29,19 +32,25 @@ plt.rcParams["svg.hashsalt"] = "tessera-ssb"
 plt.rcParams["svg.fonttype"] = "none"
 
 r = json.load(open(a.results))
+if os.path.exists(a.nvcomp):
+    nv = {q["query"]: q for q in json.load(open(a.nvcomp)).get("queries", [])}
+    for q in r["queries"]:
+        if q["name"] in nv:
+            q["nvcomp_total_ms"] = nv[q["name"]]["nvcomp_then_plain_fast_ms"]
 paths = [
     ("gpu_compressed_ms", "GPU resident,\ncompressed"),
     ("gpu_plain_ms", "GPU resident,\nplain"),
     ("nvcomp_total_ms", "nvCOMP decode\n+ plain query"),
     ("coproc_compressed_ms", "coprocessor,\ncompressed"),
     ("coproc_plain_ms", "coprocessor,\nplain"),
+    ("coproc_serial_compressed_ms", "coprocessor\nserial, compr."),
     ("cpu_ms", "CPU\n(all cores)"),
 ]
-colors = ["#1f77b4", "#aec7e8", "#9467bd", "#ff7f0e", "#ffbb78", "#7f7f7f"]
+colors = ["#1f77b4", "#aec7e8", "#9467bd", "#ff7f0e", "#ffbb78", "#d62728", "#7f7f7f"]
 written = []
 for q in r["queries"]:
     have = [(k, label, c) for (k, label), c in zip(paths, colors) if q.get(k)]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
     xs = range(len(have))
     vals = [q[k] for k, _, _ in have]
     bars = ax.bar(xs, vals, color=[c for _, _, c in have])

@@ -5,14 +5,16 @@
 //!   codec per chunk) and over plain columns (the paper's "None"); CUDA-event time of the
 //!   query's kernels (hash builds, probe, their buffers' fills), median of `--runs`, and the
 //!   wall time of the whole call (checks and read-back included);
-//! - GPU, coprocessor mode: the columns the query reads shipped from host memory (pageable) for
-//!   each run, compressed against plain, then the query; wall time;
+//! - GPU, coprocessor mode: the columns the query reads shipped from page-locked host memory for
+//!   each run, compressed against plain; overlapped (the fact table in `--pieces` chunk ranges,
+//!   each probed once it has arrived) and serial (everything shipped, then the query); wall time;
 //! - the CPU path (all cores), wall time.
 //!
 //! Also the footprint per column, compressed against plain. Writes `ssb-<device>.json` and
-//! `ssb-<device>.md` into `--out`.
+//! `ssb-<device>.md` into `--out`; with `--dump DIR`, the plain values of every column a query
+//! reads for `bench/peers/nvcomp_ssb.py` (nvCOMP decompress-then-query).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,9 +22,8 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera::gpu::ssb::codegen;
 use tessera::gpu::ssb::plan::QueryResult;
-use tessera::gpu::ssb::{SsbHostColumn, SsbTable};
 use tessera::gpu::Gpu;
-use tessera::{CodecId, Error, Result};
+use tessera::{Error, Result};
 use tessera_ssb::{cpu, dataset::Dataset, gen, gpu as sgpu, queries};
 
 use crate::common::{io, median, slug, today};
@@ -60,6 +61,15 @@ pub struct SsbArgs {
     /// path, no coprocessor mode (a quick comparison, e.g. of kernel builds).
     #[arg(long)]
     pub resident_only: bool,
+    /// Coprocessor mode: the fact table is shipped in this many chunk ranges, each probed as
+    /// soon as it has arrived while the next is copied (1: ship everything, then query).
+    #[arg(long, default_value_t = 8)]
+    pub pieces: usize,
+    /// Writes the plain values of every column a query reads into this folder, once per column
+    /// (`<table>.<column>.u32`, little-endian u32), for nvCOMP's decompress-then-query
+    /// (`bench/peers/nvcomp_ssb.py`).
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,6 +85,11 @@ struct QueryRow {
     coproc_plain_ms: f64,
     shipped_compressed_bytes: u64,
     shipped_plain_bytes: u64,
+    /// Coprocessor mode shipping everything before the query (one piece), same run.
+    coproc_serial_compressed_ms: f64,
+    coproc_serial_plain_ms: f64,
+    /// The columns the query reads, `table.column`.
+    columns: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,66 +138,68 @@ struct Report {
     /// Host-to-device copy rate (1 GiB, median of 5), pageable and page-locked host memory.
     link_pageable_gbps: f64,
     link_pinned_gbps: f64,
+    /// Fact-table pieces of coprocessor mode.
+    coproc_pieces: usize,
     queries: Vec<QueryRow>,
     columns: Vec<ColumnRow>,
 }
 
-type HostColumns = HashMap<(String, String), Vec<(CodecId, Vec<u8>, u32)>>;
-type PinnedColumns = HashMap<(String, String), SsbHostColumn>;
+type HostColumns = sgpu::HostChunks;
+type PinnedColumns = sgpu::PinnedColumns;
 
-fn host_columns(ds: &Dataset, layout: sgpu::Layout) -> Result<HostColumns> {
-    let mut out = HashMap::new();
-    for (tname, t) in &ds.tables {
-        for c in t.columns() {
-            out.insert(
-                (tname.clone(), c.name.clone()),
-                sgpu::column_chunks(t, &c.name, layout)?,
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// Every column laid out in page-locked host memory as on the device.
-fn pin_columns(gpu: &Gpu, host: &HostColumns) -> Result<PinnedColumns> {
-    host.iter()
-        .map(|(k, chunks)| Ok((k.clone(), gpu.ssb_pin_column(&sgpu::chunk_refs(chunks))?)))
-        .collect()
-}
-
-fn upload_table(gpu: &Gpu, host: &PinnedColumns, table: &str, cols: &[String]) -> Result<SsbTable> {
-    let mut v = Vec::new();
-    for c in cols {
-        let h = host
-            .get(&(table.to_string(), c.clone()))
-            .ok_or_else(|| Error::InvalidArgument(format!("no column {table}.{c}")))?;
-        v.push((c.clone(), gpu.ssb_upload_pinned(h)?));
-    }
-    gpu.ssb_table(v)
-}
-
-/// Coprocessor mode: ships the columns `p` reads from page-locked host memory (one
-/// asynchronous copy a column, on the stream the query's kernels then run on), then runs it.
-/// Returns the result, the wall time in ms and the bytes shipped.
+/// Coprocessor mode (`tessera_ssb::gpu::run_coprocessor`), timed from the host around the
+/// whole call: the result, the wall time in ms and the bytes shipped.
 fn coprocessor_run(
     gpu: &Gpu,
     host: &PinnedColumns,
     p: &tessera::gpu::ssb::plan::QueryPlan,
+    pieces: usize,
 ) -> Result<(QueryResult, f64, u64)> {
-    let prog = codegen::program(p);
     let t0 = Instant::now();
-    // Dimension columns first: their builds are queued before the fact table's copy.
-    let mut shipped = 0u64;
-    let mut dims: HashMap<String, SsbTable> = HashMap::new();
-    for (j, k) in p.joins.iter().zip(&prog.builds) {
-        let t = upload_table(gpu, host, &j.table, &k.columns)?;
-        shipped += t.column_bytes().iter().map(|c| c.1).sum::<u64>();
-        dims.insert(j.table.clone(), t);
-    }
-    let fact = upload_table(gpu, host, queries::FACT, &prog.probe.columns)?;
-    shipped += fact.column_bytes().iter().map(|c| c.1).sum::<u64>();
-    let r = gpu.ssb_run(p, &fact, &dims)?;
+    let (r, shipped) = sgpu::run_coprocessor(gpu, host, p, pieces)?;
     Ok((r, t0.elapsed().as_secs_f64() * 1e3, shipped))
+}
+
+/// `table.column` of every column `p` reads: the dimension columns of its builds, then the
+/// fact columns of its probe.
+fn read_columns(p: &tessera::gpu::ssb::plan::QueryPlan) -> Vec<(String, String)> {
+    let prog = codegen::program(p);
+    let mut v = Vec::new();
+    for (j, k) in p.joins.iter().zip(&prog.builds) {
+        v.extend(k.columns.iter().map(|c| (j.table.clone(), c.clone())));
+    }
+    v.extend(
+        prog.probe
+            .columns
+            .iter()
+            .map(|c| (queries::FACT.to_string(), c.clone())),
+    );
+    v
+}
+
+/// Writes the plain values of every column the queries read (`--dump`), each through a
+/// temporary name and a rename so the nvCOMP script never reads a half-written file.
+fn dump_columns(dir: &std::path::Path, ds: &Dataset, plain: &HostColumns) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut done = std::collections::BTreeSet::new();
+    for name in queries::NAMES {
+        let p = queries::plan(name, &ds.dict)?;
+        for key in read_columns(&p) {
+            if !done.insert(key.clone()) {
+                continue;
+            }
+            let chunks = plain
+                .get(&key)
+                .ok_or_else(|| Error::InvalidArgument(format!("no column {}.{}", key.0, key.1)))?;
+            let bytes: Vec<u8> = chunks.iter().flat_map(|c| c.1.iter().copied()).collect();
+            let path = dir.join(format!("{}.{}.u32", key.0, key.1));
+            let tmp = dir.join(format!(".{}.{}.u32.tmp", key.0, key.1));
+            std::fs::write(&tmp, &bytes).map_err(io(&tmp))?;
+            std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        }
+    }
+    eprintln!("dumped {} columns to {}", done.len(), dir.display());
+    Ok(())
 }
 
 fn time_ms<R>(runs: usize, mut f: impl FnMut() -> Result<R>) -> Result<(R, f64)> {
@@ -265,15 +282,15 @@ fn run_paths(
     let t = Instant::now();
     let plain = sgpu::upload(&gpu, &ds, sgpu::Layout::Plain)?;
     let upload_plain_s = t.elapsed().as_secs_f64();
-    let host_comp = host_columns(&ds, sgpu::Layout::Compressed)?;
-    let host_plain = host_columns(&ds, sgpu::Layout::Plain)?;
+    let host_comp = sgpu::host_chunks(&ds, sgpu::Layout::Compressed)?;
+    let host_plain = sgpu::host_chunks(&ds, sgpu::Layout::Plain)?;
+    if let Some(d) = &a.dump {
+        dump_columns(d, &ds, &host_plain)?;
+    }
     let (pinned_comp, pinned_plain) = if a.resident_only {
         (PinnedColumns::new(), PinnedColumns::new())
     } else {
-        (
-            pin_columns(&gpu, &host_comp)?,
-            pin_columns(&gpu, &host_plain)?,
-        )
+        (sgpu::pin(&gpu, &host_comp)?, sgpu::pin(&gpu, &host_plain)?)
     };
     let mut columns = Vec::new();
     for tname in tessera_ssb::dataset::TABLES {
@@ -313,6 +330,7 @@ fn run_paths(
         upload_plain_s,
         link_pageable_gbps,
         link_pinned_gbps,
+        coproc_pieces: a.pieces,
         queries: Vec::new(),
         columns,
     };
@@ -353,21 +371,28 @@ fn run_paths(
         let (rp, p_ms, p_wall) = gpu_time(&plain)?;
         same(name, "GPU compressed and CPU", &rc, &want)?;
         same(name, "GPU plain and CPU", &rp, &want)?;
-        let cop = |host: &PinnedColumns| -> Result<(QueryResult, f64, u64)> {
-            let mut last = coprocessor_run(&gpu, host, &p)?;
+        let cop = |host: &PinnedColumns, pieces: usize| -> Result<(QueryResult, f64, u64)> {
+            let mut last = coprocessor_run(&gpu, host, &p, pieces)?;
             let mut v = Vec::new();
             for _ in 0..a.slow_runs.max(1) {
-                last = coprocessor_run(&gpu, host, &p)?;
+                last = coprocessor_run(&gpu, host, &p, pieces)?;
                 v.push(last.1);
             }
             Ok((last.0, median(v), last.2))
         };
+        let none = (want.clone(), 0.0, 0);
         let ((kc, kc_ms, kc_bytes), (kp, kp_ms, kp_bytes)) = if a.resident_only {
-            let none = (want.clone(), 0.0, 0);
+            (none.clone(), none.clone())
+        } else {
+            (cop(&pinned_comp, a.pieces)?, cop(&pinned_plain, a.pieces)?)
+        };
+        let ((sc, sc_ms, _), (sp, sp_ms, _)) = if a.resident_only {
             (none.clone(), none)
         } else {
-            (cop(&pinned_comp)?, cop(&pinned_plain)?)
+            (cop(&pinned_comp, 1)?, cop(&pinned_plain, 1)?)
         };
+        same(name, "coprocessor serial compressed and CPU", &sc, &want)?;
+        same(name, "coprocessor serial plain and CPU", &sp, &want)?;
         same(name, "coprocessor compressed and CPU", &kc, &want)?;
         same(name, "coprocessor plain and CPU", &kp, &want)?;
         eprintln!(
@@ -385,6 +410,12 @@ fn run_paths(
             coproc_plain_ms: kp_ms,
             shipped_compressed_bytes: kc_bytes,
             shipped_plain_bytes: kp_bytes,
+            coproc_serial_compressed_ms: sc_ms,
+            coproc_serial_plain_ms: sp_ms,
+            columns: read_columns(&p)
+                .into_iter()
+                .map(|(t, c)| format!("{t}.{c}"))
+                .collect(),
         });
         write(&report)?;
     }
@@ -550,23 +581,25 @@ fn markdown(r: &Report) -> String {
         "GPU times: CUDA events around the query's kernels (hash builds, probe, their \
          buffers' fills), median of the timed runs after a warm-up; wall: the whole call, \
          status checks and read-back included. Coprocessor: the columns the query reads shipped \
-         from page-locked host memory (one asynchronous copy a column, laid out as on the \
-         device), then the query, wall time. Host to device (1 GiB copies): pageable {:.1} \
+         from page-locked host memory (laid out as on the device) for each run, wall time of \
+         the whole call; overlapped: the fact table in {} chunk ranges on a copy stream, each \
+         probed as soon as it has arrived (hash tables built once the dimensions have); \
+         serial: everything shipped, then the query. Host to device (1 GiB copies): pageable {:.1} \
          GB/s, page-locked {:.1} GB/s. CPU: all host threads, wall time.\n",
-        r.link_pageable_gbps, r.link_pinned_gbps
+        r.coproc_pieces, r.link_pageable_gbps, r.link_pinned_gbps
     );
     let _ = writeln!(
         m,
-        "| query | groups | GPU compressed ms | GPU plain ms | plain / compressed | wall compressed ms | wall plain ms | coprocessor compressed ms | coprocessor plain ms | plain / compressed | CPU ms |"
+        "| query | groups | GPU compressed ms | GPU plain ms | plain / compressed | wall compressed ms | wall plain ms | coprocessor compressed ms | coprocessor plain ms | plain / compressed | serial compressed ms | serial plain ms | plain / compressed | CPU ms |"
     );
     let _ = writeln!(
         m,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for q in &r.queries {
         let _ = writeln!(
             m,
-            "| {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            "| {} | {} | {:.3} | {:.3} | {:.2} | {:.3} | {:.3} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} |",
             q.name,
             q.groups,
             q.gpu_compressed_ms,
@@ -577,6 +610,9 @@ fn markdown(r: &Report) -> String {
             q.coproc_compressed_ms,
             q.coproc_plain_ms,
             q.coproc_plain_ms / q.coproc_compressed_ms,
+            q.coproc_serial_compressed_ms,
+            q.coproc_serial_plain_ms,
+            q.coproc_serial_plain_ms / q.coproc_serial_compressed_ms,
             q.cpu_ms
         );
     }
@@ -590,10 +626,15 @@ fn markdown(r: &Report) -> String {
             .iter()
             .map(|q| q.coproc_plain_ms / q.coproc_compressed_ms),
     );
+    let gs = geomean(
+        r.queries
+            .iter()
+            .map(|q| q.coproc_serial_plain_ms / q.coproc_serial_compressed_ms),
+    );
     let _ = writeln!(
         m,
         "\nGeometric mean over the queries measured of plain time / compressed time: resident \
-         **{g:.2}x**, coprocessor **{gc:.2}x**.\n"
+         **{g:.2}x**, coprocessor overlapped **{gc:.2}x** (serial {gs:.2}x).\n"
     );
     let total_c: u64 = r.columns.iter().map(|c| c.compressed_bytes).sum();
     let total_p: u64 = r.columns.iter().map(|c| c.plain_bytes).sum();

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use tessera::gpu::ssb::plan::{QueryPlan, QueryResult};
-use tessera::gpu::ssb::{SsbColumn, SsbTable};
+use tessera::gpu::ssb::{codegen, SsbColumn, SsbHostColumn, SsbTable};
 use tessera::gpu::{ChunkRef, Gpu};
 use tessera::{CodecId, Result, TableReader};
 
@@ -83,6 +83,67 @@ pub fn upload(gpu: &Gpu, ds: &Dataset, layout: Layout) -> Result<DeviceTables> {
 /// Runs `p` on the device tables (hash tables built on the device, then the probe).
 pub fn run(gpu: &Gpu, t: &DeviceTables, p: &QueryPlan) -> Result<QueryResult> {
     gpu.ssb_run(p, &t.fact, &t.dims)
+}
+
+/// Columns by (table, column) as [`column_chunks`] gives them.
+pub type HostChunks = HashMap<(String, String), Vec<(CodecId, Vec<u8>, u32)>>;
+
+/// Columns by (table, column) in page-locked host memory, laid out as on the device: the data
+/// of coprocessor mode ([`run_coprocessor`]).
+pub type PinnedColumns = HashMap<(String, String), SsbHostColumn>;
+
+/// Every column of every table in `layout`, as [`column_chunks`] gives them.
+pub fn host_chunks(ds: &Dataset, layout: Layout) -> Result<HostChunks> {
+    let mut out = HashMap::new();
+    for (tname, t) in &ds.tables {
+        for c in t.columns() {
+            out.insert(
+                (tname.clone(), c.name.clone()),
+                column_chunks(t, &c.name, layout)?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Every column of `host` laid out in page-locked host memory.
+pub fn pin(gpu: &Gpu, host: &HostChunks) -> Result<PinnedColumns> {
+    host.iter()
+        .map(|(k, chunks)| Ok((k.clone(), gpu.ssb_pin_column(&chunk_refs(chunks))?)))
+        .collect()
+}
+
+fn host_table<'a>(
+    host: &'a PinnedColumns,
+    table: &str,
+    names: &[String],
+) -> Result<Vec<(String, &'a SsbHostColumn)>> {
+    names
+        .iter()
+        .map(|c| {
+            host.get(&(table.to_string(), c.clone()))
+                .map(|h| (c.clone(), h))
+                .ok_or_else(|| tessera::Error::InvalidArgument(format!("no column {table}.{c}")))
+        })
+        .collect()
+}
+
+/// Coprocessor mode: ships the columns `p` reads from page-locked host memory for this query,
+/// the fact table in `pieces` chunk ranges, each probed as soon as it has arrived
+/// (`Gpu::ssb_run_coprocessor`). Returns the result and the bytes shipped.
+pub fn run_coprocessor(
+    gpu: &Gpu,
+    host: &PinnedColumns,
+    p: &QueryPlan,
+    pieces: usize,
+) -> Result<(QueryResult, u64)> {
+    let prog = codegen::program(p);
+    let mut dims = HashMap::new();
+    for (j, k) in p.joins.iter().zip(&prog.builds) {
+        dims.insert(j.table.clone(), host_table(host, &j.table, &k.columns)?);
+    }
+    let fact = host_table(host, FACT, &prog.probe.columns)?;
+    gpu.ssb_run_coprocessor(p, &fact, &dims, pieces)
 }
 
 /// Chunk ranges of `chunks` chunks split into `parts` row ranges on chunk boundaries, as even

@@ -127,3 +127,29 @@ fn lineorder_split_across_two_gpus_equals_the_cpu() {
         eprintln!("{name}: {} groups equal, GPU ms {ms:?}", got.groups.len());
     }
 }
+
+/// Coprocessor mode (columns in page-locked host memory, shipped per query, the fact table in
+/// pieces each probed once it has arrived) gives the CPU's results for every piece count,
+/// including more pieces than chunks and pieces of unequal size.
+#[test]
+fn coprocessor_mode_in_pieces_equals_the_cpu() {
+    let Some(g) = gpu_or_skip() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.1, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
+        let host = gpu::pin(&g, &gpu::host_chunks(&ds, layout).expect("chunks")).expect("pins");
+        for name in queries::NAMES {
+            let p = queries::plan(name, &ds.dict).expect("plan");
+            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+            for pieces in [1, 3, 8, 1000] {
+                let (got, shipped) =
+                    gpu::run_coprocessor(&g, &host, &p, pieces).expect("coprocessor");
+                assert_eq!(got, want, "{name} {layout:?} {pieces} pieces");
+                assert!(shipped > 0);
+            }
+            eprintln!("{name} {layout:?}: {} groups equal", want.groups.len());
+        }
+    }
+}

@@ -47,3 +47,26 @@ extern "C" __global__ void SSB_BOUNDS
         SsbAggregate(pass, group, [&](u32 i) { return (long long)v[i]; }, sums, counts, n_groups, qs);
     }
 }
+
+// The groups a query reached, compacted out of its dense (sum, count) arrays: triples (group,
+// sum, count) in any order, so the host reads back only those (q4.3's dense array has 1.75 M
+// groups of which 800 are reached; reading it whole cost more than the query). `n_out` counts
+// every reached group; a triple is written only below `capacity` (the host sizes `out` for
+// every group, and reports a count past it as an error).
+extern "C" __global__ void ssb_compact_groups(const unsigned long long* __restrict__ sums,
+                                              const unsigned long long* __restrict__ counts, u32 n_groups,
+                                              unsigned long long* __restrict__ out, u32 capacity,
+                                              unsigned int* __restrict__ n_out) {
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; g < n_groups;
+         g += stride) {
+        const unsigned long long c = counts[g];
+        if (c == 0) continue;
+        const u32 at = atomicAdd(n_out, 1u);
+        if (at < capacity) {
+            out[3ull * at] = g;
+            out[3ull * at + 1] = sums[g];
+            out[3ull * at + 2] = c;
+        }
+    }
+}

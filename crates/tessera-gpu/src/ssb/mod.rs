@@ -136,6 +136,17 @@ impl SsbHostColumn {
     }
 }
 
+fn find_host<'a>(
+    cols: &[(String, &'a SsbHostColumn)],
+    table: &str,
+    name: &str,
+) -> Result<&'a SsbHostColumn> {
+    cols.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, c)| *c)
+        .ok_or_else(|| Error::InvalidArgument(format!("no column {table}.{name}")))
+}
+
 /// Columns of one table on the device, chunked alike.
 #[derive(Debug)]
 pub struct SsbTable {
@@ -156,6 +167,27 @@ impl SsbTable {
             .iter()
             .map(|(n, c)| (n.clone(), c.bytes))
             .collect()
+    }
+    /// Chunks per column.
+    fn chunk_count(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.counts.len())
+    }
+    /// Tiles of the chunks `range` (every chunk but the last holds `tiles_per_chunk` tiles).
+    fn tiles_in(&self, range: std::ops::Range<usize>) -> Result<u32> {
+        let n = self.chunk_count();
+        if range.start > range.end || range.end > n {
+            return Err(Error::InvalidArgument(format!(
+                "chunks {range:?} of a table of {n} chunks"
+            )));
+        }
+        let before = |c: usize| -> u64 {
+            if c >= n {
+                self.total_tiles as u64
+            } else {
+                c as u64 * self.tiles_per_chunk as u64
+            }
+        };
+        Ok((before(range.end) - before(range.start)) as u32)
     }
     fn column(&self, name: &str) -> Result<&SsbColumn> {
         self.columns
@@ -416,18 +448,45 @@ impl Gpu {
             .clamp(1, self.info.sm_count.max(1) * BLOCKS_PER_SM)
     }
 
-    fn column_args(&self, t: &SsbTable, names: &[String], args: &mut Vec<Arg>) -> Result<Vec<u64>> {
-        let mut statuses = Vec::new();
+    /// Sets the per-chunk status words of `names` to "no report" before a kernel reads them.
+    fn reset_status(&self, t: &SsbTable, names: &[String]) -> Result<()> {
         for n in names {
             let c = t.column(n)?;
-            let st = self.ptr(&c.status);
-            self.fill_bytes_raw(st, 0xFF, c.counts.len().max(1) * 8)?;
-            args.push(Arg::P(self.ptr(&c.words)));
-            args.push(Arg::P(self.ptr(&c.chunks)));
-            args.push(Arg::P(st));
-            statuses.push(st);
+            self.fill_bytes_raw(self.ptr(&c.status), 0xFF, c.counts.len().max(1) * 8)?;
         }
-        Ok(statuses)
+        Ok(())
+    }
+
+    /// The kernel arguments of columns `names` from chunk `first_chunk` on: the chunk table and
+    /// status pointers start at that chunk (the payload offsets in the table are absolute, so
+    /// the words pointer stays the column's), so a launch over a chunk range reads only it.
+    fn column_args_from(
+        &self,
+        t: &SsbTable,
+        names: &[String],
+        first_chunk: usize,
+        args: &mut Vec<Arg>,
+    ) -> Result<()> {
+        for n in names {
+            let c = t.column(n)?;
+            if first_chunk > c.counts.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "chunk {first_chunk} of a column of {} chunks",
+                    c.counts.len()
+                )));
+            }
+            args.push(Arg::P(self.ptr(&c.words)));
+            args.push(Arg::P(
+                self.ptr(&c.chunks) + (first_chunk * std::mem::size_of::<SsbChunk>()) as u64,
+            ));
+            args.push(Arg::P(self.ptr(&c.status) + (first_chunk * 8) as u64));
+        }
+        Ok(())
+    }
+
+    fn column_args(&self, t: &SsbTable, names: &[String], args: &mut Vec<Arg>) -> Result<()> {
+        self.reset_status(t, names)?;
+        self.column_args_from(t, names, 0, args)
     }
 
     fn launch_args(&self, f: &CudaFunction, grid: u32, args: &[Arg]) -> Result<()> {
@@ -493,6 +552,27 @@ impl Gpu {
         counts: &mut CudaSlice<u64>,
         qs: &CudaSlice<u64>,
     ) -> Result<()> {
+        self.fill_bytes(sums, 0)?;
+        self.fill_bytes(counts, 0)?;
+        self.reset_status(fact, &prog.probe.columns)?;
+        let chunks = fact.chunk_count();
+        self.enqueue_probe_chunks(prog, p, fact, tables, 0..chunks, sums, counts, qs)
+    }
+
+    /// Queues the probe of `p` over the chunks `range` of `fact`, adding into `sums` and
+    /// `counts` (not zeroed: the ranges of one query add up).
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_probe_chunks(
+        &self,
+        prog: &codegen::Program,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        tables: &[SsbHashTable],
+        range: std::ops::Range<usize>,
+        sums: &CudaSlice<u64>,
+        counts: &CudaSlice<u64>,
+        qs: &CudaSlice<u64>,
+    ) -> Result<()> {
         if tables.len() != p.joins.len() {
             return Err(Error::InvalidArgument(format!(
                 "{} hash tables for {} joins",
@@ -500,25 +580,24 @@ impl Gpu {
                 p.joins.len()
             )));
         }
+        let tiles = fact.tiles_in(range.clone())?;
         let f = self.ssb_function(&prog.source, "ssb_probe")?;
-        self.fill_bytes(sums, 0)?;
-        self.fill_bytes(counts, 0)?;
         let mut args = Vec::new();
-        self.column_args(fact, &prog.probe.columns, &mut args)?;
+        self.column_args_from(fact, &prog.probe.columns, range.start, &mut args)?;
         for t in tables {
             args.push(Arg::P(self.ptr(&t.slots)));
             args.push(Arg::U(t.bits));
         }
         args.extend([
             Arg::U(fact.tiles_per_chunk),
-            Arg::U(fact.total_tiles),
+            Arg::U(tiles),
             Arg::P(self.ptr(sums)),
             Arg::P(self.ptr(counts)),
             Arg::U(p.groups() as u32),
             Arg::P(self.ptr(qs)),
         ]);
-        if fact.total_tiles > 0 {
-            self.launch_args(&f, self.grid(fact.total_tiles), &args)?;
+        if tiles > 0 {
+            self.launch_args(&f, self.grid(tiles), &args)?;
         }
         Ok(())
     }
@@ -571,17 +650,208 @@ impl Gpu {
         }
         self.check_columns(fact, &prog.probe.columns)?;
         self.check_query_status(&qs, &p.name)?;
-        let mut s = vec![0u64; groups];
-        let mut c = vec![0u64; groups];
-        self.download(&sums, &mut s)?;
-        self.download(&counts, &mut c)?;
-        let result = QueryResult {
-            groups: (0..groups)
-                .filter(|&g| c[g] > 0)
-                .map(|g| (g as u64, s[g] as i64, c[g]))
-                .collect(),
+        Ok((self.read_groups(&sums, &counts)?, ms))
+    }
+
+    /// The groups a query reached, from its dense arrays: compacted on the device
+    /// (`ssb_compact_groups`), so that only the reached groups cross the link, then sorted by
+    /// group index.
+    fn read_groups(&self, sums: &CudaSlice<u64>, counts: &CudaSlice<u64>) -> Result<QueryResult> {
+        let groups = sums.len().min(counts.len());
+        let n_groups = u32::try_from(groups)
+            .map_err(|_| Error::InvalidArgument(format!("{groups} groups: more than 2^32")))?;
+        let out = self.alloc::<u64>(3 * groups)?;
+        let mut n = self.alloc::<u32>(1)?;
+        self.fill_bytes(&mut n, 0)?;
+        let f = self.function(crate::kernels::Module::Ssb, "ssb_compact_groups")?;
+        let (ps, pc, po, pn) = (
+            self.ptr(sums),
+            self.ptr(counts),
+            self.ptr(&out),
+            self.ptr(&n),
+        );
+        let grid = n_groups
+            .div_ceil(256)
+            .clamp(1, self.info.sm_count.max(1) * 8);
+        // SAFETY: `sums` and `counts` hold `n_groups` values, `out` 3 * `n_groups` and `n`
+        // one; the kernel writes a triple only below its `capacity` argument (`n_groups`).
+        unsafe {
+            self.launch(
+                &f,
+                grid,
+                256,
+                &[&ps as &dyn KernelArg, &pc, &n_groups, &po, &n_groups, &pn],
+            )
+        }?;
+        let mut reached = [0u32];
+        self.download(&n, &mut reached)?;
+        let reached = reached[0] as usize;
+        if reached > groups {
+            return Err(Error::Gpu(format!(
+                "{reached} groups reached of {groups}: the compaction overran"
+            )));
+        }
+        let mut triples = vec![0u64; 3 * reached];
+        self.download(&out, &mut triples)?;
+        let mut g: Vec<(u64, i64, u64)> = triples
+            .chunks_exact(3)
+            .map(|t| (t[0], t[1] as i64, t[2]))
+            .collect();
+        g.sort_unstable_by_key(|t| t.0);
+        Ok(QueryResult { groups: g })
+    }
+
+    /// Coprocessor mode: runs `p` over columns that live in page-locked host memory (`fact`
+    /// and, by table name, `dims`: (column name, column) pairs), shipping for this query only
+    /// the columns it reads, and overlapping the copies with the query's kernels:
+    ///
+    /// - a copy stream ships the dimension columns, then the fact columns in `pieces` chunk
+    ///   ranges (each piece: every fact column's bytes of those chunks, one copy a column),
+    ///   recording an event after the dimensions and after each piece;
+    /// - the query stream builds the hash tables once the dimensions have arrived (while the
+    ///   fact table is still on its way), then probes each piece as soon as it has arrived,
+    ///   into the same aggregate.
+    ///
+    /// So the link is busy from the first copy to the last and the kernels hide behind it, but
+    /// the probe of the last piece. Each column is shipped as its bytes lie in host memory: the
+    /// chunk payloads back to back, nothing else (plain chunks start on 16-byte boundaries).
+    /// Returns the result and the bytes shipped.
+    pub fn ssb_run_coprocessor<'a>(
+        &self,
+        p: &QueryPlan,
+        fact: &[(String, &'a SsbHostColumn)],
+        dims: &HashMap<String, Vec<(String, &'a SsbHostColumn)>>,
+        pieces: usize,
+    ) -> Result<(QueryResult, u64)> {
+        p.check()?;
+        let prog = codegen::program(p);
+        // Device buffers first (stream-ordered on the query stream), chunk tables with them.
+        let device_table = |host: &[(String, &'a SsbHostColumn)], table: &str, names: &[String]| {
+            let mut cols = Vec::with_capacity(names.len());
+            let mut srcs = Vec::with_capacity(names.len());
+            for n in names {
+                let h = find_host(host, table, n)?;
+                let words = self.alloc::<u8>(h.layout.words * 4)?;
+                cols.push((n.clone(), self.ssb_column(words, h.layout.clone())?));
+                srcs.push(h);
+            }
+            Ok::<_, Error>((self.ssb_table(cols)?, srcs))
         };
-        Ok((result, ms))
+        let mut dim_tables = Vec::with_capacity(p.joins.len());
+        for (j, k) in p.joins.iter().zip(&prog.builds) {
+            let host = dims.get(&j.table).ok_or_else(|| {
+                Error::InvalidArgument(format!("no table {} in host memory", j.table))
+            })?;
+            dim_tables.push(device_table(host, &j.table, &k.columns)?);
+        }
+        let (fact_table, fact_srcs) = device_table(fact, "lineorder", &prog.probe.columns)?;
+        let chunks = fact_table.chunk_count();
+        let pieces = pieces.clamp(1, chunks.max(1));
+        let ranges: Vec<std::ops::Range<usize>> = (0..pieces)
+            .map(|i| i * chunks / pieces..(i + 1) * chunks / pieces)
+            .collect();
+
+        let copy = self.ctx.new_stream().map_err(cuda("creating a stream"))?;
+        let ev = |s: &Arc<cudarc::driver::CudaStream>| {
+            s.record_event(None).map_err(cuda("recording an event"))
+        };
+        // The copy stream writes buffers the query stream allocated.
+        copy.join(&self.stream)
+            .map_err(cuda("ordering two streams"))?;
+        let mut shipped = 0u64;
+        // Queues the copy of chunks `range` of `h` into `dst`: the bytes from the first chunk's
+        // payload to the last one's end.
+        let ship = |h: &SsbHostColumn, dst: &SsbColumn, range: std::ops::Range<usize>| {
+            let (Some(first), Some(last)) = (
+                h.layout.table.get(range.start),
+                range.end.checked_sub(1).and_then(|e| h.layout.table.get(e)),
+            ) else {
+                return Ok(0u64);
+            };
+            let at = first.desc.payload_word as usize * 4;
+            let end = (last.desc.payload_word as usize + last.desc.payload_words as usize) * 4;
+            let host = h.pinned.as_slice().map_err(cuda("reading pinned memory"))?;
+            if at > end || end > host.len() || end > dst.words.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "bytes {at}..{end} of a column of {} bytes",
+                    host.len()
+                )));
+            }
+            if end > at {
+                // SAFETY: `at..end` lies inside both buffers (checked); the pinned source and
+                // the device buffer outlive the copy: this function waits for both streams
+                // before it returns or drops them, error or not.
+                unsafe {
+                    cudarc::driver::result::memcpy_htod_async(
+                        self.ptr(&dst.words) + at as u64,
+                        &host[at..end],
+                        copy.cu_stream(),
+                    )
+                }
+                .map_err(cuda("copying to the device"))?;
+            }
+            Ok((end - at) as u64)
+        };
+        let queued = (|| -> Result<(QueryResult, u64)> {
+            for (t, srcs) in &dim_tables {
+                for ((_, dst), h) in t.columns.iter().zip(srcs) {
+                    shipped += ship(h, dst, 0..dst.counts.len())?;
+                }
+            }
+            let dims_here = ev(&copy)?;
+            let mut piece_events = Vec::with_capacity(ranges.len());
+            for r in &ranges {
+                for ((_, dst), h) in fact_table.columns.iter().zip(&fact_srcs) {
+                    shipped += ship(h, dst, r.clone())?;
+                }
+                piece_events.push(ev(&copy)?);
+            }
+
+            let groups = p.groups() as usize;
+            let mut sums = self.alloc::<u64>(groups)?;
+            let mut counts = self.alloc::<u64>(groups)?;
+            let mut qs = self.alloc::<u64>(1)?;
+            self.fill_bytes(&mut qs, 0xFF)?;
+            self.fill_bytes(&mut sums, 0)?;
+            self.fill_bytes(&mut counts, 0)?;
+            self.reset_status(&fact_table, &prog.probe.columns)?;
+            self.stream
+                .wait(&dims_here)
+                .map_err(cuda("waiting for an event"))?;
+            let mut tables = Vec::with_capacity(p.joins.len());
+            for (i, (d, _)) in dim_tables.iter().enumerate() {
+                tables.push(self.enqueue_build(&prog, p, i, d, &qs)?);
+            }
+            for (r, e) in ranges.iter().zip(&piece_events) {
+                self.stream.wait(e).map_err(cuda("waiting for an event"))?;
+                self.enqueue_probe_chunks(
+                    &prog,
+                    p,
+                    &fact_table,
+                    &tables,
+                    r.clone(),
+                    &sums,
+                    &counts,
+                    &qs,
+                )?;
+            }
+            self.synchronize()?;
+            drop(tables);
+            for ((d, _), k) in dim_tables.iter().zip(&prog.builds) {
+                self.check_columns(d, &k.columns)?;
+            }
+            self.check_columns(&fact_table, &prog.probe.columns)?;
+            self.check_query_status(&qs, &p.name)?;
+            Ok((self.read_groups(&sums, &counts)?, shipped))
+        })();
+        // Nothing queued may outlive the buffers, whatever happened above.
+        let waited = copy
+            .synchronize()
+            .map_err(cuda("waiting for the copies"))
+            .and_then(|()| self.synchronize());
+        let out = queued?;
+        waited?;
+        Ok(out)
     }
 
     /// The loaders' per-chunk reports of the columns a kernel read, as the decoders' errors.
