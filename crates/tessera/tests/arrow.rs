@@ -1125,10 +1125,30 @@ fn gpu_reads_match_the_cpu() {
         .map(|b| batch_of(columns(300_000, Nulls::Some, b)))
         .collect();
     write(&path, parts[0].schema(), &parts, golden_opts("")).expect("write");
+    gpu_matches_cpu(&path, &mut engine);
+    // Fixed-width dictionaries (`table.md` §6.1): codes and dictionaries decode in the
+    // batched integer launches beside the plain columns.
+    let fixed = [fixed_dictionary_batch(200_000, 3)];
+    write(
+        &path,
+        fixed[0].schema(),
+        &fixed,
+        ArrowWriteOptions::default(),
+    )
+    .expect("write");
     let t = TableReader::open(&path).expect("open");
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(meta.fields.iter().any(|f| f.is_fixed_auto_dictionary()));
+    gpu_matches_cpu(&path, &mut engine);
+}
+
+/// The table at `path` read through the GPU engine equals the CPU's, and every fixed-size
+/// column [`ArrowTableReader::read_gpu`] leaves on the device equals the CPU's raw decode.
+fn gpu_matches_cpu(path: &std::path::Path, engine: &mut Engine) {
+    let t = TableReader::open(path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");
     // Batches decoded through the GPU engine equal the CPU's.
-    let via_gpu = r.read_all(&mut engine).expect("gpu read");
+    let via_gpu = r.read_all(engine).expect("gpu read");
     assert_eq!(via_gpu, r.read_all(&mut Engine::cpu()).expect("cpu read"));
     // Device-resident fields: every fixed-size buffer equals the CPU's raw form.
     let gpu = engine.gpu().expect("gpu");
