@@ -198,9 +198,10 @@ pub struct GpuArrowArray {
 
 impl ArrowTableReader<'_> {
     /// Decodes the selected fields into GPU memory on `gpu` in Arrow's layout
-    /// ([`GpuField::into_arrow`]). Fields the writer dictionary-encoded on its own (utf8 or
-    /// binary fields that are not Arrow dictionaries) come back as dictionary arrays of their
-    /// codes, not as the plain strings the CPU reader restores.
+    /// ([`GpuField::into_arrow`]). Fields the writer dictionary-encoded on its own (utf8,
+    /// binary and, from format 1.5, fixed-width fields that are not Arrow dictionaries,
+    /// `table.md` §6.1) come back as dictionary arrays of their codes, not as the plain values
+    /// the CPU reader restores.
     pub fn read_gpu_arrow(&self, gpu: &Gpu) -> Result<Vec<GpuArrowArray>> {
         self.read_gpu(gpu)?
             .into_iter()
