@@ -17,6 +17,10 @@ use crate::{Error, LogicalType, Result};
 pub const TABLE_MINOR: u16 = 3;
 /// The container minor version that adds ALP float fields (`table.md` §8): roles 5-7.
 pub const ALP_MINOR: u16 = 4;
+/// The container minor version that adds automatic dictionaries of fixed-width fields
+/// (`table.md` §6.1): a dict column on a field that is neither an Arrow dictionary nor
+/// utf8/binary.
+pub const FIXED_DICT_MINOR: u16 = 5;
 /// Rows per ALP vector: each vector of a float field has its own exponent and factor.
 pub const ALP_VECTOR_ROWS: u64 = 1024;
 /// Most fields a table holds (as many as the container's columns).
@@ -268,6 +272,17 @@ impl FieldMeta {
         self.column(Role::DictValues).is_some()
     }
 
+    /// Whether the writer dictionary-encoded a fixed-width field on its own (`table.md` §6.1,
+    /// container minor 5): a dict column, no Arrow dictionary, and not utf8 or binary.
+    pub fn is_fixed_auto_dictionary(&self) -> bool {
+        self.is_dictionary_encoded()
+            && self.arrow_dictionary.is_none()
+            && !matches!(
+                self.ty,
+                FieldType::Utf8 | FieldType::LargeUtf8 | FieldType::Binary | FieldType::LargeBinary
+            )
+    }
+
     /// Whether the float values are stored as ALP digits plus exceptions (`table.md` §8).
     pub fn is_alp(&self) -> bool {
         self.column(Role::AlpParams).is_some()
@@ -301,7 +316,9 @@ fn put_metadata(out: &mut Vec<u8>, kv: &[(String, String)]) {
 impl TableMeta {
     /// The lowest container minor version that defines everything the section uses.
     pub fn min_minor(&self) -> u16 {
-        if self.fields.iter().any(FieldMeta::is_alp) {
+        if self.fields.iter().any(FieldMeta::is_fixed_auto_dictionary) {
+            FIXED_DICT_MINOR
+        } else if self.fields.iter().any(FieldMeta::is_alp) {
             ALP_MINOR
         } else {
             TABLE_MINOR
@@ -581,6 +598,21 @@ impl TableMeta {
                 columns: refs,
             };
             check_field(&field, row_count, columns, ncols_at)?;
+            if field.is_fixed_auto_dictionary()
+                && (minor < FIXED_DICT_MINOR || field.ty == FieldType::Boolean)
+            {
+                return Err(cur.invalid(
+                    "field columns",
+                    ncols_at,
+                    format!(
+                        "field '{}': a dictionary of a {} field only from minor {FIXED_DICT_MINOR} on, \
+                         and never of booleans",
+                        field.name,
+                        field.ty.physical().name()
+                    ),
+                    u64::from(minor),
+                ));
+            }
             fields.push(field);
         }
         Ok(TableMeta {
@@ -997,5 +1029,46 @@ mod tests {
         let mut tn = t.clone();
         tn.fields[0].columns.remove(1);
         assert!(matches!(at4(&tn, cols), Err(Error::InvalidHeader { .. })));
+    }
+
+    /// An integer field stored as codes + dictionary without being an Arrow dictionary
+    /// (`table.md` §6.1) needs minor 5; a Boolean field never has a dictionary.
+    #[test]
+    fn fixed_width_dictionaries_need_minor_5() {
+        let table = |ty: FieldType, dict_ty: LogicalType| {
+            let t = TableMeta {
+                row_count: 1000,
+                metadata: vec![],
+                fields: vec![field(
+                    "flight",
+                    ty,
+                    vec![(Role::Values, 0), (Role::DictValues, 1)],
+                )],
+            };
+            let cols = vec![
+                col("flight", LogicalType::U32, 1000),
+                col("flight.dict", dict_ty, 40),
+            ];
+            Directory {
+                columns: cols,
+                table: Some(t),
+            }
+        };
+        let dir = table(FieldType::Int(LogicalType::I64), LogicalType::I64);
+        assert!(dir.table.as_ref().expect("table").fields[0].is_fixed_auto_dictionary());
+        assert_eq!(dir.min_minor(), FIXED_DICT_MINOR);
+        let bytes = dir.to_bytes().expect("bytes");
+        let back = Directory::parse(&bytes, 1 << 20, FIXED_DICT_MINOR).expect("parses");
+        assert_eq!(back.table, dir.table);
+        assert!(matches!(
+            Directory::parse(&bytes, 1 << 20, ALP_MINOR),
+            Err(Error::InvalidHeader { .. })
+        ));
+        let bools = table(FieldType::Boolean, LogicalType::Bits);
+        let bytes = bools.to_bytes().expect("bytes");
+        assert!(matches!(
+            Directory::parse(&bytes, 1 << 20, FIXED_DICT_MINOR),
+            Err(Error::InvalidHeader { .. })
+        ));
     }
 }

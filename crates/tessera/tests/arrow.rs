@@ -777,7 +777,90 @@ fn golden_set() -> Vec<(&'static str, Vec<RecordBatch>)> {
         ),
         ("dictionary", vec![d]),
         ("floats-alp", vec![float_batch(3000, 11)]),
+        ("fixed-dictionary", vec![fixed_dictionary_batch(3000, 5)]),
     ]
+}
+
+/// Fixed-width fields with few distinct values spread over a wide range (flight numbers,
+/// distances, prices, timestamps, arbitrary float bit patterns), with nulls, which the
+/// automatic rule stores as codes + dictionary (`table.md` §6.1, minor 5), and a unique key
+/// that stays plain.
+fn fixed_dictionary_batch(n: usize, seed: u64) -> RecordBatch {
+    let h = |i: usize| {
+        ((i as u64) ^ seed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29)
+    };
+    let flight: Int64Array = (0..n)
+        .map(|i| (i % 13 != 5).then(|| 1000 + (h(i) % 300) as i64 * 37))
+        .collect();
+    let distance: UInt16Array = (0..n).map(|i| Some(17 + (h(i) % 50) as u16 * 97)).collect();
+    let price = Decimal128Array::from(
+        (0..n)
+            .map(|i| (i % 7 != 0).then(|| (h(i) % 40) as i128 * 12_345 - 99_000))
+            .collect::<Vec<Option<i128>>>(),
+    )
+    .with_precision_and_scale(12, 2)
+    .expect("decimal");
+    let ts = TimestampMillisecondArray::from(
+        (0..n)
+            .map(|i| 1_600_000_000_000 + (h(i) % 20) as i64 * 3_600_007)
+            .collect::<Vec<i64>>(),
+    )
+    .with_timezone("UTC");
+    let patterns: Vec<f64> = (0..30u64)
+        .map(|k| f64::from_bits(k.wrapping_mul(0xA24B_AED4_963E_E407) | 1))
+        .chain([f64::NAN, -0.0])
+        .collect();
+    let weird: Float64Array = (0..n)
+        .map(|i| Some(patterns[(h(i) % patterns.len() as u64) as usize]))
+        .collect();
+    let id: Int64Array = (0..n).map(|i| Some(i as i64 * 3 + 7)).collect();
+    RecordBatch::try_from_iter([
+        ("flight", Arc::new(flight) as ArrayRef),
+        ("distance", Arc::new(distance) as ArrayRef),
+        ("price", Arc::new(price) as ArrayRef),
+        ("ts", Arc::new(ts) as ArrayRef),
+        ("weird", Arc::new(weird) as ArrayRef),
+        ("id", Arc::new(id) as ArrayRef),
+    ])
+    .expect("batch")
+}
+
+#[test]
+fn fixed_width_dictionaries_chosen_when_smaller_and_read_back_plain() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let parts = [
+        fixed_dictionary_batch(5000, 1),
+        fixed_dictionary_batch(3000, 2),
+    ];
+    let opts = ArrowWriteOptions {
+        chunk_rows: 4096,
+        ..ArrowWriteOptions::default()
+    };
+    check_round_trip(&path, &parts, opts, "fixed-width dictionaries");
+    let t = TableReader::open(&path).expect("open");
+    assert_eq!(t.container().version(), (1, 5));
+    let meta = t.container().directory().table.clone().expect("table");
+    for f in &meta.fields {
+        assert_eq!(
+            f.is_fixed_auto_dictionary(),
+            f.name != "id",
+            "field {}",
+            f.name
+        );
+    }
+    // Without automatic dictionaries nothing is one, and the file stays 1.4 or older.
+    let never = ArrowWriteOptions {
+        dictionary: DictionaryChoice::Never,
+        ..opts
+    };
+    check_round_trip(&path, &parts, never, "no dictionaries");
+    let t = TableReader::open(&path).expect("open");
+    assert!(t.container().version().1 <= 4);
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(meta.fields.iter().all(|f| !f.is_dictionary_encoded()));
 }
 
 /// Decimal-like doubles and floats (prices, temperatures) with nulls and every kind of value
@@ -1042,10 +1125,30 @@ fn gpu_reads_match_the_cpu() {
         .map(|b| batch_of(columns(300_000, Nulls::Some, b)))
         .collect();
     write(&path, parts[0].schema(), &parts, golden_opts("")).expect("write");
+    gpu_matches_cpu(&path, &mut engine);
+    // Fixed-width dictionaries (`table.md` §6.1): codes and dictionaries decode in the
+    // batched integer launches beside the plain columns.
+    let fixed = [fixed_dictionary_batch(200_000, 3)];
+    write(
+        &path,
+        fixed[0].schema(),
+        &fixed,
+        ArrowWriteOptions::default(),
+    )
+    .expect("write");
     let t = TableReader::open(&path).expect("open");
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(meta.fields.iter().any(|f| f.is_fixed_auto_dictionary()));
+    gpu_matches_cpu(&path, &mut engine);
+}
+
+/// The table at `path` read through the GPU engine equals the CPU's, and every fixed-size
+/// column [`ArrowTableReader::read_gpu`] leaves on the device equals the CPU's raw decode.
+fn gpu_matches_cpu(path: &std::path::Path, engine: &mut Engine) {
+    let t = TableReader::open(path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");
     // Batches decoded through the GPU engine equal the CPU's.
-    let via_gpu = r.read_all(&mut engine).expect("gpu read");
+    let via_gpu = r.read_all(engine).expect("gpu read");
     assert_eq!(via_gpu, r.read_all(&mut Engine::cpu()).expect("cpu read"));
     // Device-resident fields: every fixed-size buffer equals the CPU's raw form.
     let gpu = engine.gpu().expect("gpu");

@@ -3,8 +3,9 @@
 //! [`GpuArrowArray`]), the step before exporting them through the Arrow C Device Data
 //! Interface ([`super::export_device`]).
 //!
-//! Each physical column goes through [`TableReader::read_gpu`] (integers in one launch per
-//! codec, bitmaps, bytes and text by their GPU decoders). What is Arrow's layout as decoded:
+//! The integer columns of all selected fields decode together, one batch per logical type (one
+//! upload, one launch per codec, one wait); bitmaps, bytes and text go through
+//! [`TableReader::read_gpu`] column by column. What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -16,14 +17,18 @@
 //! into offsets). Fields the writer dictionary-encoded on its own come back as dictionary
 //! arrays (the CPU reader gives their plain values).
 
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
 use arrow_schema::DataType;
+use tessera_codecs::column;
 use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
-use tessera_gpu::{CudaSlice, Gpu};
+use tessera_gpu::{codec, CudaSlice, Gpu};
 
 use crate::gpu_column::{GpuColumn, GpuData};
-use crate::read::TableReader;
+use crate::read::{chunk_refs, locate, TableReader};
 
 use super::alp::Float;
 use super::read::{arrow_field, ArrowTableReader};
@@ -48,12 +53,29 @@ pub struct GpuField {
 
 impl ArrowTableReader<'_> {
     /// Decodes the selected fields into GPU memory on `gpu` (payload checksums are verified on
-    /// the host first; corrupt chunks give the CPU decoders' errors).
+    /// the host first; corrupt chunks give the CPU decoders' errors). The integer columns of
+    /// all selected fields (values, codes, lengths, integer dictionaries, ALP digits, params
+    /// and exceptions) are decoded together, one batch per logical type
+    /// ([`decode_integer_columns`]); bits, bytes and utf8 columns by their own decoders.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
-        self.selected_fields()
+        let fields: Vec<&FieldMeta> = self.selected_fields().collect();
+        let wanted: Vec<usize> = fields
+            .iter()
+            .flat_map(|f| f.columns.iter().map(|&(_, c)| c as usize))
+            .collect();
+        let batched = RefCell::new(decode_integer_columns(t, &wanted, gpu)?);
+        fields
+            .into_iter()
             .map(|f| {
-                let col = |r: Role| f.column(r).map(|c| t.read_gpu(c, gpu)).transpose();
+                let col = |r: Role| {
+                    f.column(r)
+                        .map(|c| match batched.borrow_mut().remove(&c) {
+                            Some(g) => Ok(g),
+                            None => t.read_gpu(c, gpu),
+                        })
+                        .transpose()
+                };
                 let values = col(Role::Values)?.ok_or_else(|| {
                     Error::InvalidArgument(format!("field '{}' has no values", f.name))
                 })?;
@@ -82,6 +104,78 @@ impl ArrowTableReader<'_> {
     }
 }
 
+/// Decodes the integer columns among `cols` on `gpu`, all columns of one logical type as one
+/// column of their chunks back to back: one upload, one launch per codec and one wait for the
+/// whole group instead of for each column (what dominates small tables), then a device copy
+/// of each column's values into a buffer of its own (queued, no wait). Types with a single
+/// column are left to [`TableReader::read_gpu`]; so are columns that are not integers.
+fn decode_integer_columns(
+    t: &TableReader,
+    cols: &[usize],
+    gpu: &Gpu,
+) -> Result<HashMap<usize, GpuColumn>> {
+    let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+    for &c in cols {
+        let meta = t
+            .columns()
+            .get(c)
+            .ok_or_else(|| Error::InvalidArgument(format!("no column {c}")))?;
+        if meta.logical_type.is_integer() {
+            let g = groups.entry(meta.logical_type.id()).or_default();
+            if !g.contains(&c) {
+                g.push(c);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for group in groups.into_values().filter(|g| g.len() > 1) {
+        let ty = t.columns()[group[0]].logical_type;
+        let width = ty.width() as u64;
+        // For each chunk of the batch: its column and its index there.
+        let mut owner: Vec<(usize, usize)> = Vec::new();
+        let mut refs = Vec::new();
+        for &c in &group {
+            let meta = &t.columns()[c];
+            let payloads: Vec<&[u8]> = (0..meta.chunks.len())
+                .map(|k| t.container().chunk_payload(c, k))
+                .collect::<Result<_>>()?;
+            refs.extend(chunk_refs(&meta.chunks, &payloads));
+            owner.extend((0..meta.chunks.len()).map(|k| (c, k)));
+        }
+        let cpu_error = |i: usize| -> Option<Error> {
+            let &(c, k) = owner.get(i)?;
+            let meta = &t.columns()[c];
+            let ch = &meta.chunks[k];
+            let payload = t.container().chunk_payload(c, k).ok()?;
+            let mut host = vec![0u8; ty.raw_len(ch.value_count as u64).unwrap_or(0) as usize];
+            column::decode_values(ty, ch.codec, payload, ch.value_count as u64, &mut host)
+                .err()
+                .map(|e| e.in_chunk(&meta.name, k, ch.codec.name()))
+        };
+        let all = codec::decode_to_device(gpu, ty, &refs).map_err(|be| locate(be, cpu_error).1)?;
+        let mut at = 0u64;
+        for &c in &group {
+            let len = t.columns()[c].value_count;
+            let bytes = len
+                .checked_mul(width)
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| Error::InvalidArgument("column larger than memory".into()))?;
+            let mut own = gpu.alloc::<u8>(bytes)?;
+            gpu.copy_within_device(&all, at as usize, &mut own, 0, bytes)?;
+            at += bytes as u64;
+            out.insert(
+                c,
+                GpuColumn {
+                    logical_type: ty,
+                    len,
+                    data: GpuData::Raw(own),
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// One field (or a dictionary's values) as Arrow arrays hold it, in GPU memory: the buffers of
 /// Arrow's columnar format, little-endian, with no offset into them.
 #[derive(Debug)]
@@ -104,9 +198,10 @@ pub struct GpuArrowArray {
 
 impl ArrowTableReader<'_> {
     /// Decodes the selected fields into GPU memory on `gpu` in Arrow's layout
-    /// ([`GpuField::into_arrow`]). Fields the writer dictionary-encoded on its own (utf8 or
-    /// binary fields that are not Arrow dictionaries) come back as dictionary arrays of their
-    /// codes, not as the plain strings the CPU reader restores.
+    /// ([`GpuField::into_arrow`]). Fields the writer dictionary-encoded on its own (utf8,
+    /// binary and, from format 1.5, fixed-width fields that are not Arrow dictionaries,
+    /// `table.md` §6.1) come back as dictionary arrays of their codes, not as the plain values
+    /// the CPU reader restores.
     pub fn read_gpu_arrow(&self, gpu: &Gpu) -> Result<Vec<GpuArrowArray>> {
         self.read_gpu(gpu)?
             .into_iter()

@@ -637,12 +637,53 @@ fn read_dictionary(
             let raw = if matches!(ty, FieldType::Decimal128 { .. }) {
                 widen_decimal(&raw)
             } else {
-                raw
+                // Decoded bytes may sit at any address; Arrow wants the type's alignment.
+                let mut aligned = MutableBuffer::new(raw.len());
+                aligned.extend_from_slice(raw.as_slice());
+                aligned.into()
             };
             (build(name, ty, count, raw, None, None)?, None)
         }
     };
     Ok(Dictionary { array, var })
+}
+
+/// The `n` values of a fixed-width field under an automatic dictionary (`table.md` §6.1):
+/// each valid row's dictionary value by its code (null rows get zeros).
+fn fixed_from_dictionary(
+    name: &str,
+    ty: &FieldType,
+    n: usize,
+    dictionary: &ArrayRef,
+    code_at: impl Fn(usize) -> u64,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let dd = dictionary.to_data();
+    let w = dd.data_type().primitive_width().ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "column '{name}': an automatic dictionary of a {} field",
+            ty.physical().name()
+        ))
+    })?;
+    let dvals = dd.buffers().first().map_or(&[][..], |b| b.as_slice());
+    let dlen = dd.len();
+    // Aligned for the value type, as Arrow's validation wants.
+    let mut out = MutableBuffer::from_len_zeroed(n * w);
+    for (i, slot) in out.as_slice_mut().chunks_exact_mut(w).enumerate() {
+        if nulls.as_ref().is_none_or(|nb| nb.is_valid(i)) {
+            let c = code_at(i);
+            if c >= dlen as u64 {
+                return Err(Error::ValueOutOfRange {
+                    index: i as u64,
+                    ty: "dictionary code",
+                    found: c,
+                });
+            }
+            let at = (dd.offset() + c as usize) * w;
+            slot.copy_from_slice(&dvals[at..at + w]);
+        }
+    }
+    build(name, ty, n, out.into(), None, nulls)
 }
 
 /// `n` binary values: lengths from `lengths`, then as many bytes from `bytes`.
@@ -729,10 +770,10 @@ impl FieldCursor<'_> {
                     })?;
                 return Ok(make_array(data));
             }
-            // An automatic dictionary: the plain strings or bytes come back.
-            let (doff, ddata) = dict.var.as_ref().ok_or_else(|| {
-                Error::InvalidArgument(format!("column '{name}': dictionary of a fixed-size type"))
-            })?;
+            // An automatic dictionary: the plain values come back.
+            let Some((doff, ddata)) = dict.var.as_ref() else {
+                return fixed_from_dictionary(name, ty, n, &dict.array, code_at, nulls);
+            };
             let dlen = doff.len() - 1;
             let mut offsets = Vec::with_capacity(n + 1);
             offsets.push(0u64);

@@ -17,12 +17,17 @@ use super::alp::{self, Float};
 use super::field_type;
 use crate::write::{CHUNK_TEXT_BYTES, DEFAULT_CHUNK_VALUES};
 
-/// Whether utf8 and binary fields that are not Arrow dictionaries are dictionary-encoded.
+/// Whether fields that are not Arrow dictionaries are dictionary-encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DictionaryChoice {
-    /// Decided per field on its first non-empty batch (`table.md` §6): a dictionary when that
-    /// batch's distinct values are at most a quarter of its rows and the dictionary's bytes plus
-    /// the codes at `ceil(log2(distinct))` bits are at most half the values' bytes.
+    /// Decided per field on its first non-empty batch (`table.md` §6): utf8 and binary fields
+    /// get a dictionary when that batch's distinct values are at most a quarter of its rows and
+    /// the dictionary's bytes plus the codes at `ceil(log2(distinct))` bits are at most half the
+    /// values' bytes; fixed-width fields other than booleans (§6.1) when, on that batch's first
+    /// `chunk_rows` values, the distinct values are at most a quarter of the rows and the codes
+    /// plus the dictionary, each encoded by `auto`, take fewer bytes than the values as they
+    /// would otherwise be stored (encoded by `auto`; ALP's columns for a float field that ALP
+    /// would take).
     Auto,
     /// Never (Arrow dictionary fields stay dictionaries).
     Never,
@@ -487,21 +492,44 @@ impl ArrowTableWriter {
                 _ => None,
             }
             .filter(|_| self.fields[i].dict.is_none());
+            let name = self.fields[i].meta.name.clone();
+            let (chunk_rows, copts) = (self.opts.chunk_rows, self.opts.codec_options);
+            // The cheapest way to store the field's first chunk when it is not a dictionary:
+            // ALP's columns or the bit patterns for floats (`FloatChoice::Auto`), the values.
+            let mut undict_bytes = None;
             let use_alp = match (float, self.opts.floats) {
                 (None, _) | (_, FloatChoice::Plain) => false,
                 (Some(_), FloatChoice::Alp) => true,
                 (Some(fl), FloatChoice::Auto) => match first {
-                    Some(b) => alp_pays(
-                        &self.fields[i].meta.name,
-                        &ty,
-                        fl,
-                        b.column(i).as_ref(),
-                        self.opts.chunk_rows,
-                        self.opts.codec_options,
-                    )?,
+                    Some(b) => {
+                        let a = b.column(i).as_ref();
+                        let plain = plain_size(&name, &ty, a, chunk_rows, copts)?;
+                        let alp = alp_size(&name, &ty, fl, a, chunk_rows, copts)?;
+                        undict_bytes = Some(plain.min(alp));
+                        alp < plain
+                    }
                     None => false,
                 },
             };
+            let fixed_dict_candidate = self.fields[i].dict.is_none()
+                && self.opts.dictionary == DictionaryChoice::Auto
+                && !(float.is_some() && self.opts.floats == FloatChoice::Alp)
+                && !matches!(ty, FieldType::Boolean)
+                && !ty.is_binary()
+                && ty.physical() != LogicalType::Utf8;
+            if let (true, Some(b)) = (fixed_dict_candidate, first) {
+                let a = b.column(i).as_ref();
+                if let Some(dict) = fixed_dict_size(&name, &ty, a, chunk_rows, copts)? {
+                    let other = match undict_bytes {
+                        Some(u) => u,
+                        None => plain_size(&name, &ty, a, chunk_rows, copts)?,
+                    };
+                    if dict < other {
+                        self.fields[i].dict = Some(Dict::default());
+                    }
+                }
+            }
+            let use_alp = use_alp && self.fields[i].dict.is_none();
             if let (Some(fl), true) = (float, use_alp) {
                 let col = self.declare(i, Role::Values, LogicalType::I64, &mut taken)?;
                 self.fields[i].values = Some(Sink::fixed(col, LogicalType::I64));
@@ -795,30 +823,91 @@ fn dictionary_pays(array: &dyn Array) -> bool {
     dict * 2 <= total
 }
 
-/// The automatic ALP rule (`FloatChoice::Auto`), on one batch's first `chunk_rows` values.
-fn alp_pays(
+/// The bytes `auto` encodes little-endian values of type `t` into.
+fn encoded_size(t: LogicalType, bytes: &[u8], opts: CodecOptions) -> Result<usize> {
+    let count = (bytes.len() / t.width()) as u64;
+    if count == 0 {
+        return Ok(0);
+    }
+    let mut out = Vec::new();
+    column::encode_values_with(t, None, bytes, count, &mut out, opts)?;
+    Ok(out.len())
+}
+
+/// The bytes a fixed-width field's first `chunk_rows` values of one batch take as stored
+/// values (bit patterns for floats), encoded by `auto`.
+fn plain_size(
+    name: &str,
+    ty: &FieldType,
+    array: &dyn Array,
+    chunk_rows: usize,
+    opts: CodecOptions,
+) -> Result<usize> {
+    let n = array.len().min(chunk_rows);
+    let raw = fixed_bytes(name, ty, array.slice(0, n).as_ref())?;
+    encoded_size(ty.physical(), &raw, opts)
+}
+
+/// The automatic dictionary rule for fixed-width fields (`table.md` §6.1): the bytes of the
+/// codes (u32) and the dictionary of one batch's first `chunk_rows` values, each encoded by
+/// `auto`; `None` when that slice has fewer than 64 rows or more distinct values than a quarter
+/// of its rows (a dictionary that grows with the rows costs memory while writing).
+fn fixed_dict_size(
+    name: &str,
+    ty: &FieldType,
+    array: &dyn Array,
+    chunk_rows: usize,
+    opts: CodecOptions,
+) -> Result<Option<usize>> {
+    let n = array.len().min(chunk_rows);
+    if n < 64 {
+        return Ok(None);
+    }
+    let sliced = array.slice(0, n);
+    let raw = fixed_bytes(name, ty, sliced.as_ref())?;
+    let w = ty.physical().width();
+    let mut seen: HashMap<&[u8], u32> = HashMap::new();
+    let mut distinct = Vec::new();
+    let mut codes = Vec::with_capacity(n * 4);
+    for (i, v) in raw.chunks_exact(w).enumerate() {
+        let c = if sliced.is_null(i) {
+            0
+        } else {
+            let next = seen.len() as u32;
+            let c = *seen.entry(v).or_insert(next);
+            if c == next {
+                distinct.extend_from_slice(v);
+                if seen.len() * 4 > n {
+                    return Ok(None);
+                }
+            }
+            c
+        };
+        codes.extend_from_slice(&c.to_le_bytes());
+    }
+    Ok(Some(
+        encoded_size(LogicalType::U32, &codes, opts)?
+            + encoded_size(ty.physical(), &distinct, opts)?,
+    ))
+}
+
+/// The bytes ALP's columns (`table.md` §8) take for one batch's first `chunk_rows` values of a
+/// float field, each encoded by `auto` (the `FloatChoice::Auto` rule compares them with
+/// [`plain_size`]).
+fn alp_size(
     name: &str,
     ty: &FieldType,
     fl: Float,
     array: &dyn Array,
     chunk_rows: usize,
     opts: CodecOptions,
-) -> Result<bool> {
+) -> Result<usize> {
     let n = array.len().min(chunk_rows);
     if n == 0 {
-        return Ok(false);
+        return Ok(usize::MAX);
     }
     let raw = fixed_bytes(name, ty, array.slice(0, n).as_ref())?;
-    let size = |t: LogicalType, bytes: &[u8]| -> Result<usize> {
-        let count = (bytes.len() / t.width()) as u64;
-        if count == 0 {
-            return Ok(0);
-        }
-        let mut out = Vec::new();
-        column::encode_values_with(t, None, bytes, count, &mut out, opts)?;
-        Ok(out.len())
-    };
-    let plain = size(ty.physical(), &raw)?;
+    let size = |t: LogicalType, bytes: &[u8]| encoded_size(t, bytes, opts);
     let mut values = Sink::fixed(0, LogicalType::I64);
     let w = fl.width();
     let mut a = AlpField {
@@ -848,7 +937,7 @@ fn alp_pays(
             total += size(t, buf)?;
         }
     }
-    Ok(total < plain)
+    Ok(total)
 }
 
 /// The little-endian bytes of fixed-size array values as stored (decimals narrowed to i64).
@@ -1000,9 +1089,16 @@ fn dict_codes(name: &str, ty: &FieldType, array: &ArrayRef, dict: &mut Dict) -> 
         }
         return Ok(codes);
     }
-    let (offsets, data) = var_parts(array.as_ref()).ok_or_else(|| {
-        Error::InvalidArgument(format!("column '{name}': not a string or binary array"))
-    })?;
+    let Some((offsets, data)) = var_parts(array.as_ref()) else {
+        // A fixed-width field under an automatic dictionary (`table.md` §6.1).
+        let raw = fixed_bytes(name, ty, array.as_ref())?;
+        let w = ty.physical().width();
+        return Ok(raw
+            .chunks_exact(w)
+            .enumerate()
+            .map(|(i, v)| if array.is_null(i) { 0 } else { dict.code(v) })
+            .collect());
+    };
     Ok(offsets
         .windows(2)
         .enumerate()
