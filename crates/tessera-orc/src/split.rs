@@ -333,7 +333,9 @@ mod tests {
             let pieces = split(RleKind::Byte, &stream, data.len(), target).expect("walks");
             let mut got = Vec::new();
             for p in &pieces {
-                assert!(p.values >= target || p.bytes.end == pieces.last().unwrap().bytes.end);
+                assert!(
+                    p.values >= target || p.bytes.end == pieces.last().expect("a piece").bytes.end
+                );
                 let mut out = vec![0u8; p.values];
                 rle::decode_byte_rle(&stream[p.bytes.clone()], &mut out).expect("decodes");
                 got.extend(out);
