@@ -454,7 +454,10 @@ pub fn read_batches_with(
             for (t, base, parts) in slots {
                 let ls: Vec<(usize, usize)> = parts
                     .iter()
-                    .map(|&(sl, p)| (sl, p.map(|i| lens[i]).unwrap_or(orig_len[&sl])))
+                    .map(|&(sl, p)| match p {
+                        Some(i) => (sl, lens[i]),
+                        None => (sl, orig_len.get(&sl).copied().unwrap_or(0)),
+                    })
                     .collect();
                 let full = ls.iter().rev().skip(1).all(|&(_, l)| l == bs);
                 if full {
@@ -715,7 +718,9 @@ pub fn read_batches_with(
             let v = if let Some(&i) = cpu_of.get(t) {
                 std::mem::take(&mut cpu_inflated[i])
             } else {
-                let loc = locs[t];
+                let Some(&loc) = locs.get(t) else {
+                    continue; // every stream has a location; the assembly reports a missing one
+                };
                 let mut v = vec![0u8; loc.len];
                 let b = bufs[loc.buf].as_ref().expect("made with its locations");
                 codag::download_range(gpu, b, loc.start, &mut v)?;
