@@ -1,6 +1,9 @@
 //! `tessera-bench orc --input FILE.orc`: a real ORC file read by tessera into GPU-resident
-//! decoded streams (`tessera_orc::gpu`: ZLIB chunks, PRESENT and integer streams through the
-//! CODAG decoders), the same to Arrow batches on the host, and tessera's CPU path on all cores.
+//! decoded streams (`tessera_orc::gpu`: the file uploaded once, ZLIB chunks, PRESENT and integer
+//! streams cut into pieces at run boundaries, all through the CODAG decoders on device buffers),
+//! the same to Arrow batches on the host, and tessera's CPU path on all cores; the median of
+//! each GPU phase (upload, inflate, walk, present, rle, download, assemble), and the link's
+//! host-to-device speed from pageable and from pinned memory for the file's bytes.
 //! pyarrow's ORC reader, the peer, is timed by the Python step that wrote the file (the device
 //! has pyarrow; this binary does not call Python).
 //!
@@ -27,6 +30,19 @@ struct Report {
     compression: String,
     arrow_bytes: usize,
     gpu_chunks: Option<[usize; 5]>,
+    /// Compression chunks stored as they are, streams cut into pieces.
+    gpu_original_chunks: Option<usize>,
+    gpu_rle_streams: Option<usize>,
+    /// Bytes copied back for the walk, resident after the RLE launches, copied back for Arrow.
+    gpu_walk_download_bytes: Option<usize>,
+    gpu_resident_bytes: Option<usize>,
+    gpu_arrow_download_bytes: Option<usize>,
+    /// Median ms of each phase, in order.
+    gpu_phase_ms: Vec<(String, f64)>,
+    /// The file's bytes to the device: GB/s from pageable memory (`Gpu::upload`) and from
+    /// pinned memory (one queued copy), medians.
+    upload_pageable_gbps: Option<f64>,
+    upload_pinned_gbps: Option<f64>,
     /// File bytes in host memory to every stream decoded on the GPU, ms.
     gpu_resident_ms: Option<f64>,
     /// The same to Arrow batches on the host, ms.
@@ -67,6 +83,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     );
     let (mut device, mut chunks, mut res_ms, mut arrow_ms) =
         ("no GPU".to_string(), None, None, None);
+    let mut last = None;
+    let mut phase_ms = Vec::new();
+    let (mut pageable, mut pinned) = (None, None);
     match Gpu::new() {
         Err(e) => println!("GPU: skipped ({e})"),
         Ok(g) => {
@@ -84,12 +103,52 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             ]);
             let mut res = Vec::new();
             let mut tot = Vec::new();
+            let mut phases: Vec<Vec<f64>> = vec![Vec::new(); 7];
             for _ in 0..runs {
                 let (_, rep) = tessera_orc::gpu::read_batches(&g, &r).map_err(orc_err)?;
                 res.push(rep.seconds_to_resident * 1e3);
                 tot.push(rep.seconds_total * 1e3);
+                for (i, (_, sec)) in rep.phases.pairs().iter().enumerate() {
+                    phases[i].push(sec * 1e3);
+                }
+                last = Some(rep);
+            }
+            let names = tessera_orc::gpu::Phases::default().pairs().map(|p| p.0);
+            for (name, v) in names.iter().zip(phases) {
+                let m = super::common::median(v);
+                println!("  phase {name}: {m:.1} ms");
+                phase_ms.push((name.to_string(), m));
             }
             let (a, b) = (super::common::median(res), super::common::median(tot));
+            // The link, for the file's bytes: pageable (what the reader does) and pinned.
+            let fb = f.bytes();
+            let mut pg = Vec::new();
+            for _ in 0..runs {
+                let t = std::time::Instant::now();
+                let d = g.upload(fb)?;
+                g.synchronize()?;
+                pg.push(t.elapsed().as_secs_f64() * 1e3);
+                drop(d);
+            }
+            let mut host = g.alloc_pinned(fb.len())?;
+            host.as_mut_slice()?.copy_from_slice(fb);
+            let mut dst = g.alloc::<u8>(fb.len())?;
+            let mut pn = Vec::new();
+            for _ in 0..runs {
+                let t = std::time::Instant::now();
+                g.enqueue_upload(&host, fb.len(), &mut dst)?;
+                g.synchronize()?;
+                pn.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let (pg, pn) = (super::common::median(pg), super::common::median(pn));
+            println!(
+                "link, file bytes to the device: pageable {pg:.1} ms ({:.1} GB/s), pinned {pn:.1} \
+                 ms ({:.1} GB/s)",
+                gbps(fb.len(), pg),
+                gbps(fb.len(), pn)
+            );
+            pageable = Some(gbps(fb.len(), pg));
+            pinned = Some(gbps(fb.len(), pn));
             println!(
                 "tessera GPU to resident streams: {a:.1} ms, {:.2} GB/s",
                 gbps(arrow_bytes, a)
@@ -99,6 +158,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 gbps(arrow_bytes, b)
             );
             println!("chunks [deflate, present, byte-rle, rle-v1, rle-v2]: {chunks:?}");
+            if let Some(r) = &last {
+                println!("last run: {r:?}");
+            }
             res_ms = Some(a);
             arrow_ms = Some(b);
         }
@@ -114,6 +176,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         compression: f.compression().name().into(),
         arrow_bytes,
         gpu_chunks: chunks,
+        gpu_original_chunks: last.as_ref().map(|r| r.original_chunks),
+        gpu_rle_streams: last.as_ref().map(|r| r.rle_streams),
+        gpu_walk_download_bytes: last.as_ref().map(|r| r.walk_download_bytes),
+        gpu_resident_bytes: last.as_ref().map(|r| r.resident_bytes),
+        gpu_arrow_download_bytes: last.as_ref().map(|r| r.arrow_download_bytes),
+        gpu_phase_ms: phase_ms,
+        upload_pageable_gbps: pageable,
+        upload_pinned_gbps: pinned,
         gpu_resident_ms: res_ms,
         gpu_to_arrow_ms: arrow_ms,
         cpu_ms,

@@ -1,60 +1,135 @@
 //! An ORC file's streams decoded on the GPU with the batched CODAG decoders of
-//! `tessera_gpu::codag` (one warp per chunk), `docs/gpu/orc.md`:
+//! `tessera_gpu::codag` (one warp per chunk), `docs/gpu/orc.md`. The file's bytes go to the
+//! device once; every launch after that reads slices of device buffers
+//! ([`codag::DeviceTable`]):
 //!
-//! 1. every ZLIB compression chunk of every selected stream of every stripe: one Deflate batch
-//!    (chunks stored as they are, `isOriginal`, are copied on the host; SNAPPY, LZ4 and ZSTD
-//!    chunks are decompressed on the CPU, in parallel);
-//! 2. every PRESENT stream: one byte-RLE batch; the host counts each column's non-null rows,
-//!    which the value streams' counts depend on;
-//! 3. every integer-like stream (DATA of integers, dates and timestamps, SECONDARY of
-//!    timestamps and decimals, LENGTH of strings and binaries and dictionaries, dictionary ids):
-//!    one RLE v1 batch and one RLE v2 batch; boolean and tinyint DATA streams: one byte-RLE batch.
+//! 1. **upload**: the whole file, one copy;
+//! 2. **inflate**: every ZLIB compression chunk of every selected stream, one Deflate launch
+//!    reading the uploaded file, each chunk writing a slot of the block size in one device
+//!    buffer, so a stream whose chunks all inflate to the block size (what ORC writers do for
+//!    all but a stream's last chunk) lies contiguous there; chunks stored as they are
+//!    (`isOriginal`) are device-to-device copies into their slots; a stream with a short chunk
+//!    in the middle is compacted by device copies. SNAPPY, LZ4 and ZSTD chunks are
+//!    decompressed on the CPU in parallel and uploaded;
+//! 3. **walk**: the host cuts every RLE stream into pieces of about [`TARGET_VALUES`] values at
+//!    run boundaries (`split`: run headers read, payloads skipped, nothing decoded), so a
+//!    stripe's stream becomes hundreds of warp chunks with known output offsets. The host
+//!    needs the stream's bytes for that: an uncompressed file's bytes are at hand; inflated
+//!    streams are copied back from the device (PRESENT and RLE value streams only);
+//! 4. **present**: every PRESENT stream's pieces, one byte-RLE launch; its output comes back
+//!    (one bit a row) for each column's non-null count, which the value streams' counts are;
+//! 5. **rle**: every boolean/tinyint stream's pieces (byte RLE) and every integer-like stream's
+//!    pieces (DATA of integers, dates and timestamps, SECONDARY of timestamps and decimals,
+//!    LENGTH of strings and binaries and dictionaries, dictionary ids): one launch per decoder,
+//!    each stream's values contiguous in that decoder's output buffer.
 //!
-//! After step 3 every stream is decoded and resident on the GPU. The decoded values are then
-//! copied to the host, where nulls are scattered, dictionary entries gathered and timestamps
-//! combined into Arrow arrays by the same code as the CPU path (`cpu.rs`), so both paths give
-//! the same arrays and errors. A chunk the GPU flags is re-decoded by the CPU reference for its
-//! exact error (`codag::cpu_error`), reported with its stripe, column and stream.
+//! After step 5 every stream is decoded and resident on the GPU ([`GpuReport::
+//! seconds_to_resident`]). For Arrow batches on the host, the decoded values and the streams
+//! no decoder touched (float and double values, string bytes, dictionaries) are copied to the
+//! host, where nulls are scattered, dictionary entries gathered and timestamps combined into
+//! Arrow arrays by the same code as the CPU path (`cpu.rs`), so both paths give the same arrays
+//! and errors. A chunk the GPU flags is re-decoded by the CPU reference for its exact error
+//! (`codag::cpu_error`), reported with its stripe, column and stream.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::time::Instant;
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
-use tessera_gpu::codag::{self, Chunk, Decoder, DeviceBatch};
-use tessera_gpu::Gpu;
+use tessera_gpu::codag::{self, Chunk, ChunkDesc, Decoder, DeviceTable};
+use tessera_gpu::{CudaSlice, Gpu};
 
 use crate::compress::{self, Compression};
 use crate::cpu::{stream_err, Predecoded, MAX_VALUES_PER_BYTE};
 use crate::error::{OrcError, Result};
 use crate::file::{OrcType, StripeLayout};
 use crate::proto::{encoding_kind, stream_kind};
+use crate::split::{split, RleKind};
 use crate::OrcReader;
+
+/// Values per integer piece: enough pieces per stream to fill the GPU (a stripe of ~3 M rows
+/// gives ~170 pieces per stream), each long enough that a warp's setup is a small part of it.
+pub const TARGET_VALUES: usize = 16 * 1024;
+/// Output bytes per byte-RLE piece (booleans: 8 a byte).
+pub const TARGET_BYTES: usize = 8 * 1024;
+/// Zero bytes after every uploaded buffer: the last chunk's last word.
+const PAD: usize = 16;
 
 /// What the GPU produced for one column of one stripe.
 #[derive(Debug, Default)]
 pub(crate) struct ColumnDecoded {
-    /// Streams decompressed (by the GPU's Deflate or the CPU's Snappy/LZ4/ZSTD), by kind.
+    /// Streams decompressed (by the GPU's Deflate or the CPU's Snappy/LZ4/ZSTD), by kind; the
+    /// streams in `pre` are here as empty placeholders (their values are in `pre`).
     pub inflated: HashMap<i32, Vec<u8>>,
     /// Streams decoded by the GPU's RLE decoders.
     pub pre: Predecoded,
 }
 
+/// Seconds of each phase of one [`read_batches`] (wall clock on the host, each phase waited
+/// for before the next).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Phases {
+    /// Stripe footers parsed, the file's bytes copied to the device.
+    pub upload: f64,
+    /// Compression chunks inflated on the device (or decompressed on the CPU and uploaded).
+    pub inflate: f64,
+    /// PRESENT and value streams copied to the host (inflated files only) and walked.
+    pub walk: f64,
+    /// PRESENT streams decoded, their bits copied back and counted.
+    pub present: f64,
+    /// Byte-RLE, RLE v1 and RLE v2 launches, their statuses checked.
+    pub rle: f64,
+    /// Decoded values and untouched streams copied to the host.
+    pub download: f64,
+    /// Arrow arrays built on the host (nulls, dictionaries, timestamps).
+    pub assemble: f64,
+}
+
+impl Phases {
+    /// `(name, seconds)` of every phase, in order.
+    pub fn pairs(&self) -> [(&'static str, f64); 7] {
+        [
+            ("upload", self.upload),
+            ("inflate", self.inflate),
+            ("walk", self.walk),
+            ("present", self.present),
+            ("rle", self.rle),
+            ("download", self.download),
+            ("assemble", self.assemble),
+        ]
+    }
+}
+
 /// What one [`read_batches`] did.
 #[derive(Debug, Default, Clone)]
 pub struct GpuReport {
-    /// Deflate chunks decoded in the one Deflate launch.
+    /// Chunks of the one Deflate launch.
     pub deflate_chunks: usize,
-    /// PRESENT streams decoded in the first byte-RLE launch.
+    /// Compression chunks stored as they are (copied on the device).
+    pub original_chunks: usize,
+    /// Streams with a short compression chunk before their last, compacted on the device.
+    pub compacted_streams: usize,
+    /// Pieces of PRESENT streams (the first byte-RLE launch).
     pub present_chunks: usize,
-    /// Boolean and tinyint DATA streams (second byte-RLE launch).
+    /// Pieces of boolean and tinyint DATA streams (second byte-RLE launch).
     pub byte_rle_chunks: usize,
-    /// RLE v1 streams.
+    /// Pieces of RLE v1 streams.
     pub rle_v1_chunks: usize,
-    /// RLE v2 streams.
+    /// Pieces of RLE v2 streams.
     pub rle_v2_chunks: usize,
-    /// Bytes of decoded stream data the launches wrote on the GPU.
+    /// Streams cut into pieces (PRESENT and value streams).
+    pub rle_streams: usize,
+    /// Bytes copied to the device (the file, plus CPU-decompressed streams).
+    pub uploaded_bytes: usize,
+    /// Bytes of inflated streams copied back to the host for the walk.
+    pub walk_download_bytes: usize,
+    /// Bytes of decoded stream data the RLE launches left on the GPU.
     pub resident_bytes: usize,
+    /// Bytes copied to the host for the Arrow batches.
+    pub arrow_download_bytes: usize,
+    /// Seconds of each phase.
+    pub phases: Phases,
     /// Seconds from the file's bytes in host memory to every stream decoded on the GPU.
     pub seconds_to_resident: f64,
     /// Seconds to the Arrow batches on the host.
@@ -77,79 +152,210 @@ fn stream_name(kind: i32) -> &'static str {
         .unwrap_or("?")
 }
 
-/// Where a chunk of a batch came from: stripe, selected column, stream kind.
+/// Where a stream came from: stripe, selected column, stream kind.
 type Tag = (usize, usize, i32);
-/// A value stream to decode: its place, its (decompressed) bytes, its value count, signed.
-type Job = (Tag, Vec<u8>, usize, bool);
 
-/// Decodes one batch of chunks; returns each chunk's output bytes or the first bad chunk's
-/// error with its place.
-fn run_batch(
-    gpu: &Gpu,
-    reader: &OrcReader<'_>,
-    decoder: Decoder,
-    chunks: &[Chunk<'_>],
-    tags: &[Tag],
-    resident: &mut usize,
-) -> Result<Vec<Vec<u8>>> {
-    if chunks.is_empty() {
-        return Ok(Vec::new());
-    }
-    let batch = DeviceBatch::upload(gpu, decoder, chunks)?;
-    let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
-    codag::enqueue(gpu, &batch, &mut out)?;
-    let res = codag::results(gpu, &batch)?;
-    *resident += batch.out_bytes();
-    let place = |c: usize, e: tessera_format::Error| {
-        let (s, k, kind) = tags[c];
-        let col = &reader.file.columns()[reader.cols[k]];
-        stream_err(s, col, stream_name(kind), OrcError::Codec(e))
-    };
-    for (c, r) in res.iter().enumerate() {
-        if r.status != 0 {
-            return Err(place(c, codag::cpu_error(decoder, &chunks[c], c, r.status)));
-        }
-        let want = chunks[c].out_cap;
-        if decoder != Decoder::Deflate && r.out_len != want {
-            return Err(place(
-                c,
-                tessera_format::Error::CountMismatch {
-                    what: "values the GPU decoded",
-                    expected: want as u64,
-                    found: r.out_len as u64,
-                },
-            ));
-        }
-    }
-    let mut host = vec![0u8; batch.out_bytes()];
-    gpu.download(&out, &mut host)?;
-    let eb = decoder.elem_bytes();
-    Ok(res
-        .iter()
-        .enumerate()
-        .map(|(c, r)| {
-            let a = batch.out_start(c) * eb;
-            host[a..a + r.out_len * eb].to_vec()
-        })
-        .collect())
+/// Device buffers the launches read.
+const FILE: usize = 0;
+const INFLATED: usize = 1;
+const EXTRA: usize = 2;
+
+/// A compressed stream's slots in the inflated buffer: its first slot's byte, and per chunk its
+/// slot and its Deflate chunk (`None`: stored as it is).
+type StreamSlots = (Tag, usize, Vec<(usize, Option<usize>)>);
+
+/// Where a stream's (decompressed) bytes lie on the device.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    buf: usize,
+    start: usize,
+    len: usize,
 }
 
-fn count_err(reader: &OrcReader<'_>, t: Tag, n: usize, bytes: usize) -> OrcError {
-    let col = &reader.file.columns()[reader.cols[t.1]];
-    stream_err(
-        t.0,
-        col,
-        stream_name(t.2),
-        OrcError::malformed(
-            "stream",
-            format!("{n} values announced, {bytes} bytes cannot hold them"),
-        ),
-    )
+/// One chunk of a launch: its row, the stream it belongs to, its bytes on the host.
+struct Planned {
+    desc: ChunkDesc,
+    tag: Tag,
+    /// Index into the host copies of the streams (for the CPU's verdict on a flagged chunk).
+    host: usize,
+    bytes: Range<usize>,
+}
+
+/// A stream to decode: where it is on the device and on the host (`hosts[host]` from byte
+/// `host_off`), its output elements, signed, which decoder.
+struct Job {
+    tag: Tag,
+    loc: Loc,
+    host: usize,
+    host_off: usize,
+    count: usize,
+    signed: bool,
+    decoder: Decoder,
+}
+
+/// How [`read_batches_with`] cuts streams.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Values per integer piece (at least; a piece ends at the first run boundary after them).
+    pub target_values: usize,
+    /// Output bytes per byte-RLE piece.
+    pub target_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            target_values: TARGET_VALUES,
+            target_bytes: TARGET_BYTES,
+        }
+    }
+}
+
+struct Ctx<'r, 'f> {
+    gpu: &'r Gpu,
+    reader: &'r OrcReader<'f>,
+    opts: Options,
+}
+
+impl Ctx<'_, '_> {
+    fn place(&self, t: Tag, e: OrcError) -> OrcError {
+        let col = &self.reader.file.columns()[self.reader.cols[t.1]];
+        stream_err(t.0, col, stream_name(t.2), e)
+    }
+
+    fn count_err(&self, t: Tag, n: usize, bytes: usize) -> OrcError {
+        self.place(
+            t,
+            OrcError::malformed(
+                "stream",
+                format!("{n} values announced, {bytes} bytes cannot hold them"),
+            ),
+        )
+    }
+
+    /// Decodes every planned chunk (one launch per input buffer) into `out`; checks every
+    /// chunk's status (and, for the ORC decoders, that it made exactly its value count);
+    /// returns each chunk's output length.
+    fn launch(
+        &self,
+        decoder: Decoder,
+        plan: &[Planned],
+        bufs: &[Option<CudaSlice<u8>>],
+        hosts: &[&[u8]],
+        out: &mut CudaSlice<u8>,
+    ) -> Result<Vec<usize>> {
+        let mut lens = vec![0usize; plan.len()];
+        let mut tables = Vec::new();
+        for (b, buf) in bufs.iter().enumerate() {
+            let idx: Vec<usize> = (0..plan.len())
+                .filter(|&i| (plan[i].desc.reserved as usize) == b)
+                .collect();
+            if idx.is_empty() {
+                continue;
+            }
+            let Some(buf) = buf else {
+                return Err(OrcError::Codec(tessera_format::Error::Gpu(
+                    "a chunk reads a device buffer that was not made".into(),
+                )));
+            };
+            let descs: Vec<ChunkDesc> = idx
+                .iter()
+                .map(|&i| ChunkDesc {
+                    reserved: 0,
+                    ..plan[i].desc
+                })
+                .collect();
+            let t = DeviceTable::new(self.gpu, decoder, buf.len(), &descs)?;
+            t.enqueue(self.gpu, buf, out)?;
+            tables.push((idx, t));
+        }
+        for (idx, t) in &tables {
+            let res = t.results(self.gpu)?;
+            for (r, &i) in res.iter().zip(idx) {
+                let p = &plan[i];
+                let chunk = Chunk {
+                    input: &hosts[p.host][p.bytes.clone()],
+                    out_cap: p.desc.out_cap as usize,
+                    signed: p.desc.param & 1 == 1,
+                };
+                if r.status != 0 {
+                    let e = codag::cpu_error(decoder, &chunk, i, r.status);
+                    return Err(self.place(p.tag, OrcError::Codec(e)));
+                }
+                if decoder != Decoder::Deflate && r.out_len != chunk.out_cap {
+                    let e = tessera_format::Error::CountMismatch {
+                        what: "values the GPU decoded",
+                        expected: chunk.out_cap as u64,
+                        found: r.out_len as u64,
+                    };
+                    return Err(self.place(p.tag, OrcError::Codec(e)));
+                }
+                lens[i] = r.out_len;
+            }
+        }
+        Ok(lens)
+    }
+}
+
+/// Cuts a job's stream into pieces; each piece's output goes to `out_base` + the values before
+/// it. `reserved` of each row names the input buffer until [`Ctx::launch`] clears it.
+fn plan_job(ctx: &Ctx<'_, '_>, job: &Job, host: &[u8], out_base: usize) -> Result<Vec<Planned>> {
+    let (kind, target) = match job.decoder {
+        Decoder::OrcByteRle => (RleKind::Byte, ctx.opts.target_bytes),
+        Decoder::OrcRleV1 => (RleKind::V1, ctx.opts.target_values),
+        _ => (RleKind::V2, ctx.opts.target_values),
+    };
+    let host = &host[job.host_off..job.host_off + job.loc.len];
+    let pieces =
+        split(kind, host, job.count, target).map_err(|e| ctx.place(job.tag, OrcError::Codec(e)))?;
+    let mut at = out_base;
+    let mut plan = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        plan.push(Planned {
+            desc: ChunkDesc {
+                in_start: (job.loc.start + p.bytes.start) as u64,
+                out_start: at as u64,
+                in_len: u32::try_from(p.bytes.len()).map_err(|_| {
+                    ctx.place(job.tag, OrcError::malformed("stream", "piece over 4 GiB"))
+                })?,
+                out_cap: u32::try_from(p.values).map_err(|_| {
+                    ctx.place(
+                        job.tag,
+                        OrcError::malformed("stream", "piece over 2^32 values"),
+                    )
+                })?,
+                param: job.signed as u32,
+                reserved: job.loc.buf as u32,
+            },
+            tag: job.tag,
+            host: job.host,
+            bytes: job.host_off + p.bytes.start..job.host_off + p.bytes.end,
+        });
+        at += p.values;
+    }
+    Ok(plan)
+}
+
+fn elapsed(t: &mut Instant) -> f64 {
+    let s = t.elapsed().as_secs_f64();
+    *t = Instant::now();
+    s
 }
 
 /// Reads the reader's columns with every stream decoded on the GPU: one batch per stripe.
 pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatch>, GpuReport)> {
+    read_batches_with(gpu, reader, Options::default())
+}
+
+/// [`read_batches`] with streams cut as `opts` says.
+pub fn read_batches_with(
+    gpu: &Gpu,
+    reader: &OrcReader<'_>,
+    opts: Options,
+) -> Result<(Vec<RecordBatch>, GpuReport)> {
     let t0 = Instant::now();
+    let mut tp = t0;
+    let ctx = Ctx { gpu, reader, opts };
     let file = reader.file;
     let bytes = file.bytes();
     let bs = file.block_size();
@@ -159,14 +365,10 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
         .into_par_iter()
         .map(|s| file.stripe_layout(s))
         .collect::<Result<_>>()?;
-    let mut dec: Vec<Vec<ColumnDecoded>> = (0..ns)
-        .map(|_| (0..nc).map(|_| ColumnDecoded::default()).collect())
-        .collect();
     let mut rep = GpuReport::default();
-    let mut resident = 0usize;
 
     // Every selected stream, in file order.
-    let mut streams: Vec<(Tag, std::ops::Range<usize>)> = Vec::new();
+    let mut streams: Vec<(Tag, Range<usize>)> = Vec::new();
     for (s, l) in layouts.iter().enumerate() {
         for (k, &ci) in reader.cols.iter().enumerate() {
             let id = file.columns()[ci].id;
@@ -178,50 +380,124 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
         }
     }
 
-    // 1. Decompression.
+    // 1. The file on the device.
+    let mut bufs: Vec<Option<CudaSlice<u8>>> = vec![None, None, None];
+    bufs[FILE] = Some(codag::upload_padded(gpu, bytes, PAD)?);
+    rep.uploaded_bytes = bytes.len();
+    rep.phases.upload = elapsed(&mut tp);
+
+    // 2. Decompression: each stream's bytes on the device (`locs`) and, where the host has
+    // them without a copy back, on the host (`host_of`: index into `hosts`).
+    let mut locs: HashMap<Tag, Loc> = HashMap::new();
+    let mut cpu_inflated: Vec<Vec<u8>> = Vec::new();
+    let mut cpu_of: HashMap<Tag, usize> = HashMap::new();
     match file.compression() {
-        Compression::None => {}
-        Compression::Zlib => {
-            enum Piece {
-                Raw(std::ops::Range<usize>),
-                Gpu(usize),
-            }
-            let mut chunks = Vec::new();
-            let mut tags = Vec::new();
-            let mut pieces: Vec<Vec<Piece>> = Vec::with_capacity(streams.len());
+        Compression::None => {
             for (t, r) in &streams {
-                let st = &bytes[r.clone()];
-                let cs = compress::chunks(st, bs).map_err(|e| {
-                    stream_err(t.0, &file.columns()[reader.cols[t.1]], stream_name(t.2), e)
-                })?;
-                let mut p = Vec::with_capacity(cs.len());
+                locs.insert(
+                    *t,
+                    Loc {
+                        buf: FILE,
+                        start: r.start,
+                        len: r.len(),
+                    },
+                );
+            }
+        }
+        Compression::Zlib => {
+            let mut plan = Vec::new();
+            let mut copies = Vec::new(); // (file offset, slot, len)
+            let mut slots: Vec<StreamSlots> = Vec::new();
+            let mut slot = 0usize;
+            for (t, r) in &streams {
+                let cs = compress::chunks(&bytes[r.clone()], bs).map_err(|e| ctx.place(*t, e))?;
+                let base = slot;
+                let mut parts = Vec::with_capacity(cs.len());
                 for c in cs {
+                    let at = r.start + c.range.start;
                     if c.original {
-                        p.push(Piece::Raw(r.start + c.range.start..r.start + c.range.end));
+                        copies.push((at, slot, c.range.len()));
+                        parts.push((slot, None));
+                        rep.original_chunks += 1;
                     } else {
-                        p.push(Piece::Gpu(chunks.len()));
-                        chunks.push(Chunk {
-                            input: &st[c.range],
-                            out_cap: bs,
-                            signed: false,
+                        parts.push((slot, Some(plan.len())));
+                        plan.push(Planned {
+                            desc: ChunkDesc {
+                                in_start: at as u64,
+                                out_start: slot as u64,
+                                in_len: c.range.len() as u32,
+                                out_cap: bs as u32,
+                                param: 0,
+                                reserved: FILE as u32,
+                            },
+                            tag: *t,
+                            host: 0,
+                            bytes: at..at + c.range.len(),
                         });
-                        tags.push(*t);
                     }
+                    slot += bs;
                 }
-                pieces.push(p);
+                slots.push((*t, base, parts));
             }
-            rep.deflate_chunks = chunks.len();
-            let out = run_batch(gpu, reader, Decoder::Deflate, &chunks, &tags, &mut resident)?;
-            for ((t, _), p) in streams.iter().zip(pieces) {
-                let mut v = Vec::new();
-                for piece in p {
-                    match piece {
-                        Piece::Raw(r) => v.extend_from_slice(&bytes[r]),
-                        Piece::Gpu(c) => v.extend_from_slice(&out[c]),
+            rep.deflate_chunks = plan.len();
+            let mut infl = gpu.alloc::<u8>(slot + PAD)?;
+            gpu.fill_bytes(&mut infl, 0)?;
+            let hosts: [&[u8]; 1] = [bytes];
+            let lens = ctx.launch(Decoder::Deflate, &plan, &bufs, &hosts, &mut infl)?;
+            let file_buf = bufs[FILE].as_ref().expect("uploaded above");
+            for &(at, to, len) in &copies {
+                gpu.copy_within_device(file_buf, at, &mut infl, to, len)?;
+            }
+            let orig_len: HashMap<usize, usize> =
+                copies.iter().map(|&(_, to, len)| (to, len)).collect();
+            let mut compact: Vec<(Tag, Vec<(usize, usize)>)> = Vec::new();
+            for (t, base, parts) in slots {
+                let ls: Vec<(usize, usize)> = parts
+                    .iter()
+                    .map(|&(sl, p)| match p {
+                        Some(i) => (sl, lens[i]),
+                        None => (sl, orig_len.get(&sl).copied().unwrap_or(0)),
+                    })
+                    .collect();
+                let full = ls.iter().rev().skip(1).all(|&(_, l)| l == bs);
+                if full {
+                    let len = ls.iter().map(|p| p.1).sum();
+                    locs.insert(
+                        t,
+                        Loc {
+                            buf: INFLATED,
+                            start: base,
+                            len,
+                        },
+                    );
+                } else {
+                    compact.push((t, ls));
+                }
+            }
+            if !compact.is_empty() {
+                rep.compacted_streams = compact.len();
+                let total: usize = compact.iter().flat_map(|c| &c.1).map(|p| p.1).sum();
+                let mut extra = gpu.alloc::<u8>(total + PAD)?;
+                gpu.fill_bytes(&mut extra, 0)?;
+                let mut at = 0usize;
+                for (t, ls) in compact {
+                    let start = at;
+                    for (sl, l) in ls {
+                        gpu.copy_within_device(&infl, sl, &mut extra, at, l)?;
+                        at += l;
                     }
+                    locs.insert(
+                        t,
+                        Loc {
+                            buf: EXTRA,
+                            start,
+                            len: at - start,
+                        },
+                    );
                 }
-                dec[t.0][t.1].inflated.insert(t.2, v);
+                bufs[EXTRA] = Some(extra);
             }
+            bufs[INFLATED] = Some(infl);
         }
         c => {
             let done: Vec<(Tag, Vec<u8>)> = streams
@@ -229,79 +505,86 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
                 .map(|(t, r)| {
                     compress::decompress(c, bs, &bytes[r.clone()])
                         .map(|v| (*t, v.into_owned()))
-                        .map_err(|e| {
-                            stream_err(t.0, &file.columns()[reader.cols[t.1]], stream_name(t.2), e)
-                        })
+                        .map_err(|e| ctx.place(*t, e))
                 })
                 .collect::<Result<_>>()?;
+            let mut all = Vec::new();
             for (t, v) in done {
-                dec[t.0][t.1].inflated.insert(t.2, v);
+                locs.insert(
+                    t,
+                    Loc {
+                        buf: EXTRA,
+                        start: all.len(),
+                        len: v.len(),
+                    },
+                );
+                all.extend_from_slice(&v);
+                cpu_of.insert(t, cpu_inflated.len());
+                cpu_inflated.push(v);
             }
+            bufs[EXTRA] = Some(codag::upload_padded(gpu, &all, PAD)?);
+            rep.uploaded_bytes += all.len();
         }
     }
-    let stream_of = |dec: &Vec<Vec<ColumnDecoded>>, t: Tag| -> Option<Vec<u8>> {
-        if let Some(v) = dec[t.0][t.1].inflated.get(&t.2) {
-            return Some(v.clone());
-        }
-        let id = file.columns()[reader.cols[t.1]].id;
-        layouts[t.0]
-            .streams
-            .get(&(id, t.2))
-            .map(|r| bytes[r.clone()].to_vec())
+    gpu.synchronize()?;
+    rep.phases.inflate = elapsed(&mut tp);
+
+    // 3.-4. PRESENT streams: walked, decoded, their bits back on the host for the counts.
+    let rows_of = |s: usize| {
+        usize::try_from(layouts[s].rows)
+            .map_err(|_| OrcError::malformed("stripe", "row count over the address space"))
     };
-
-    // 2. PRESENT streams, then each column's non-null count.
-    let mut nonnull = vec![vec![0usize; nc]; ns];
-    {
-        let mut inputs = Vec::new();
-        let mut caps = Vec::new();
-        let mut tags = Vec::new();
-        for (s, l) in layouts.iter().enumerate() {
-            let rows = usize::try_from(l.rows)
-                .map_err(|_| OrcError::malformed("stripe", "row count over the address space"))?;
-            for (k, n) in nonnull[s].iter_mut().enumerate() {
-                *n = rows;
-                let t = (s, k, stream_kind::PRESENT);
-                if let Some(b) = stream_of(&dec, t) {
-                    if rows > b.len().saturating_mul(MAX_VALUES_PER_BYTE) {
-                        return Err(count_err(reader, t, rows, b.len()));
-                    }
-                    inputs.push(b);
-                    caps.push(rows.div_ceil(8));
-                    tags.push(t);
+    let mut present_jobs = Vec::new();
+    for s in 0..ns {
+        let rows = rows_of(s)?;
+        for k in 0..nc {
+            let t = (s, k, stream_kind::PRESENT);
+            if let Some(&loc) = locs.get(&t) {
+                if rows > loc.len.saturating_mul(MAX_VALUES_PER_BYTE) {
+                    return Err(ctx.count_err(t, rows, loc.len));
                 }
+                present_jobs.push(Job {
+                    tag: t,
+                    loc,
+                    host: 0,
+                    host_off: 0,
+                    count: rows.div_ceil(8),
+                    signed: false,
+                    decoder: Decoder::OrcByteRle,
+                });
             }
         }
-        let chunks: Vec<Chunk<'_>> = inputs
-            .iter()
-            .zip(&caps)
-            .map(|(i, &c)| Chunk {
-                input: i,
-                out_cap: c,
-                signed: false,
-            })
-            .collect();
-        rep.present_chunks = chunks.len();
-        let out = run_batch(
-            gpu,
-            reader,
-            Decoder::OrcByteRle,
-            &chunks,
-            &tags,
-            &mut resident,
-        )?;
-        for (t, b) in tags.iter().zip(out) {
-            let rows = nonnull[t.0][t.1];
-            let ones: usize = (0..rows)
-                .filter(|&i| b[i / 8] >> (7 - i % 8) & 1 == 1)
-                .count();
-            nonnull[t.0][t.1] = ones;
-            dec[t.0][t.1].pre.bytes.insert(stream_kind::PRESENT, b);
-        }
     }
+    let present_host = fetch_hosts(gpu, &mut present_jobs, &bufs, &cpu_of, &mut rep)?;
+    let mut present_out = gpu.alloc::<u8>(present_jobs.iter().map(|j| j.count).sum::<usize>())?;
+    let present_plan = {
+        let hosts = host_list(bytes, &cpu_inflated, &present_host);
+        let (plan, bases) = plan_all(&ctx, &present_jobs, &hosts)?;
+        rep.phases.walk += elapsed(&mut tp);
+        rep.present_chunks = plan.len();
+        ctx.launch(Decoder::OrcByteRle, &plan, &bufs, &hosts, &mut present_out)?;
+        bases
+    };
+    let mut present_bits = vec![0u8; present_jobs.iter().map(|j| j.count).sum()];
+    gpu.download(&present_out, &mut present_bits)?;
+    let mut nonnull = vec![vec![0usize; nc]; ns];
+    for (s, row) in nonnull.iter_mut().enumerate() {
+        row.fill(rows_of(s)?);
+    }
+    for (j, &base) in present_jobs.iter().zip(&present_plan) {
+        let rows = nonnull[j.tag.0][j.tag.1];
+        let b = &present_bits[base..base + j.count];
+        let full = rows / 8;
+        let mut ones: usize = b[..full].iter().map(|x| x.count_ones() as usize).sum();
+        if rows % 8 != 0 {
+            ones += (b[full] >> (8 - rows % 8)).count_ones() as usize;
+        }
+        nonnull[j.tag.0][j.tag.1] = ones;
+    }
+    rep.phases.present = elapsed(&mut tp);
 
-    // 3. Value streams: byte RLE, RLE v1, RLE v2.
-    let mut jobs: [Vec<Job>; 3] = Default::default();
+    // 3., 5. Value streams: walked, then one launch per decoder.
+    let mut jobs: Vec<Job> = Vec::new();
     for (s, l) in layouts.iter().enumerate() {
         for (k, &ci) in reader.cols.iter().enumerate() {
             let c = &file.columns()[ci];
@@ -313,11 +596,17 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
                 enc,
                 encoding_kind::DICTIONARY | encoding_kind::DICTIONARY_V2
             );
-            let ints = if v2 { 2 } else { 1 };
+            let ints = if v2 {
+                Decoder::OrcRleV2
+            } else {
+                Decoder::OrcRleV1
+            };
             let n = nonnull[s][k];
-            let want: Vec<(i32, usize, usize, bool)> = match &c.ty {
-                OrcType::Boolean => vec![(stream_kind::DATA, n.div_ceil(8), 0, false)],
-                OrcType::Byte => vec![(stream_kind::DATA, n, 0, false)],
+            let want: Vec<(i32, usize, Decoder, bool)> = match &c.ty {
+                OrcType::Boolean => {
+                    vec![(stream_kind::DATA, n.div_ceil(8), Decoder::OrcByteRle, false)]
+                }
+                OrcType::Byte => vec![(stream_kind::DATA, n, Decoder::OrcByteRle, false)],
                 OrcType::Short | OrcType::Int | OrcType::Long | OrcType::Date => {
                     vec![(stream_kind::DATA, n, ints, true)]
                 }
@@ -333,73 +622,188 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
                 OrcType::String | OrcType::Binary => vec![(stream_kind::LENGTH, n, ints, false)],
                 _ => vec![],
             };
-            for (kind, count, which, signed) in want {
+            for (kind, count, decoder, signed) in want {
                 let t = (s, k, kind);
-                let Some(b) = stream_of(&dec, t) else {
+                let Some(&loc) = locs.get(&t) else {
                     continue; // the CPU assembly reports the missing stream
                 };
-                let per_byte = if which == 0 && c.ty == OrcType::Boolean {
+                let per_byte = if c.ty == OrcType::Boolean {
                     MAX_VALUES_PER_BYTE / 8
                 } else {
                     MAX_VALUES_PER_BYTE
                 };
-                if count > b.len().saturating_mul(per_byte) {
-                    return Err(count_err(reader, t, count, b.len()));
+                if count > loc.len.saturating_mul(per_byte) {
+                    return Err(ctx.count_err(t, count, loc.len));
                 }
-                jobs[which].push((t, b, count, signed));
+                jobs.push(Job {
+                    tag: t,
+                    loc,
+                    host: 0,
+                    host_off: 0,
+                    count,
+                    signed,
+                    decoder,
+                });
             }
         }
     }
+    let value_host = fetch_hosts(gpu, &mut jobs, &bufs, &cpu_of, &mut rep)?;
     let decoders = [Decoder::OrcByteRle, Decoder::OrcRleV1, Decoder::OrcRleV2];
-    let mut outs = Vec::with_capacity(3);
-    for (which, job) in jobs.iter().enumerate() {
-        let chunks: Vec<Chunk<'_>> = job
-            .iter()
-            .map(|(_, b, n, signed)| Chunk {
-                input: b,
-                out_cap: *n,
-                signed: *signed,
-            })
-            .collect();
-        let tags: Vec<Tag> = job.iter().map(|j| j.0).collect();
-        outs.push(run_batch(
-            gpu,
-            reader,
-            decoders[which],
-            &chunks,
-            &tags,
-            &mut resident,
-        )?);
-    }
-    rep.byte_rle_chunks = jobs[0].len();
-    rep.rle_v1_chunks = jobs[1].len();
-    rep.rle_v2_chunks = jobs[2].len();
-    rep.resident_bytes = resident;
-    rep.seconds_to_resident = t0.elapsed().as_secs_f64();
-    for (which, (job, out)) in jobs.iter().zip(outs).enumerate() {
-        for ((t, ..), b) in job.iter().zip(out) {
-            let pre = &mut dec[t.0][t.1].pre;
-            if which == 0 {
-                pre.bytes.insert(t.2, b);
-            } else {
-                let v = b
-                    .chunks_exact(8)
-                    .map(|w| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(w);
-                        i64::from_le_bytes(a)
-                    })
-                    .collect();
-                pre.ints.insert(t.2, v);
+    // Per decoder: its jobs (indices into `jobs`), their output bases, the output buffer.
+    let mut outs: Vec<(Vec<usize>, Vec<usize>, CudaSlice<u8>)> = Vec::new();
+    {
+        let hosts = host_list(bytes, &cpu_inflated, &value_host);
+        let mut plans = Vec::new();
+        for d in decoders {
+            let idx: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].decoder == d).collect();
+            let these: Vec<&Job> = idx.iter().map(|&i| &jobs[i]).collect();
+            let (plan, bases) = plan_refs(&ctx, &these, &hosts)?;
+            plans.push((d, idx, bases, plan));
+        }
+        rep.rle_streams = present_jobs.len() + jobs.len();
+        rep.phases.walk += elapsed(&mut tp);
+        for (d, idx, bases, plan) in plans {
+            let elems: usize = idx.iter().map(|&i| jobs[i].count).sum();
+            let mut out = gpu.alloc::<u8>(elems * d.elem_bytes())?;
+            match d {
+                Decoder::OrcByteRle => rep.byte_rle_chunks = plan.len(),
+                Decoder::OrcRleV1 => rep.rle_v1_chunks = plan.len(),
+                _ => rep.rle_v2_chunks = plan.len(),
             }
+            ctx.launch(d, &plan, &bufs, &hosts, &mut out)?;
+            rep.resident_bytes += elems * d.elem_bytes();
+            outs.push((idx, bases, out));
         }
     }
+    gpu.synchronize()?;
+    rep.resident_bytes += present_bits.len();
+    rep.phases.rle = elapsed(&mut tp);
+    rep.seconds_to_resident = t0.elapsed().as_secs_f64();
 
+    // To Arrow on the host: decoded values and the streams no decoder touched.
+    let mut dec: Vec<Vec<ColumnDecoded>> = (0..ns)
+        .map(|_| (0..nc).map(|_| ColumnDecoded::default()).collect())
+        .collect();
+    for (j, &base) in present_jobs.iter().zip(&present_plan) {
+        let d = &mut dec[j.tag.0][j.tag.1];
+        d.pre
+            .bytes
+            .insert(j.tag.2, present_bits[base..base + j.count].to_vec());
+        d.inflated.insert(j.tag.2, Vec::new());
+    }
+    for (d, (idx, bases, out)) in decoders.iter().zip(&outs) {
+        for (&i, &base) in idx.iter().zip(bases) {
+            let j = &jobs[i];
+            let slot = &mut dec[j.tag.0][j.tag.1];
+            if *d == Decoder::OrcByteRle {
+                let mut v = vec![0u8; j.count];
+                codag::download_range(gpu, out, base, &mut v)?;
+                rep.arrow_download_bytes += v.len();
+                slot.pre.bytes.insert(j.tag.2, v);
+            } else {
+                let mut v = vec![0i64; j.count];
+                codag::download_range(gpu, out, base * 8, bytemuck::cast_slice_mut(&mut v))?;
+                rep.arrow_download_bytes += v.len() * 8;
+                slot.pre.ints.insert(j.tag.2, v);
+            }
+            slot.inflated.insert(j.tag.2, Vec::new());
+        }
+    }
+    if file.compression() != Compression::None {
+        for (t, _) in &streams {
+            let slot = &mut dec[t.0][t.1];
+            if slot.inflated.contains_key(&t.2) {
+                continue;
+            }
+            let v = if let Some(&i) = cpu_of.get(t) {
+                std::mem::take(&mut cpu_inflated[i])
+            } else {
+                let Some(&loc) = locs.get(t) else {
+                    continue; // every stream has a location; the assembly reports a missing one
+                };
+                let mut v = vec![0u8; loc.len];
+                let b = bufs[loc.buf].as_ref().expect("made with its locations");
+                codag::download_range(gpu, b, loc.start, &mut v)?;
+                rep.arrow_download_bytes += v.len();
+                v
+            };
+            slot.inflated.insert(t.2, v);
+        }
+    }
+    rep.phases.download = elapsed(&mut tp);
     let batches = dec
         .par_iter()
         .enumerate()
         .map(|(s, d)| reader.assemble(s, &layouts[s], Some(d)))
         .collect::<Result<Vec<_>>>()?;
+    rep.phases.assemble = elapsed(&mut tp);
     rep.seconds_total = t0.elapsed().as_secs_f64();
     Ok((batches, rep))
+}
+
+/// The host bytes of each job's stream: the file's for an uncompressed file, the CPU's
+/// decompression for SNAPPY/LZ4/ZSTD, else a copy back from the device (returned). Sets each
+/// job's `host` index into [`host_list`]'s list.
+fn fetch_hosts(
+    gpu: &Gpu,
+    jobs: &mut [Job],
+    bufs: &[Option<CudaSlice<u8>>],
+    cpu_of: &HashMap<Tag, usize>,
+    rep: &mut GpuReport,
+) -> Result<Vec<Vec<u8>>> {
+    let first_down = 1 + cpu_of.len();
+    let mut down = Vec::new();
+    for j in jobs.iter_mut() {
+        if j.loc.buf == FILE {
+            (j.host, j.host_off) = (0, j.loc.start);
+        } else if let Some(&i) = cpu_of.get(&j.tag) {
+            (j.host, j.host_off) = (1 + i, 0);
+        } else {
+            let mut v = vec![0u8; j.loc.len];
+            let b = bufs[j.loc.buf].as_ref().expect("made with its locations");
+            codag::download_range(gpu, b, j.loc.start, &mut v)?;
+            rep.walk_download_bytes += v.len();
+            (j.host, j.host_off) = (first_down + down.len(), 0);
+            down.push(v);
+        }
+    }
+    Ok(down)
+}
+
+/// The host copies jobs index: the file, the CPU-decompressed streams, the downloaded ones.
+fn host_list<'a>(file: &'a [u8], cpu: &'a [Vec<u8>], down: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+    std::iter::once(file)
+        .chain(cpu.iter().map(|v| v.as_slice()))
+        .chain(down.iter().map(|v| v.as_slice()))
+        .collect()
+}
+
+fn plan_all(
+    ctx: &Ctx<'_, '_>,
+    jobs: &[Job],
+    hosts: &[&[u8]],
+) -> Result<(Vec<Planned>, Vec<usize>)> {
+    let refs: Vec<&Job> = jobs.iter().collect();
+    plan_refs(ctx, &refs, hosts)
+}
+
+/// Every job walked (in parallel), its pieces' outputs placed one stream after another; the
+/// pieces and each job's first output element.
+fn plan_refs(
+    ctx: &Ctx<'_, '_>,
+    jobs: &[&Job],
+    hosts: &[&[u8]],
+) -> Result<(Vec<Planned>, Vec<usize>)> {
+    let mut bases = Vec::with_capacity(jobs.len());
+    let mut at = 0usize;
+    for j in jobs {
+        bases.push(at);
+        at += j.count;
+    }
+    let plans: Vec<Vec<Planned>> = jobs
+        .par_iter()
+        .zip(&bases)
+        .map(|(j, &b)| plan_job(ctx, j, hosts[j.host], b))
+        .collect::<Result<_>>()?;
+    Ok((plans.into_iter().flatten().collect(), bases))
 }

@@ -22,6 +22,7 @@ mod file;
 pub mod gpu;
 pub mod proto;
 mod schema;
+pub mod split;
 
 use std::sync::Arc;
 

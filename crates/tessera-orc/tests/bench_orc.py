@@ -3,7 +3,8 @@
 (ORC's default ZLIB compression, pyarrow's other defaults), then pyarrow's ORC reader timed on
 it (median of RUNS reads, all host cores allowed). Prints one JSON line.
 
-Usage: python3 bench_orc.py OUT.orc ROWS [RUNS]
+Usage: python3 bench_orc.py OUT.orc ROWS [RUNS] [STRIPE_BYTES]
+(STRIPE_BYTES: pyarrow's stripe_size, its default 64 MiB when left out.)
 """
 import json
 import os
@@ -34,9 +35,10 @@ def table(n):
 def main():
     path, n = sys.argv[1], int(sys.argv[2])
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    stripe = {"stripe_size": int(sys.argv[4])} if len(sys.argv) > 4 else {}
     t0 = time.time()
     t = table(n)
-    orc.write_table(t, path, compression="zlib")
+    orc.write_table(t, path, compression="zlib", **stripe)
     write_s = time.time() - t0
     arrow_bytes = t.nbytes
     del t

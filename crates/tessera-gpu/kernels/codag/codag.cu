@@ -14,14 +14,18 @@
         u32 warp = threadIdx.x >> 5;                                                               \
         for (u32 c = blockIdx.x * CODAG_WARPS + warp; c < n; c += gridDim.x * CODAG_WARPS) {       \
             CodagChunk ch = chunks[c];                                                             \
+            /* A chunk may start at any byte (slices of a device buffer): read from the word */   \
+            /* below it and start `skew` bytes in; the host checks that the words lie inside. */  \
+            u32 skew = (u32)(ch.in_start & 3);                                                     \
             CodagInput inp;                                                                        \
-            codag_input_init(inp, in + ch.in_start, ch.in_len, rings[warp]);                       \
+            codag_input_init(inp, in + (ch.in_start - skew), ch.in_len + skew, rings[warp]);       \
+            inp.bit = (u64)skew * 8;                                                               \
             CodagOutput<T> o;                                                                      \
             o.base = out + ch.out_start;                                                           \
             o.cap = ch.out_cap;                                                                    \
             o.pos = 0;                                                                             \
             u32 st = BODY;                                                                         \
-            codag_report(c, st, o.pos, (u32)((inp.bit + 7) >> 3), status, out_lens, in_used);     \
+            codag_report(c, st, o.pos, (u32)((inp.bit + 7) >> 3) - skew, status, out_lens, in_used); \
             __syncwarp();                                                                          \
         }                                                                                          \
     }

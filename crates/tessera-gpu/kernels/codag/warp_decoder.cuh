@@ -15,8 +15,10 @@
 // Hostile input: every read is checked against the chunk's input length (a read past it is
 // CODAG_ST_TRUNCATED) and every write against the chunk's output capacity (past it is
 // CODAG_ST_OUTPUT_OVERFLOW); ring reads past the chunk return 0 and never leave the ring. Global
-// loads stay inside the chunk's words: the host starts every chunk 4-byte aligned in a buffer
-// that holds ceil(in_len / 4) words for it. A decoder reports one status per chunk.
+// loads stay inside the chunk's words: a chunk starts at any byte of the input buffer, the kernel
+// reads from the 4-byte word that holds its first byte (the framework then starts `skew` bytes
+// into that word), and the host checks that every word from there to the word holding the
+// chunk's last byte lies inside the buffer. A decoder reports one status per chunk.
 #ifndef TESSERA_CODAG_WARP_DECODER_CUH
 #define TESSERA_CODAG_WARP_DECODER_CUH
 
@@ -46,7 +48,7 @@
 
 // One chunk (struct ChunkDesc in src/codag/mod.rs, 32 bytes).
 struct CodagChunk {
-    u64 in_start;   // first byte in the input buffer, a multiple of 4
+    u64 in_start;   // first byte in the input buffer (any byte; the words around it are read)
     u64 out_start;  // first output element
     u32 in_len;     // input bytes
     u32 out_cap;    // output elements the chunk may write (ORC: exactly this many)

@@ -265,6 +265,169 @@ pub fn results(gpu: &Gpu, batch: &DeviceBatch) -> Result<Vec<ChunkResult>> {
         .collect())
 }
 
+/// A batch whose input already lies on the device: chunks are byte ranges of one device buffer
+/// (a file uploaded once, or the output of an earlier batch, e.g. inflated streams decoded by
+/// an RLE decoder in place), so nothing goes back to the host between launches. Chunks may start
+/// at any byte and may share input bytes; each writes its own output range.
+pub struct DeviceTable {
+    decoder: Decoder,
+    table: CudaSlice<ChunkDesc>,
+    status: CudaSlice<u32>,
+    out_lens: CudaSlice<u32>,
+    in_used: CudaSlice<u32>,
+    descs: Vec<ChunkDesc>,
+    in_len: usize,
+    out_elems: usize,
+}
+
+impl std::fmt::Debug for DeviceTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceTable")
+            .field("decoder", &self.decoder)
+            .field("chunks", &self.descs.len())
+            .field("in_len", &self.in_len)
+            .field("out_elems", &self.out_elems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeviceTable {
+    /// Checks `chunks` against an input buffer of `input_len` bytes (every word the kernel
+    /// reads for a chunk lies inside it) and uploads the table. `in_start` may be any byte;
+    /// `out_start` and `out_cap` are in output elements.
+    pub fn new(
+        gpu: &Gpu,
+        decoder: Decoder,
+        input_len: usize,
+        chunks: &[ChunkDesc],
+    ) -> Result<DeviceTable> {
+        let mut out_elems = 0u64;
+        for (c, d) in chunks.iter().enumerate() {
+            let skew = d.in_start & 3;
+            let words_end = (d.in_start - skew)
+                .checked_add((u64::from(d.in_len) + skew).next_multiple_of(4))
+                .filter(|&e| e <= input_len as u64);
+            if words_end.is_none() || d.in_len > u32::MAX - 3 {
+                return Err(Error::InvalidArgument(format!(
+                    "CODAG chunk {c}: input bytes {}..+{} (with their words) outside the device \
+                     buffer of {input_len} bytes",
+                    d.in_start, d.in_len
+                )));
+            }
+            let end = d
+                .out_start
+                .checked_add(u64::from(d.out_cap))
+                .ok_or_else(|| Error::InvalidArgument(format!("CODAG chunk {c}: output end")))?;
+            out_elems = out_elems.max(end);
+        }
+        let out_elems = usize::try_from(out_elems)
+            .map_err(|_| Error::InvalidArgument("CODAG output over the address space".into()))?;
+        let n = chunks.len();
+        Ok(DeviceTable {
+            decoder,
+            table: gpu.upload(chunks)?,
+            status: gpu.alloc::<u32>(n)?,
+            out_lens: gpu.alloc::<u32>(n)?,
+            in_used: gpu.alloc::<u32>(n)?,
+            descs: chunks.to_vec(),
+            in_len: input_len,
+            out_elems,
+        })
+    }
+    /// Output bytes the table needs (the end of the last output range).
+    pub fn out_bytes(&self) -> usize {
+        self.out_elems * self.decoder.elem_bytes()
+    }
+    /// The chunks' rows.
+    pub fn descs(&self) -> &[ChunkDesc] {
+        &self.descs
+    }
+    /// Queues the decode of every chunk from `input` (the buffer the table was checked
+    /// against) into `out` on the main stream.
+    pub fn enqueue(&self, gpu: &Gpu, input: &CudaSlice<u8>, out: &mut CudaSlice<u8>) -> Result<()> {
+        if input.len() < self.in_len || out.len() < self.out_bytes() {
+            return Err(Error::InvalidArgument(format!(
+                "CODAG device batch: input of {} bytes ({} checked), output of {} bytes ({} \
+                 needed)",
+                input.len(),
+                self.in_len,
+                out.len(),
+                self.out_bytes()
+            )));
+        }
+        let n = self.descs.len() as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        let f = gpu.function(Module::Codag, self.decoder.kernel())?;
+        let grid = n.div_ceil(WARPS).min(i32::MAX as u32);
+        let (d_in, d_table, d_out) = (gpu.ptr(input), gpu.ptr(&self.table), gpu.ptr(out));
+        let (d_st, d_len, d_used) = (
+            gpu.ptr(&self.status),
+            gpu.ptr(&self.out_lens),
+            gpu.ptr(&self.in_used),
+        );
+        // SAFETY: as in `enqueue`: every chunk's words lie inside `input` (checked in `new`
+        // against `in_len`, and `input` is at least that long), every output range inside `out`
+        // (checked above), one result word per chunk; all outlive the launch.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid,
+                WARPS * 32,
+                &[&d_in, &d_table, &n, &d_out, &d_st, &d_len, &d_used],
+            )
+        }
+    }
+    /// Waits for the launch and returns each chunk's result.
+    pub fn results(&self, gpu: &Gpu) -> Result<Vec<ChunkResult>> {
+        let n = self.descs.len();
+        let (mut st, mut len, mut used) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
+        gpu.download(&self.status, &mut st)?;
+        gpu.download(&self.out_lens, &mut len)?;
+        gpu.download(&self.in_used, &mut used)?;
+        Ok((0..n)
+            .map(|c| ChunkResult {
+                status: st[c],
+                out_len: len[c] as usize,
+                in_used: used[c] as usize,
+            })
+            .collect())
+    }
+}
+
+/// Copies `bytes` to a new device buffer with `pad` zero bytes after them, so chunks that end
+/// near the end of `bytes` have the whole words a [`DeviceTable`] reads.
+pub fn upload_padded(gpu: &Gpu, bytes: &[u8], pad: usize) -> Result<CudaSlice<u8>> {
+    let len = bytes
+        .len()
+        .checked_add(pad)
+        .ok_or_else(|| Error::InvalidArgument("upload size over the address space".into()))?;
+    let mut d = gpu.alloc::<u8>(len)?;
+    gpu.fill_bytes(&mut d, 0)?;
+    if !bytes.is_empty() {
+        let mut view = d.slice_mut(..bytes.len());
+        gpu.stream
+            .memcpy_htod(bytes, &mut view)
+            .map_err(crate::runtime::cuda("copying to the device"))?;
+    }
+    Ok(d)
+}
+
+/// Copies `dst.len()` bytes of `src` from byte `at` to the host (waits for the stream).
+pub fn download_range(gpu: &Gpu, src: &CudaSlice<u8>, at: usize, dst: &mut [u8]) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    let view = src
+        .try_slice(at..at.saturating_add(dst.len()))
+        .ok_or_else(|| Error::InvalidArgument("download range outside the device buffer".into()))?;
+    gpu.stream
+        .memcpy_dtoh(&view, dst)
+        .map_err(crate::runtime::cuda("copying from the device"))?;
+    gpu.synchronize()
+}
+
 /// The CPU reference's verdict on a chunk the GPU flagged.
 pub fn cpu_error(decoder: Decoder, chunk: &Chunk<'_>, c: usize, status: u32) -> Error {
     let verdict = match decoder {
