@@ -288,7 +288,11 @@ pub fn gzip_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
         };
         let end = data_at + used;
         check_gzip_trailer(&member, &input[end..], at)?;
-        out.extend_from_slice(&member);
+        if out.is_empty() {
+            out = member;
+        } else {
+            out.extend_from_slice(&member);
+        }
         at = end + 8;
         if at == input.len() {
             return Ok(out);

@@ -517,37 +517,70 @@ fn inflate_chain(input: &[u8], limit: usize, span_bytes: usize) -> Result<(Vec<u
         .map(|k| Some(span(input, &starts, k, limit, &budget)))
         .collect();
     // The chain from bit 0; spans off it started at false block candidates.
-    let mut out: Vec<u8> = Vec::new();
+    let mut chain: Vec<Span> = Vec::new();
     let mut k = 0usize;
-    let mut chain = 0usize;
+    let mut total = 0usize;
     loop {
-        chain += 1;
-        let seg = decoded[k]
-            .take()
+        let span = decoded
+            .get_mut(k)
+            .and_then(Option::take)
             .ok_or_else(|| bad("a chain of increasing spans", 0))??;
-        let base = out.len();
-        if out.len() + seg.symbols.len() > limit {
-            return Err(over(limit));
-        }
-        out.reserve(seg.symbols.len());
-        for &s in &seg.symbols {
-            let v = if s >= MARKER {
-                // Window byte i is the byte WINDOW - i before the span.
-                let back = WINDOW - (s & !MARKER) as usize;
-                if back > base {
-                    return Err(bad("a distance inside the output", seg.end_bit));
-                }
-                out[base - back]
-            } else {
-                s as u8
-            };
-            out.push(v);
-        }
-        match seg.next {
+        total = total
+            .checked_add(span.symbols.len())
+            .filter(|&t| t <= limit)
+            .ok_or_else(|| over(limit))?;
+        let next = span.next;
+        chain.push(span);
+        match next {
             Some(j) => k = j,
-            None => return Ok((out, seg.end_bit.div_ceil(8) as usize, chain)),
+            None => break,
         }
     }
+    let used = chain.last().map_or(0, |s| s.end_bit.div_ceil(8) as usize);
+    // The window before each span, in order: only the last 32 KiB of each span is resolved here.
+    let mut windows: Vec<Vec<u8>> = Vec::with_capacity(chain.len());
+    let mut window: Vec<u8> = Vec::new();
+    for span in &chain {
+        windows.push(window.clone());
+        let tail = &span.symbols[span.symbols.len().saturating_sub(WINDOW)..];
+        let mut next = window[window.len().saturating_sub(WINDOW - tail.len())..].to_vec();
+        let at = next.len();
+        next.resize(at + tail.len(), 0);
+        resolve(tail, &window, &mut next[at..], span.end_bit)?;
+        window = next;
+    }
+    // Then every span at once, into its place.
+    let mut out = vec![0u8; total];
+    let mut parts: Vec<&mut [u8]> = Vec::with_capacity(chain.len());
+    let mut rest = out.as_mut_slice();
+    for span in &chain {
+        let (part, r) = rest.split_at_mut(span.symbols.len());
+        parts.push(part);
+        rest = r;
+    }
+    parts
+        .into_par_iter()
+        .zip(chain.par_iter().zip(windows.par_iter()))
+        .try_for_each(|(part, (span, win))| resolve(&span.symbols, win, part, span.end_bit))?;
+    Ok((out, used, chain.len()))
+}
+
+/// Turns a span's symbols into bytes: a marker is the byte of `window` (the bytes before the
+/// span, at most 32 KiB) it names.
+fn resolve(symbols: &[u16], window: &[u8], out: &mut [u8], end_bit: u64) -> Result<()> {
+    for (o, &s) in out.iter_mut().zip(symbols) {
+        *o = if s < MARKER {
+            s as u8
+        } else {
+            // Marker i is the byte WINDOW - i before the span.
+            let back = WINDOW - (s & !MARKER) as usize;
+            if back > window.len() {
+                return Err(bad("a distance inside the output", end_bit));
+            }
+            window[window.len() - back]
+        };
+    }
+    Ok(())
 }
 
 #[cfg(test)]
