@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use tessera_codecs::orc::{closest_fixed_bits, decode_width};
 use tessera_format::{Error, Result};
 
 /// Which RLE a stream uses.
@@ -170,35 +171,6 @@ impl Walk<'_> {
                 Ok(run)
             }
         }
-    }
-}
-
-fn decode_width(code: u32) -> u32 {
-    match code {
-        0..=23 => code + 1,
-        24 => 26,
-        25 => 28,
-        26 => 30,
-        27 => 32,
-        28 => 40,
-        29 => 48,
-        30 => 56,
-        _ => 64,
-    }
-}
-
-fn closest_fixed_bits(b: u32) -> u32 {
-    match b {
-        0 => 1,
-        1..=24 => b,
-        25..=26 => 26,
-        27..=28 => 28,
-        29..=30 => 30,
-        31..=32 => 32,
-        33..=40 => 40,
-        41..=48 => 48,
-        49..=56 => 56,
-        _ => 64,
     }
 }
 

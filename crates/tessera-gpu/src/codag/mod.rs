@@ -124,26 +124,19 @@ pub struct ChunkResult {
     pub in_used: usize,
 }
 
-/// A batch on the device, ready to decode.
+/// A batch on the device, ready to decode: its chunks laid out in one uploaded buffer, and
+/// their [`DeviceTable`].
 pub struct DeviceBatch {
-    decoder: Decoder,
     bytes: CudaSlice<u8>,
-    table: CudaSlice<ChunkDesc>,
-    status: CudaSlice<u32>,
-    out_lens: CudaSlice<u32>,
-    in_used: CudaSlice<u32>,
-    descs: Vec<ChunkDesc>,
+    table: DeviceTable,
     in_len: usize,
-    out_elems: usize,
 }
 
 impl std::fmt::Debug for DeviceBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeviceBatch")
-            .field("decoder", &self.decoder)
-            .field("chunks", &self.descs.len())
+            .field("table", &self.table)
             .field("in_len", &self.in_len)
-            .field("out_elems", &self.out_elems)
             .finish_non_exhaustive()
     }
 }
@@ -181,23 +174,17 @@ pub fn layout(chunks: &[Chunk<'_>]) -> Result<(Vec<ChunkDesc>, Vec<u8>, usize)> 
 impl DeviceBatch {
     /// Lays the chunks out and uploads them with their table.
     pub fn upload(gpu: &Gpu, decoder: Decoder, chunks: &[Chunk<'_>]) -> Result<DeviceBatch> {
-        let (descs, bytes, out_elems) = layout(chunks)?;
-        let n = descs.len();
+        let (descs, bytes, _) = layout(chunks)?;
+        let table = DeviceTable::new(gpu, decoder, bytes.len(), &descs)?;
         Ok(DeviceBatch {
-            decoder,
             bytes: gpu.upload(&bytes)?,
-            table: gpu.upload(&descs)?,
-            status: gpu.alloc::<u32>(n)?,
-            out_lens: gpu.alloc::<u32>(n)?,
-            in_used: gpu.alloc::<u32>(n)?,
+            table,
             in_len: chunks.iter().map(|c| c.input.len()).sum(),
-            descs,
-            out_elems,
         })
     }
     /// Output bytes the batch needs (every chunk's capacity).
     pub fn out_bytes(&self) -> usize {
-        self.out_elems * self.decoder.elem_bytes()
+        self.table.out_bytes()
     }
     /// Compressed bytes of all chunks.
     pub fn in_bytes(&self) -> usize {
@@ -205,64 +192,23 @@ impl DeviceBatch {
     }
     /// Chunks in the batch.
     pub fn chunk_count(&self) -> usize {
-        self.descs.len()
+        self.table.descs.len()
     }
     /// Where chunk `c`'s output starts, in elements.
     pub fn out_start(&self, c: usize) -> usize {
-        self.descs[c].out_start as usize
+        self.table.descs[c].out_start as usize
     }
 }
 
 /// Queues the decode of every chunk of `batch` into `out` (at least `batch.out_bytes()`, 8-byte
 /// aligned as device allocations are) on the main stream.
 pub fn enqueue(gpu: &Gpu, batch: &DeviceBatch, out: &mut CudaSlice<u8>) -> Result<()> {
-    if out.len() < batch.out_bytes() {
-        return Err(Error::InvalidArgument(format!(
-            "CODAG output buffer of {} bytes, {} needed",
-            out.len(),
-            batch.out_bytes()
-        )));
-    }
-    let n = batch.descs.len() as u32;
-    if n == 0 {
-        return Ok(());
-    }
-    let f = gpu.function(Module::Codag, batch.decoder.kernel())?;
-    let grid = n.div_ceil(WARPS).min(i32::MAX as u32);
-    let (d_in, d_table, d_out) = (gpu.ptr(&batch.bytes), gpu.ptr(&batch.table), gpu.ptr(out));
-    let (d_st, d_len, d_used) = (
-        gpu.ptr(&batch.status),
-        gpu.ptr(&batch.out_lens),
-        gpu.ptr(&batch.in_used),
-    );
-    // SAFETY: the arguments match `codag_*(const u8*, const CodagChunk*, u32, T*, u32*, u32*,
-    // u32*)`; every chunk's words lie inside `bytes` (`layout` pads past the last word), every
-    // chunk's output range inside `out` (checked above), the three result arrays hold one word
-    // per chunk; all outlive the launch (callers synchronize before dropping them).
-    unsafe {
-        gpu.launch(
-            &f,
-            grid,
-            WARPS * 32,
-            &[&d_in, &d_table, &n, &d_out, &d_st, &d_len, &d_used],
-        )
-    }
+    batch.table.enqueue(gpu, &batch.bytes, out)
 }
 
 /// Waits for the batch and returns each chunk's result.
 pub fn results(gpu: &Gpu, batch: &DeviceBatch) -> Result<Vec<ChunkResult>> {
-    let n = batch.descs.len();
-    let (mut st, mut len, mut used) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
-    gpu.download(&batch.status, &mut st)?;
-    gpu.download(&batch.out_lens, &mut len)?;
-    gpu.download(&batch.in_used, &mut used)?;
-    Ok((0..n)
-        .map(|c| ChunkResult {
-            status: st[c],
-            out_len: len[c] as usize,
-            in_used: used[c] as usize,
-        })
-        .collect())
+    batch.table.results(gpu)
 }
 
 /// A batch whose input already lies on the device: chunks are byte ranges of one device buffer
@@ -367,9 +313,11 @@ impl DeviceTable {
             gpu.ptr(&self.out_lens),
             gpu.ptr(&self.in_used),
         );
-        // SAFETY: as in `enqueue`: every chunk's words lie inside `input` (checked in `new`
-        // against `in_len`, and `input` is at least that long), every output range inside `out`
-        // (checked above), one result word per chunk; all outlive the launch.
+        // SAFETY: the arguments match `codag_*(const u8*, const CodagChunk*, u32, T*, u32*,
+        // u32*, u32*)`; every chunk's words lie inside `input` (checked in `new` against
+        // `in_len`, and `input` is at least that long), every output range inside `out` (checked
+        // above), one result word per chunk; all outlive the launch (callers synchronize before
+        // dropping them).
         unsafe {
             gpu.launch(
                 &f,
