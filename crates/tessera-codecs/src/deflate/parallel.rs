@@ -75,45 +75,86 @@ fn truncated(bit: u64) -> Error {
     }
 }
 
-/// A bit reader, least significant bit first; reads past the end give zeros, which `take`
-/// refuses.
+/// A bit reader, least significant bit first, over a 64-bit buffer; reads past the end give
+/// zeros, which `skip` and `take` refuse.
 struct Bits<'a> {
     data: &'a [u8],
+    /// Bits consumed from the start of `data`.
     pos: u64,
     end: u64,
+    /// The next `have` bits, least significant first (bits past the end of `data` are zeros).
+    buf: u64,
+    have: u32,
+    /// The next byte of `data` to load into `buf`.
+    next: usize,
 }
 
 impl<'a> Bits<'a> {
     fn new(data: &'a [u8], pos: u64) -> Self {
-        Bits {
+        let mut b = Bits {
             data,
-            pos,
+            pos: 0,
             end: data.len() as u64 * 8,
+            buf: 0,
+            have: 0,
+            next: 0,
+        };
+        b.seek(pos);
+        b
+    }
+
+    /// Moves to bit `pos` (which may lie past the end: reads then fail).
+    fn seek(&mut self, pos: u64) {
+        self.pos = pos;
+        self.next = usize::try_from(pos >> 3).unwrap_or(usize::MAX);
+        self.buf = 0;
+        self.have = 0;
+        self.refill();
+        let r = (pos & 7) as u32;
+        self.buf >>= r;
+        self.have -= r;
+    }
+
+    /// Loads whole bytes until at least 56 bits are held.
+    fn refill(&mut self) {
+        let word = self
+            .next
+            .checked_add(8)
+            .and_then(|e| self.data.get(self.next..e));
+        if let Some(w) = word {
+            let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            // Bits past the bytes counted are the same data again, so OR-ing them is harmless.
+            self.buf |= w << self.have;
+            let bytes = (63 - self.have) / 8;
+            self.next += bytes as usize;
+            self.have += bytes * 8;
+        } else {
+            while self.have <= 56 {
+                let b = self.data.get(self.next).copied().unwrap_or(0);
+                self.buf |= (b as u64) << self.have;
+                self.have += 8;
+                self.next = self.next.saturating_add(1);
+            }
         }
     }
 
     /// The next `n` (at most 25) bits, zeros past the end.
-    fn peek(&self, n: u32) -> u32 {
-        let byte = (self.pos >> 3) as usize;
-        let w = match self.data.get(byte..byte + 4) {
-            Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            None => {
-                let mut w = 0u32;
-                for i in 0..4 {
-                    if let Some(&b) = self.data.get(byte + i) {
-                        w |= (b as u32) << (8 * i);
-                    }
-                }
-                w
-            }
-        };
-        (w >> (self.pos & 7)) & ((1u32 << n) - 1)
+    fn peek(&mut self, n: u32) -> u32 {
+        if self.have < n {
+            self.refill();
+        }
+        (self.buf & ((1u64 << n) - 1)) as u32
     }
 
     fn skip(&mut self, n: u32) -> Result<()> {
         if self.pos + n as u64 > self.end {
             return Err(truncated(self.pos));
         }
+        if self.have < n {
+            self.refill();
+        }
+        self.buf >>= n;
+        self.have -= n;
         self.pos += n as u64;
         Ok(())
     }
@@ -309,7 +350,7 @@ fn block(b: &mut Bits<'_>, out: &mut Vec<u16>, window: bool, limit: usize) -> Re
     let codes = match b.take(2)? {
         0 => {
             // Stored (§3.2.4): byte-aligned LEN, NLEN, then LEN bytes.
-            b.pos = b.pos.div_ceil(8) * 8;
+            b.seek(b.pos.div_ceil(8) * 8);
             let len = b.take(16)?;
             let nlen = b.take(16)?;
             if len != !nlen & 0xFFFF {
@@ -324,7 +365,7 @@ fn block(b: &mut Bits<'_>, out: &mut Vec<u16>, window: bool, limit: usize) -> Re
                 return Err(over(limit));
             }
             out.extend(bytes.iter().map(|&x| x as u16));
-            b.pos += len as u64 * 8;
+            b.seek(b.pos + len as u64 * 8);
             return Ok(end);
         }
         1 => fixed_codes(),
