@@ -56,7 +56,8 @@ impl ArrowTableReader<'_> {
     /// the host first; corrupt chunks give the CPU decoders' errors). The integer columns of
     /// all selected fields (values, codes, lengths, integer dictionaries, ALP digits, params
     /// and exceptions) are decoded together, one batch per logical type
-    /// ([`decode_integer_columns`]); bits, bytes and utf8 columns by their own decoders.
+    /// (one upload, one launch per codec, one wait); bits, bytes and utf8 columns by their own
+    /// decoders.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
