@@ -14,19 +14,10 @@
 
 use std::ops::Range;
 
-use tessera_codecs::orc::{closest_fixed_bits, decode_width};
+use tessera_codecs::orc::skip_run;
 use tessera_format::{Error, Result};
 
-/// Which RLE a stream uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RleKind {
-    /// Byte RLE (also boolean and PRESENT streams: one output byte holds 8 values).
-    Byte,
-    /// Integer RLE v1.
-    V1,
-    /// Integer RLE v2.
-    V2,
-}
+pub use tessera_codecs::orc::RleKind;
 
 /// One piece of a stream: its bytes and the output elements they decode to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,153 +28,17 @@ pub struct Piece {
     pub values: usize,
 }
 
-struct Walk<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Walk<'_> {
-    fn truncated(&self, what: &'static str, needed: usize) -> Error {
-        Error::Truncated {
-            what,
-            offset: self.pos as u64,
-            needed: needed as u64,
-            available: (self.b.len() - self.pos) as u64,
-        }
-    }
-    fn byte(&mut self, what: &'static str) -> Result<u32> {
-        let v = *self
-            .b
-            .get(self.pos)
-            .ok_or_else(|| self.truncated(what, 1))?;
-        self.pos += 1;
-        Ok(v as u32)
-    }
-    fn skip(&mut self, n: usize, what: &'static str) -> Result<()> {
-        if self.b.len() - self.pos < n {
-            return Err(self.truncated(what, n));
-        }
-        self.pos += n;
-        Ok(())
-    }
-    /// Skips a base-128 varint (at most 10 bytes, as the decoders allow).
-    fn varint(&mut self) -> Result<()> {
-        let start = self.pos;
-        for _ in 0..10 {
-            if self.byte("varint")? & 0x80 == 0 {
-                return Ok(());
-            }
-        }
-        Err(Error::InvalidHeader {
-            field: "varint",
-            offset: start as u64,
-            expected: "at most 10 bytes".into(),
-            found: 11,
-        })
-    }
-    /// The next run's output elements, its bytes skipped.
-    fn run(&mut self, kind: RleKind) -> Result<usize> {
-        match kind {
-            RleKind::Byte => {
-                let h = self.byte("byte RLE header")? as u8 as i8;
-                if h >= 0 {
-                    self.skip(1, "byte RLE run value")?;
-                    Ok(h as usize + 3)
-                } else {
-                    let run = -(h as i32) as usize;
-                    self.skip(run, "byte RLE literals")?;
-                    Ok(run)
-                }
-            }
-            RleKind::V1 => {
-                let h = self.byte("RLE v1 header")? as u8 as i8;
-                if h >= 0 {
-                    self.skip(1, "RLE v1 delta")?;
-                    self.varint()?;
-                    Ok(h as usize + 3)
-                } else {
-                    let run = -(h as i32) as usize;
-                    for _ in 0..run {
-                        self.varint()?;
-                    }
-                    Ok(run)
-                }
-            }
-            RleKind::V2 => self.run_v2(),
-        }
-    }
-    fn run_v2(&mut self) -> Result<usize> {
-        let start = self.pos;
-        let first = self.byte("RLE v2 header")?;
-        let packed = |n: usize, w: u32| (n * w as usize).div_ceil(8);
-        match first >> 6 {
-            0 => {
-                self.skip(((first >> 3) & 7) as usize + 1, "SHORT_REPEAT value")?;
-                Ok((first & 7) as usize + 3)
-            }
-            1 => {
-                let w = decode_width((first >> 1) & 31);
-                let run = (((first & 1) << 8) | self.byte("DIRECT header")?) as usize + 1;
-                self.skip(packed(run, w), "DIRECT values")?;
-                Ok(run)
-            }
-            2 => {
-                let w = decode_width((first >> 1) & 31);
-                let run = (((first & 1) << 8) | self.byte("PATCHED_BASE header")?) as usize + 1;
-                let b2 = self.byte("PATCHED_BASE header")?;
-                let b3 = self.byte("PATCHED_BASE header")?;
-                let bw = (b2 >> 5) as usize + 1;
-                let pw = decode_width(b2 & 31);
-                let pgw = (b3 >> 5) + 1;
-                let pll = (b3 & 31) as usize;
-                if pw + pgw > 64 {
-                    return Err(Error::InvalidHeader {
-                        field: "PATCHED_BASE patch width + gap width",
-                        offset: start as u64 + 2,
-                        expected: "at most 64".into(),
-                        found: (pw + pgw) as u64,
-                    });
-                }
-                self.skip(bw, "PATCHED_BASE base")?;
-                self.skip(packed(run, w), "PATCHED_BASE values")?;
-                self.skip(
-                    packed(pll, closest_fixed_bits(pw + pgw)),
-                    "PATCHED_BASE patch list",
-                )?;
-                Ok(run)
-            }
-            _ => {
-                let code = (first >> 1) & 31;
-                let run = (((first & 1) << 8) | self.byte("DELTA header")?) as usize + 1;
-                self.varint()?;
-                self.varint()?;
-                if code != 0 {
-                    if run < 2 {
-                        return Err(Error::InvalidHeader {
-                            field: "DELTA run length with packed deltas",
-                            offset: start as u64,
-                            expected: "at least 2".into(),
-                            found: run as u64,
-                        });
-                    }
-                    self.skip(packed(run - 2, decode_width(code)), "DELTA values")?;
-                }
-                Ok(run)
-            }
-        }
-    }
-}
-
 /// Cuts a stream of `total` output elements into pieces of at least `target` elements each (the
 /// last may be shorter), at run boundaries. The pieces cover the stream's first `total`
 /// elements in order; bytes after the run that completes them are not part of any piece.
 pub fn split(kind: RleKind, stream: &[u8], total: usize, target: usize) -> Result<Vec<Piece>> {
     let target = target.max(1);
-    let mut w = Walk { b: stream, pos: 0 };
+    let mut pos = 0usize;
     let mut pieces = Vec::new();
     let (mut at, mut piece_at, mut piece_pos) = (0usize, 0usize, 0usize);
     while at < total {
-        let run = w.run(kind)?;
+        let (run, next) = skip_run(kind, stream, pos)?;
+        pos = next;
         if run > total - at {
             return Err(Error::CountMismatch {
                 what: "ORC run past the stream's value count (values before the run + run length)",
@@ -194,11 +49,11 @@ pub fn split(kind: RleKind, stream: &[u8], total: usize, target: usize) -> Resul
         at += run;
         if at - piece_at >= target || at == total {
             pieces.push(Piece {
-                bytes: piece_pos..w.pos,
+                bytes: piece_pos..pos,
                 values: at - piece_at,
             });
             piece_at = at;
-            piece_pos = w.pos;
+            piece_pos = pos;
         }
     }
     Ok(pieces)

@@ -21,10 +21,12 @@ mod byte_rle;
 pub mod encode;
 mod rle_v1;
 mod rle_v2;
+mod walk;
 
 pub use byte_rle::{decode_bool, decode_byte_rle};
 pub use rle_v1::decode_rle_v1;
 pub use rle_v2::decode_rle_v2;
+pub use walk::{skip_run, RleKind};
 
 /// Most values one RLE v2 run holds (9-bit length field + 1).
 pub const RLE_V2_MAX_RUN: usize = 512;
