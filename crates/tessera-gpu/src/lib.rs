@@ -69,6 +69,7 @@ pub mod lll;
 mod primitives;
 mod runtime;
 pub mod ssb;
+pub mod testing;
 
 pub use codec::{BatchError, GpuBatch, GpuDecoder, ResidentColumn};
 pub use cudarc::driver::CudaSlice;

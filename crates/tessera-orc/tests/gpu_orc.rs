@@ -4,26 +4,11 @@
 //! a failure).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use tessera_gpu::Gpu;
 use tessera_orc::gpu::{read_batches, read_batches_with, Options};
 use tessera_orc::{OrcFile, OrcReader};
 
-fn gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
-    match GPU.get_or_init(|| Gpu::new().map_err(|e| e.to_string())) {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
-            }
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "skipped: {e}");
-            None
-        }
-    }
-}
+use tessera_gpu::testing::gpu;
 
 fn dir() -> PathBuf {
     // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).

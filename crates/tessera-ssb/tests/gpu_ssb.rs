@@ -6,17 +6,9 @@ use tessera::gpu::Gpu;
 use tessera_ssb::{cpu, dataset::Dataset, gen, gpu, queries};
 
 fn gpu_or_skip() -> Option<Gpu> {
-    match Gpu::new() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("TESSERA_REQUIRE_GPU=1 but {e}");
-            }
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "skipped: {e}");
-            None
-        }
-    }
+    Gpu::new()
+        .map_err(|e| tessera::gpu::testing::skipped(&e))
+        .ok()
 }
 
 #[test]

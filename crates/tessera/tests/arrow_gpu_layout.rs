@@ -22,18 +22,9 @@ use tessera::{Engine, Error, TableReader};
 use tessera_gpu::{CudaSlice, Gpu};
 
 fn gpu() -> Option<Gpu> {
-    match Gpu::new() {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
-            }
-            // Past libtest's capture, so the reason always shows.
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "skipped: {e}");
-            None
-        }
-    }
+    Gpu::new()
+        .map_err(|e| tessera_gpu::testing::skipped(&e))
+        .ok()
 }
 
 const ROWS: usize = 5000;

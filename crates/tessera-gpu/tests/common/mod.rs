@@ -2,31 +2,16 @@
 //! every shape, CPU encoding and decoding through `tessera_codecs`.
 #![allow(dead_code)]
 
-use std::sync::OnceLock;
-
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tessera_codecs::column;
 use tessera_format::{CodecId, LogicalType};
 use tessera_gpu::Gpu;
 
-/// The process's GPU, or `None` after printing why the test is skipped. With
-/// TESSERA_REQUIRE_GPU=1 (the GPU machine's run-tests.sh sets it) a missing GPU fails the test.
+/// The process's GPU, or `None` after printing why the test is skipped
+/// ([`tessera_gpu::testing`]: TESSERA_REQUIRE_GPU=1 makes that a failure).
 pub fn gpu() -> Option<&'static Gpu> {
-    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
-    match GPU.get_or_init(|| Gpu::new().map_err(|e| e.to_string())) {
-        Ok(g) => Some(g),
-        Err(e) => {
-            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("TESSERA_REQUIRE_GPU=1 but Gpu::new failed: {e}");
-            }
-            // Written past libtest's output capture (which only sees the print macros) so the
-            // reason shows in every run, CI's included.
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "skipped: {e}");
-            None
-        }
-    }
+    tessera_gpu::testing::gpu()
 }
 
 /// A fresh seeded RNG; the seed is printed so a failure can be replayed (TESSERA_SEED=...).
