@@ -33,6 +33,139 @@ fn unpack(c: &mut Cursor<'_>, width: u32, count: usize, what: &'static str) -> R
     Ok(out)
 }
 
+/// An RLE v2 run's header: every field before its packed payload, checked as far as the
+/// header alone allows. The decoder and the run header walk (`skip_run`) both read runs
+/// through it, so the two agree on where every run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum V2Header {
+    /// 3 bits value width in bytes - 1, 3 bits count - 3, then the big-endian value.
+    ShortRepeat { run: usize, value: u64 },
+    /// 5 bits width code, 9 bits length - 1; payload: the packed values.
+    Direct { run: usize, width: u32 },
+    /// DIRECT's fields, then base width (bytes), patch width, gap width and patch count;
+    /// payload: the sign-magnitude base, the packed values, the packed patch list.
+    PatchedBase {
+        run: usize,
+        width: u32,
+        base_bytes: usize,
+        patch_width: u32,
+        gap_width: u32,
+        patches: usize,
+    },
+    /// Width code (0 = fixed delta), length - 1, base varint (raw: zigzag where the stream is
+    /// signed), delta varint (always zigzag); payload: `run - 2` packed delta magnitudes.
+    Delta {
+        run: usize,
+        width: u32,
+        base: u64,
+        delta: i64,
+    },
+}
+
+impl V2Header {
+    /// Values the run yields.
+    pub(crate) fn run(&self) -> usize {
+        match *self {
+            V2Header::ShortRepeat { run, .. }
+            | V2Header::Direct { run, .. }
+            | V2Header::PatchedBase { run, .. }
+            | V2Header::Delta { run, .. } => run,
+        }
+    }
+
+    /// Bytes of the run after its header.
+    pub(crate) fn payload_bytes(&self) -> usize {
+        let packed = |n: usize, w: u32| (n * w as usize).div_ceil(8);
+        match *self {
+            V2Header::ShortRepeat { .. } => 0,
+            V2Header::Direct { run, width } => packed(run, width),
+            V2Header::PatchedBase {
+                run,
+                width,
+                base_bytes,
+                patch_width,
+                gap_width,
+                patches,
+            } => {
+                base_bytes
+                    + packed(run, width)
+                    + packed(patches, closest_fixed_bits(patch_width + gap_width))
+            }
+            V2Header::Delta { run, width, .. } if width != 0 => packed(run - 2, width),
+            V2Header::Delta { .. } => 0,
+        }
+    }
+}
+
+impl Cursor<'_> {
+    /// Reads the header of the run at the cursor.
+    pub(crate) fn v2_header(&mut self) -> Result<V2Header> {
+        let start = self.pos;
+        let first = self.byte("RLE v2 header")? as u32;
+        let length = |c: &mut Self, what| -> Result<usize> {
+            Ok((((first & 1) << 8) | c.byte(what)? as u32) as usize + 1)
+        };
+        Ok(match first >> 6 {
+            0 => {
+                let w = ((first >> 3) & 7) as usize + 1;
+                let bytes = self.take(w, "SHORT_REPEAT value")?;
+                V2Header::ShortRepeat {
+                    run: (first & 7) as usize + 3,
+                    value: bytes.iter().fold(0u64, |v, &b| (v << 8) | b as u64),
+                }
+            }
+            1 => V2Header::Direct {
+                width: decode_width((first >> 1) & 31),
+                run: length(self, "DIRECT header")?,
+            },
+            2 => {
+                let width = decode_width((first >> 1) & 31);
+                let run = length(self, "PATCHED_BASE header")?;
+                let b2 = self.byte("PATCHED_BASE header")? as u32;
+                let b3 = self.byte("PATCHED_BASE header")? as u32;
+                let patch_width = decode_width(b2 & 31);
+                let gap_width = (b3 >> 5) + 1;
+                if patch_width + gap_width > 64 {
+                    return Err(Error::InvalidHeader {
+                        field: "PATCHED_BASE patch width + gap width",
+                        offset: start as u64 + 2,
+                        expected: "at most 64".into(),
+                        found: (patch_width + gap_width) as u64,
+                    });
+                }
+                V2Header::PatchedBase {
+                    run,
+                    width,
+                    base_bytes: (b2 >> 5) as usize + 1,
+                    patch_width,
+                    gap_width,
+                    patches: (b3 & 31) as usize,
+                }
+            }
+            _ => {
+                let code = (first >> 1) & 31;
+                let run = length(self, "DELTA header")?;
+                let base = self.varint()?;
+                let delta = unzigzag(self.varint()?);
+                if code != 0 && run < 2 {
+                    return Err(Error::InvalidHeader {
+                        field: "DELTA run length with packed deltas",
+                        offset: start as u64,
+                        expected: "at least 2".into(),
+                        found: run as u64,
+                    });
+                }
+                V2Header::Delta {
+                    run,
+                    width: if code == 0 { 0 } else { decode_width(code) },
+                    base,
+                    delta,
+                }
+            }
+        })
+    }
+}
+
 /// Decodes exactly `out.len()` values of an RLE v2 stream (`signed`: zigzag where the spec
 /// says so); returns the input bytes consumed. Arithmetic wraps like ORC's Java reader.
 pub fn decode_rle_v2(input: &[u8], signed: bool, out: &mut [i64]) -> Result<usize> {
@@ -42,107 +175,65 @@ pub fn decode_rle_v2(input: &[u8], signed: bool, out: &mut [i64]) -> Result<usiz
     let cvt = |u: u64| if signed { unzigzag(u) } else { u as i64 };
     while at < n {
         let start = c.pos;
-        let first = c.byte("RLE v2 header")? as u32;
-        match first >> 6 {
-            0 => {
-                // SHORT_REPEAT: 3 bits width in bytes - 1, 3 bits count - 3, W big-endian bytes.
-                let w = ((first >> 3) & 7) as usize + 1;
-                let run = (first & 7) as usize + 3;
-                let bytes = c.take(w, "SHORT_REPEAT value")?;
-                let u = bytes.iter().fold(0u64, |v, &b| (v << 8) | b as u64);
-                if at + run > n {
-                    return Err(run_past_end(at, run, n));
-                }
-                out[at..at + run].fill(cvt(u));
-                at += run;
-            }
-            1 => {
-                // DIRECT: 5 bits width code, 9 bits length - 1, then the packed values.
-                let w = decode_width((first >> 1) & 31);
-                let run = (((first & 1) << 8) | c.byte("DIRECT header")? as u32) as usize + 1;
-                if at + run > n {
-                    return Err(run_past_end(at, run, n));
-                }
-                for (o, u) in
-                    out[at..at + run]
-                        .iter_mut()
-                        .zip(unpack(&mut c, w, run, "DIRECT values")?)
+        let header = c.v2_header()?;
+        let run = header.run();
+        if at + run > n {
+            return Err(run_past_end(at, run, n));
+        }
+        let dst = &mut out[at..at + run];
+        match header {
+            V2Header::ShortRepeat { value, .. } => dst.fill(cvt(value)),
+            V2Header::Direct { width, .. } => {
+                for (o, u) in dst
+                    .iter_mut()
+                    .zip(unpack(&mut c, width, run, "DIRECT values")?)
                 {
                     *o = cvt(u);
                 }
-                at += run;
             }
-            2 => {
-                let w = decode_width((first >> 1) & 31);
-                let run = (((first & 1) << 8) | c.byte("PATCHED_BASE header")? as u32) as usize + 1;
-                let b2 = c.byte("PATCHED_BASE header")? as u32;
-                let b3 = c.byte("PATCHED_BASE header")? as u32;
-                let bw = (b2 >> 5) as usize + 1;
-                let pw = decode_width(b2 & 31);
-                let pgw = (b3 >> 5) + 1;
-                let pll = (b3 & 31) as usize;
-                if pw + pgw > 64 {
-                    return Err(Error::InvalidHeader {
-                        field: "PATCHED_BASE patch width + gap width",
-                        offset: start as u64 + 2,
-                        expected: "at most 64".into(),
-                        found: (pw + pgw) as u64,
-                    });
-                }
-                if at + run > n {
-                    return Err(run_past_end(at, run, n));
-                }
-                let base_bytes = c.take(bw, "PATCHED_BASE base")?;
-                let raw = base_bytes.iter().fold(0u64, |v, &b| (v << 8) | b as u64);
-                // Sign-magnitude: the top bit of the BW bytes is the sign.
-                let sign = 1u64 << (bw * 8 - 1);
+            V2Header::PatchedBase {
+                width,
+                base_bytes,
+                patch_width,
+                gap_width,
+                patches,
+                ..
+            } => {
+                let raw = c
+                    .take(base_bytes, "PATCHED_BASE base")?
+                    .iter()
+                    .fold(0u64, |v, &b| (v << 8) | b as u64);
+                // Sign-magnitude: the top bit of the base's bytes is the sign.
+                let sign = 1u64 << (base_bytes * 8 - 1);
                 let base = if raw & sign != 0 {
                     ((raw & !sign) as i64).wrapping_neg()
                 } else {
                     raw as i64
                 };
-                let data = unpack(&mut c, w, run, "PATCHED_BASE values")?;
+                let data = unpack(&mut c, width, run, "PATCHED_BASE values")?;
                 let patches = unpack(
                     &mut c,
-                    closest_fixed_bits(pw + pgw),
-                    pll,
+                    closest_fixed_bits(patch_width + gap_width),
+                    patches,
                     "PATCHED_BASE patch list",
                 )?;
-                let dst = &mut out[at..at + run];
                 for (o, &u) in dst.iter_mut().zip(&data) {
                     *o = base.wrapping_add(u as i64);
                 }
-                apply_patches(dst, &data, &patches, base, w, pw, start)?;
-                at += run;
+                apply_patches(dst, &data, &patches, base, width, patch_width, start)?;
             }
-            _ => {
-                // DELTA: width code (0 = fixed delta), length - 1, base varint, delta varint,
-                // then length - 2 packed delta magnitudes with the first delta's sign.
-                let code = (first >> 1) & 31;
-                let w = if code == 0 { 0 } else { decode_width(code) };
-                let run = (((first & 1) << 8) | c.byte("DELTA header")? as u32) as usize + 1;
-                let base = c.signed_varint(signed)?;
-                let delta = unzigzag(c.varint()?);
-                if w != 0 && run < 2 {
-                    return Err(Error::InvalidHeader {
-                        field: "DELTA run length with packed deltas",
-                        offset: start as u64,
-                        expected: "at least 2".into(),
-                        found: run as u64,
-                    });
-                }
-                if at + run > n {
-                    return Err(run_past_end(at, run, n));
-                }
-                let dst = &mut out[at..at + run];
+            V2Header::Delta {
+                width, base, delta, ..
+            } => {
+                let base = cvt(base);
                 dst[0] = base;
-                if w == 0 {
+                if width == 0 {
                     for i in 1..run {
                         dst[i] = dst[i - 1].wrapping_add(delta);
                     }
                 } else {
                     dst[1] = base.wrapping_add(delta);
-                    let ds = unpack(&mut c, w, run - 2, "DELTA values")?;
+                    let ds = unpack(&mut c, width, run - 2, "DELTA values")?;
                     for i in 2..run {
                         let d = ds[i - 2] as i64;
                         dst[i] = if delta < 0 {
@@ -152,9 +243,9 @@ pub fn decode_rle_v2(input: &[u8], signed: bool, out: &mut [i64]) -> Result<usiz
                         };
                     }
                 }
-                at += run;
             }
         }
+        at += run;
     }
     Ok(c.pos)
 }

@@ -3,9 +3,9 @@
 //! stream can be cut at run boundaries into pieces that decode on their own (`tessera_orc::split`).
 //! Every length is checked against the stream; the errors are the decoders' kinds.
 
-use tessera_format::{Error, Result};
+use tessera_format::Result;
 
-use super::{closest_fixed_bits, decode_width, Cursor};
+use super::Cursor;
 
 /// Which RLE a stream uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,64 +61,8 @@ impl Cursor<'_> {
         }
     }
     fn run_v2(&mut self) -> Result<usize> {
-        let start = self.pos;
-        let first = self.byte("RLE v2 header")? as u32;
-        let packed = |n: usize, w: u32| (n * w as usize).div_ceil(8);
-        match first >> 6 {
-            0 => {
-                self.take(((first >> 3) & 7) as usize + 1, "SHORT_REPEAT value")?;
-                Ok((first & 7) as usize + 3)
-            }
-            1 => {
-                let w = decode_width((first >> 1) & 31);
-                let run = (((first & 1) << 8) | self.byte("DIRECT header")? as u32) as usize + 1;
-                self.take(packed(run, w), "DIRECT values")?;
-                Ok(run)
-            }
-            2 => {
-                let w = decode_width((first >> 1) & 31);
-                let run =
-                    (((first & 1) << 8) | self.byte("PATCHED_BASE header")? as u32) as usize + 1;
-                let b2 = self.byte("PATCHED_BASE header")? as u32;
-                let b3 = self.byte("PATCHED_BASE header")? as u32;
-                let bw = (b2 >> 5) as usize + 1;
-                let pw = decode_width(b2 & 31);
-                let pgw = (b3 >> 5) + 1;
-                let pll = (b3 & 31) as usize;
-                if pw + pgw > 64 {
-                    return Err(Error::InvalidHeader {
-                        field: "PATCHED_BASE patch width + gap width",
-                        offset: start as u64 + 2,
-                        expected: "at most 64".into(),
-                        found: (pw + pgw) as u64,
-                    });
-                }
-                self.take(bw, "PATCHED_BASE base")?;
-                self.take(packed(run, w), "PATCHED_BASE values")?;
-                self.take(
-                    packed(pll, closest_fixed_bits(pw + pgw)),
-                    "PATCHED_BASE patch list",
-                )?;
-                Ok(run)
-            }
-            _ => {
-                let code = (first >> 1) & 31;
-                let run = (((first & 1) << 8) | self.byte("DELTA header")? as u32) as usize + 1;
-                self.varint()?;
-                self.varint()?;
-                if code != 0 {
-                    if run < 2 {
-                        return Err(Error::InvalidHeader {
-                            field: "DELTA run length with packed deltas",
-                            offset: start as u64,
-                            expected: "at least 2".into(),
-                            found: run as u64,
-                        });
-                    }
-                    self.take(packed(run - 2, decode_width(code)), "DELTA values")?;
-                }
-                Ok(run)
-            }
-        }
+        let header = self.v2_header()?;
+        self.take(header.payload_bytes(), "RLE v2 payload")?;
+        Ok(header.run())
     }
 }
