@@ -4,7 +4,7 @@
 //! (direct and dictionary) into i32 offsets and bytes. What `tessera_orc::gpu::read_device`
 //! needs to leave ORC columns on the GPU as Arrow arrays.
 //!
-//! A column is a list of [`Segment`]s, one per stripe, naming the device addresses of its
+//! A column is a list of [`ColumnStripe`]s, one per stripe, naming the device addresses of its
 //! streams (wherever the decoders left them) and the rows it covers. Row ranks (the value index
 //! of each valid row) come from the device-wide sum scan of `primitives::scan` over the
 //! validity words' popcounts. Every launch is checked: the kernels check every index against
@@ -40,8 +40,8 @@ const ST_UTF8: u64 = 9;
 /// stream's type there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]
-pub struct Segment {
-    /// First row of the segment in the column.
+pub struct ColumnStripe {
+    /// First row of the column stripe in the column.
     pub row_start: u64,
     /// Its rows.
     pub rows: u64,
@@ -62,10 +62,10 @@ pub struct Segment {
     pub dict: u64,
     /// Entries at `dict`.
     pub dict_len: u64,
-    /// Dictionary strings: the segment's first entry among the column's entries (segments'
+    /// Dictionary strings: the column stripe's first entry among the column's entries (column stripes'
     /// dictionaries back to back).
     pub dict_base: u64,
-    /// 1 when the segment is a dictionary-encoded string stripe (`values` are ids), else 0
+    /// 1 when the column stripe is a dictionary-encoded string stripe (`values` are ids), else 0
     /// (ORC writers choose the encoding per stripe).
     pub is_dict: u64,
 }
@@ -115,8 +115,8 @@ pub struct Validity {
     pub rows: u64,
     /// Null rows.
     pub null_count: u64,
-    segs: CudaSlice<u64>,
-    nseg: u32,
+    parts: CudaSlice<u64>,
+    nparts: u32,
 }
 
 fn grid(n: u64) -> u32 {
@@ -161,7 +161,7 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
         )),
         ST_UTF8 => Error::InvalidArgument(format!("row {row}: a string is not valid UTF-8")),
         ST_SIZE => Error::Gpu(format!(
-            "{kernel}: buffer lengths or the segments do not cover the rows (at {row})"
+            "{kernel}: buffer lengths or the column stripes do not cover the rows (at {row})"
         )),
         c => Error::Gpu(format!("{kernel}: unknown status code {c} at {row}")),
     })
@@ -186,34 +186,41 @@ fn bytes_for(n: u64, width: u64) -> Result<usize> {
         .ok_or_else(|| Error::InvalidArgument(format!("{n} values of {width} bytes")))
 }
 
-/// Arrow's validity of a column of `rows` rows made of `segments` (their rows back to back from
+/// Arrow's validity of a column of `rows` rows made of `parts` (their rows back to back from
 /// row 0), its word ranks and its null count.
 ///
 /// # Safety
-/// Every non-zero address in `segments` must point to live device memory of at least the
+/// Every non-zero address in `parts` must point to live device memory of at least the
 /// length given beside it (elements of the stream's type), and stay so while the returned
 /// [`Validity`] is used by [`scatter`], [`scatter_bool`] or [`strings`].
-pub unsafe fn validity(gpu: &Gpu, segments: &[Segment], rows: u64) -> Result<Validity> {
-    let nseg = u32::try_from(segments.len())
-        .map_err(|_| Error::InvalidArgument("more than 2^32 segments".into()))?;
+pub unsafe fn validity(gpu: &Gpu, parts: &[ColumnStripe], rows: u64) -> Result<Validity> {
+    let nparts = u32::try_from(parts.len())
+        .map_err(|_| Error::InvalidArgument("more than 2^32 column stripes".into()))?;
     if rows >= u64::from(u32::MAX) {
         return Err(Error::InvalidArgument(format!(
             "{rows} rows in one column: ranks are u32"
         )));
     }
-    let flat: Vec<u64> = segments.iter().flat_map(fields).collect();
-    let segs = gpu.upload(&flat)?;
+    let flat: Vec<u64> = parts.iter().flat_map(fields).collect();
+    let parts = gpu.upload(&flat)?;
     let nw = words(rows);
     let bits = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
     let counts = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
     let ranks = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
     let partials = gpu.alloc::<u8>(scan::partials_len(nw) * 4)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_validity")?;
-    let (ps, pb, pc) = (gpu.ptr(&segs), gpu.ptr(&bits), gpu.ptr(&counts));
+    let (ps, pb, pc) = (gpu.ptr(&parts), gpu.ptr(&bits), gpu.ptr(&counts));
     checked(gpu, "ts_orc_validity", |st| {
-        // SAFETY: matches ts_orc_validity(segs, nseg, rows, words, words_len, counts, status);
-        // `bits` and `counts` hold nw u32, the segment addresses are the caller's contract.
-        unsafe { gpu.launch(&f, grid(nw), THREADS, &[&ps, &nseg, &rows, &pb, &nw, &pc, &st]) }
+        // SAFETY: matches ts_orc_validity(parts, nparts, rows, words, words_len, counts, status);
+        // `bits` and `counts` hold nw u32, the column stripe addresses are the caller's contract.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(nw),
+                THREADS,
+                &[&ps, &nparts, &rows, &pb, &nw, &pc, &st],
+            )
+        }
     })?;
     scan::sum(
         gpu,
@@ -227,20 +234,20 @@ pub unsafe fn validity(gpu: &Gpu, segments: &[Segment], rows: u64) -> Result<Val
     let mut total = [0u8; 4];
     download_range(gpu, &partials, partials.len() - 4, &mut total)?;
     let valid = u64::from(u32::from_le_bytes(total));
-    let null_count = rows.checked_sub(valid).ok_or_else(|| {
-        Error::Gpu(format!("{valid} valid rows counted among {rows}"))
-    })?;
+    let null_count = rows
+        .checked_sub(valid)
+        .ok_or_else(|| Error::Gpu(format!("{valid} valid rows counted among {rows}")))?;
     Ok(Validity {
         bits,
         ranks,
         rows,
         null_count,
-        segs,
-        nseg,
+        parts,
+        nparts,
     })
 }
 
-fn fields(s: &Segment) -> [u64; 12] {
+fn fields(s: &ColumnStripe) -> [u64; 12] {
     [
         s.row_start,
         s.rows,
@@ -262,22 +269,24 @@ pub fn scatter(gpu: &Gpu, v: &Validity, mode: Scatter) -> Result<CudaSlice<u8>> 
     let out = gpu.alloc::<u8>(bytes_for(v.rows.max(1), mode.width() as u64)?)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_scatter")?;
     let (ps, pw, pr, po) = (
-        gpu.ptr(&v.segs),
+        gpu.ptr(&v.parts),
         gpu.ptr(&v.bits),
         gpu.ptr(&v.ranks),
         gpu.ptr(&out),
     );
     let (nw, m, out_len) = (words(v.rows), mode as u32, out.len() as u64);
     checked(gpu, "ts_orc_scatter", |st| {
-        // SAFETY: matches ts_orc_scatter(segs, nseg, rows, words, ranks, words_len, mode, out,
-        // out_len, status) with the live buffers' lengths; the segments' addresses were
+        // SAFETY: matches ts_orc_scatter(parts, nparts, rows, words, ranks, words_len, mode, out,
+        // out_len, status) with the live buffers' lengths; the column stripes' addresses were
         // checked live by `validity`'s contract.
         unsafe {
             gpu.launch(
                 &f,
                 grid(v.rows),
                 THREADS,
-                &[&ps, &v.nseg, &v.rows, &pw, &pr, &nw, &m, &po, &out_len, &st],
+                &[
+                    &ps, &v.nparts, &v.rows, &pw, &pr, &nw, &m, &po, &out_len, &st,
+                ],
             )
         }
     })?;
@@ -290,49 +299,49 @@ pub fn scatter_bool(gpu: &Gpu, v: &Validity) -> Result<CudaSlice<u8>> {
     let out = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_scatter_bool")?;
     let (ps, pw, pr, po) = (
-        gpu.ptr(&v.segs),
+        gpu.ptr(&v.parts),
         gpu.ptr(&v.bits),
         gpu.ptr(&v.ranks),
         gpu.ptr(&out),
     );
     let out_len = (out.len() / 4) as u64;
     checked(gpu, "ts_orc_scatter_bool", |st| {
-        // SAFETY: matches ts_orc_scatter_bool(segs, nseg, rows, words, ranks, words_len, out,
+        // SAFETY: matches ts_orc_scatter_bool(parts, nparts, rows, words, ranks, words_len, out,
         // out_len, status) with the live buffers' lengths.
         unsafe {
             gpu.launch(
                 &f,
                 grid(nw),
                 THREADS,
-                &[&ps, &v.nseg, &v.rows, &pw, &pr, &nw, &po, &out_len, &st],
+                &[&ps, &v.nparts, &v.rows, &pw, &pr, &nw, &po, &out_len, &st],
             )
         }
     })?;
     Ok(out)
 }
 
-/// The column's strings as Arrow's i32 offsets (`rows + 1`) and bytes. A dictionary segment
+/// The column's strings as Arrow's i32 offsets (`rows + 1`) and bytes. A dictionary column stripe
 /// (`is_dict`) holds ids in `values`, entry lengths in `dict` and its dictionary's bytes in
-/// `aux`; a direct one lengths in `values` and bytes in `aux`. `segments` are the ones given
+/// `aux`; a direct one lengths in `values` and bytes in `aux`. `parts` are the ones given
 /// to [`validity`]. `utf8`: every row is checked to be well-formed UTF-8 (Arrow's utf8 type),
 /// else bytes (binary).
 pub fn strings(
     gpu: &Gpu,
     v: &Validity,
-    segments: &[Segment],
+    parts: &[ColumnStripe],
     utf8: bool,
 ) -> Result<(CudaSlice<u8>, CudaSlice<u8>)> {
-    let dictionary = segments.iter().any(|s| s.is_dict != 0);
+    let dictionary = parts.iter().any(|s| s.is_dict != 0);
     let rows = v.rows;
     let nw = words(rows);
-    let (ps, pw, pr) = (gpu.ptr(&v.segs), gpu.ptr(&v.bits), gpu.ptr(&v.ranks));
-    // Dictionary entries' offsets (the segments' dictionaries back to back).
+    let (ps, pw, pr) = (gpu.ptr(&v.parts), gpu.ptr(&v.bits), gpu.ptr(&v.ranks));
+    // Dictionary entries' offsets (the column stripes' dictionaries back to back).
     let entries: u64 = if dictionary {
         let mut at = 0u64;
-        for s in segments {
+        for s in parts {
             if s.dict_base != at {
                 return Err(Error::InvalidArgument(
-                    "dictionary bases do not follow the segments' entries".into(),
+                    "dictionary bases do not follow the column stripes' entries".into(),
                 ));
             }
             at = at
@@ -349,15 +358,15 @@ pub fn strings(
         let partials = gpu.alloc::<u64>(scan::partials_len(entries))?;
         let (pl, po) = (gpu.ptr(&lens), gpu.ptr(&offs));
         let f = gpu.function(Module::OrcLayout, "ts_orc_dict_lengths")?;
-        let nseg = v.nseg;
+        let nparts = v.nparts;
         checked(gpu, "ts_orc_dict_lengths", |st| {
-            // SAFETY: matches ts_orc_dict_lengths(segs, nseg, entries, out, out_len, status).
+            // SAFETY: matches ts_orc_dict_lengths(parts, nparts, entries, out, out_len, status).
             unsafe {
                 gpu.launch(
                     &f,
                     grid(entries),
                     THREADS,
-                    &[&ps, &nseg, &entries, &pl, &entries, &st],
+                    &[&ps, &nparts, &entries, &pl, &entries, &st],
                 )
             }
         })?;
@@ -365,13 +374,13 @@ pub fn strings(
         let f = gpu.function(Module::OrcLayout, "ts_orc_dict_check")?;
         let offs_len = entries + 1;
         checked(gpu, "ts_orc_dict_check", |st| {
-            // SAFETY: matches ts_orc_dict_check(segs, nseg, entries, offs, offs_len, status).
+            // SAFETY: matches ts_orc_dict_check(parts, nparts, entries, offs, offs_len, status).
             unsafe {
                 gpu.launch(
                     &f,
                     grid(entries),
                     THREADS,
-                    &[&ps, &nseg, &entries, &po, &offs_len, &st],
+                    &[&ps, &nparts, &entries, &po, &offs_len, &st],
                 )
             }
         })?;
@@ -389,7 +398,7 @@ pub fn strings(
     let (pl, po) = (gpu.ptr(&lens), gpu.ptr(&offs));
     let f = gpu.function(Module::OrcLayout, "ts_orc_string_lengths")?;
     checked(gpu, "ts_orc_string_lengths", |st| {
-        // SAFETY: matches ts_orc_string_lengths(segs, nseg, rows, words, ranks, words_len,
+        // SAFETY: matches ts_orc_string_lengths(parts, nparts, rows, words, ranks, words_len,
         // dict_offs, dict_offs_len, out, out_len, status) with the live buffers' lengths.
         unsafe {
             gpu.launch(
@@ -397,7 +406,7 @@ pub fn strings(
                 grid(rows),
                 THREADS,
                 &[
-                    &ps, &v.nseg, &rows, &pw, &pr, &nw, &pd, &pd_len, &pl, &rows, &st,
+                    &ps, &v.nparts, &rows, &pw, &pr, &nw, &pd, &pd_len, &pl, &rows, &st,
                 ],
             )
         }
@@ -407,8 +416,10 @@ pub fn strings(
     download_range(gpu, &offs, rows as usize * 8, &mut end)?;
     let total = [u64::from_le_bytes(end)];
     if total[0] > i32::MAX as u64 {
-        return Err(status_error("strings", ST_OFFSET_LIMIT << 8 | ST_OFFSET_LIMIT)
-            .unwrap_or_else(|| Error::Gpu("offset limit".into())));
+        return Err(
+            status_error("strings", ST_OFFSET_LIMIT << 8 | ST_OFFSET_LIMIT)
+                .unwrap_or_else(|| Error::Gpu("offset limit".into())),
+        );
     }
     let bytes = gpu.alloc::<u8>(total[0].max(1) as usize)?;
     let out_offs = gpu.alloc::<u8>(bytes_for(rows + 1, 4)?)?;
@@ -417,7 +428,7 @@ pub fn strings(
     let utf8 = u32::from(utf8);
     let f = gpu.function(Module::OrcLayout, "ts_orc_string_copy")?;
     checked(gpu, "ts_orc_string_copy", |st| {
-        // SAFETY: matches ts_orc_string_copy(segs, nseg, rows, words, ranks, words_len,
+        // SAFETY: matches ts_orc_string_copy(parts, nparts, rows, words, ranks, words_len,
         // dict_offs, dict_offs_len, offs, offs_len, out_offs, out_offs_len, out, out_len, utf8,
         // status) with the live buffers' lengths.
         unsafe {
@@ -426,7 +437,7 @@ pub fn strings(
                 grid(rows),
                 THREADS,
                 &[
-                    &ps, &v.nseg, &rows, &pw, &pr, &nw, &pd, &pd_len, &po, &offs_len, &poo,
+                    &ps, &v.nparts, &rows, &pw, &pr, &nw, &pd, &pd_len, &po, &offs_len, &poo,
                     &oo_len, &pb, &b_len, &utf8, &st,
                 ],
             )
@@ -460,13 +471,10 @@ mod tests {
             status_error("k", (4 << 8) | ST_COUNT),
             Some(Error::CountMismatch { found: 4, .. })
         ));
-        assert!(matches!(
-            status_error("k", ST_SIZE),
-            Some(Error::Gpu(_))
-        ));
+        assert!(matches!(status_error("k", ST_SIZE), Some(Error::Gpu(_))));
     }
 
-    /// The status codes, the segment's fields and the launch width here are the kernel
+    /// The status codes, the column stripe's fields and the launch width here are the kernel
     /// source's.
     #[test]
     fn constants_match_the_kernels() {
@@ -482,7 +490,10 @@ mod tests {
             ("TS_OL_PRESENT", ST_PRESENT),
             ("TS_OL_UTF8", ST_UTF8),
             ("TS_OL_THREADS", u64::from(THREADS)),
-            ("TS_OL_FIELDS", fields(&Segment::default()).len() as u64),
+            (
+                "TS_OL_FIELDS",
+                fields(&ColumnStripe::default()).len() as u64,
+            ),
             ("TS_OL_TIMESTAMP_NS", Scatter::TimestampNs as u64),
             ("TS_OL_F64", Scatter::F64 as u64),
             ("TS_OL_I8", Scatter::I8 as u64),

@@ -28,7 +28,9 @@
 //! no decoder touched (float and double values, string bytes, dictionaries) are copied to the
 //! host, where nulls are scattered, dictionary entries gathered and timestamps combined into
 //! Arrow arrays by the same code as the CPU path (`cpu.rs`), so both paths give the same arrays
-//! and errors. A chunk the GPU flags is re-decoded by the CPU reference for its exact error
+//! and errors. [`read_device`] instead builds Arrow's layout on the device
+//! (`tessera_gpu::orc_layout`: validity, null scatter, narrowing, timestamps, booleans,
+//! strings) and leaves one [`GpuArrowArray`] per column there. A chunk the GPU flags is re-decoded by the CPU reference for its exact error
 //! (`codag::cpu_error`), reported with its stripe, column and stream.
 
 use std::collections::HashMap;
@@ -37,17 +39,17 @@ use std::time::Instant;
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
-use tessera_gpu::codag::{self, Chunk, ChunkDesc, Decoder, DeviceTable};
 use tessera::arrow::GpuArrowArray;
-use tessera_gpu::orc_layout::{self, Scatter, Segment};
+use tessera_gpu::codag::{self, Chunk, ChunkDesc, Decoder, DeviceTable};
+use tessera_gpu::orc_layout::{self, ColumnStripe, Scatter};
 use tessera_gpu::{CudaSlice, Gpu, PinnedBuffer};
 
 use crate::compress::{self, Compression};
 use crate::cpu::{stream_err, Predecoded, MAX_VALUES_PER_BYTE};
 use crate::error::{OrcError, Result};
 use crate::file::{OrcType, StripeLayout};
-use crate::schema::arrow_type;
 use crate::proto::{encoding_kind, stream_kind};
+use crate::schema::arrow_type;
 use crate::split::{split, RleKind};
 use crate::OrcReader;
 
@@ -989,15 +991,15 @@ fn to_device(
             column: c.name.clone(),
             ty: format!("{:?}", c.ty),
         })?;
-        let mut segs = Vec::with_capacity(r.layouts.len());
+        let mut parts = Vec::with_capacity(r.layouts.len());
         let (mut row, mut dict_base) = (0u64, 0u64);
         let mut any_present = false;
         for (s, l) in r.layouts.iter().enumerate() {
-            let mut g = Segment {
+            let mut g = ColumnStripe {
                 row_start: row,
                 rows: l.rows,
                 dict_base,
-                ..Segment::default()
+                ..ColumnStripe::default()
             };
             row = row
                 .checked_add(l.rows)
@@ -1015,7 +1017,11 @@ fn to_device(
                 OrcType::Boolean => {
                     g.values = dec(stream_kind::DATA).0;
                     // Bits: one a valid row.
-                    g.values_len = if g.values == 0 { 0 } else { r.nonnull[s][k] as u64 };
+                    g.values_len = if g.values == 0 {
+                        0
+                    } else {
+                        r.nonnull[s][k] as u64
+                    };
                 }
                 OrcType::Float | OrcType::Double => {
                     let w = if c.ty == OrcType::Float { 4 } else { 8 };
@@ -1066,24 +1072,23 @@ fn to_device(
                 }
                 _ => (g.values, g.values_len) = dec(stream_kind::DATA),
             }
-            segs.push(g);
+            parts.push(g);
         }
-        let whole = |e: tessera_format::Error| {
-            OrcError::Stream {
-                stripe: 0,
-                column: c.name.clone(),
-                stream: "DATA",
-                source: Box::new(OrcError::Codec(e)),
-            }
+        let whole = |e: tessera_format::Error| OrcError::Stream {
+            stripe: 0,
+            column: c.name.clone(),
+            stream: "DATA",
+            source: Box::new(OrcError::Codec(e)),
         };
         // SAFETY: every address above is a live device buffer of `r` (the uploaded file, the
         // inflated streams, the decoders' outputs) at an offset whose given length lies inside
         // it; `r` outlives the launches below.
-        let v = unsafe { orc_layout::validity(gpu, &segs, row) }.map_err(whole)?;
+        let v = unsafe { orc_layout::validity(gpu, &parts, row) }.map_err(whole)?;
         let (values, offsets) = match &c.ty {
             OrcType::Boolean => (orc_layout::scatter_bool(gpu, &v).map_err(whole)?, None),
             OrcType::String | OrcType::Binary => {
-                let (o, b) = orc_layout::strings(gpu, &v, &segs, c.ty == OrcType::String).map_err(whole)?;
+                let (o, b) =
+                    orc_layout::strings(gpu, &v, &parts, c.ty == OrcType::String).map_err(whole)?;
                 (b, Some(o))
             }
             ty => {

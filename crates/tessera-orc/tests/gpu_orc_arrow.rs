@@ -1,7 +1,7 @@
 //! `tessera_orc::gpu::read_device`: ORC files to GPU-resident Arrow arrays (Arrow's layout
 //! built on the device by `tessera_gpu::orc_layout`). Downloaded, every column equals the CPU
 //! path's arrays of that column, stripe by stripe, on every test file (pyarrow- and
-//! Apache-ORC-written, nulls in every type); the layout kernels refuse hostile segments with a
+//! Apache-ORC-written, nulls in every type); the layout kernels refuse hostile column stripes with a
 //! typed error. Skips with a printed reason without a GPU (TESSERA_REQUIRE_GPU=1 makes that a
 //! failure).
 
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::{Array, ArrayRef};
 use tessera::arrow::GpuArrowArray;
 use tessera_gpu::arrow_layout::device_address;
-use tessera_gpu::orc_layout::{self, Scatter, Segment};
+use tessera_gpu::orc_layout::{self, ColumnStripe, Scatter};
 use tessera_gpu::testing::gpu;
 use tessera_gpu::{CudaSlice, Gpu};
 use tessera_orc::gpu::{download_array, read_device, read_device_staged};
@@ -33,6 +33,15 @@ fn to_host(g: &Gpu, a: &GpuArrowArray) -> ArrayRef {
     download_array(g, a).expect("a valid Arrow array")
 }
 
+/// The columns the device builds (decimals and nested types stay on the CPU path).
+fn device_columns(f: &OrcFile) -> Vec<String> {
+    f.columns()
+        .iter()
+        .filter(|c| !matches!(c.ty, OrcType::Decimal { .. } | OrcType::Unsupported(_)))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
 #[test]
 fn device_arrays_equal_cpu_arrays_on_every_test_file() {
     let Some(g) = gpu() else { return };
@@ -48,22 +57,17 @@ fn device_arrays_equal_cpu_arrays_on_every_test_file() {
         let Ok(f) = OrcFile::open(&dir().join(name)) else {
             continue; // the files the reader refuses are covered by orc_files.rs
         };
-        // The columns the device builds (decimals and nested types stay on the CPU path).
-        let cols: Vec<String> = f
-            .columns()
-            .iter()
-            .filter(|c| {
-                !matches!(c.ty, OrcType::Decimal { .. } | OrcType::Unsupported(_))
-            })
-            .map(|c| c.name.clone())
-            .collect();
+        let cols = device_columns(&f);
         if cols.is_empty() {
             continue;
         }
         let r = OrcReader::new(&f, Some(&cols)).expect("reader");
         let Ok(cpu) = r.read_all() else {
             // Files the CPU path refuses (e.g. another writer time zone): the device too.
-            assert!(read_device(g, &r).is_err(), "{name}: the device accepted it");
+            assert!(
+                read_device(g, &r).is_err(),
+                "{name}: the device accepted it"
+            );
             continue;
         };
         let (dev, rep) = read_device(g, &r).unwrap_or_else(|e| panic!("{name}: device: {e}"));
@@ -99,7 +103,8 @@ fn device_arrays_equal_cpu_arrays_on_every_test_file() {
 fn staged_upload_gives_the_same_arrays() {
     let Some(g) = gpu() else { return };
     let f = OrcFile::open(&dir().join("pyarrow-0.12-zlib.orc")).expect("file");
-    let r = OrcReader::new(&f, None).expect("reader");
+    let cols = device_columns(&f);
+    let r = OrcReader::new(&f, Some(&cols)).expect("reader");
     let (a, _) = read_device(g, &r).expect("pageable");
     let mut host = g.alloc_pinned(f.bytes().len()).expect("pinned");
     host.as_mut_slice()
@@ -107,7 +112,10 @@ fn staged_upload_gives_the_same_arrays() {
         .copy_from_slice(f.bytes());
     let (b, _) = read_device_staged(g, &r, &host).expect("pinned");
     for (x, y) in a.iter().zip(&b) {
-        assert_eq!(to_host(g, &x.array).to_data(), to_host(g, &y.array).to_data());
+        assert_eq!(
+            to_host(g, &x.array).to_data(),
+            to_host(g, &y.array).to_data()
+        );
     }
     let short = g.alloc_pinned(4).expect("pinned");
     assert!(read_device_staged(g, &r, &short).is_err());
@@ -132,7 +140,8 @@ fn device_arrays_match_the_cpu_verdict_on_hostile_streams() {
                 let Ok(f) = OrcFile::from_bytes(c) else {
                     continue;
                 };
-                let Ok(rd) = OrcReader::new(&f, None) else {
+                let cols = device_columns(&f);
+                let Ok(rd) = OrcReader::new(&f, Some(&cols)) else {
                     continue;
                 };
                 tried += 1;
@@ -165,7 +174,7 @@ fn device_arrays_match_the_cpu_verdict_on_hostile_streams() {
     }
 }
 
-/// Device buffers of a hand-made column and segments pointing into them.
+/// Device buffers of a hand-made column and column stripes pointing into them.
 struct Bufs {
     keep: Vec<CudaSlice<u8>>,
 }
@@ -183,11 +192,11 @@ impl Bufs {
     }
 }
 
-fn seg(row_start: u64, rows: u64) -> Segment {
-    Segment {
+fn part(row_start: u64, rows: u64) -> ColumnStripe {
+    ColumnStripe {
         row_start,
         rows,
-        ..Segment::default()
+        ..ColumnStripe::default()
     }
 }
 
@@ -198,29 +207,29 @@ fn i32s(b: &[u8]) -> Vec<i32> {
 }
 
 #[test]
-fn layout_kernels_scatter_and_gather_across_segments() {
+fn layout_kernels_scatter_and_gather_across_column_stripes() {
     let Some(g) = gpu() else { return };
     let mut m = Bufs { keep: Vec::new() };
-    // Segment 0: 10 rows, PRESENT 1011_0111 11 -> 8 valid; segment 1: 5 rows, no PRESENT.
+    // ColumnStripe 0: 10 rows, PRESENT 1011_0111 11 -> 8 valid; column stripe 1: 5 rows, no PRESENT.
     let p0 = m.put(g, &[0b1011_0111, 0b1100_0000]);
     let v0 = m.ints(g, &[1, -2, 3, 4, 5, 6, 7, -128]);
     let v1 = m.ints(g, &[10, 20, 30, 40, 50]);
-    let segs = [
-        Segment {
+    let parts = [
+        ColumnStripe {
             present: p0,
             present_len: 2,
             values: v0,
             values_len: 8,
-            ..seg(0, 10)
+            ..part(0, 10)
         },
-        Segment {
+        ColumnStripe {
             values: v1,
             values_len: 5,
-            ..seg(10, 5)
+            ..part(10, 5)
         },
     ];
     // SAFETY: every address is a live buffer of `m` of at least the given length.
-    let v = unsafe { orc_layout::validity(g, &segs, 15) }.expect("validity");
+    let v = unsafe { orc_layout::validity(g, &parts, 15) }.expect("validity");
     assert_eq!(v.null_count, 2);
     let bits = down(g, &v.bits);
     let valid: Vec<bool> = (0..15).map(|i| bits[i / 8] >> (i % 8) & 1 == 1).collect();
@@ -234,25 +243,28 @@ fn layout_kernels_scatter_and_gather_across_segments() {
         [1, 0, -2, 3, 0, 4, 5, 6, 7, -128, 10, 20, 30, 40, 50]
     );
     let out = down(g, &orc_layout::scatter(g, &v, Scatter::I32).expect("i32"));
-    assert_eq!(i32s(&out)[..15], [1, 0, -2, 3, 0, 4, 5, 6, 7, -128, 10, 20, 30, 40, 50]);
+    assert_eq!(
+        i32s(&out)[..15],
+        [1, 0, -2, 3, 0, 4, 5, 6, 7, -128, 10, 20, 30, 40, 50]
+    );
 
-    // Strings: segment 0 direct (lengths, bytes), segment 1 a dictionary of 3 entries.
+    // Strings: column stripe 0 direct (lengths, bytes), column stripe 1 a dictionary of 3 entries.
     let l0 = m.ints(g, &[1, 0, 2, 1, 1, 3, 1, 2]);
     let d0 = m.put(g, b"abcdefghijkl");
     let ids = m.ints(g, &[2, 0, 1, 2, 2]);
     let dl = m.ints(g, &[2, 1, 3]);
     let dd = m.put(g, b"xxyzzz");
-    let segs = [
-        Segment {
+    let parts = [
+        ColumnStripe {
             present: p0,
             present_len: 2,
             values: l0,
             values_len: 8,
             aux: d0,
             aux_len: 12,
-            ..seg(0, 10)
+            ..part(0, 10)
         },
-        Segment {
+        ColumnStripe {
             values: ids,
             values_len: 5,
             aux: dd,
@@ -261,12 +273,12 @@ fn layout_kernels_scatter_and_gather_across_segments() {
             dict_len: 3,
             dict_base: 0,
             is_dict: 1,
-            ..seg(10, 5)
+            ..part(10, 5)
         },
     ];
     // SAFETY: as above.
-    let v = unsafe { orc_layout::validity(g, &segs, 15) }.expect("validity");
-    let (o, b) = orc_layout::strings(g, &v, &segs, true).expect("strings");
+    let v = unsafe { orc_layout::validity(g, &parts, 15) }.expect("validity");
+    let (o, b) = orc_layout::strings(g, &v, &parts, true).expect("strings");
     let o = i32s(&down(g, &o));
     let b = down(g, &b);
     let rows: Vec<&[u8]> = (0..15)
@@ -278,25 +290,25 @@ fn layout_kernels_scatter_and_gather_across_segments() {
     ];
     assert_eq!(rows, want);
 
-    // Booleans: 8 valid bits 1010_1100 in segment 0, 5 bits 11010 in segment 1.
+    // Booleans: 8 valid bits 1010_1100 in column stripe 0, 5 bits 11010 in column stripe 1.
     let bv0 = m.put(g, &[0b1010_1100]);
     let bv1 = m.put(g, &[0b1101_0000]);
-    let segs = [
-        Segment {
+    let parts = [
+        ColumnStripe {
             present: p0,
             present_len: 2,
             values: bv0,
             values_len: 8,
-            ..seg(0, 10)
+            ..part(0, 10)
         },
-        Segment {
+        ColumnStripe {
             values: bv1,
             values_len: 5,
-            ..seg(10, 5)
+            ..part(10, 5)
         },
     ];
     // SAFETY: as above.
-    let v = unsafe { orc_layout::validity(g, &segs, 15) }.expect("validity");
+    let v = unsafe { orc_layout::validity(g, &parts, 15) }.expect("validity");
     let out = down(g, &orc_layout::scatter_bool(g, &v).expect("bool"));
     let got: Vec<bool> = (0..15).map(|i| out[i / 8] >> (i % 8) & 1 == 1).collect();
     let want = [
@@ -307,29 +319,30 @@ fn layout_kernels_scatter_and_gather_across_segments() {
 }
 
 #[test]
-fn layout_kernels_refuse_hostile_segments() {
+fn layout_kernels_refuse_hostile_column_stripes() {
     let Some(g) = gpu() else { return };
     let mut m = Bufs { keep: Vec::new() };
     let all = m.put(g, &[0xff, 0xff]);
     let big = m.ints(g, &[1, 300, 3]);
     let two = m.ints(g, &[1, 2]);
-    let s = |values, values_len| Segment {
+    let s = |values, values_len| ColumnStripe {
         present: all,
         present_len: 2,
         values,
         values_len,
-        ..seg(0, 3)
+        ..part(0, 3)
     };
-    let run = |segs: &[Segment], rows: u64, f: &dyn Fn(&orc_layout::Validity) -> bool| -> bool {
-        // SAFETY: every address is a live buffer of `m` of at least the given length.
-        match unsafe { orc_layout::validity(g, segs, rows) } {
-            Err(e) => {
-                eprintln!("validity: {e}");
-                true
+    let run =
+        |parts: &[ColumnStripe], rows: u64, f: &dyn Fn(&orc_layout::Validity) -> bool| -> bool {
+            // SAFETY: every address is a live buffer of `m` of at least the given length.
+            match unsafe { orc_layout::validity(g, parts, rows) } {
+                Err(e) => {
+                    eprintln!("validity: {e}");
+                    true
+                }
+                Ok(v) => f(&v),
             }
-            Ok(v) => f(&v),
-        }
-    };
+        };
     let scatter_err = |mode| {
         move |v: &orc_layout::Validity| match orc_layout::scatter(g, v, mode) {
             Err(e) => {
@@ -345,11 +358,24 @@ fn layout_kernels_refuse_hostile_segments() {
     // PRESENT has 3 valid rows, the stream 2 values.
     assert!(run(&[s(two, 2)], 3, &scatter_err(Scatter::I64)));
     // PRESENT bytes short of the rows.
-    assert!(run(&[Segment { present_len: 0, ..s(big, 3) }], 3, &scatter_err(Scatter::I64)));
-    // Segments that do not cover the rows, or overlap.
+    assert!(run(
+        &[ColumnStripe {
+            present_len: 0,
+            ..s(big, 3)
+        }],
+        3,
+        &scatter_err(Scatter::I64)
+    ));
+    // Column stripes that do not cover the rows, or overlap.
     assert!(run(&[s(big, 3)], 4, &scatter_err(Scatter::I64)));
     assert!(run(
-        &[s(big, 3), Segment { row_start: 2, ..s(big, 3) }],
+        &[
+            s(big, 3),
+            ColumnStripe {
+                row_start: 2,
+                ..s(big, 3)
+            }
+        ],
         6,
         &scatter_err(Scatter::I64)
     ));
@@ -357,32 +383,44 @@ fn layout_kernels_refuse_hostile_segments() {
     let secs = m.ints(g, &[0, 0, 0]);
     let codes = m.ints(g, &[8, 1 << 40, 8]);
     assert!(run(
-        &[Segment { aux: codes, aux_len: 3, ..s(secs, 3) }],
+        &[ColumnStripe {
+            aux: codes,
+            aux_len: 3,
+            ..s(secs, 3)
+        }],
         3,
         &scatter_err(Scatter::TimestampNs)
     ));
     // Timestamps whose nanoseconds stream is shorter than the seconds.
     assert!(run(
-        &[Segment { aux: codes, aux_len: 2, ..s(secs, 3) }],
+        &[ColumnStripe {
+            aux: codes,
+            aux_len: 2,
+            ..s(secs, 3)
+        }],
         3,
         &scatter_err(Scatter::TimestampNs)
     ));
     // Strings: a length past the data, a negative length, a dictionary id past the
     // dictionary, a dictionary entry past the dictionary's bytes, a negative entry length.
-    let strings_err = |segs: [Segment; 1]| {
-        run(&segs, 3, &|v| match orc_layout::strings(g, v, &segs, true) {
-            Err(e) => {
-                eprintln!("strings: {e}");
-                true
-            }
-            Ok(_) => false,
-        })
+    let strings_err = |parts: [ColumnStripe; 1]| {
+        run(
+            &parts,
+            3,
+            &|v| match orc_layout::strings(g, v, &parts, true) {
+                Err(e) => {
+                    eprintln!("strings: {e}");
+                    true
+                }
+                Ok(_) => false,
+            },
+        )
     };
     let bytes = m.put(g, b"abcdef");
     let lens_ok = m.ints(g, &[1, 2, 3]);
     let lens_long = m.ints(g, &[1, 2, 4]);
     let lens_neg = m.ints(g, &[1, -1, 3]);
-    let direct = |values| Segment {
+    let direct = |values| ColumnStripe {
         aux: bytes,
         aux_len: 6,
         ..s(values, 3)
@@ -390,7 +428,7 @@ fn layout_kernels_refuse_hostile_segments() {
     assert!(!strings_err([direct(lens_ok)]));
     // Bytes that are not UTF-8 (an overlong form, a lone continuation byte).
     let bad = m.put(g, &[b'a', 0xc0, 0x80, 0x80, b'b', b'c']);
-    assert!(strings_err([Segment {
+    assert!(strings_err([ColumnStripe {
         aux: bad,
         ..direct(lens_ok)
     }]));
@@ -402,7 +440,7 @@ fn layout_kernels_refuse_hostile_segments() {
     let dict_ok = m.ints(g, &[2, 4]);
     let dict_long = m.ints(g, &[2, 5]);
     let dict_neg = m.ints(g, &[-2, 4]);
-    let dict = |values, d| Segment {
+    let dict = |values, d| ColumnStripe {
         aux: bytes,
         aux_len: 6,
         dict: d,
@@ -415,8 +453,8 @@ fn layout_kernels_refuse_hostile_segments() {
     assert!(strings_err([dict(ids_neg, dict_ok)]));
     assert!(strings_err([dict(ids_ok, dict_long)]));
     assert!(strings_err([dict(ids_ok, dict_neg)]));
-    // A dictionary segment with no dictionary entries at all.
-    assert!(strings_err([Segment {
+    // A dictionary column stripe with no dictionary entries at all.
+    assert!(strings_err([ColumnStripe {
         dict_len: 0,
         ..dict(ids_ok, dict_ok)
     }]));

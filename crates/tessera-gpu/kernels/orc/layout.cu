@@ -1,11 +1,11 @@
 // orc/layout.cu: ORC's decoded streams rearranged into Arrow's layout on the device (host side:
-// src/orc_layout.rs). A column is a list of segments, one per stripe; each segment names where
+// src/orc_layout.rs). A column is a list of column stripes, one per stripe; each column stripe names where
 // its streams lie in device memory (raw addresses and their lengths, in elements) and the rows
 // it covers in the output:
-// - validity: PRESENT (one bit a row, most significant bit first, per segment) becomes Arrow's
-//   validity words (least significant bit first, rows of all segments back to back) and one
+// - validity: PRESENT (one bit a row, most significant bit first, per column stripe) becomes Arrow's
+//   validity words (least significant bit first, rows of all column stripes back to back) and one
 //   popcount per 32-row word, which the device-wide sum scan (primitives/scan.cuh) turns into
-//   the rank of each word: a row's value index is its rank minus its segment's first rank;
+//   the rank of each word: a row's value index is its rank minus its column stripe's first rank;
 // - scatter: each valid row takes its value (narrowed from i64 with a range check, copied from
 //   float bytes, or timestamps combined from seconds and nanoseconds), a null row zeros;
 // - booleans: value bits (most significant first) scattered into Arrow's bits;
@@ -18,19 +18,19 @@
 #include "../include/common.cuh"
 
 #define TS_OL_SIZE 1         // a length passed does not cover the work (index 0)
-#define TS_OL_COUNT 2        // a valid row past its segment's values (PRESENT disagrees with them)
+#define TS_OL_COUNT 2        // a valid row past its column stripe's values (PRESENT disagrees with them)
 #define TS_OL_RANGE 3        // a value does not fit the Arrow type's width
 #define TS_OL_TIMESTAMP 4    // a timestamp's nanoseconds code is out of range, or it overflows
-#define TS_OL_LENGTH 5       // a length is negative or runs past its segment's bytes
-#define TS_OL_DICT_ID 6      // a dictionary id past the segment's dictionary
+#define TS_OL_LENGTH 5       // a length is negative or runs past its column stripe's bytes
+#define TS_OL_DICT_ID 6      // a dictionary id past the column stripe's dictionary
 #define TS_OL_OFFSET_LIMIT 7 // the column's bytes pass i32::MAX
-#define TS_OL_PRESENT 8      // a segment's PRESENT bytes do not cover its rows
+#define TS_OL_PRESENT 8      // a column stripe's PRESENT bytes do not cover its rows
 #define TS_OL_UTF8 9         // a string row is not well-formed UTF-8
 
 #define TS_OL_THREADS 256
 
-// Fields of one segment (u64 each, TS_OL_FIELDS a segment).
-#define TS_OL_ROW_START 0  // first row of the segment in the column
+// Fields of one column stripe (u64 each, TS_OL_FIELDS a column stripe).
+#define TS_OL_ROW_START 0  // first row of the column stripe in the column
 #define TS_OL_ROWS 1       // its rows
 #define TS_OL_PRESENT_PTR 2 // PRESENT bits (MSB first), 0 when every row is valid
 #define TS_OL_PRESENT_LEN 3 // bytes there
@@ -40,8 +40,8 @@
 #define TS_OL_AUX_LEN 7    // elements there
 #define TS_OL_DICT_PTR 8   // dictionary entry lengths (i64)
 #define TS_OL_DICT_LEN 9   // entries
-#define TS_OL_DICT_BASE 10 // the segment's first entry among the column's entries
-#define TS_OL_IS_DICT 11   // 1: a dictionary-encoded string segment (values are ids)
+#define TS_OL_DICT_BASE 10 // the column stripe's first entry among the column's entries
+#define TS_OL_IS_DICT 11   // 1: a dictionary-encoded string column stripe (values are ids)
 #define TS_OL_FIELDS 12
 
 // Scatter modes of ts_orc_scatter.
@@ -64,15 +64,15 @@ __device__ __forceinline__ void ts_ol_report(u64* status, u64 index, u32 code) {
 __device__ __forceinline__ u64 ts_ol_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ u64 ts_ol_stride() { return (u64)gridDim.x * blockDim.x; }
 
-__device__ __forceinline__ const u64* ts_ol_seg(const u64* segs, u32 s) { return segs + (u64)s * TS_OL_FIELDS; }
+__device__ __forceinline__ const u64* ts_ol_part(const u64* parts, u32 s) { return parts + (u64)s * TS_OL_FIELDS; }
 
-// The segment holding `row` (the last whose start is at or before it; empty segments share
-// their start with the next). `nseg` > 0.
-__device__ u32 ts_ol_find(const u64* segs, u32 nseg, u64 row) {
-    u32 lo = 0, hi = nseg - 1;
+// The column stripe holding `row` (the last whose start is at or before it; empty column stripes share
+// their start with the next). `nparts` > 0.
+__device__ u32 ts_ol_find(const u64* parts, u32 nparts, u64 row) {
+    u32 lo = 0, hi = nparts - 1;
     while (lo < hi) {
         const u32 mid = (lo + hi + 1) / 2;
-        if (ts_ol_seg(segs, mid)[TS_OL_ROW_START] <= row) lo = mid; else hi = mid - 1;
+        if (ts_ol_part(parts, mid)[TS_OL_ROW_START] <= row) lo = mid; else hi = mid - 1;
     }
     return lo;
 }
@@ -87,15 +87,15 @@ __device__ __forceinline__ u64 ts_ol_rank(const u32* words, const u32* ranks, u6
 
 __device__ __forceinline__ bool ts_ol_valid(const u32* words, u64 row) { return (words[row >> 5] >> (row & 31)) & 1u; }
 
-// The segments' table, checked by one thread of each block (it is small): starts ascend, each
-// segment ends where the next starts, the last at `rows`. Every thread of the block calls it.
-__device__ bool ts_ol_table_ok(const u64* segs, u32 nseg, u64 rows) {
+// The column stripes' table, checked by one thread of each block (it is small): starts ascend, each
+// column stripe ends where the next starts, the last at `rows`. Every thread of the block calls it.
+__device__ bool ts_ol_table_ok(const u64* parts, u32 nparts, u64 rows) {
     __shared__ int ok;
     if (threadIdx.x == 0) {
-        bool good = nseg > 0 || rows == 0;
+        bool good = nparts > 0 || rows == 0;
         u64 at = 0;
-        for (u32 s = 0; good && s < nseg; ++s) {
-            const u64* g = ts_ol_seg(segs, s);
+        for (u32 s = 0; good && s < nparts; ++s) {
+            const u64* g = ts_ol_part(parts, s);
             good = g[TS_OL_ROW_START] == at && g[TS_OL_ROWS] <= rows - at;
             at += g[TS_OL_ROWS];
         }
@@ -107,21 +107,21 @@ __device__ bool ts_ol_table_ok(const u64* segs, u32 nseg, u64 rows) {
 
 // One thread a 32-row word: Arrow's validity word and its popcount.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_validity(const u64* __restrict__ segs, u32 nseg, u64 rows, u32* __restrict__ words, u64 words_len,
+    ts_orc_validity(const u64* __restrict__ parts, u32 nparts, u64 rows, u32* __restrict__ words, u64 words_len,
                     u32* __restrict__ counts, u64* status) {
     const u64 nw = (rows + 31) / 32;
-    if (!ts_ol_table_ok(segs, nseg, rows) || words_len < nw) {
+    if (!ts_ol_table_ok(parts, nparts, rows) || words_len < nw) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
     }
     for (u64 w = ts_ol_thread(); w < nw; w += ts_ol_stride()) {
         const u64 r0 = w * 32;
         const u64 r1 = r0 + 32 < rows ? r0 + 32 : rows;
-        u32 s = ts_ol_find(segs, nseg, r0);
+        u32 s = ts_ol_find(parts, nparts, r0);
         u32 word = 0;
         for (u64 r = r0; r < r1; ++r) {
-            while (s + 1 < nseg && ts_ol_seg(segs, s + 1)[TS_OL_ROW_START] <= r) ++s;
-            const u64* g = ts_ol_seg(segs, s);
+            while (s + 1 < nparts && ts_ol_part(parts, s + 1)[TS_OL_ROW_START] <= r) ++s;
+            const u64* g = ts_ol_part(parts, s);
             u32 bit = 1;
             if (g[TS_OL_PRESENT_PTR] != 0) {
                 const u64 i = r - g[TS_OL_ROW_START];
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     }
 }
 
-// The value index of valid row `row` in segment `g`, checked against the segment's values.
+// The value index of valid row `row` in column stripe `g`, checked against the column stripe's values.
 __device__ __forceinline__ bool ts_ol_value_index(const u64* g, const u32* words, const u32* ranks, u64 row, u64* v,
                                                   u64* status) {
     *v = ts_ol_rank(words, ranks, row) - ts_ol_rank(words, ranks, g[TS_OL_ROW_START]);
@@ -187,11 +187,11 @@ __device__ bool ts_ol_timestamp(long long secs, long long code, long long* out) 
 
 // One thread a row: fixed-width values at Arrow's width (`mode`), nulls zero.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_scatter(const u64* __restrict__ segs, u32 nseg, u64 rows, const u32* __restrict__ words,
+    ts_orc_scatter(const u64* __restrict__ parts, u32 nparts, u64 rows, const u32* __restrict__ words,
                    const u32* __restrict__ ranks, u64 words_len, u32 mode, u8* __restrict__ out, u64 out_len,
                    u64* status) {
     const u32 w = ts_ol_width(mode);
-    if (!ts_ol_table_ok(segs, nseg, rows) || words_len < (rows + 31) / 32 || out_len / w < rows ||
+    if (!ts_ol_table_ok(parts, nparts, rows) || words_len < (rows + 31) / 32 || out_len / w < rows ||
         mode > TS_OL_TIMESTAMP_NS) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     for (u64 r = ts_ol_thread(); r < rows; r += ts_ol_stride()) {
         u8* o = out + r * w;
         long long x = 0;
-        const u64* g = ts_ol_seg(segs, ts_ol_find(segs, nseg, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
         u64 v;
         if (ts_ol_valid(words, r) && ts_ol_value_index(g, words, ranks, r, &v, status)) {
             const u8* src = (const u8*)g[TS_OL_VALS_PTR];
@@ -245,11 +245,11 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
 
 // One thread a 32-row word: boolean values (bits MSB first, one a valid row) into Arrow's bits.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_scatter_bool(const u64* __restrict__ segs, u32 nseg, u64 rows, const u32* __restrict__ words,
+    ts_orc_scatter_bool(const u64* __restrict__ parts, u32 nparts, u64 rows, const u32* __restrict__ words,
                         const u32* __restrict__ ranks, u64 words_len, u32* __restrict__ out, u64 out_len,
                         u64* status) {
     const u64 nw = (rows + 31) / 32;
-    if (!ts_ol_table_ok(segs, nseg, rows) || words_len < nw || out_len < nw) {
+    if (!ts_ol_table_ok(parts, nparts, rows) || words_len < nw || out_len < nw) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
     }
@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         u32 word = 0;
         for (u64 r = r0; r < r1; ++r) {
             if (!ts_ol_valid(words, r)) continue;
-            const u64* g = ts_ol_seg(segs, ts_ol_find(segs, nseg, r));
+            const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
             u64 v;
             if (!ts_ol_value_index(g, words, ranks, r, &v, status)) continue;
             const u8* src = (const u8*)g[TS_OL_VALS_PTR];
@@ -269,22 +269,22 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     }
 }
 
-// One thread a dictionary entry (the column's entries, segments back to back): its length
-// from the segment's LENGTH stream, checked non-negative.
+// One thread a dictionary entry (the column's entries, column stripes back to back): its length
+// from the column stripe's LENGTH stream, checked non-negative.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_dict_lengths(const u64* __restrict__ segs, u32 nseg, u64 entries, u64* __restrict__ out, u64 out_len,
+    ts_orc_dict_lengths(const u64* __restrict__ parts, u32 nparts, u64 entries, u64* __restrict__ out, u64 out_len,
                         u64* status) {
-    if (out_len < entries || (entries > 0 && nseg == 0)) {
+    if (out_len < entries || (entries > 0 && nparts == 0)) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
     }
     for (u64 e = ts_ol_thread(); e < entries; e += ts_ol_stride()) {
-        u32 lo = 0, hi = nseg - 1;
+        u32 lo = 0, hi = nparts - 1;
         while (lo < hi) {
             const u32 mid = (lo + hi + 1) / 2;
-            if (ts_ol_seg(segs, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
+            if (ts_ol_part(parts, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
         }
-        const u64* g = ts_ol_seg(segs, lo);
+        const u64* g = ts_ol_part(parts, lo);
         const u64 i = e - g[TS_OL_DICT_BASE];
         if (i >= g[TS_OL_DICT_LEN]) {
             ts_ol_report(status, e, TS_OL_SIZE);
@@ -301,22 +301,22 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     }
 }
 
-// One thread a dictionary entry: it ends inside its segment's DICTIONARY_DATA. `offs` holds
+// One thread a dictionary entry: it ends inside its column stripe's DICTIONARY_DATA. `offs` holds
 // entries + 1 offsets (exclusive sums of the lengths, the total last).
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_dict_check(const u64* __restrict__ segs, u32 nseg, u64 entries, const u64* __restrict__ offs,
+    ts_orc_dict_check(const u64* __restrict__ parts, u32 nparts, u64 entries, const u64* __restrict__ offs,
                       u64 offs_len, u64* status) {
-    if (offs_len < entries + 1 || (entries > 0 && nseg == 0)) {
+    if (offs_len < entries + 1 || (entries > 0 && nparts == 0)) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
     }
     for (u64 e = ts_ol_thread(); e < entries; e += ts_ol_stride()) {
-        u32 lo = 0, hi = nseg - 1;
+        u32 lo = 0, hi = nparts - 1;
         while (lo < hi) {
             const u32 mid = (lo + hi + 1) / 2;
-            if (ts_ol_seg(segs, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
+            if (ts_ol_part(parts, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
         }
-        const u64* g = ts_ol_seg(segs, lo);
+        const u64* g = ts_ol_part(parts, lo);
         if (g[TS_OL_DICT_BASE] > e) {
             ts_ol_report(status, e, TS_OL_SIZE);
             continue;
@@ -337,18 +337,18 @@ __device__ __forceinline__ bool ts_ol_entry(const u64* g, u64 v, u64 row, u64* e
 }
 
 // One thread a row: its string's length (0 for a null row); `dict_offs` (entries + 1) when a
-// segment is dictionary-encoded (stripes may differ), else null.
+// column stripe is dictionary-encoded (stripes may differ), else null.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_string_lengths(const u64* __restrict__ segs, u32 nseg, u64 rows, const u32* __restrict__ words,
+    ts_orc_string_lengths(const u64* __restrict__ parts, u32 nparts, u64 rows, const u32* __restrict__ words,
                           const u32* __restrict__ ranks, u64 words_len, const u64* __restrict__ dict_offs,
                           u64 dict_offs_len, u64* __restrict__ out, u64 out_len, u64* status) {
-    if (!ts_ol_table_ok(segs, nseg, rows) || words_len < (rows + 31) / 32 || out_len < rows) {
+    if (!ts_ol_table_ok(parts, nparts, rows) || words_len < (rows + 31) / 32 || out_len < rows) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
     }
     for (u64 r = ts_ol_thread(); r < rows; r += ts_ol_stride()) {
         u64 len = 0;
-        const u64* g = ts_ol_seg(segs, ts_ol_find(segs, nseg, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
         u64 v;
         if (ts_ol_valid(words, r) && ts_ol_value_index(g, words, ranks, r, &v, status)) {
             if (g[TS_OL_IS_DICT] != 0) {
@@ -399,15 +399,15 @@ __device__ bool ts_ol_utf8(const u8* p, u64 n) {
 }
 
 // One thread a row: Arrow's i32 offset of the row (and the end after the last) from the u64
-// offsets (rows + 1), and the row's bytes copied from its segment's DATA (direct: the bytes
-// follow the segment's lengths) or its dictionary entry; `utf8`: each row checked to be
+// offsets (rows + 1), and the row's bytes copied from its column stripe's DATA (direct: the bytes
+// follow the column stripe's lengths) or its dictionary entry; `utf8`: each row checked to be
 // well-formed UTF-8.
 extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
-    ts_orc_string_copy(const u64* __restrict__ segs, u32 nseg, u64 rows, const u32* __restrict__ words,
+    ts_orc_string_copy(const u64* __restrict__ parts, u32 nparts, u64 rows, const u32* __restrict__ words,
                        const u32* __restrict__ ranks, u64 words_len, const u64* __restrict__ dict_offs,
                        u64 dict_offs_len, const u64* __restrict__ offs, u64 offs_len, int* __restrict__ out_offs,
                        u64 out_offs_len, u8* __restrict__ out, u64 out_len, u32 utf8, u64* status) {
-    if (!ts_ol_table_ok(segs, nseg, rows) || words_len < (rows + 31) / 32 || offs_len < rows + 1 ||
+    if (!ts_ol_table_ok(parts, nparts, rows) || words_len < (rows + 31) / 32 || offs_len < rows + 1 ||
         out_offs_len < rows + 1 || out_len < offs[rows]) {
         if (ts_ol_thread() == 0) ts_ol_report(status, 0, TS_OL_SIZE);
         return;
@@ -426,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         const u64 at = offs[r];
         const u64 len = end - at;
         if (len == 0 || !ts_ol_valid(words, r)) continue;
-        const u64* g = ts_ol_seg(segs, ts_ol_find(segs, nseg, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
         u64 src_at;
         if (g[TS_OL_IS_DICT] != 0) {
             u64 v, e;
