@@ -3,7 +3,9 @@
 //! streams cut into pieces at run boundaries, all through the CODAG decoders on device buffers),
 //! the same to Arrow batches on the host, and tessera's CPU path on all cores; the median of
 //! each GPU phase (upload, inflate, walk, present, rle, download, assemble), and the link's
-//! host-to-device speed from pageable and from pinned memory for the file's bytes.
+//! host-to-device speed from pageable and from pinned memory for the file's bytes; and the file
+//! to GPU-resident Arrow arrays (`read_device`: Arrow's layout built on the device), its file
+//! uploaded from pageable memory and from pinned memory it was copied into once.
 //! pyarrow's ORC reader, the peer, is timed by the Python step that wrote the file (the device
 //! has pyarrow; this binary does not call Python).
 //!
@@ -47,6 +49,15 @@ struct Report {
     gpu_resident_ms: Option<f64>,
     /// The same to Arrow batches on the host, ms.
     gpu_to_arrow_ms: Option<f64>,
+    /// File bytes in host memory to GPU-resident Arrow arrays (`read_device`), ms: the file
+    /// uploaded from its pageable bytes, and from pinned memory it was copied into once
+    /// before timing (`read_device_staged`).
+    gpu_device_arrow_ms: Option<f64>,
+    gpu_device_arrow_pinned_ms: Option<f64>,
+    /// Median ms of each phase of the pinned `read_device_staged` runs.
+    gpu_device_phase_ms: Vec<(String, f64)>,
+    /// Bytes of the device arrays (validity, offsets, values).
+    gpu_device_arrow_bytes: Option<usize>,
     /// tessera's CPU path on all cores, ms.
     cpu_ms: f64,
 }
@@ -86,6 +97,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let mut last = None;
     let mut phase_ms = Vec::new();
     let (mut pageable, mut pinned) = (None, None);
+    let (mut dev_ms, mut dev_pinned_ms, mut dev_bytes) = (None, None, None);
+    let mut dev_phase_ms = Vec::new();
     match Gpu::new() {
         Err(e) => println!("GPU: skipped ({e})"),
         Ok(g) => {
@@ -103,7 +116,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             ]);
             let mut res = Vec::new();
             let mut tot = Vec::new();
-            let mut phases: Vec<Vec<f64>> = vec![Vec::new(); 7];
+            let mut phases: Vec<Vec<f64>> = vec![Vec::new(); 8];
             for _ in 0..runs {
                 let (_, rep) = tessera_orc::gpu::read_batches(&g, &r).map_err(orc_err)?;
                 res.push(rep.seconds_to_resident * 1e3);
@@ -163,6 +176,64 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             }
             res_ms = Some(a);
             arrow_ms = Some(b);
+
+            // To GPU-resident Arrow arrays: checked against the CPU batches first.
+            let (cols, _) = tessera_orc::gpu::read_device(&g, &r).map_err(orc_err)?;
+            let mut bytes = 0usize;
+            for (k, c) in cols.iter().enumerate() {
+                let a = &c.array;
+                bytes += a.values.len()
+                    + a.validity.as_ref().map_or(0, |v| v.len())
+                    + a.offsets.as_ref().map_or(0, |v| v.len());
+                let host = tessera_orc::gpu::download_array(&g, a).map_err(orc_err)?;
+                let mut at = 0;
+                for b in &cpu {
+                    let want = b.column(k);
+                    if host.slice(at, want.len()).to_data() != want.to_data() {
+                        return Err(Error::Gpu(format!(
+                            "device array of column {} differs from the CPU batches",
+                            c.name
+                        )));
+                    }
+                    at += want.len();
+                }
+            }
+            drop(cols);
+            let mut pageable_ms = Vec::new();
+            for _ in 0..runs {
+                let (cols, rep) = tessera_orc::gpu::read_device(&g, &r).map_err(orc_err)?;
+                pageable_ms.push(rep.seconds_total * 1e3);
+                drop(cols);
+            }
+            let mut pinned_ms = Vec::new();
+            let mut dphases: Vec<Vec<f64>> = vec![Vec::new(); 8];
+            for _ in 0..runs {
+                let (cols, rep) =
+                    tessera_orc::gpu::read_device_staged(&g, &r, &host).map_err(orc_err)?;
+                pinned_ms.push(rep.seconds_total * 1e3);
+                for (i, (_, sec)) in rep.phases.pairs().iter().enumerate() {
+                    dphases[i].push(sec * 1e3);
+                }
+                drop(cols);
+            }
+            for (name, v) in names.iter().zip(dphases) {
+                let m = super::common::median(v);
+                println!("  device phase {name}: {m:.1} ms");
+                dev_phase_ms.push((name.to_string(), m));
+            }
+            let (pm, nm) = (
+                super::common::median(pageable_ms),
+                super::common::median(pinned_ms),
+            );
+            println!(
+                "tessera GPU to GPU-resident Arrow arrays ({bytes} bytes): pageable upload \
+                 {pm:.1} ms ({:.2} GB/s), pinned upload {nm:.1} ms ({:.2} GB/s)",
+                gbps(arrow_bytes, pm),
+                gbps(arrow_bytes, nm)
+            );
+            dev_ms = Some(pm);
+            dev_pinned_ms = Some(nm);
+            dev_bytes = Some(bytes);
         }
     }
     let rep = Report {
@@ -186,6 +257,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         upload_pinned_gbps: pinned,
         gpu_resident_ms: res_ms,
         gpu_to_arrow_ms: arrow_ms,
+        gpu_device_arrow_ms: dev_ms,
+        gpu_device_arrow_pinned_ms: dev_pinned_ms,
+        gpu_device_phase_ms: dev_phase_ms,
+        gpu_device_arrow_bytes: dev_bytes,
         cpu_ms,
     };
     write_results(&args.out, &rep.date, &device, "orc", &rep, &[])

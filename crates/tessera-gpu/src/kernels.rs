@@ -51,11 +51,13 @@ pub enum Module {
     /// Decoded columns into Arrow's layout: utf8 offsets, decimal widening, ALP floats
     /// (`kernels/arrow/layout.cu`).
     ArrowLayout,
+    /// ORC's decoded streams into Arrow's layout (`kernels/orc/layout.cu`).
+    OrcLayout,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 11] = [
+    pub const ALL: [Module; 12] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
@@ -67,6 +69,7 @@ impl Module {
         Module::Codag,
         Module::Ssb,
         Module::ArrowLayout,
+        Module::OrcLayout,
     ];
 
     /// Path under `kernels/`.
@@ -83,6 +86,7 @@ impl Module {
             Module::Codag => "codag/codag.cu",
             Module::Ssb => "ssb/ssb.cu",
             Module::ArrowLayout => "arrow/layout.cu",
+            Module::OrcLayout => "orc/layout.cu",
         }
     }
 
@@ -99,6 +103,7 @@ impl Module {
             Module::Codag => include_str!("../kernels/codag/codag.cu"),
             Module::Ssb => include_str!("../kernels/ssb/ssb.cu"),
             Module::ArrowLayout => include_str!("../kernels/arrow/layout.cu"),
+            Module::OrcLayout => include_str!("../kernels/orc/layout.cu"),
         }
     }
 }

@@ -66,6 +66,7 @@ pub mod huffman;
 mod int;
 pub mod kernels;
 pub mod lll;
+pub mod orc_layout;
 mod primitives;
 mod runtime;
 pub mod ssb;

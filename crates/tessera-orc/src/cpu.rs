@@ -550,7 +550,7 @@ pub(crate) fn decode_column(cs: &ColumnStreams<'_>) -> Result<ArrayRef> {
 /// this reader does not carry.
 pub(crate) fn check_timezone(cs: &ColumnStreams<'_>) -> Result<()> {
     match cs.writer_timezone {
-        "" | "UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z" => Ok(()),
+        tz if utc_zone(tz) => Ok(()),
         tz => Err(cs.err(
             "DATA",
             OrcError::Unsupported(format!(
@@ -558,6 +558,11 @@ pub(crate) fn check_timezone(cs: &ColumnStreams<'_>) -> Result<()> {
             )),
         )),
     }
+}
+
+/// Whether a writer time zone is UTC (the zones this reader reads timestamps of).
+pub(crate) fn utc_zone(tz: &str) -> bool {
+    matches!(tz, "" | "UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z")
 }
 
 pub(crate) fn timestamp_array(

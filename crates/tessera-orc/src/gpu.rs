@@ -28,7 +28,9 @@
 //! no decoder touched (float and double values, string bytes, dictionaries) are copied to the
 //! host, where nulls are scattered, dictionary entries gathered and timestamps combined into
 //! Arrow arrays by the same code as the CPU path (`cpu.rs`), so both paths give the same arrays
-//! and errors. A chunk the GPU flags is re-decoded by the CPU reference for its exact error
+//! and errors. [`read_device`] instead builds Arrow's layout on the device
+//! (`tessera_gpu::orc_layout`: validity, null scatter, narrowing, timestamps, booleans,
+//! strings) and leaves one [`GpuArrowArray`] per column there. A chunk the GPU flags is re-decoded by the CPU reference for its exact error
 //! (`codag::cpu_error`), reported with its stripe, column and stream.
 
 use std::collections::HashMap;
@@ -37,14 +39,17 @@ use std::time::Instant;
 
 use arrow_array::RecordBatch;
 use rayon::prelude::*;
+use tessera::arrow::GpuArrowArray;
 use tessera_gpu::codag::{self, Chunk, ChunkDesc, Decoder, DeviceTable};
-use tessera_gpu::{CudaSlice, Gpu};
+use tessera_gpu::orc_layout::{self, ColumnStripe, Scatter};
+use tessera_gpu::{CudaSlice, Gpu, PinnedBuffer};
 
 use crate::compress::{self, Compression};
 use crate::cpu::{stream_err, Predecoded, MAX_VALUES_PER_BYTE};
 use crate::error::{OrcError, Result};
 use crate::file::{OrcType, StripeLayout};
 use crate::proto::{encoding_kind, stream_kind};
+use crate::schema::arrow_type;
 use crate::split::{split, RleKind};
 use crate::OrcReader;
 
@@ -84,11 +89,14 @@ pub struct Phases {
     pub download: f64,
     /// Arrow arrays built on the host (nulls, dictionaries, timestamps).
     pub assemble: f64,
+    /// Arrow arrays built on the device ([`read_device`]; the download and assemble phases
+    /// are then 0).
+    pub to_arrow: f64,
 }
 
 impl Phases {
     /// `(name, seconds)` of every phase, in order.
-    pub fn pairs(&self) -> [(&'static str, f64); 7] {
+    pub fn pairs(&self) -> [(&'static str, f64); 8] {
         [
             ("upload", self.upload),
             ("inflate", self.inflate),
@@ -97,6 +105,7 @@ impl Phases {
             ("rle", self.rle),
             ("download", self.download),
             ("assemble", self.assemble),
+            ("to_arrow", self.to_arrow),
         ]
     }
 }
@@ -132,7 +141,8 @@ pub struct GpuReport {
     pub phases: Phases,
     /// Seconds from the file's bytes in host memory to every stream decoded on the GPU.
     pub seconds_to_resident: f64,
-    /// Seconds to the Arrow batches on the host.
+    /// Seconds to the Arrow batches on the host, or ([`read_device`]) to the Arrow arrays on
+    /// the device.
     pub seconds_total: f64,
 }
 
@@ -347,12 +357,51 @@ pub fn read_batches(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<RecordBatc
     read_batches_with(gpu, reader, Options::default())
 }
 
+/// Every stream of the reader's columns decoded and resident on the GPU (steps 1-5 of the
+/// module's list), what the Arrow builders on the host ([`read_batches_with`]) and on the
+/// device ([`read_device`]) start from.
+struct Resident {
+    t0: Instant,
+    tp: Instant,
+    layouts: Vec<StripeLayout>,
+    streams: Vec<(Tag, Range<usize>)>,
+    bufs: Vec<Option<CudaSlice<u8>>>,
+    locs: HashMap<Tag, Loc>,
+    cpu_inflated: Vec<Vec<u8>>,
+    cpu_of: HashMap<Tag, usize>,
+    present_jobs: Vec<Job>,
+    present_bases: Vec<usize>,
+    present_out: CudaSlice<u8>,
+    present_bits: Vec<u8>,
+    nonnull: Vec<Vec<usize>>,
+    jobs: Vec<Job>,
+    /// Per decoder of [`DECODERS`]: its jobs (indices into `jobs`), their first output
+    /// elements, the output buffer.
+    outs: Vec<(Vec<usize>, Vec<usize>, CudaSlice<u8>)>,
+    rep: GpuReport,
+}
+
+/// The decoders of the value streams' launches, in launch order.
+const DECODERS: [Decoder; 3] = [Decoder::OrcByteRle, Decoder::OrcRleV1, Decoder::OrcRleV2];
+
 /// [`read_batches`] with streams cut as `opts` says.
 pub fn read_batches_with(
     gpu: &Gpu,
     reader: &OrcReader<'_>,
     opts: Options,
 ) -> Result<(Vec<RecordBatch>, GpuReport)> {
+    let r = resident(gpu, reader, opts, None)?;
+    to_host(gpu, reader, r)
+}
+
+/// `staged`: the file's bytes already in pinned host memory (uploaded from there at the link's
+/// full speed) instead of the file's own pageable bytes.
+fn resident(
+    gpu: &Gpu,
+    reader: &OrcReader<'_>,
+    opts: Options,
+    staged: Option<&PinnedBuffer>,
+) -> Result<Resident> {
     let t0 = Instant::now();
     let mut tp = t0;
     let ctx = Ctx { gpu, reader, opts };
@@ -382,7 +431,20 @@ pub fn read_batches_with(
 
     // 1. The file on the device.
     let mut bufs: Vec<Option<CudaSlice<u8>>> = vec![None, None, None];
-    bufs[FILE] = Some(codag::upload_padded(gpu, bytes, PAD)?);
+    bufs[FILE] = Some(match staged {
+        None => codag::upload_padded(gpu, bytes, PAD)?,
+        Some(h) => {
+            if h.len() < bytes.len() {
+                return Err(OrcError::Codec(tessera_format::Error::InvalidArgument(
+                    "the pinned staging buffer is shorter than the file".into(),
+                )));
+            }
+            let mut d = gpu.alloc::<u8>(bytes.len() + PAD)?;
+            gpu.fill_bytes(&mut d, 0)?;
+            gpu.enqueue_upload(h, bytes.len(), &mut d)?;
+            d
+        }
+    });
     rep.uploaded_bytes = bytes.len();
     rep.phases.upload = elapsed(&mut tp);
 
@@ -648,7 +710,7 @@ pub fn read_batches_with(
         }
     }
     let value_host = fetch_hosts(gpu, &mut jobs, &bufs, &cpu_of, &mut rep)?;
-    let decoders = [Decoder::OrcByteRle, Decoder::OrcRleV1, Decoder::OrcRleV2];
+    let decoders = DECODERS;
     // Per decoder: its jobs (indices into `jobs`), their output bases, the output buffer.
     let mut outs: Vec<(Vec<usize>, Vec<usize>, CudaSlice<u8>)> = Vec::new();
     {
@@ -679,8 +741,53 @@ pub fn read_batches_with(
     rep.resident_bytes += present_bits.len();
     rep.phases.rle = elapsed(&mut tp);
     rep.seconds_to_resident = t0.elapsed().as_secs_f64();
+    Ok(Resident {
+        t0,
+        tp,
+        layouts,
+        streams,
+        bufs,
+        locs,
+        cpu_inflated,
+        cpu_of,
+        present_jobs,
+        present_bases: present_plan,
+        present_out,
+        present_bits,
+        nonnull,
+        jobs,
+        outs,
+        rep,
+    })
+}
 
-    // To Arrow on the host: decoded values and the streams no decoder touched.
+/// To Arrow on the host: decoded values and the streams no decoder touched copied back, the
+/// arrays built by the CPU path's code.
+fn to_host(
+    gpu: &Gpu,
+    reader: &OrcReader<'_>,
+    r: Resident,
+) -> Result<(Vec<RecordBatch>, GpuReport)> {
+    let Resident {
+        t0,
+        mut tp,
+        layouts,
+        streams,
+        bufs,
+        locs,
+        mut cpu_inflated,
+        cpu_of,
+        present_jobs,
+        present_bases: present_plan,
+        present_bits,
+        jobs,
+        outs,
+        mut rep,
+        ..
+    } = r;
+    let file = reader.file;
+    let (ns, nc) = (layouts.len(), reader.cols.len());
+    let decoders = DECODERS;
     let mut dec: Vec<Vec<ColumnDecoded>> = (0..ns)
         .map(|_| (0..nc).map(|_| ColumnDecoded::default()).collect())
         .collect();
@@ -806,4 +913,239 @@ fn plan_refs(
         .map(|(j, &b)| plan_job(ctx, j, hosts[j.host], b))
         .collect::<Result<_>>()?;
     Ok((plans.into_iter().flatten().collect(), bases))
+}
+
+/// One selected column of the whole file (every stripe's rows back to back) as an Arrow array
+/// in GPU memory.
+#[derive(Debug)]
+pub struct DeviceColumn {
+    /// The column's name.
+    pub name: String,
+    /// The array: the type the CPU path gives ([`crate::arrow_type`]), validity present when
+    /// some stripe has a PRESENT stream (as the CPU path's null buffers).
+    pub array: GpuArrowArray,
+    /// Null rows.
+    pub null_count: u64,
+}
+
+/// Reads the reader's columns into GPU-resident Arrow arrays, one per column covering every
+/// stripe: every stream decoded on the GPU as [`read_batches`] does, then Arrow's layout built
+/// on the device (`tessera_gpu::orc_layout`: PRESENT to validity, values scattered to their
+/// rows, integers narrowed, timestamps combined, strings gathered). Nothing but status words
+/// and totals comes back to the host. Downloaded, each array equals the concatenation of the
+/// CPU path's arrays of that column. Decimal columns give [`OrcError::Unsupported`].
+pub fn read_device(gpu: &Gpu, reader: &OrcReader<'_>) -> Result<(Vec<DeviceColumn>, GpuReport)> {
+    let r = resident(gpu, reader, Options::default(), None)?;
+    to_device(gpu, reader, r)
+}
+
+/// [`read_device`] uploading the file from `staged`, pinned host memory holding the file's
+/// bytes (what [`crate::OrcFile::bytes`] returns; the caller copies them there once).
+pub fn read_device_staged(
+    gpu: &Gpu,
+    reader: &OrcReader<'_>,
+    staged: &PinnedBuffer,
+) -> Result<(Vec<DeviceColumn>, GpuReport)> {
+    let r = resident(gpu, reader, Options::default(), Some(staged))?;
+    to_device(gpu, reader, r)
+}
+
+fn to_device(
+    gpu: &Gpu,
+    reader: &OrcReader<'_>,
+    r: Resident,
+) -> Result<(Vec<DeviceColumn>, GpuReport)> {
+    let mut tp = r.tp;
+    let mut rep = r.rep.clone();
+    let file = reader.file;
+    let addr = |b: &CudaSlice<u8>| orc_layout_addr(gpu, b);
+    // Where each decoded stream lies: device address and elements.
+    let mut decoded: HashMap<Tag, (u64, u64)> = HashMap::new();
+    let pbase = addr(&r.present_out);
+    for (j, &b) in r.present_jobs.iter().zip(&r.present_bases) {
+        decoded.insert(j.tag, (pbase + b as u64, j.count as u64));
+    }
+    for (d, (idx, bases, out)) in DECODERS.iter().zip(&r.outs) {
+        let base = addr(out);
+        for (&i, &b) in idx.iter().zip(bases) {
+            let j = &r.jobs[i];
+            decoded.insert(j.tag, (base + (b * d.elem_bytes()) as u64, j.count as u64));
+        }
+    }
+    let raw = |t: Tag| -> (u64, u64) {
+        match r.locs.get(&t) {
+            Some(l) => match &r.bufs[l.buf] {
+                Some(b) => (addr(b) + l.start as u64, l.len as u64),
+                None => (0, 0),
+            },
+            None => (0, 0),
+        }
+    };
+    let mut cols = Vec::with_capacity(reader.cols.len());
+    for (k, &ci) in reader.cols.iter().enumerate() {
+        let c = &file.columns()[ci];
+        let place = |s: usize, stream: &'static str, e: tessera_format::Error| {
+            stream_err(s, c, stream, OrcError::Codec(e))
+        };
+        let data_type = arrow_type(&c.ty).ok_or_else(|| OrcError::UnsupportedType {
+            column: c.name.clone(),
+            ty: format!("{:?}", c.ty),
+        })?;
+        let mut parts = Vec::with_capacity(r.layouts.len());
+        let (mut row, mut dict_base) = (0u64, 0u64);
+        let mut any_present = false;
+        for (s, l) in r.layouts.iter().enumerate() {
+            let mut g = ColumnStripe {
+                row_start: row,
+                rows: l.rows,
+                dict_base,
+                ..ColumnStripe::default()
+            };
+            row = row
+                .checked_add(l.rows)
+                .ok_or_else(|| OrcError::malformed("file", "row count overflows"))?;
+            if let Some(&(p, n)) = decoded.get(&(s, k, stream_kind::PRESENT)) {
+                (g.present, g.present_len) = (p, n);
+                any_present = true;
+            }
+            let dec = |kind: i32| decoded.get(&(s, k, kind)).copied().unwrap_or((0, 0));
+            let dict_enc = matches!(
+                l.encodings.get(c.id as usize).map(|e| e.0),
+                Some(encoding_kind::DICTIONARY | encoding_kind::DICTIONARY_V2)
+            );
+            match &c.ty {
+                OrcType::Boolean => {
+                    g.values = dec(stream_kind::DATA).0;
+                    // Bits: one a valid row.
+                    g.values_len = if g.values == 0 {
+                        0
+                    } else {
+                        r.nonnull[s][k] as u64
+                    };
+                }
+                OrcType::Float | OrcType::Double => {
+                    let w = if c.ty == OrcType::Float { 4 } else { 8 };
+                    let (p, n) = raw((s, k, stream_kind::DATA));
+                    (g.values, g.values_len) = (p, n / w);
+                }
+                OrcType::Timestamp => {
+                    if !crate::cpu::utc_zone(&l.writer_timezone) {
+                        return Err(stream_err(
+                            s,
+                            c,
+                            "DATA",
+                            OrcError::Unsupported(format!(
+                                "timestamps written in time zone {} (this reader reads UTC/GMT \
+                                 files)",
+                                l.writer_timezone
+                            )),
+                        ));
+                    }
+                    (g.values, g.values_len) = dec(stream_kind::DATA);
+                    (g.aux, g.aux_len) = dec(stream_kind::SECONDARY);
+                }
+                OrcType::String | OrcType::Binary if dict_enc => {
+                    (g.values, g.values_len) = dec(stream_kind::DATA);
+                    (g.dict, g.dict_len) = dec(stream_kind::LENGTH);
+                    (g.aux, g.aux_len) = raw((s, k, stream_kind::DICTIONARY_DATA));
+                    g.is_dict = 1;
+                    // Entries the stripe announces (its LENGTH stream decoded exactly these).
+                    g.dict_len = l.encodings.get(c.id as usize).map_or(0, |e| e.1 as u64);
+                    if g.dict == 0 && g.dict_len > 0 {
+                        return Err(place(
+                            s,
+                            "LENGTH",
+                            tessera_format::Error::InvalidArgument("stream missing".into()),
+                        ));
+                    }
+                    dict_base += g.dict_len;
+                }
+                OrcType::String | OrcType::Binary => {
+                    (g.values, g.values_len) = dec(stream_kind::LENGTH);
+                    (g.aux, g.aux_len) = raw((s, k, stream_kind::DATA));
+                }
+                OrcType::Decimal { .. } | OrcType::Unsupported(_) => {
+                    return Err(OrcError::Unsupported(format!(
+                        "column {}: {:?} columns are not built on the device",
+                        c.name, c.ty
+                    )))
+                }
+                _ => (g.values, g.values_len) = dec(stream_kind::DATA),
+            }
+            parts.push(g);
+        }
+        let whole = |e: tessera_format::Error| OrcError::Stream {
+            stripe: 0,
+            column: c.name.clone(),
+            stream: "DATA",
+            source: Box::new(OrcError::Codec(e)),
+        };
+        // SAFETY: every address above is a live device buffer of `r` (the uploaded file, the
+        // inflated streams, the decoders' outputs) at an offset whose given length lies inside
+        // it; `r` outlives the launches below.
+        let v = unsafe { orc_layout::validity(gpu, &parts, row) }.map_err(whole)?;
+        let (values, offsets) = match &c.ty {
+            OrcType::Boolean => (orc_layout::scatter_bool(gpu, &v).map_err(whole)?, None),
+            OrcType::String | OrcType::Binary => {
+                let (o, b) =
+                    orc_layout::strings(gpu, &v, &parts, c.ty == OrcType::String).map_err(whole)?;
+                (b, Some(o))
+            }
+            ty => {
+                let mode = match ty {
+                    OrcType::Byte => Scatter::Byte,
+                    OrcType::Short => Scatter::I16,
+                    OrcType::Int | OrcType::Date => Scatter::I32,
+                    OrcType::Long => Scatter::I64,
+                    OrcType::Float => Scatter::F32,
+                    OrcType::Double => Scatter::F64,
+                    _ => Scatter::TimestampNs,
+                };
+                (orc_layout::scatter(gpu, &v, mode).map_err(whole)?, None)
+            }
+        };
+        let null_count = v.null_count;
+        cols.push(DeviceColumn {
+            name: c.name.clone(),
+            array: GpuArrowArray {
+                data_type,
+                len: row,
+                validity: any_present.then_some(v.bits),
+                offsets,
+                values,
+                dictionary: None,
+            },
+            null_count,
+        });
+    }
+    gpu.synchronize()?;
+    rep.phases.to_arrow = elapsed(&mut tp);
+    rep.seconds_total = r.t0.elapsed().as_secs_f64();
+    Ok((cols, rep))
+}
+
+fn orc_layout_addr(gpu: &Gpu, b: &CudaSlice<u8>) -> u64 {
+    tessera_gpu::arrow_layout::device_address(gpu, b)
+}
+
+/// A device array copied to the host as an Arrow array (validity, offsets and values
+/// downloaded as they are, the layout checked by Arrow): what a consumer of
+/// [`read_device`]'s arrays sees, and how the tests compare them with the CPU path's.
+pub fn download_array(gpu: &Gpu, a: &GpuArrowArray) -> Result<arrow_array::ArrayRef> {
+    let down = |b: &CudaSlice<u8>| -> Result<arrow_buffer::Buffer> {
+        let mut v = vec![0u8; b.len()];
+        gpu.download(b, &mut v)?;
+        Ok(arrow_buffer::Buffer::from_vec(v))
+    };
+    let len = usize::try_from(a.len)
+        .map_err(|_| OrcError::malformed("device array", "length over the address space"))?;
+    let mut b = arrow_data::ArrayData::builder(a.data_type.clone()).len(len);
+    if let Some(v) = &a.validity {
+        b = b.null_bit_buffer(Some(down(v)?));
+    }
+    if let Some(o) = &a.offsets {
+        b = b.add_buffer(down(o)?);
+    }
+    b = b.add_buffer(down(&a.values)?);
+    Ok(arrow_array::make_array(b.build()?))
 }

@@ -7,7 +7,8 @@
 //!   ORC references of `tessera_codecs` (RLE v1/v2, byte RLE, booleans; ZLIB through
 //!   `tessera_codecs::deflate`, SNAPPY/LZ4/ZSTD through their crates).
 //! - [`gpu`] decodes a file's compression chunks and integer streams on the GPU with the batched
-//!   CODAG decoders of `tessera_gpu::codag` (`docs/gpu/orc.md`).
+//!   CODAG decoders of `tessera_gpu::codag` (`docs/gpu/orc.md`), into Arrow batches on the host
+//!   or GPU-resident Arrow arrays ([`gpu::read_device`]).
 //!
 //! Types: boolean, tinyint..bigint, float, double, string/varchar/char (DIRECT and DICTIONARY,
 //! RLE v1 and v2), binary, date (Arrow `Date32`), timestamp (Arrow timestamp ns without a time
