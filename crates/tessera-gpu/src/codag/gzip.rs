@@ -27,9 +27,10 @@ use crate::Gpu;
 
 /// Files at least this large are first tried as one member decoded in spans.
 pub const SPAN_MIN_BYTES: usize = 1 << 20;
-/// Input bytes per span: the spans' count against the host's block candidate search (one
-/// search per span) and each warp's share of the output (`docs/gpu/codag.md`).
-pub const SPAN_BYTES: usize = 128 << 10;
+/// Input bytes per span: more spans decode faster but cost more block candidate searches on
+/// the host; 256 KiB was the fastest of 16 KiB to 1 MiB on 200 MB of text
+/// (`bench/results/codag-h200.md`).
+pub const SPAN_BYTES: usize = 256 << 10;
 
 /// What the GPU did with a gzip file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
