@@ -13,6 +13,9 @@
 //! `DIR/<set>.deflate` (the raw Deflate chunks this bench decodes, back to back) and
 //! `DIR/<set>.sizes` (per chunk, little-endian u32 compressed bytes then output bytes).
 //!
+//! `--input FILE.gz` (a single-member gzip file) is instead decoded on the GPU in spans
+//! (`codag::gunzip_single`) at several span sizes, each phase timed.
+//!
 //! Every GPU decode is checked against the original data before it is timed; the timed figure
 //! is the median of `--runs` launches (CUDA events), output GB/s = decoded bytes / time. Numbers
 //! are printed and saved, never asserted. Without a GPU the CPU columns are measured and the GPU
@@ -325,7 +328,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             )?);
         }
     }
-    let byte_data = byte_sets(bytes.next_multiple_of(CHUNK_BYTES), &args.input, |set| {
+    let (gz, inputs): (Vec<_>, Vec<_>) = args
+        .input
+        .iter()
+        .cloned()
+        .partition(|p| p.extension().is_some_and(|e| e == "gz"));
+    for p in &gz {
+        gzip_spans(&gpu, p, runs)?;
+    }
+    let byte_data = byte_sets(bytes.next_multiple_of(CHUNK_BYTES), &inputs, |set| {
         keep(set, "deflate")
     })?;
     for (name, data) in byte_data {
@@ -401,6 +412,69 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         &report,
         &[(".md", md)],
     )
+}
+
+/// Span sizes the single-member gzip sweep times.
+const GZIP_SPAN_SIZES: [usize; 6] = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20];
+
+/// A single-member gzip file (`--input FILE.gz`) decoded on the GPU in spans
+/// (`codag::gunzip_single`) at each of [`GZIP_SPAN_SIZES`]: every output checked against the
+/// CPU's, then the phases of `runs` decodes printed (host clock; the kernels were compiled by
+/// the checked run).
+fn gzip_spans(
+    gpu: &std::result::Result<Gpu, Error>,
+    path: &std::path::Path,
+    runs: usize,
+) -> Result<()> {
+    let Ok(gpu) = gpu else {
+        eprintln!("{}: the GPU span decoder needs a GPU", path.display());
+        return Ok(());
+    };
+    let file = std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+    let t = std::time::Instant::now();
+    let want = tessera::codecs::deflate::gzip_decompress(&file, usize::MAX)?;
+    println!(
+        "{}: {} bytes, {} output bytes; CPU gzip_decompress ({} threads) {:.1} ms",
+        path.display(),
+        file.len(),
+        want.len(),
+        rayon::current_num_threads(),
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    println!("| span bytes | candidates | chain | launches | find ms | upload ms | decode ms | resolve ms | download ms | total ms |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for span in GZIP_SPAN_SIZES {
+        for run in 0..=runs.min(3) {
+            let t = std::time::Instant::now();
+            let Some((out, r)) = codag::gunzip_single(gpu, &file, span)? else {
+                println!("| {span} | declined |");
+                break;
+            };
+            let total = t.elapsed().as_secs_f64() * 1e3;
+            if out != want {
+                return Err(Error::Gpu(format!(
+                    "{}: spans of {span}: output differs",
+                    path.display()
+                )));
+            }
+            if run == 0 {
+                continue;
+            }
+            println!(
+                "| {span} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                r.candidates,
+                r.chain,
+                r.launches,
+                r.find_ms,
+                r.upload_ms,
+                r.decode_ms,
+                r.resolve_ms,
+                r.download_ms,
+                total
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Output bytes of the single stream timed on one warp.

@@ -12,7 +12,7 @@
 //! more than the caller allowed.
 
 mod parallel;
-pub use parallel::{find_block_start, inflate_parallel};
+pub use parallel::{block_candidates, find_block_start, inflate_parallel};
 
 /// The smallest gzip file [`gzip_decompress`] inflates in parallel.
 pub const PARALLEL_MIN_BYTES: usize = 8 << 20;

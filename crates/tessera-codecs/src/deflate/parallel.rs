@@ -454,6 +454,26 @@ pub fn find_block_start(data: &[u8], from: u64, to: u64) -> Option<u64> {
     })
 }
 
+/// Every span's block candidate, ascending and distinct: bit 0, then for each range of
+/// `span_bytes` (at least 1 KiB) after the first the [`find_block_start`] in it, ranges searched
+/// in parallel. The spans of [`inflate_parallel`]; the GPU's span decoder takes the same.
+pub fn block_candidates(input: &[u8], span_bytes: usize) -> Vec<u64> {
+    let span_bits = span_bytes.max(1024) as u64 * 8;
+    let total_bits = input.len() as u64 * 8;
+    let ranges: Vec<u64> = (1..total_bits.div_ceil(span_bits))
+        .map(|i| i * span_bits)
+        .collect();
+    let mut starts: Vec<u64> = vec![0];
+    starts.extend(
+        ranges
+            .par_iter()
+            .filter_map(|&from| find_block_start(input, from, from + span_bits))
+            .collect::<Vec<_>>(),
+    );
+    starts.dedup();
+    starts
+}
+
 /// Whether the dynamic block header at `b` has counts in range and a complete code length
 /// code: the search's cheap first filter, with no allocation.
 fn plausible_dynamic_header(b: &Bits<'_>) -> bool {
@@ -538,19 +558,7 @@ pub fn inflate_parallel(input: &[u8], limit: usize, span_bytes: usize) -> Result
 
 /// [`inflate_parallel`], and how many spans the chain held.
 fn inflate_chain(input: &[u8], limit: usize, span_bytes: usize) -> Result<(Vec<u8>, usize, usize)> {
-    let span_bits = span_bytes.max(1024) as u64 * 8;
-    let total_bits = input.len() as u64 * 8;
-    let ranges: Vec<u64> = (1..total_bits.div_ceil(span_bits))
-        .map(|i| i * span_bits)
-        .collect();
-    let mut starts: Vec<u64> = vec![0];
-    starts.extend(
-        ranges
-            .par_iter()
-            .filter_map(|&from| find_block_start(input, from, from + span_bits))
-            .collect::<Vec<_>>(),
-    );
-    starts.dedup();
+    let starts = block_candidates(input, span_bytes);
     // Twice the output: room for the chain and for spans from false block candidates.
     let budget = AtomicUsize::new(limit.saturating_mul(2));
     let mut decoded: Vec<Option<Result<Span>>> = (0..starts.len())

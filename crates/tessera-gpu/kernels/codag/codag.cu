@@ -33,4 +33,105 @@
 CODAG_KERNEL(codag_orc_rle_v1, u64, , orc_rle_v1(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
-CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, deflate_stream(inp, o, tables[warp]))
+CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
+
+// One large Deflate stream cut into spans (docs/gpu/codag.md, "A single large gzip file on the
+// GPU"): chunk c is span c, decoded from its block candidate starts[c] (the chunk's in_start is
+// the candidate's byte, `param` its bit in that byte, reserved bit 0: markers allowed) into 16-bit
+// symbols until a block boundary equals a later candidate or the final block ends. Reports per
+// span: status, symbols written, the absolute bit where it stopped and the candidate index it
+// stopped at (n at the stream's end).
+extern "C" __global__ void __launch_bounds__(CODAG_THREADS)
+    codag_deflate_spans(const u8* in, const CodagChunk* chunks, u32 n, const u64* starts, u16* out, u32* status,
+                        u32* out_lens, u64* end_bits, u32* next) {
+    __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_BYTES];
+    __shared__ DeflateTables tables[CODAG_WARPS];
+    u32 warp = threadIdx.x >> 5;
+    for (u32 c = blockIdx.x * CODAG_WARPS + warp; c < n; c += gridDim.x * CODAG_WARPS) {
+        CodagChunk ch = chunks[c];
+        u32 skew = (u32)(ch.in_start & 3);
+        CodagInput inp;
+        codag_input_init(inp, in + (ch.in_start - skew), ch.in_len + skew, rings[warp]);
+        inp.bit = (u64)skew * 8 + (ch.param & 7);
+        CodagOutput<u16> o;
+        o.base = out + ch.out_start;
+        o.cap = ch.out_cap;
+        o.pos = 0;
+        DeflateSpan sp;
+        sp.starts = starts;
+        sp.n_starts = n;
+        sp.next = c + 1;
+        sp.bit0 = (ch.in_start - skew) * 8;
+        sp.window = (ch.reserved & 1) != 0;
+        u32 st = deflate_stream<u16, true>(inp, o, tables[warp], &sp);
+        if (codag_lane() == 0) {
+            status[c] = st;
+            out_lens[c] = o.pos;
+            end_bits[c] = sp.bit0 + inp.bit;
+            next[c] = sp.next;
+        }
+        __syncwarp();
+    }
+}
+
+// The window before every span of the chain, in order: window i + 1 (the last 32 KiB of the
+// output before span i + 1) is the end of window i followed by span i's last symbols, each
+// marker replaced from window i. One thread block walks the chain; each step depends only on the
+// one before and the span's own symbols. Window i's byte j is the byte DEFLATE_WINDOW - j before
+// span i; span_out[i] (output bytes before span i) says how many of those exist. A marker naming
+// a byte before the stream, or a range outside the buffers, sets *err.
+__device__ __forceinline__ u8 deflate_resolve(u16 s, const u8* win, u64 before, u32* err) {
+    if (s < DEFLATE_MARKER) return (u8)s;
+    u32 m = s & (DEFLATE_MARKER - 1);
+    if ((u64)(DEFLATE_WINDOW - m) > before) {
+        atomicOr(err, 1u);
+        return 0;
+    }
+    return win[m];
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+    codag_span_windows(const u16* sym, u64 sym_len, const u64* sym_at, const u32* lens, const u64* span_out,
+                       u32 n_chain, u8* windows, u64 windows_len, u32* err) {
+    if ((u64)n_chain * DEFLATE_WINDOW > windows_len) {
+        if (threadIdx.x == 0) atomicOr(err, 2u);
+        return;
+    }
+    for (u32 j = threadIdx.x; j < DEFLATE_WINDOW; j += blockDim.x) windows[j] = 0;
+    __syncthreads();
+    for (u32 i = 0; i + 1 < n_chain; i++) {
+        const u8* prev = windows + (u64)i * DEFLATE_WINDOW;
+        u8* nxt = windows + (u64)(i + 1) * DEFLATE_WINDOW;
+        u32 len = lens[i];
+        u64 at = sym_at[i], before = span_out[i];
+        if (at + len > sym_len || at + len < at) {
+            if (threadIdx.x == 0) atomicOr(err, 2u);
+            return;
+        }
+        u32 tail = len < DEFLATE_WINDOW ? len : DEFLATE_WINDOW;
+#pragma unroll 4
+        for (u32 j = threadIdx.x; j < DEFLATE_WINDOW; j += blockDim.x) {
+            nxt[j] = j >= DEFLATE_WINDOW - tail ? deflate_resolve(sym[at + len - (DEFLATE_WINDOW - j)], prev, before, err)
+                                                : prev[j + len];
+        }
+        __syncthreads();
+    }
+}
+
+// Every span's symbols into bytes at once, markers from the span's window: a thread block per
+// span (grid-striding over the chain), its threads striding over the span.
+extern "C" __global__ void __launch_bounds__(1024)
+    codag_span_resolve(const u16* sym, u64 sym_len, const u64* sym_at, const u32* lens, const u64* span_out,
+                       u32 n_chain, const u8* windows, u64 windows_len, u8* out, u64 out_len, u32* err) {
+    for (u32 i = blockIdx.x; i < n_chain; i += gridDim.x) {
+        u32 len = lens[i];
+        u64 at = sym_at[i], o = span_out[i];
+        if (at + len > sym_len || at + len < at || o + len > out_len || o + len < o ||
+            (u64)(i + 1) * DEFLATE_WINDOW > windows_len) {
+            if (threadIdx.x == 0) atomicOr(err, 2u);
+            continue;
+        }
+        const u8* win = windows + (u64)i * DEFLATE_WINDOW;
+        for (u32 j = threadIdx.x; j < len; j += blockDim.x) out[o + j] = deflate_resolve(sym[at + j], win, o, err);
+    }
+}

@@ -288,14 +288,46 @@ struct DeflateLits {
     u32 n;
 };
 
-__device__ __forceinline__ void deflate_flush(CodagOutput<u8>& out, DeflateLits& l) {
-    if (codag_lane() < l.n) out.base[out.pos - l.n + codag_lane()] = (u8)l.mine;
+template <typename T>
+__device__ __forceinline__ void deflate_flush(CodagOutput<T>& out, DeflateLits& l) {
+    if (codag_lane() < l.n) out.base[out.pos - l.n + codag_lane()] = (T)l.mine;
     l.n = 0;
 }
 
+// Span mode (T = u16, one span of a single large stream; docs/gpu/codag.md, "A single large gzip
+// file on the GPU"): the span starts at a block candidate with an unknown 32 KiB window before
+// it, and stops at the first block boundary that equals a later candidate.
+struct DeflateSpan {
+    const u64* starts;  // every span's block candidate (absolute bits, ascending)
+    u32 n_starts;
+    u32 next;           // the first candidate not yet passed (then: where the span stopped)
+    u64 bit0;           // the absolute bit of the chunk's bit 0
+    bool window;        // back-references before the span are markers (not for the span at bit 0)
+};
+
+// Markers: a symbol DEFLATE_MARKER | i is byte i of the 32 KiB window before the span (byte 0 the
+// farthest back), tessera_codecs::deflate::parallel's convention.
+#define DEFLATE_WINDOW 32768u
+#define DEFLATE_MARKER 0x8000u
+
+// A copy whose source starts before the span (dist > out.pos): element i comes from
+// pos - dist + (i % dist when the copy overlaps itself), a marker where that is negative.
+__device__ __forceinline__ bool deflate_copy_marked(CodagOutput<u16>& out, u32 dist, u32 len) {
+    if (dist == 0 || dist > out.pos + DEFLATE_WINDOW || !out.room(len)) return false;
+    __syncwarp();
+    for (u32 i = codag_lane(); i < len; i += 32) {
+        int src = (int)out.pos - (int)dist + (int)(dist >= len ? i : i % dist);
+        out.base[out.pos + i] = src < 0 ? (u16)(DEFLATE_MARKER | (u32)((int)DEFLATE_WINDOW + src)) : out.base[src];
+    }
+    __syncwarp();
+    out.pos += len;
+    return true;
+}
+
 // One Huffman block's symbols, up to its end-of-block code.
-__device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, CodagOutput<u8>& out,
-                                             const DeflateTables& t) {
+template <typename T, bool SPAN>
+__device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
+                                             const DeflateTables& t, const DeflateSpan* sp) {
     const u32 lane = codag_lane();
     DeflateLits lit = {0, 0};
     for (;;) {
@@ -343,18 +375,33 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
         u32 dist = (d >> 16) + ((u32)(b.win >> L) & ((1u << x) - 1));
         deflate_drop(in, b, L + x);
         if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
-        if (dist > out.pos) return CODAG_ST_BAD_DISTANCE;
+        if (dist > out.pos) {
+            if (!SPAN || !sp->window) return CODAG_ST_BAD_DISTANCE;
+            deflate_flush(out, lit);
+            if constexpr (SPAN) {
+                if (!deflate_copy_marked(out, dist, len)) return CODAG_ST_OUTPUT_OVERFLOW;
+            }
+            continue;
+        }
         deflate_flush(out, lit);
         if (!out.memcpy(dist, len)) return CODAG_ST_OUTPUT_OVERFLOW;
     }
 }
 
-// One raw Deflate stream into `out`; stops after the final block.
-__device__ u32 deflate_stream(CodagInput& in, CodagOutput<u8>& out, DeflateTables& t) {
+// One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
+// that is a later span's candidate (sp->next then names it; after the final block it is
+// sp->n_starts).
+template <typename T, bool SPAN>
+__device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
     bool fixed_built = false;
     for (;;) {
+        if constexpr (SPAN) {
+            u64 at = sp->bit0 + in.bit;
+            while (sp->next < sp->n_starts && sp->starts[sp->next] < at) sp->next++;
+            if (sp->next < sp->n_starts && sp->starts[sp->next] == at) return CODAG_ST_OK;
+        }
         u32 hdr = deflate_take(in, b, 3);
         if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
         u32 type = hdr >> 1;
@@ -384,10 +431,13 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<u8>& out, DeflateTable
                 fixed_built = false;
                 if (st) return st;
             }
-            u32 st = deflate_block(in, b, out, t);
+            u32 st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
         }
-        if (hdr & 1) return deflate_past_end(in) ? CODAG_ST_TRUNCATED : CODAG_ST_OK;
+        if (hdr & 1) {
+            if constexpr (SPAN) sp->next = sp->n_starts;
+            return deflate_past_end(in) ? CODAG_ST_TRUNCATED : CODAG_ST_OK;
+        }
     }
 }
 

@@ -13,21 +13,60 @@
 //! capacity was cut by a false candidate's ISIZE, or the output of a member reaches 4 GiB so
 //! its ISIZE wrapped), the caller gets `None` and decodes on the CPU.
 //!
-//! A single-member file is one sequential stream: it decodes on one warp.
+//! A file of at least [`SPAN_MIN_BYTES`] is first tried as a single member whose one Deflate
+//! stream is decoded in parallel, a warp per span ([`gunzip_single`], [`super::spans`]); when the
+//! first member does not end at the file's end the members are decoded as above. A single-member
+//! file below that size decodes on one warp.
 
 use tessera_codecs::deflate as cpu;
 use tessera_format::{Error, Result};
 
+use super::spans::{inflate_spans, SpanReport};
 use super::{decode_chunks_with_results, Chunk, Decoder};
 use crate::Gpu;
+
+/// Files at least this large are first tried as one member decoded in spans.
+pub const SPAN_MIN_BYTES: usize = 1 << 20;
+/// Input bytes per span: more spans decode faster but cost more block candidate searches on
+/// the host; 256 KiB was the fastest of 16 KiB to 1 MiB on 200 MB of text
+/// (`bench/results/codag-h200.md`).
+pub const SPAN_BYTES: usize = 256 << 10;
 
 /// What the GPU did with a gzip file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GunzipReport {
     /// Members of the file.
     pub members: usize,
-    /// Candidate member starts decoded (members + false candidates).
+    /// Candidate member starts decoded (members + false candidates), or block candidates of a
+    /// single member decoded in spans.
     pub candidates: usize,
+    /// Spans of the chain when the file was decoded as one member in spans, else 0.
+    pub spans: usize,
+}
+
+/// The gzip file `file` as exactly one member whose Deflate stream is decoded in spans of about
+/// `span_bytes` on the GPU. `Ok(None)` when the file is not exactly one member, when the span
+/// decoder fails or when the CRC-32 or ISIZE do not match: the caller then decodes the file
+/// another way, whose outcome (output or error) is the reference. Errors: the file's first
+/// bytes are no gzip header, or a CUDA failure.
+pub fn gunzip_single(
+    gpu: &Gpu,
+    file: &[u8],
+    span_bytes: usize,
+) -> Result<Option<(Vec<u8>, SpanReport)>> {
+    let h = cpu::gzip_header(file)?.len;
+    let Some((data, used, report)) = inflate_spans(gpu, &file[h..], usize::MAX, span_bytes)? else {
+        return Ok(None);
+    };
+    let end = h + used;
+    match file.get(end..) {
+        Some(trailer) if trailer.len() == 8 => {}
+        _ => return Ok(None),
+    }
+    if cpu::check_gzip_trailer(&data, &file[end..], 0).is_err() {
+        return Ok(None);
+    }
+    Ok(Some((data, report)))
 }
 
 /// Deflate's largest expansion: a 258-byte match in at most 2 bits gives under 1032 output
@@ -39,6 +78,16 @@ const MAX_RATIO: usize = 1032;
 /// header, a checksum fails, or the launch fails.
 pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>> {
     cpu::gzip_header(file)?;
+    if file.len() >= SPAN_MIN_BYTES {
+        if let Some((data, r)) = gunzip_single(gpu, file, SPAN_BYTES)? {
+            let report = GunzipReport {
+                members: 1,
+                candidates: r.candidates,
+                spans: r.chain,
+            };
+            return Ok(Some((data, report)));
+        }
+    }
     let starts: Vec<(usize, usize)> = (0..file.len().saturating_sub(9))
         .filter(|&p| file[p] == 0x1f && file[p + 1] == 0x8b && file[p + 2] == 8)
         .filter_map(|p| cpu::gzip_header(&file[p..]).ok().map(|h| (p, h.len)))
@@ -86,6 +135,7 @@ pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>>
             let report = GunzipReport {
                 members,
                 candidates: starts.len(),
+                spans: 0,
             };
             return Ok(Some((out, report)));
         }

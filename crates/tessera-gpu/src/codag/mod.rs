@@ -23,7 +23,8 @@ use crate::kernels::Module;
 use crate::runtime::Gpu;
 
 mod gzip;
-pub use gzip::{gunzip, GunzipReport};
+pub mod spans;
+pub use gzip::{gunzip, gunzip_single, GunzipReport, SPAN_BYTES, SPAN_MIN_BYTES};
 
 /// Warps per thread block (`CODAG_WARPS`).
 pub const WARPS: u32 = 4;
