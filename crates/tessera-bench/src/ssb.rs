@@ -72,8 +72,8 @@ pub struct SsbArgs {
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
     /// Also measure a scan of each lineorder column (`SUM(column)`, no filter, no join) in both
-    /// layouts, kernels generated as for the main table: what loading a column costs,
-    /// compressed against plain.
+    /// layouts, per variant (or as the main table's kernels without `--variants`): what loading
+    /// a column costs, compressed against plain.
     #[arg(long)]
     pub column_scan: bool,
     /// Only these queries (e.g. `q1.1,q4.1`, for a profiler run); all 13 by default.
@@ -533,9 +533,13 @@ fn run_paths(
         write(&report)?;
     }
     if a.column_scan {
+        let opts: Vec<codegen::Options> = if variants.is_empty() {
+            vec![main_options]
+        } else {
+            variants.clone()
+        };
         let fact = ds.table(queries::FACT)?;
-        {
-            let o = main_options;
+        for o in opts {
             gpu.ssb_set_options(o)?;
             let at = match report
                 .variants

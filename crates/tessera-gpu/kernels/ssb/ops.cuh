@@ -26,8 +26,9 @@
 //   plain one 4-byte load per row that still passes (a warp's loads of an item are one
 //         coalesced 128-byte row).
 // A column whose rows have all failed in the warp's tile is not read (late materialization).
-// The metadata parts of the loaders are non-inlined calls made once per tile and column, so
-// that a query's program stays small; the per-row parts are inlined.
+// SsbLoad calls one non-inlined loader that switches on the chunk's codec; SsbLoadAs (below),
+// which the generator emits for a column of one codec, runs that codec's loader alone, inlined
+// or called.
 //
 // Operators (warp-wide: every lane of the warp calls them together):
 //   SsbTileRows   pass bits of the tile's rows that exist (from the chunk's value count)
