@@ -40,7 +40,7 @@ if os.path.exists(a.nvcomp):
 paths = [
     ("gpu_compressed_ms", "GPU resident,\ncompressed"),
     ("gpu_plain_ms", "GPU resident,\nplain"),
-    ("nvcomp_total_ms", "nvCOMP decode\n+ plain query"),
+    ("nvcomp_total_ms", "nvCOMP decode\n+ plain query\n(its own run)"),
     ("coproc_compressed_ms", "coprocessor,\ncompressed"),
     ("coproc_plain_ms", "coprocessor,\nplain"),
     ("coproc_serial_compressed_ms", "coprocessor\nserial, compr."),

@@ -62,9 +62,23 @@ pub struct SsbArgs {
     #[arg(long)]
     pub resident_only: bool,
     /// Coprocessor mode: the fact table is shipped in this many chunk ranges, each probed as
-    /// soon as it has arrived while the next is copied (1: ship everything, then query).
-    #[arg(long, default_value_t = 8)]
-    pub pieces: usize,
+    /// soon as it has arrived while the next is copied (1: ship everything, then query). A list
+    /// (`32,8,16`) measures each, same run; the first fills the main table.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![16usize])]
+    pub pieces: Vec<usize>,
+    /// Also measure the GPU-resident paths (both layouts) with these ways of generating the
+    /// query kernels, `loader:min_blocks` each (loader: generic, call or inline; see
+    /// `tessera_gpu::ssb::codegen::Options`), every result checked equal to the CPU path's.
+    #[arg(long, value_delimiter = ',')]
+    pub variants: Vec<String>,
+    /// Also measure a scan of each lineorder column (`SUM(column)`, no filter, no join) in both
+    /// layouts, per variant (or as the main table's kernels without `--variants`): what loading
+    /// a column costs, compressed against plain.
+    #[arg(long)]
+    pub column_scan: bool,
+    /// Only these queries (e.g. `q1.1,q4.1`, for a profiler run); all 13 by default.
+    #[arg(long, value_delimiter = ',')]
+    pub queries: Vec<String>,
     /// Writes the plain values of every column a query reads into this folder, once per column
     /// (`<table>.<column>.u32`, little-endian u32), for nvCOMP's decompress-then-query
     /// (`bench/peers/nvcomp_ssb.py`).
@@ -88,8 +102,27 @@ struct QueryRow {
     /// Coprocessor mode shipping everything before the query (one piece), same run.
     coproc_serial_compressed_ms: f64,
     coproc_serial_plain_ms: f64,
+    /// Coprocessor mode per number of pieces measured (`--pieces`), same run.
+    coproc_pieces: Vec<PiecesRow>,
     /// The columns the query reads, `table.column`.
     columns: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct PiecesRow {
+    pieces: usize,
+    compressed_ms: f64,
+    plain_ms: f64,
+}
+
+/// GPU-resident times of one way of generating the kernels (`--variants`).
+#[derive(Debug, Serialize)]
+struct VariantRow {
+    options: String,
+    /// Per query: (name, compressed ms, plain ms), CUDA events, median.
+    queries: Vec<(String, f64, f64)>,
+    /// Per lineorder column (`--column-scan`): (column, codecs, compressed ms, plain ms).
+    scans: Vec<(String, String, f64, f64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -138,10 +171,13 @@ struct Report {
     /// Host-to-device copy rate (1 GiB, median of 5), pageable and page-locked host memory.
     link_pageable_gbps: f64,
     link_pinned_gbps: f64,
-    /// Fact-table pieces of coprocessor mode.
+    /// Fact-table pieces of coprocessor mode in the main table.
     coproc_pieces: usize,
+    /// How the main table's kernels were generated (`loader:min_blocks`).
+    options: String,
     queries: Vec<QueryRow>,
     columns: Vec<ColumnRow>,
+    variants: Vec<VariantRow>,
 }
 
 type HostColumns = sgpu::HostChunks;
@@ -330,10 +366,26 @@ fn run_paths(
         upload_plain_s,
         link_pageable_gbps,
         link_pinned_gbps,
-        coproc_pieces: a.pieces,
+        coproc_pieces: a.pieces.first().copied().unwrap_or(1),
+        options: gpu.ssb_options().to_string(),
         queries: Vec::new(),
         columns,
+        variants: Vec::new(),
     };
+    let variants = a
+        .variants
+        .iter()
+        .map(|v| {
+            codegen::Options::parse(v).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "--variants {v}: want loader:min_blocks (generic, call or inline; 1..=16)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let main_options = gpu.ssb_options();
+    // Every query's result (checked against the CPU path's), for the variants' checks.
+    let mut wants: std::collections::HashMap<&str, QueryResult> = Default::default();
     std::fs::create_dir_all(&a.out).map_err(io(&a.out))?;
     let stem = format!("ssb-{}", slug(&device));
     let jp = a.out.join(format!("{stem}.json"));
@@ -346,9 +398,15 @@ fn run_paths(
         std::fs::write(&mp, markdown(r)).map_err(io(&mp))?;
         Ok(())
     };
-    for name in queries::NAMES {
+    let names: Vec<&str> = queries::NAMES
+        .iter()
+        .copied()
+        .filter(|n| a.queries.is_empty() || a.queries.iter().any(|q| q == n))
+        .collect();
+    for &name in &names {
         let p = queries::plan(name, &ds.dict)?;
-        gpu.ssb_prepare(&p)?;
+        gpu.ssb_prepare_on(&p, &comp.fact, &comp.dims)?;
+        gpu.ssb_prepare_on(&p, &plain.fact, &plain.dims)?;
         let (want, cpu_ms) = if a.resident_only {
             (gpu.ssb_run(&p, &plain.fact, &plain.dims)?, 0.0)
         } else {
@@ -384,17 +442,49 @@ fn run_paths(
         let ((kc, kc_ms, kc_bytes), (kp, kp_ms, kp_bytes)) = if a.resident_only {
             (none.clone(), none.clone())
         } else {
-            (cop(&pinned_comp, a.pieces)?, cop(&pinned_plain, a.pieces)?)
+            (
+                cop(&pinned_comp, report.coproc_pieces)?,
+                cop(&pinned_plain, report.coproc_pieces)?,
+            )
         };
         let ((sc, sc_ms, _), (sp, sp_ms, _)) = if a.resident_only {
             (none.clone(), none)
         } else {
             (cop(&pinned_comp, 1)?, cop(&pinned_plain, 1)?)
         };
+        let mut coproc_pieces = vec![PiecesRow {
+            pieces: report.coproc_pieces,
+            compressed_ms: kc_ms,
+            plain_ms: kp_ms,
+        }];
+        if !a.resident_only {
+            for &n in a.pieces.iter().skip(1) {
+                let (rc, c_ms, _) = cop(&pinned_comp, n)?;
+                let (rp, p_ms, _) = cop(&pinned_plain, n)?;
+                same(
+                    name,
+                    &format!("coprocessor {n} pieces compressed and CPU"),
+                    &rc,
+                    &want,
+                )?;
+                same(
+                    name,
+                    &format!("coprocessor {n} pieces plain and CPU"),
+                    &rp,
+                    &want,
+                )?;
+                coproc_pieces.push(PiecesRow {
+                    pieces: n,
+                    compressed_ms: c_ms,
+                    plain_ms: p_ms,
+                });
+            }
+        }
         same(name, "coprocessor serial compressed and CPU", &sc, &want)?;
         same(name, "coprocessor serial plain and CPU", &sp, &want)?;
         same(name, "coprocessor compressed and CPU", &kc, &want)?;
         same(name, "coprocessor plain and CPU", &kp, &want)?;
+        wants.insert(name, want.clone());
         eprintln!(
             "{name}: cpu {cpu_ms:.2} ms, gpu compressed {c_ms:.3} ms, plain {p_ms:.3} ms, coprocessor {kc_ms:.2} / {kp_ms:.2} ms"
         );
@@ -412,6 +502,7 @@ fn run_paths(
             shipped_plain_bytes: kp_bytes,
             coproc_serial_compressed_ms: sc_ms,
             coproc_serial_plain_ms: sp_ms,
+            coproc_pieces,
             columns: read_columns(&p)
                 .into_iter()
                 .map(|(t, c)| format!("{t}.{c}"))
@@ -419,8 +510,100 @@ fn run_paths(
         });
         write(&report)?;
     }
+    for o in &variants {
+        gpu.ssb_set_options(*o)?;
+        let mut row = VariantRow {
+            options: o.to_string(),
+            queries: Vec::new(),
+            scans: Vec::new(),
+        };
+        for &name in &names {
+            let p = queries::plan(name, &ds.dict)?;
+            let want = wants.get(name).ok_or_else(|| {
+                Error::InvalidArgument(format!("{name}: no result of the CPU path"))
+            })?;
+            let (rp, p_ms) = resident_ms(&gpu, &p, &plain, a.runs)?;
+            let (rc, c_ms) = resident_ms(&gpu, &p, &comp, a.runs)?;
+            same(name, &format!("{o} compressed and CPU"), &rc, want)?;
+            same(name, &format!("{o} plain and CPU"), &rp, want)?;
+            eprintln!("{name} [{o}]: compressed {c_ms:.3} ms, plain {p_ms:.3} ms");
+            row.queries.push((name.to_string(), c_ms, p_ms));
+        }
+        report.variants.push(row);
+        write(&report)?;
+    }
+    if a.column_scan {
+        let opts: Vec<codegen::Options> = if variants.is_empty() {
+            vec![main_options]
+        } else {
+            variants.clone()
+        };
+        let fact = ds.table(queries::FACT)?;
+        for o in opts {
+            gpu.ssb_set_options(o)?;
+            let at = match report
+                .variants
+                .iter()
+                .position(|v| v.options == o.to_string())
+            {
+                Some(i) => i,
+                None => {
+                    report.variants.push(VariantRow {
+                        options: o.to_string(),
+                        queries: Vec::new(),
+                        scans: Vec::new(),
+                    });
+                    report.variants.len() - 1
+                }
+            };
+            for c in fact.columns() {
+                let p = tessera::gpu::ssb::plan::QueryPlan {
+                    name: format!("scan {}", c.name),
+                    fact_filters: vec![],
+                    joins: vec![],
+                    group: vec![],
+                    aggregate: tessera::gpu::ssb::plan::Aggregate::Sum(c.name.clone()),
+                };
+                let (rc, c_ms) = resident_ms(&gpu, &p, &comp, a.runs)?;
+                let (rp, p_ms) = resident_ms(&gpu, &p, &plain, a.runs)?;
+                same(&p.name, "compressed and plain", &rc, &rp)?;
+                let codecs = report
+                    .columns
+                    .iter()
+                    .find(|r| r.table == queries::FACT && r.column == c.name)
+                    .map_or(String::new(), |r| r.codecs.clone());
+                eprintln!(
+                    "{} [{o}]: compressed {c_ms:.3} ms, plain {p_ms:.3} ms",
+                    p.name
+                );
+                report.variants[at]
+                    .scans
+                    .push((c.name.clone(), codecs, c_ms, p_ms));
+                write(&report)?;
+            }
+        }
+    }
+    gpu.ssb_set_options(main_options)?;
     eprintln!("wrote {} and {}", jp.display(), mp.display());
     Ok(())
+}
+
+/// A query on resident tables: compiled and warmed up once, then the median of `runs` CUDA-event
+/// times.
+fn resident_ms(
+    gpu: &Gpu,
+    p: &tessera::gpu::ssb::plan::QueryPlan,
+    t: &sgpu::DeviceTables,
+    runs: usize,
+) -> Result<(QueryResult, f64)> {
+    let mut last = gpu.ssb_run(p, &t.fact, &t.dims)?;
+    let mut ev = Vec::new();
+    for _ in 0..runs.max(1) {
+        let (r, ms) = gpu.ssb_run_timed(p, &t.fact, &t.dims)?;
+        ev.push(ms as f64);
+        last = r;
+    }
+    Ok((last, median(ev)))
 }
 
 /// One GPU against `n` GPUs of the host, compressed columns resident (`--gpus`).
@@ -567,6 +750,112 @@ fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Coprocessor mode per number of pieces (`--pieces` with several).
+fn pieces_markdown(m: &mut String, r: &Report) {
+    let Some(first) = r.queries.first() else {
+        return;
+    };
+    if first.coproc_pieces.len() < 2 {
+        return;
+    }
+    let ns: Vec<usize> = first.coproc_pieces.iter().map(|x| x.pieces).collect();
+    let _ = writeln!(
+        m,
+        "### Coprocessor mode by pieces\n\nThe fact table shipped in N chunk ranges, same run; \
+         wall ms compressed / plain, and plain / compressed.\n"
+    );
+    let head: String = ns
+        .iter()
+        .map(|n| format!(" {n} pieces ms | ratio |"))
+        .collect();
+    let _ = writeln!(m, "| query |{head}");
+    let _ = writeln!(m, "| --- |{}", " ---: | ---: |".repeat(ns.len()));
+    for q in &r.queries {
+        let cells: String = q
+            .coproc_pieces
+            .iter()
+            .map(|x| {
+                format!(
+                    " {:.2} / {:.2} | {:.2} |",
+                    x.compressed_ms,
+                    x.plain_ms,
+                    x.plain_ms / x.compressed_ms
+                )
+            })
+            .collect();
+        let _ = writeln!(m, "| {} |{cells}", q.name);
+    }
+    let means: String = (0..ns.len())
+        .map(|i| {
+            let g = geomean(
+                r.queries
+                    .iter()
+                    .filter_map(|q| q.coproc_pieces.get(i).map(|x| x.plain_ms / x.compressed_ms)),
+            );
+            format!(" | **{g:.3}x** |")
+        })
+        .collect();
+    let _ = writeln!(m, "| geometric mean |{means}\n");
+}
+
+/// Resident times per way of generating the kernels, and the column scans (`--variants`,
+/// `--column-scan`).
+fn variants_markdown(m: &mut String, r: &Report) {
+    let with_queries: Vec<&VariantRow> = r
+        .variants
+        .iter()
+        .filter(|v| !v.queries.is_empty())
+        .collect();
+    if !with_queries.is_empty() {
+        let _ = writeln!(
+            m,
+            "### Resident, by kernel generation\n\nGPU ms (CUDA events, median) compressed / \
+             plain per `loader:thread blocks per SM`, same run, same data; every result checked \
+             equal to the CPU path's.\n"
+        );
+        let head: String = with_queries
+            .iter()
+            .map(|v| format!(" `{}` ms | ratio |", v.options))
+            .collect();
+        let _ = writeln!(m, "| query |{head}");
+        let _ = writeln!(m, "| --- |{}", " ---: | ---: |".repeat(with_queries.len()));
+        for (i, q) in r.queries.iter().enumerate() {
+            let cells: String = with_queries
+                .iter()
+                .map(|v| match v.queries.get(i) {
+                    Some((_, c, p)) => format!(" {c:.3} / {p:.3} | {:.2} |", p / c),
+                    None => " | |".into(),
+                })
+                .collect();
+            let _ = writeln!(m, "| {} |{cells}", q.name);
+        }
+        let means: String = with_queries
+            .iter()
+            .map(|v| {
+                let g = geomean(v.queries.iter().map(|(_, c, p)| p / c));
+                let gc = geomean(v.queries.iter().map(|x| x.1));
+                let gp = geomean(v.queries.iter().map(|x| x.2));
+                format!(" {gc:.3} / {gp:.3} | **{g:.2}x** |")
+            })
+            .collect();
+        let _ = writeln!(m, "| geometric mean |{means}\n");
+    }
+    for v in r.variants.iter().filter(|v| !v.scans.is_empty()) {
+        let _ = writeln!(
+            m,
+            "### Column scans, `{}`\n\n`SUM(column)` over all of lineorder (no filter, no \
+             join): GPU ms, CUDA events, median.\n\n| column | codecs | compressed ms | plain ms \
+             | plain / compressed |\n| --- | --- | ---: | ---: | ---: |",
+            v.options
+        );
+        for (c, codecs, cm, pm) in &v.scans {
+            let _ = writeln!(m, "| {c} | {codecs} | {cm:.3} | {pm:.3} | {:.2} |", pm / cm);
+        }
+        let g = geomean(v.scans.iter().map(|x| x.3 / x.2));
+        let _ = writeln!(m, "| geometric mean | | | | **{g:.2}x** |\n");
+    }
+}
+
 fn markdown(r: &Report) -> String {
     let mut m = String::new();
     let _ = writeln!(
@@ -634,8 +923,12 @@ fn markdown(r: &Report) -> String {
     let _ = writeln!(
         m,
         "\nGeometric mean over the queries measured of plain time / compressed time: resident \
-         **{g:.2}x**, coprocessor overlapped **{gc:.2}x** (serial {gs:.2}x).\n"
+         **{g:.2}x**, coprocessor overlapped **{gc:.2}x** (serial {gs:.2}x). Kernels generated \
+         as `{}` (loader:thread blocks per SM).\n",
+        r.options
     );
+    pieces_markdown(&mut m, r);
+    variants_markdown(&mut m, r);
     let total_c: u64 = r.columns.iter().map(|c| c.compressed_bytes).sum();
     let total_p: u64 = r.columns.iter().map(|c| c.plain_bytes).sum();
     let lo_c: u64 = r

@@ -39,6 +39,35 @@ fn gpu_equals_cpu_on_all_13_queries() {
     }
 }
 
+/// Every way of generating the loads (generic, a call of the codec's loader, inlined) gives the
+/// CPU's results, over stored columns (of one codec each or mixed: a mixed column keeps the
+/// generic loader) and plain ones.
+#[test]
+fn every_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
+    let Some(g) = gpu_or_skip() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.05, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
+        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
+        for loader in [Loader::Generic, Loader::Call, Loader::Inline] {
+            g.ssb_set_options(Options {
+                loader,
+                min_blocks: 8,
+            })
+            .expect("options");
+            for name in ["q1.1", "q4.1"] {
+                let p = queries::plan(name, &ds.dict).expect("plan");
+                let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+                let got = gpu::run(&g, &dev, &p).expect("gpu");
+                assert_eq!(got, want, "{name} {layout:?} {loader:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     let Some(g) = gpu_or_skip() else { return };

@@ -1,10 +1,12 @@
 //! Every program the 13 queries generate (per query its build kernels, one a join, and its
 //! probe kernel) compiles with NVRTC. Needs NVRTC only (no GPU); skips with a printed reason when it
-//! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI). With TESSERA_SSB_PTX_CACHE set, the
+//! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI). Each query's program is compiled
+//! generic (codecs unknown) and specialized to per-column codecs (every `SsbLoadAs` codec, as a
+//! call and inlined). With TESSERA_SSB_PTX_CACHE set, the
 //! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
 use tessera::gpu::kernels::nvrtc_available;
-use tessera::gpu::ssb::codegen::program;
+use tessera::gpu::ssb::codegen::{program, program_with, Loader, Options, Side};
 use tessera::gpu::ssb::program_ptx;
 use tessera_ssb::{queries, schema::Dictionaries};
 
@@ -20,13 +22,47 @@ fn every_generated_query_kernel_compiles() {
     }
     let d = Dictionaries::standard();
     let mut sources = std::collections::BTreeSet::new();
+    // The codecs auto picks for SSB's columns (DFOR keys, RFOR runs, FOR otherwise), and every
+    // column plain: between them every specialized loader.
+    let stored = |side: Side<'_>, col: &str| -> Option<u32> {
+        Some(match (side, col) {
+            (Side::Dim(_), c) if c.ends_with("key") => 2,
+            (Side::Fact, "lo_orderkey") => 2,
+            (Side::Fact, "lo_custkey" | "lo_orderdate") => 3,
+            (Side::Dim("date"), _) => 3,
+            _ => 1,
+        })
+    };
+    let plain = |_: Side<'_>, _: &str| Some(0u32);
+    // Specialized programs take NVRTC several times longer than generic ones: one query of each
+    // flight inlined on stored codecs, and q1.1 in the other three forms, cover every
+    // SsbLoadAs instantiation in the CI time a run allows.
+    let inline = Options {
+        loader: Loader::Inline,
+        min_blocks: 8,
+    };
+    let call = Options {
+        loader: Loader::Call,
+        ..inline
+    };
     for name in queries::NAMES {
         let p = queries::plan(name, &d).expect("plan");
         sources.insert(program(&p).source);
+        if matches!(name, "q1.1" | "q2.1" | "q3.1" | "q4.1") {
+            sources.insert(program_with(&p, &stored, inline).source);
+        }
+        if name == "q1.1" {
+            sources.insert(program_with(&p, &plain, inline).source);
+            sources.insert(program_with(&p, &stored, call).source);
+            sources.insert(program_with(&p, &plain, call).source);
+        }
     }
     for src in &sources {
+        let t = std::time::Instant::now();
         let ptx = program_ptx(src, "sm_90").unwrap_or_else(|e| panic!("{e}\n{src}"));
         assert!(ptx.to_src().contains(".entry"), "{src}");
+        let first = src.lines().next().unwrap_or_default();
+        eprintln!("{first}: {:.2} s", t.elapsed().as_secs_f64());
     }
     eprintln!("{} generated programs compiled", sources.len());
 }

@@ -26,8 +26,9 @@
 //   plain one 4-byte load per row that still passes (a warp's loads of an item are one
 //         coalesced 128-byte row).
 // A column whose rows have all failed in the warp's tile is not read (late materialization).
-// The metadata parts of the loaders are non-inlined calls made once per tile and column, so
-// that a query's program stays small; the per-row parts are inlined.
+// SsbLoad calls one non-inlined loader that switches on the chunk's codec; SsbLoadAs (below),
+// which the generator emits for a column of one codec, runs that codec's loader alone, inlined
+// or called.
 //
 // Operators (warp-wide: every lane of the warp calls them together):
 //   SsbTileRows   pass bits of the tile's rows that exist (from the chunk's value count)
@@ -286,6 +287,64 @@ __device__ __noinline__ SsbRows ssb_load_tile(const u32* __restrict__ g, const S
             if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_BAD_CODEC, codec);
     }
     return r;
+}
+
+// ---- loaders specialized to one codec ----------------------------------------------------
+//
+// The generator knows each column's codecs when the query runs on uploaded columns: when every
+// chunk of a column has the same codec (auto picks one per column on SSB's lineorder), it emits
+// SsbLoadAs<CODEC, INLINE> instead of SsbLoad: no switch, and with INLINE no call either (the
+// loader is expanded at the load). A chunk of another codec (the chunk table is data; the
+// program is text generated from it) decodes to zeros and is reported as SSB_ST_CODEC_MISMATCH,
+// never read as the wrong codec.
+
+#define SSB_ST_CODEC_MISMATCH 7ull  // a chunk's codec differs from the one the program expects
+
+template <u32 CODEC>
+__device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                               u64* __restrict__ status, u32 ci, u32 local, u32 pass,
+                                               SsbWarpStorage* s, u64* qs, u32 (&v)[SSB_ROWS]) {
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
+    const u32 codec = __ldg(&chunks[ci].codec);
+    if (codec != CODEC) {
+        if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_CODEC_MISMATCH, codec);
+        return;
+    }
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    if (CODEC == SSB_FOR) ssb_load_for(g, c, local, status + ci, pass, v);
+    else if (CODEC == SSB_DFOR) ssb_load_dfor(g, c, local, status + ci, v);
+    else if (CODEC == SSB_RFOR) ssb_load_rfor(g, c, local, status + ci, s, v);
+    else ssb_load_plain(g, c, local, pass, v);
+}
+
+template <u32 CODEC>
+__device__ __noinline__ SsbRows ssb_load_tile_as(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                                u64* __restrict__ status, u32 ci, u32 local, u32 pass,
+                                                SsbWarpStorage* s, u64* qs) {
+    SsbRows r;
+    ssb_load_known<CODEC>(g, chunks, status, ci, local, pass, s, qs, r.v);
+    return r;
+}
+
+// SsbLoad for a column whose chunks all have codec CODEC: expanded in place (INLINE) or one
+// call of the codec's own loader.
+template <u32 CODEC, bool INLINE>
+__device__ __forceinline__ void SsbLoadAs(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                          u64* __restrict__ status, u32 ci, u32 local, u32 pass, u32 (&v)[SSB_ROWS],
+                                          SsbWarpStorage* s, u64* qs) {
+    if (!SsbAny(pass)) {
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
+        return;
+    }
+    if (INLINE) {
+        ssb_load_known<CODEC>(g, chunks, status, ci, local, pass, s, qs, v);
+    } else {
+        const SsbRows r = ssb_load_tile_as<CODEC>(g, chunks, status, ci, local, pass, s, qs);
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = r.v[i];
+    }
 }
 
 // Tile `local` of chunk `ci` of a column (payload words `g`, chunk table `chunks`, per-chunk

@@ -58,11 +58,111 @@ fn slot(cols: &mut Vec<String>, name: &str) -> (usize, bool) {
     }
 }
 
-fn load(body: &mut String, k: usize) {
-    let _ = writeln!(
-        body,
-        "        SsbLoad(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
-    );
+/// How the generated kernels load a column's tiles (`ops.cuh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    /// `SsbLoad` everywhere: one non-inlined loader that switches on each chunk's codec.
+    Generic,
+    /// `SsbLoadAs<CODEC, false>` for a column of one codec: a call of that codec's own loader
+    /// (no switch); `SsbLoad` for a column of mixed codecs.
+    Call,
+    /// `SsbLoadAs<CODEC, true>` for a column of one codec: the codec's loader expanded at the
+    /// load (no switch, no call); `SsbLoad` for a column of mixed codecs.
+    Inline,
+}
+
+impl Loader {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "generic" => Some(Self::Generic),
+            "call" => Some(Self::Call),
+            "inline" => Some(Self::Inline),
+            _ => None,
+        }
+    }
+    /// The name [`LOADER_ENV`] takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Generic => "generic",
+            Self::Call => "call",
+            Self::Inline => "inline",
+        }
+    }
+}
+
+/// How a program is generated: the loader and the thread blocks per SM its kernels are
+/// compiled to fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub loader: Loader,
+    pub min_blocks: u32,
+}
+
+impl Options {
+    /// [`LOADER`] and [`MIN_BLOCKS`], each overridden by its environment variable
+    /// ([`LOADER_ENV`], [`MIN_BLOCKS_ENV`]) when that holds a valid value.
+    pub fn from_env() -> Self {
+        Options {
+            loader: std::env::var(LOADER_ENV)
+                .ok()
+                .and_then(|v| Loader::parse(&v))
+                .unwrap_or(LOADER),
+            min_blocks: min_blocks(),
+        }
+    }
+    /// `loader:min_blocks`, e.g. `inline:8` (the form `tessera-bench ssb --variants` takes).
+    pub fn parse(s: &str) -> Option<Self> {
+        let (l, m) = s.split_once(':')?;
+        let min_blocks = m.parse::<u32>().ok().filter(|n| (1..=16).contains(n))?;
+        Some(Options {
+            loader: Loader::parse(l)?,
+            min_blocks,
+        })
+    }
+}
+
+impl std::fmt::Display for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.loader.name(), self.min_blocks)
+    }
+}
+
+/// Which table a column belongs to, for [`Codecs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side<'a> {
+    /// A dimension table, by name.
+    Dim(&'a str),
+    /// The fact table.
+    Fact,
+}
+
+/// The codec every chunk of a column has (`SsbChunk::codec`: 0 plain, 1 FOR, 2 DFOR, 3 RFOR),
+/// or `None` when its chunks differ (or it is unknown): what the generator specializes loads to.
+pub type Codecs<'a> = &'a dyn Fn(Side<'_>, &str) -> Option<u32>;
+
+fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
+    let name = codec.and_then(|c| match c {
+        0 => Some("SSB_PLAIN"),
+        1 => Some("SSB_FOR"),
+        2 => Some("SSB_DFOR"),
+        3 => Some("SSB_RFOR"),
+        _ => None,
+    });
+    match (loader, name) {
+        (Loader::Call | Loader::Inline, Some(c)) => {
+            let inline = loader == Loader::Inline;
+            let _ = writeln!(
+                body,
+                "        SsbLoadAs<{c}, {inline}>(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                body,
+                "        SsbLoad(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
+            );
+        }
+    }
 }
 
 fn column_params(cols: &[String]) -> String {
@@ -86,13 +186,16 @@ fn registers(cols: &[String]) -> String {
 
 /// The build kernel `ssb_build_{index}` of one join: filter the dimension's rows, insert
 /// (key, payload).
-pub fn build_kernel(j: &DimJoin, index: usize) -> Kernel {
+pub fn build_kernel(j: &DimJoin, index: usize, codecs: Codecs<'_>, loader: Loader) -> Kernel {
     let mut cols = Vec::new();
     let mut body = String::new();
+    let load = |body: &mut String, k: usize, col: &str| {
+        load(body, k, codecs(Side::Dim(&j.table), col), loader)
+    };
     for f in &j.filters {
         let (k, new) = slot(&mut cols, &f.column);
         if new {
-            load(&mut body, k);
+            load(&mut body, k, &f.column);
         }
         let _ = writeln!(
             body,
@@ -106,13 +209,13 @@ pub fn build_kernel(j: &DimJoin, index: usize) -> Kernel {
     }
     let (key, new) = slot(&mut cols, &j.key);
     if new {
-        load(&mut body, key);
+        load(&mut body, key, &j.key);
     }
     let payload = match &j.payload {
         Some(g) => {
             let (k, new) = slot(&mut cols, &g.column);
             if new {
-                load(&mut body, k);
+                load(&mut body, k, &g.column);
             }
             format!("c{k}")
         }
@@ -146,14 +249,16 @@ u32 pass = SsbTileRows(t0, ci, local);\n{regs}{body}    }}\n}}\n",
 }
 
 /// The probe kernel `ssb_probe` of a query: fact filters, joins, aggregate.
-pub fn probe_kernel(p: &QueryPlan) -> Kernel {
+pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel {
     let mut cols = Vec::new();
     let mut body = String::new();
+    let load =
+        |body: &mut String, k: usize, col: &str| load(body, k, codecs(Side::Fact, col), loader);
     let strides = p.strides();
     for f in &p.fact_filters {
         let (k, new) = slot(&mut cols, &f.column);
         if new {
-            load(&mut body, k);
+            load(&mut body, k, &f.column);
         }
         let _ = writeln!(
             body,
@@ -166,7 +271,7 @@ pub fn probe_kernel(p: &QueryPlan) -> Kernel {
     for (i, j) in p.joins.iter().enumerate() {
         let (k, new) = slot(&mut cols, &j.fact_key);
         if new {
-            load(&mut body, k);
+            load(&mut body, k, &j.fact_key);
         }
         let _ = writeln!(
             body,
@@ -180,7 +285,7 @@ pub fn probe_kernel(p: &QueryPlan) -> Kernel {
     for n in &names {
         let (k, new) = slot(&mut cols, n);
         if new {
-            load(&mut body, k);
+            load(&mut body, k, n);
         }
         regs.push(k);
     }
@@ -248,6 +353,13 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 /// (docs/gpu/ssb.md).
 pub const MIN_BLOCKS: u32 = 8;
 
+/// Environment variable: the loader of generated kernels (`generic`, `call` or `inline`, see
+/// [`Loader`]); unset, [`LOADER`]. A knob for measuring.
+pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
+
+/// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
+pub const LOADER: Loader = Loader::Inline;
+
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
         .ok()
@@ -265,19 +377,25 @@ pub struct Program {
     pub probe: Kernel,
 }
 
-/// The program of `p`.
+/// The program of `p` with no knowledge of the columns' codecs: every load goes through the
+/// generic loader (`SsbLoad`), whatever the columns hold.
 pub fn program(p: &QueryPlan) -> Program {
+    program_with(p, &|_, _| None, Options::from_env())
+}
+
+/// The program of `p` for columns of the codecs `codecs` gives: a load of a column of one codec
+/// is specialized to it as `opts.loader` says.
+pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program {
     let builds: Vec<Kernel> = p
         .joins
         .iter()
         .enumerate()
-        .map(|(i, j)| build_kernel(j, i))
+        .map(|(i, j)| build_kernel(j, i, codecs, opts.loader))
         .collect();
-    let probe = probe_kernel(p);
+    let probe = probe_kernel(p, codecs, opts.loader);
     let mut source = format!(
         "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#define SSB_MIN_BLOCKS {}\n#include \"ops.cuh\"\n",
-        p.name,
-        min_blocks()
+        p.name, opts.min_blocks
     );
     for k in builds.iter().chain([&probe]) {
         source.push('\n');

@@ -47,6 +47,8 @@ pub struct SsbColumn {
     shapes: Vec<Option<ChunkShape>>,
     counts: Vec<u32>,
     bytes: u64,
+    /// The codec of every chunk when they all have the same (`SsbChunk::codec`).
+    uniform: Option<u32>,
 }
 
 impl SsbColumn {
@@ -67,6 +69,15 @@ struct ColumnLayout {
     shapes: Vec<Option<ChunkShape>>,
     counts: Vec<u32>,
     words: usize,
+}
+
+impl ColumnLayout {
+    /// The codec of every chunk when they all have the same: what the generator specializes the
+    /// column's loads to (codegen::Codecs).
+    fn uniform(&self) -> Option<u32> {
+        let first = self.table.first()?.codec;
+        self.table.iter().all(|c| c.codec == first).then_some(first)
+    }
 }
 
 fn column_layout(chunks: &[ChunkRef<'_>]) -> Result<ColumnLayout> {
@@ -255,6 +266,9 @@ const BLOCKS_PER_SM: u32 = 16;
 #[derive(Default)]
 struct ModuleCache(HashMap<String, Arc<CudaModule>>);
 
+/// How this handle generates query programs (set by [`Gpu::ssb_set_options`]).
+struct OptionsState(codegen::Options);
+
 enum Arg {
     P(u64),
     U(u32),
@@ -286,6 +300,7 @@ impl Gpu {
             words,
             chunks: self.upload(&l.table)?,
             status: self.alloc::<u64>(l.counts.len().max(1))?,
+            uniform: l.uniform(),
             shapes: l.shapes,
             bytes: l.words as u64 * 4,
             counts: l.counts,
@@ -433,11 +448,61 @@ impl Gpu {
     }
 
     /// Compiles (once per process) and loads the program of `p`, so that timed runs exclude
-    /// NVRTC and the driver's JIT.
+    /// NVRTC and the driver's JIT. The program for codecs unknown (every load generic); see
+    /// [`Self::ssb_prepare_on`] for the one [`Self::ssb_run`] runs on given tables.
     pub fn ssb_prepare(&self, p: &QueryPlan) -> Result<()> {
         let prog = codegen::program(p);
         self.ssb_function(&prog.source, "ssb_probe")?;
         Ok(())
+    }
+
+    /// Compiles and loads the program [`Self::ssb_run`] runs for `p` on these tables (its loads
+    /// specialized to their columns' codecs).
+    pub fn ssb_prepare_on(
+        &self,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        dims: &HashMap<String, SsbTable>,
+    ) -> Result<()> {
+        let prog = self.ssb_program(p, fact, dims);
+        self.ssb_function(&prog.source, "ssb_probe")?;
+        Ok(())
+    }
+
+    /// Sets how this handle generates query programs from now on (the loader, the thread blocks
+    /// per SM); by default [`codegen::Options::from_env`]. For measuring alternatives in one
+    /// process.
+    pub fn ssb_set_options(&self, o: codegen::Options) -> Result<()> {
+        self.with_state::<OptionsState, _>(|s| {
+            *s = Some(OptionsState(o));
+            Ok(())
+        })
+    }
+
+    /// How this handle generates query programs now.
+    pub fn ssb_options(&self) -> codegen::Options {
+        self.with_state::<OptionsState, _>(|s| Ok(s.as_ref().map(|o| o.0)))
+            .ok()
+            .flatten()
+            .unwrap_or_else(codegen::Options::from_env)
+    }
+
+    /// The program of `p` for these tables: each load specialized to the column's codec where
+    /// all its chunks share one.
+    fn ssb_program(
+        &self,
+        p: &QueryPlan,
+        fact: &SsbTable,
+        dims: &HashMap<String, SsbTable>,
+    ) -> codegen::Program {
+        let codecs = |side: codegen::Side<'_>, col: &str| -> Option<u32> {
+            let t = match side {
+                codegen::Side::Fact => fact,
+                codegen::Side::Dim(name) => dims.get(name)?,
+            };
+            t.column(col).ok()?.uniform
+        };
+        codegen::program_with(p, &codecs, self.ssb_options())
     }
 
     /// Thread blocks for `tiles` tiles: a warp per tile (ops.cuh), at most the persistent grid.
@@ -624,7 +689,7 @@ impl Gpu {
         dims: &HashMap<String, SsbTable>,
     ) -> Result<(QueryResult, f32)> {
         p.check()?;
-        let prog = codegen::program(p);
+        let prog = self.ssb_program(p, fact, dims);
         let groups = p.groups() as usize;
         let mut sums = self.alloc::<u64>(groups)?;
         let mut counts = self.alloc::<u64>(groups)?;
@@ -724,7 +789,16 @@ impl Gpu {
         pieces: usize,
     ) -> Result<(QueryResult, u64)> {
         p.check()?;
-        let prog = codegen::program(p);
+        let codecs = |side: codegen::Side<'_>, col: &str| -> Option<u32> {
+            let host = match side {
+                codegen::Side::Fact => fact,
+                codegen::Side::Dim(name) => dims.get(name)?.as_slice(),
+            };
+            host.iter()
+                .find(|(n, _)| n == col)
+                .and_then(|(_, h)| h.layout.uniform())
+        };
+        let prog = codegen::program_with(p, &codecs, self.ssb_options());
         // Device buffers first (stream-ordered on the query stream), chunk tables with them.
         let device_table = |host: &[(String, &'a SsbHostColumn)], table: &str, names: &[String]| {
             let mut cols = Vec::with_capacity(names.len());
@@ -887,6 +961,9 @@ impl Gpu {
             4 => format!("group index {detail} past the aggregate"),
             5 => "dimension key 2^32 - 1 is reserved".to_string(),
             6 => format!("unknown chunk codec {detail}"),
+            7 => format!(
+                "a chunk of codec {detail} where the program was generated for another codec"
+            ),
             _ => format!("status {:#x}", k[0]),
         };
         Err(Error::InvalidArgument(format!("{what}: {why}")))
