@@ -140,7 +140,7 @@ fn run_queries(a: &RunArgs) -> CliResult<()> {
         let mut result = None;
         if let Some((g, t)) = &dev_tables {
             // Compiles the query's kernels outside the timed runs.
-            g.ssb_prepare(p)?;
+            g.ssb_prepare_on(p, &t.fact, &t.dims)?;
             for _ in 0..repeat {
                 let t0 = Instant::now();
                 result = Some(gpu::run(g, t, p)?);
