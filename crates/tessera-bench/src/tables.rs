@@ -65,6 +65,8 @@ struct Row {
     read_tsr_gpu_ms: Option<f64>,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
+    /// Fields stored as runs (`table.md` §9).
+    run_fields: Vec<String>,
     /// Bytes each column takes in the `.tsr` file (all its physical columns).
     tsr_column_bytes: Vec<(String, u64)>,
 }
@@ -321,10 +323,14 @@ fn measure(
     let (directory, tsr_bytes) = w.finish()?;
     let mut tsr_column_bytes = Vec::new();
     let mut alp_fields = Vec::new();
+    let mut run_fields = Vec::new();
     if let Some(t) = &directory.table {
         for f in &t.fields {
             if f.is_alp() {
                 alp_fields.push(f.name.clone());
+            }
+            if f.is_run_encoded() {
+                run_fields.push(f.name.clone());
             }
             let b: u64 = f
                 .columns
@@ -378,6 +384,7 @@ fn measure(
         read_parquet_snappy_pyarrow_ms,
         read_tsr_gpu_ms,
         alp_fields,
+        run_fields,
         tsr_column_bytes,
     };
     eprintln!(
@@ -397,7 +404,8 @@ fn markdown(r: &Report) -> String {
          pyarrow: `pyarrow.parquet.read_table(use_threads=True)` in `bench/peers/tables_pyarrow.py` \
          ({}). GPU read: every field decoded into GPU memory from the `.tsr` bytes held in host \
          memory (`ArrowTableReader::read_gpu`, synchronized; columns as stored: utf8 offsets per \
-         chunk, ALP fields as digits + params + exceptions, `table.md` §8.4).\n\n\
+         chunk, ALP fields as digits + params + exceptions, `table.md` §8.4; run-encoded fields \
+         expanded to one value a row, §9).\n\n\
          | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | pyarrow Parquet zstd ms | pyarrow Parquet snappy ms | GPU read .tsr ms |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         r.device, r.date, r.runs, r.threads, r.pyarrow
@@ -421,6 +429,18 @@ fn markdown(r: &Report) -> String {
             .map(|(n, b)| format!("{n} {b}"))
             .collect();
         s.push_str(&format!("- {}: {}\n", x.table, cols.join(", ")));
+    }
+    s.push_str("\n## Fields stored as runs (`table.md` §9)\n\n");
+    for x in &r.rows {
+        s.push_str(&format!(
+            "- {}: {}\n",
+            x.table,
+            if x.run_fields.is_empty() {
+                "none".to_owned()
+            } else {
+                x.run_fields.join(", ")
+            }
+        ));
     }
     s.push_str("\n## Float fields stored with ALP (`table.md` §8)\n\n");
     for x in &r.rows {

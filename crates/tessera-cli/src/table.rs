@@ -22,7 +22,7 @@ use parquet::file::properties::WriterProperties;
 use tessera::arrow::{ArrowTableReader, ArrowTableWriter, ArrowWriteOptions};
 use tessera::{Engine, TableReader};
 use tessera_format::container::Container;
-use tessera_format::table::{Role, FIXED_DICT_MINOR};
+use tessera_format::table::{Role, RUNS_MINOR};
 
 use crate::{files, report, CliError, CliResult};
 
@@ -217,9 +217,9 @@ pub fn compress(a: &CompressTable<'_>) -> CliResult<()> {
     };
     let mut w = ArrowTableWriter::with_container(
         // A stream states its minor up front, before the first batch settles whether a float
-        // field is stored with ALP (1.4) or a fixed-width field as a dictionary (1.5); a file
-        // gets the lowest minor it needs.
-        output.container_writer(FIXED_DICT_MINOR)?,
+        // field is stored with ALP (1.4) or a fixed-width field as a dictionary (1.5) or as
+        // runs (1.6); a file gets the lowest minor it needs.
+        output.container_writer(RUNS_MINOR)?,
         schema.clone(),
         opts,
     )?;

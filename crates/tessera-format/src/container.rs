@@ -37,8 +37,8 @@ pub const VERSION_MAJOR: u16 = 1;
 /// a bytes, bits or utf8 column, 2 when a utf8 column's chunks hold different value counts
 /// ([`Directory::min_minor`]), 3 with a table section (`table.md`), 4 when the table has ALP
 /// float fields (`table.md` §8), 5 when it has automatic dictionaries of fixed-width fields
-/// (`table.md` §6.1).
-pub const VERSION_MINOR: u16 = 5;
+/// (`table.md` §6.1), 6 when it has run-encoded fields (`table.md` §9).
+pub const VERSION_MINOR: u16 = 6;
 /// Flag bits 0..=15 must be understood by a reader; version 1.0 defines none of them.
 pub const MUST_UNDERSTAND_FLAGS: u32 = 0x0000_ffff;
 /// Bytes in the file header.

@@ -21,6 +21,8 @@ pub const ALP_MINOR: u16 = 4;
 /// (`table.md` §6.1): a dict column on a field that is neither an Arrow dictionary nor
 /// utf8/binary.
 pub const FIXED_DICT_MINOR: u16 = 5;
+/// The container minor version that adds run-encoded fields (`table.md` §9): role 8.
+pub const RUNS_MINOR: u16 = 6;
 /// Rows per ALP vector: each vector of a float field has its own exponent and factor.
 pub const ALP_VECTOR_ROWS: u64 = 1024;
 /// Most fields a table holds (as many as the container's columns).
@@ -187,6 +189,9 @@ pub enum Role {
     ExceptionRows,
     /// Those rows' bit patterns, u64 (Float64) or u32 (Float32) (7, container 1.4).
     ExceptionBits,
+    /// A run-encoded field's run ends, u64, strictly ascending, the last the table's rows; its
+    /// values column then holds one value a run (8, container 1.6, `table.md` §9).
+    RunEnds,
 }
 
 impl Role {
@@ -201,6 +206,7 @@ impl Role {
             Role::AlpParams => 5,
             Role::ExceptionRows => 6,
             Role::ExceptionBits => 7,
+            Role::RunEnds => 8,
         }
     }
 
@@ -222,6 +228,7 @@ impl Role {
             5 => Role::AlpParams,
             6 => Role::ExceptionRows,
             7 => Role::ExceptionBits,
+            8 => Role::RunEnds,
             _ => return None,
         })
     }
@@ -237,6 +244,7 @@ impl Role {
             Role::AlpParams => "alp_params",
             Role::ExceptionRows => "exception_rows",
             Role::ExceptionBits => "exception_bits",
+            Role::RunEnds => "run_ends",
         }
     }
 }
@@ -287,6 +295,12 @@ impl FieldMeta {
     pub fn is_alp(&self) -> bool {
         self.column(Role::AlpParams).is_some()
     }
+
+    /// Whether the values are stored as runs: one value a run plus the runs' ends
+    /// (`table.md` §9).
+    pub fn is_run_encoded(&self) -> bool {
+        self.column(Role::RunEnds).is_some()
+    }
 }
 
 /// The table section of a directory.
@@ -316,7 +330,9 @@ fn put_metadata(out: &mut Vec<u8>, kv: &[(String, String)]) {
 impl TableMeta {
     /// The lowest container minor version that defines everything the section uses.
     pub fn min_minor(&self) -> u16 {
-        if self.fields.iter().any(FieldMeta::is_fixed_auto_dictionary) {
+        if self.fields.iter().any(FieldMeta::is_run_encoded) {
+            RUNS_MINOR
+        } else if self.fields.iter().any(FieldMeta::is_fixed_auto_dictionary) {
             FIXED_DICT_MINOR
         } else if self.fields.iter().any(FieldMeta::is_alp) {
             ALP_MINOR
@@ -396,7 +412,13 @@ impl TableMeta {
         columns: &[crate::container::ColumnMeta],
         minor: u16,
     ) -> Result<Self> {
-        let max_role = if minor >= ALP_MINOR { 7 } else { 4 };
+        let max_role = if minor >= RUNS_MINOR {
+            8
+        } else if minor >= ALP_MINOR {
+            7
+        } else {
+            4
+        };
         let mut cur = Reader {
             bytes,
             pos: 0,
@@ -640,6 +662,19 @@ fn check_field(
     let binary = f.ty.is_binary();
     let alp = f.is_alp();
     let float = matches!(f.ty, FieldType::Float32 | FieldType::Float64);
+    let runs = f.is_run_encoded();
+    if runs
+        && (dict
+            || alp
+            || binary
+            || f.ty == FieldType::Boolean
+            || f.ty.physical() == LogicalType::Utf8)
+    {
+        return Err(bad(
+            "run ends belong to fixed-width fields other than booleans, without a dictionary or ALP"
+                .into(),
+        ));
+    }
     let mut needed = vec![Role::Values];
     if alp {
         if !float || dict {
@@ -675,6 +710,18 @@ fn check_field(
                 Some(rows),
             ),
             Role::Values if alp => (meta.logical_type == LogicalType::I64, Some(rows)),
+            Role::Values if runs => (
+                meta.logical_type == f.ty.physical()
+                    && f.column(Role::RunEnds)
+                        .is_some_and(|c| columns[c].value_count == meta.value_count),
+                None,
+            ),
+            Role::RunEnds => (
+                meta.logical_type == LogicalType::U64
+                    && meta.value_count <= rows
+                    && (rows == 0 || meta.value_count > 0),
+                None,
+            ),
             Role::Values => (
                 meta.logical_type == f.ty.physical(),
                 (!binary).then_some(rows),
@@ -1070,5 +1117,60 @@ mod tests {
             Directory::parse(&bytes, 1 << 20, FIXED_DICT_MINOR),
             Err(Error::InvalidHeader { .. })
         ));
+    }
+
+    /// A run-encoded field (`table.md` §9) needs minor 6, equal value and run-end counts, at
+    /// most one run a row, and a fixed-width type without dictionary or ALP.
+    #[test]
+    fn runs_need_minor_6_and_matching_columns() {
+        let dir = |ty: FieldType, vt: LogicalType, values: u64, ends: u64, extra: Option<Role>| {
+            let mut columns = vec![(Role::Values, 0), (Role::RunEnds, 1)];
+            let mut cols = vec![
+                col("day", vt, values),
+                col("day.run_ends", LogicalType::U64, ends),
+            ];
+            if let Some(r) = extra {
+                columns.push((r, 2));
+                cols.push(col("day.extra", vt, 3));
+            }
+            Directory {
+                columns: cols,
+                table: Some(TableMeta {
+                    row_count: 1000,
+                    metadata: vec![],
+                    fields: vec![field("day", ty, columns)],
+                }),
+            }
+        };
+        let int = FieldType::Int(LogicalType::I32);
+        let good = dir(int.clone(), LogicalType::I32, 31, 31, None);
+        assert_eq!(good.min_minor(), RUNS_MINOR);
+        let bytes = good.to_bytes().expect("bytes");
+        let back = Directory::parse(&bytes, 1 << 20, RUNS_MINOR).expect("parses");
+        assert_eq!(back.table, good.table);
+        assert!(back.table.expect("table").fields[0].is_run_encoded());
+        // A 1.5 file has no role 8.
+        assert!(matches!(
+            Directory::parse(&bytes, 1 << 20, FIXED_DICT_MINOR),
+            Err(Error::InvalidHeader { .. })
+        ));
+        for bad in [
+            dir(int.clone(), LogicalType::I32, 30, 31, None),
+            dir(int.clone(), LogicalType::I32, 1001, 1001, None),
+            dir(int.clone(), LogicalType::I32, 0, 0, None),
+            dir(int.clone(), LogicalType::I64, 31, 31, None),
+            dir(int, LogicalType::I32, 31, 31, Some(Role::DictValues)),
+            dir(FieldType::Boolean, LogicalType::Bits, 31, 31, None),
+        ] {
+            let bytes = bad.to_bytes().expect("bytes");
+            assert!(
+                matches!(
+                    Directory::parse(&bytes, 1 << 20, RUNS_MINOR),
+                    Err(Error::InvalidHeader { .. })
+                ),
+                "{:?}",
+                bad.table
+            );
+        }
     }
 }

@@ -26,6 +26,7 @@ const ST_UTF8_END: u64 = 2;
 const ST_OFFSET_LIMIT: u64 = 3;
 const ST_ALP_PARAM: u64 = 4;
 const ST_EXCEPTION_ROW: u64 = 5;
+const ST_RUN_END: u64 = 6;
 
 fn grid(n: u64) -> u32 {
     n.div_ceil(u64::from(THREADS)).clamp(1, MAX_GRID) as u32
@@ -54,6 +55,11 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
         ST_EXCEPTION_ROW => Error::ValueOutOfRange {
             index,
             ty: "ALP exception row (rows ascend, below the table's rows)",
+            found: index,
+        },
+        ST_RUN_END => Error::ValueOutOfRange {
+            index,
+            ty: "run end (strictly ascending, the last the table's rows)",
             found: index,
         },
         ST_SIZE => Error::Gpu(format!("{kernel}: buffer lengths do not cover the rows")),
@@ -243,6 +249,121 @@ pub fn widen_i64_to_i128(gpu: &Gpu, values: &CudaSlice<u8>, n: u64) -> Result<Cu
                 grid(n),
                 THREADS,
                 &[&pi, &in_len, &n, &po, &out_len, &ps],
+            )
+        }
+    })?;
+    Ok(out)
+}
+
+/// Checks on the device the utf8 end offsets (`ends`, u32, `n` of them) of chunks decoded back
+/// to back: chunk `k` holds strings `value_starts[k] .. value_starts[k + 1]` (`chunks + 1`
+/// entries from 0 to `n`, never decreasing) and `text_sizes[k]` bytes of text; within a chunk
+/// the ends never decrease and the last is the text size; an empty chunk has no text. One
+/// launch and one status word for any number of columns, instead of downloading the offsets.
+/// A fault is `Error::ValueOutOfRange` whose `index` is the lowest faulty string (the host
+/// names its chunk with [`chunk_of`]).
+pub fn check_utf8_ends(
+    gpu: &Gpu,
+    ends: &CudaSlice<u8>,
+    n: u64,
+    value_starts: &[u64],
+    text_sizes: &[u64],
+) -> Result<()> {
+    let ok = value_starts.len() == text_sizes.len() + 1
+        && value_starts.first() == Some(&0)
+        && value_starts.last() == Some(&n)
+        && value_starts.windows(2).all(|w| w[0] <= w[1]);
+    if !ok {
+        return Err(Error::InvalidArgument(
+            "utf8 chunk tables: one start a chunk plus the end, ascending from 0".into(),
+        ));
+    }
+    if let Some(k) = (0..text_sizes.len())
+        .find(|&k| value_starts[k] == value_starts[k + 1] && text_sizes[k] != 0)
+    {
+        return Err(Error::ValueOutOfRange {
+            index: value_starts[k],
+            ty: "utf8 end offset (an empty chunk has no text)",
+            found: text_sizes[k],
+        });
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let chunks = u32::try_from(text_sizes.len())
+        .map_err(|_| Error::InvalidArgument("too many utf8 chunks for one launch".into()))?;
+    let (vs, ts) = (gpu.upload(value_starts)?, gpu.upload(text_sizes)?);
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_utf8_ends")?;
+    let ends_len = (ends.len() / 4) as u64;
+    let (pe, pv, pt) = (gpu.ptr(ends), gpu.ptr(&vs), gpu.ptr(&ts));
+    checked(gpu, "ts_arrow_check_utf8_ends", |ps| {
+        // SAFETY: matches ts_arrow_check_utf8_ends(ends, ends_len, value_starts, text_sizes,
+        // chunks, n, status); value_starts holds chunks + 1 entries ending at n (checked above),
+        // text_sizes chunks, and ends_len is the live buffer's length.
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n),
+                THREADS,
+                &[&pe, &ends_len, &pv, &pt, &chunks, &n, &ps],
+            )
+        }
+    })
+}
+
+/// The chunk that string `index` belongs to under `value_starts` (as [`check_utf8_ends`] takes
+/// them): the last chunk starting at or before it.
+pub fn chunk_of(value_starts: &[u64], index: u64) -> usize {
+    value_starts
+        .partition_point(|&s| s <= index)
+        .saturating_sub(1)
+        .min(value_starts.len().saturating_sub(2))
+}
+
+/// `n` values of `width` bytes (1, 2, 4 or 8), one a row, from a run-encoded column
+/// (`table.md` §9): `runs` values and their `ends` (u64, strictly ascending, the last `n`).
+/// Faulty ends are an error naming the lowest faulty run.
+pub fn expand_runs(
+    gpu: &Gpu,
+    values: &CudaSlice<u8>,
+    ends: &CudaSlice<u8>,
+    runs: u64,
+    width: usize,
+    n: u64,
+) -> Result<CudaSlice<u8>> {
+    if ![1, 2, 4, 8].contains(&width) {
+        return Err(Error::InvalidArgument(format!(
+            "runs of {width}-byte values (1, 2, 4 or 8)"
+        )));
+    }
+    let out = gpu.alloc::<u8>(byte_len(n, width)?.max(1))?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_expand_runs")?;
+    let (pv, pe, po) = (gpu.ptr(values), gpu.ptr(ends), gpu.ptr(&out));
+    let values_len = (values.len() / width) as u64;
+    let ends_len = (ends.len() / 8) as u64;
+    let out_len = (out.len() / width) as u64;
+    let w = width as u32;
+    checked(gpu, "ts_arrow_expand_runs", |ps| {
+        // SAFETY: matches ts_arrow_expand_runs(values, values_len, ends, ends_len, runs, width,
+        // n, out, out_len, status), with the live buffers' lengths in values of `width` bytes
+        // (u64 for the ends).
+        unsafe {
+            gpu.launch(
+                &f,
+                grid(n.max(runs)),
+                THREADS,
+                &[
+                    &pv,
+                    &values_len,
+                    &pe,
+                    &ends_len,
+                    &runs,
+                    &w,
+                    &n,
+                    &po,
+                    &out_len,
+                    &ps,
+                ],
             )
         }
     })?;
@@ -458,6 +579,7 @@ mod tests {
             ("TS_AL_OFFSET_LIMIT", ST_OFFSET_LIMIT),
             ("TS_AL_ALP_PARAM", ST_ALP_PARAM),
             ("TS_AL_EXCEPTION_ROW", ST_EXCEPTION_ROW),
+            ("TS_AL_RUN_END", ST_RUN_END),
             ("TS_AL_THREADS", u64::from(THREADS)),
         ] {
             assert!(src.contains(&format!("#define {name} {v}")), "{name}");

@@ -14,6 +14,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use proptest::prelude::*;
 use tessera::arrow::{
     ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice, Role,
+    RunChoice,
 };
 use tessera::{Engine, Error, TableReader};
 
@@ -778,7 +779,180 @@ fn golden_set() -> Vec<(&'static str, Vec<RecordBatch>)> {
         ("dictionary", vec![d]),
         ("floats-alp", vec![float_batch(3000, 11)]),
         ("fixed-dictionary", vec![fixed_dictionary_batch(3000, 5)]),
+        ("runs", vec![runs_batch(3000, 0, 9)]),
     ]
+}
+
+/// A table sorted by date, as flights are: a constant year (with nulls), months and days in
+/// runs, a constant double and decimal, a date and a timestamp in runs, and a unique key that
+/// stays plain. Rows `start..start + n` of one such table, so batches continue each other's
+/// runs.
+fn runs_batch(n: usize, start: usize, seed: u64) -> RecordBatch {
+    let rows = start..start + n;
+    let year: Int64Array = rows
+        .clone()
+        .map(|i| (i % 11 != 3).then_some(2013))
+        .collect();
+    let month: UInt8Array = rows
+        .clone()
+        .map(|i| Some((i / 900) as u8 % 12 + 1))
+        .collect();
+    let day: Int32Array = rows
+        .clone()
+        .map(|i| Some((i / 70) as i32 % 31 + 1))
+        .collect();
+    let rate: Float64Array = rows.clone().map(|_| Some(0.25)).collect();
+    let price = Decimal128Array::from(
+        rows.clone()
+            .map(|i| (i % 5 != 0).then(|| 1_999 + (i / 1000) as i128))
+            .collect::<Vec<Option<i128>>>(),
+    )
+    .with_precision_and_scale(10, 2)
+    .expect("decimal");
+    let date: Date32Array = rows
+        .clone()
+        .map(|i| Some(15_706 + (i / 300) as i32))
+        .collect();
+    let ts = TimestampSecondArray::from(
+        rows.clone()
+            .map(|i| 1_356_998_400 + (i / 100) as i64 * 3600)
+            .collect::<Vec<i64>>(),
+    )
+    .with_timezone("America/New_York");
+    let id: Int64Array = rows
+        .map(|i| Some(((i as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as i64))
+        .collect();
+    RecordBatch::try_from_iter([
+        ("year", Arc::new(year) as ArrayRef),
+        ("month", Arc::new(month) as ArrayRef),
+        ("day", Arc::new(day) as ArrayRef),
+        ("rate", Arc::new(rate) as ArrayRef),
+        ("price", Arc::new(price) as ArrayRef),
+        ("date", Arc::new(date) as ArrayRef),
+        ("ts", Arc::new(ts) as ArrayRef),
+        ("id", Arc::new(id) as ArrayRef),
+    ])
+    .expect("batch")
+}
+
+#[test]
+fn runs_chosen_for_constant_and_sorted_fields_and_read_back_plain() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    // Runs that cross batches, chunks and the batches the reader hands out.
+    let parts = [runs_batch(5000, 0, 1), runs_batch(3100, 5000, 1)];
+    let opts = ArrowWriteOptions {
+        chunk_rows: 1024,
+        ..ArrowWriteOptions::default()
+    };
+    check_round_trip(&path, &parts, opts, "runs");
+    let t = TableReader::open(&path).expect("open");
+    assert_eq!(t.container().version(), (1, 6));
+    let meta = t.container().directory().table.clone().expect("table");
+    let chosen: Vec<&str> = meta
+        .fields
+        .iter()
+        .filter(|f| f.is_run_encoded())
+        .map(|f| f.name.as_str())
+        .collect();
+    eprintln!("run-encoded: {chosen:?}");
+    for name in ["year", "month", "rate", "price", "date"] {
+        assert!(
+            chosen.contains(&name),
+            "{name} is not run-encoded: {chosen:?}"
+        );
+    }
+    assert!(!chosen.contains(&"id"));
+    let year = meta.fields.iter().find(|f| f.name == "year").expect("year");
+    let ends = year.column(Role::RunEnds).expect("run ends");
+    assert_eq!(t.columns()[ends].value_count, 1, "nulls continue the run");
+    let runs_bytes: u64 = meta
+        .fields
+        .iter()
+        .filter(|f| f.is_run_encoded())
+        .map(|f| field_storage(&path, &f.name).0)
+        .sum();
+    let chosen: Vec<String> = chosen.iter().map(|s| s.to_string()).collect();
+    // Without runs the file is 1.5 or older and every such field is larger.
+    let never = ArrowWriteOptions {
+        runs: RunChoice::Never,
+        ..opts
+    };
+    check_round_trip(&path, &parts, never, "no runs");
+    let t = TableReader::open(&path).expect("open");
+    assert!(t.container().version().1 <= 5);
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(meta.fields.iter().all(|f| !f.is_run_encoded()));
+    let plain_bytes: u64 = meta
+        .fields
+        .iter()
+        .filter(|f| chosen.contains(&f.name))
+        .map(|f| field_storage(&path, &f.name).0)
+        .sum();
+    assert!(
+        runs_bytes * 2 < plain_bytes,
+        "runs {runs_bytes} bytes against {plain_bytes}"
+    );
+    // Runs shorter than the sample's quarter never pay: a unique column stays plain.
+    let single = [RecordBatch::try_from_iter([(
+        "u",
+        Arc::new((0..4000).map(Some).collect::<Int32Array>()) as ArrayRef,
+    )])
+    .expect("batch")];
+    check_round_trip(&path, &single, ArrowWriteOptions::default(), "unique");
+    let t = TableReader::open(&path).expect("open");
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(!meta.fields[0].is_run_encoded());
+}
+
+#[test]
+fn hostile_run_ends_fail_cleanly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let read = |path: &std::path::Path| {
+        let t = TableReader::open(path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        r.read_all(&mut Engine::cpu())
+    };
+    common::runs_file(&path, 1000, &[4, 5, 6], &[10, 600, 1000]).expect("write");
+    let b = read(&path).expect("valid file");
+    let x = b
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .expect("i32");
+    assert_eq!(
+        (x.value(9), x.value(10), x.value(599), x.value(999)),
+        (4, 5, 5, 6)
+    );
+    // Ends that do not ascend, stop short of the rows, reach past them, or start at 0.
+    for ends in [
+        [10u64, 10, 1000],
+        [600, 10, 1000],
+        [10, 600, 999],
+        [10, 600, 1001],
+        [0, 600, 1000],
+    ] {
+        common::runs_file(&path, 1000, &[4, 5, 6], &ends).expect("write");
+        assert!(
+            matches!(read(&path), Err(Error::ValueOutOfRange { .. })),
+            "ends {ends:?}"
+        );
+    }
+    // More runs than rows, or run values and ends of different counts: the directory is
+    // refused (by the writer, which checks it as `Container::open` does).
+    for (rows, values, ends) in [
+        (2u64, vec![1, 2, 3], vec![1u64, 2, 3]),
+        (1000, vec![1, 2], vec![10, 600, 1000]),
+    ] {
+        assert!(
+            matches!(
+                common::runs_file(&path, rows, &values, &ends),
+                Err(Error::InvalidHeader { .. })
+            ),
+            "{values:?} {ends:?}"
+        );
+    }
 }
 
 /// Fixed-width fields with few distinct values spread over a wide range (flight numbers,
@@ -1062,6 +1236,12 @@ proptest! {
 fn golden_opts(name: &str) -> ArrowWriteOptions {
     ArrowWriteOptions {
         chunk_rows: 512,
+        // Tables older than 1.6 keep their fields out of runs; `runs` is the 1.6 one.
+        runs: if name == "runs" {
+            RunChoice::Auto
+        } else {
+            RunChoice::Never
+        },
         // The 1.3 golden tables keep their floats as bit patterns; `floats-alp` is the 1.4 one.
         floats: if name == "floats-alp" {
             FloatChoice::Auto
@@ -1134,6 +1314,55 @@ fn gpu_reads_match_the_cpu() {
     gpu_matches_cpu(&path, &mut engine);
 }
 
+/// A utf8 column on the device, downloaded: its ends, text and chunk tables.
+fn utf8_on_device(
+    gpu: &tessera::gpu::Gpu,
+    c: &tessera::GpuColumn,
+) -> (Vec<u8>, Vec<u8>, Vec<u64>, Vec<u64>) {
+    let tessera::GpuData::Utf8 {
+        ends,
+        data,
+        chunk_value_starts,
+        chunk_data_starts,
+    } = &c.data
+    else {
+        panic!("not utf8");
+    };
+    let mut e = vec![0u8; c.len as usize * 4];
+    gpu.download(ends, &mut e).expect("ends");
+    let mut d = vec![0u8; *chunk_data_starts.last().expect("starts") as usize];
+    gpu.download(data, &mut d).expect("text");
+    (e, d, chunk_value_starts.clone(), chunk_data_starts.clone())
+}
+
+/// Run-encoded fields (`table.md` §9): run values and ends decode in the batched launches and
+/// expand on the device to what the CPU gives; faulty run ends are an error there too, not a
+/// read out of bounds.
+#[test]
+fn gpu_runs_expand_on_the_device() {
+    let Some(mut engine) = gpu_engine() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let runs = [runs_batch(50_000, 0, 4), runs_batch(30_000, 50_000, 4)];
+    write(&path, runs[0].schema(), &runs, ArrowWriteOptions::default()).expect("write");
+    let t = TableReader::open(&path).expect("open");
+    let meta = t.container().directory().table.clone().expect("table");
+    assert!(meta.fields.iter().filter(|f| f.is_run_encoded()).count() >= 5);
+    gpu_matches_cpu(&path, &mut engine);
+    for ends in [[10u64, 10, 1000], [10, 600, 999], [10, 600, 1001]] {
+        common::runs_file(&path, 1000, &[4, 5, 6], &ends).expect("write");
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let gpu = engine.gpu().expect("gpu");
+        assert!(
+            matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
+            "ends {ends:?}"
+        );
+    }
+}
+
 /// The table at `path` read through the GPU engine equals the CPU's, and every fixed-size
 /// column [`ArrowTableReader::read_gpu`] leaves on the device equals the CPU's raw decode.
 fn gpu_matches_cpu(path: &std::path::Path, engine: &mut Engine) {
@@ -1147,8 +1376,35 @@ fn gpu_matches_cpu(path: &std::path::Path, engine: &mut Engine) {
     let fields = r.read_gpu(gpu).expect("read_gpu");
     let mut cpu = Engine::cpu();
     for f in &fields {
+        if f.meta.is_run_encoded() {
+            // The device holds one value a row: the runs expanded, as the CPU expands them.
+            let w = f.values.logical_type.width();
+            let values = t
+                .read_raw(f.meta.column(Role::Values).expect("values"), &mut cpu)
+                .expect("cpu");
+            let ends = t
+                .read_raw(f.meta.column(Role::RunEnds).expect("ends"), &mut cpu)
+                .expect("cpu");
+            let mut want = Vec::new();
+            let mut at = 0u64;
+            for (v, e) in values.chunks_exact(w).zip(ends.chunks_exact(8)) {
+                let end = u64::from_le_bytes(e.try_into().expect("u64"));
+                for _ in at..end {
+                    want.extend_from_slice(v);
+                }
+                at = end;
+            }
+            let tessera::GpuData::Raw(buf) = &f.values.data else {
+                panic!("field {}: runs expand to raw values", f.meta.name);
+            };
+            let mut got = vec![0u8; want.len()];
+            gpu.download(buf, &mut got).expect("download");
+            assert_eq!(got, want, "field {} runs", f.meta.name);
+        }
         for (role, col) in &f.meta.columns {
             let g = match role {
+                Role::Values if f.meta.is_run_encoded() => continue,
+                Role::RunEnds => continue,
                 Role::Values => &f.values,
                 Role::Validity => f.validity.as_ref().expect("validity"),
                 Role::Lengths => f.lengths.as_ref().expect("lengths"),
@@ -1163,13 +1419,86 @@ fn gpu_matches_cpu(path: &std::path::Path, engine: &mut Engine) {
                 Role::ExceptionBits => &f.alp.as_ref().expect("alp")[2],
             };
             let tessera::GpuData::Raw(buf) = &g.data else {
-                continue; // utf8: per-chunk offsets, compared in tests/table.rs
+                // utf8, decoded in the table's one batch: as the column decoded alone.
+                assert_eq!(
+                    utf8_on_device(gpu, g),
+                    utf8_on_device(gpu, &t.read_gpu(*col as usize, gpu).expect("alone")),
+                    "field {} role {}",
+                    f.meta.name,
+                    role.name()
+                );
+                continue;
             };
             let want = t.read_raw(*col as usize, &mut cpu).expect("cpu");
             let mut got = vec![0u8; want.len()];
             gpu.download(buf, &mut got).expect("download");
             assert_eq!(got, want, "field {} role {}", f.meta.name, role.name());
         }
+    }
+}
+
+/// The utf8 columns of a table decode in one batch on the GPU, their end offsets checked on
+/// the device: a good table equals the column-by-column decode, and a bad offset in the second
+/// column is that column's error, as the CPU decoder gives it.
+#[test]
+fn gpu_utf8_batch_checks_offsets_on_the_device() {
+    let Some(engine) = gpu_engine() else {
+        return;
+    };
+    let gpu = engine.gpu().expect("gpu");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let good: &[u32] = &[1, 3, 3, 6];
+    common::utf8_file(
+        &path,
+        &[("a", good, b"abcdef"), ("b", &[2, 2, 4, 5], b"vwxyz")],
+    );
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    let fields = r.read_gpu(gpu).expect("read_gpu");
+    for f in &fields {
+        let c = f.meta.column(Role::Values).expect("values");
+        let alone = t.read_gpu(c, gpu).expect("alone");
+        let (
+            tessera::GpuData::Utf8 {
+                ends,
+                data,
+                chunk_value_starts,
+                chunk_data_starts,
+            },
+            tessera::GpuData::Utf8 {
+                ends: ends1,
+                data: data1,
+                chunk_value_starts: vs1,
+                chunk_data_starts: ds1,
+            },
+        ) = (&f.values.data, &alone.data)
+        else {
+            panic!("field {}: not utf8 on the device", f.meta.name);
+        };
+        assert_eq!((chunk_value_starts, chunk_data_starts), (vs1, ds1));
+        let (mut e, mut e1) = (vec![0u8; 16], vec![0u8; 16]);
+        gpu.download(ends, &mut e).expect("ends");
+        gpu.download(ends1, &mut e1).expect("ends");
+        assert_eq!(e, e1, "field {}", f.meta.name);
+        let (mut d, mut d1) = (vec![0u8; 5], vec![0u8; 5]);
+        gpu.download(data, &mut d).expect("data");
+        gpu.download(data1, &mut d1).expect("data");
+        assert_eq!(d, d1, "field {}", f.meta.name);
+    }
+    for bad in [[2u32, 1, 4, 5], [2, 2, 4, 4], [2, 2, 4, 6]] {
+        common::utf8_file(&path, &[("a", good, b"abcdef"), ("b", &bad, b"vwxyz")]);
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r
+            .read_all(&mut Engine::cpu())
+            .expect_err("the CPU accepts bad ends");
+        let on_gpu = r.read_gpu(gpu).expect_err("the GPU accepts bad ends");
+        assert_eq!(
+            on_gpu.to_string(),
+            t.read_gpu(1, gpu).expect_err("alone").to_string()
+        );
+        assert!(on_gpu.to_string().contains("'b'"), "{on_gpu} ({cpu})");
     }
 }
 

@@ -5,6 +5,10 @@
 //   i32 or i64 offsets (offsets[0] = 0);
 // - binary offsets: u32 lengths widened for the device-wide sum scan, the sums narrowed to i32;
 // - decimals: stored i64 unscaled values widened to Arrow's Decimal128 (i128, little-endian);
+// - utf8 end offsets of a whole batch of chunks checked on the device (never decreasing in a
+//   chunk, each chunk's last one its text size), so the host never downloads them;
+// - runs (docs/format/table.md §9): one value a run and the runs' ends expanded into one
+//   value a row;
 // - ALP floats (docs/format/table.md §8.2): digits times 10^f times 10^-e, in the IEEE
 //   operations and order the CPU uses, then the exceptions scattered over their rows.
 //
@@ -19,6 +23,7 @@
 #define TS_AL_OFFSET_LIMIT 3  // an offset does not fit the output offset type
 #define TS_AL_ALP_PARAM 4     // a row's vector has no (e, f), or an invalid one
 #define TS_AL_EXCEPTION_ROW 5 // an exception row past the rows, or not ascending
+#define TS_AL_RUN_END 6       // a run end not above the one before, or the last not the rows
 
 #define TS_AL_THREADS 256
 
@@ -209,5 +214,68 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
             continue;
         }
         out[i] = (int)v;
+    }
+}
+
+// table.md §9: row i takes the value of the first run r whose end ends[r] lies above i; runs
+// hold `width`-byte values (1, 2, 4 or 8), ends ascend strictly and the last is n. Every
+// thread checks the runs it strides over, so a run-end fault is reported even when no row
+// lands in the faulty run; rows search only the first `runs` ends, so they stay in bounds
+// whatever the ends hold.
+template <typename T>
+__device__ void ts_al_expand_runs(const T* __restrict__ values, const u64* __restrict__ ends, u64 runs, u64 n,
+                                  T* __restrict__ out, u64* status) {
+    for (u64 r = ts_al_thread(); r < runs; r += ts_al_stride()) {
+        const u64 lo = r == 0 ? 0 : ends[r - 1];
+        if (ends[r] <= lo || ends[r] > n || (r == runs - 1 && ends[r] != n)) ts_al_report(status, r, TS_AL_RUN_END);
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        u64 lo = 0, hi = runs - 1;
+        while (lo < hi) {
+            const u64 mid = lo + (hi - lo) / 2;
+            if (ends[mid] > i) hi = mid; else lo = mid + 1;
+        }
+        out[i] = values[lo];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_expand_runs(const void* __restrict__ values, u64 values_len, const u64* __restrict__ ends, u64 ends_len,
+                         u64 runs, u32 width, u64 n, void* __restrict__ out, u64 out_len, u64* status) {
+    if (runs > values_len || runs > ends_len || n > out_len || (n > 0 && runs == 0)) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    if (n == 0) return;
+    switch (width) {
+        case 1: ts_al_expand_runs<unsigned char>((const unsigned char*)values, ends, runs, n, (unsigned char*)out, status); break;
+        case 2: ts_al_expand_runs<u16>((const u16*)values, ends, runs, n, (u16*)out, status); break;
+        case 4: ts_al_expand_runs<u32>((const u32*)values, ends, runs, n, (u32*)out, status); break;
+        case 8: ts_al_expand_runs<u64>((const u64*)values, ends, runs, n, (u64*)out, status); break;
+        default: if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+    }
+}
+
+// The utf8 end offsets of `chunks` chunks back to back (chunk k holds strings value_starts[k] ..
+// value_starts[k + 1], its text is text_sizes[k] bytes): within a chunk they never decrease and
+// the last equals the chunk's text size. A fault is reported at the string's index (TS_AL_UTF8_END)
+// for the host to name the chunk. Empty chunks hold no strings; the host checks their text size.
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_check_utf8_ends(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
+                             const u64* __restrict__ text_sizes, u32 chunks, u64 n, u64* status) {
+    if (chunks == 0 || n > ends_len || value_starts[chunks] != n) {
+        if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+        return;
+    }
+    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
+        u32 lo = 0, hi = chunks - 1;
+        while (lo < hi) {
+            const u32 mid = (lo + hi + 1) / 2;
+            if (value_starts[mid] <= i) lo = mid; else hi = mid - 1;
+        }
+        const u32 e = ends[i];
+        const bool descends = i > value_starts[lo] && ends[i - 1] > e;
+        const bool short_or_long = i + 1 == value_starts[lo + 1] && (u64)e != text_sizes[lo];
+        if (descends || short_or_long || (u64)e > text_sizes[lo]) ts_al_report(status, i, TS_AL_UTF8_END);
     }
 }

@@ -48,7 +48,7 @@ pub use device::{export_device, ArrowArray, ArrowDeviceArray, ArrowSchema, ARROW
 pub use gpu::{GpuArrowArray, GpuField};
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};
-pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice};
+pub use write::{ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice, RunChoice};
 
 fn unit_to(u: &ArrowUnit) -> TimeUnit {
     match u {

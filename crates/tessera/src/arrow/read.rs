@@ -139,6 +139,14 @@ impl<'a> ArrowTableReader<'a> {
                 lengths: f.column(Role::Lengths).map(|c| Cursor::new(Some(c))),
                 dict,
                 alp: AlpCursor::new(self.table, f, self.meta.row_count),
+                runs: f.column(Role::RunEnds).map(|c| RunCursor {
+                    ends: Cursor::new(Some(c)),
+                    left: self.table.columns()[c].value_count,
+                    end: 0,
+                    row: 0,
+                    value: Vec::new(),
+                    table_rows: self.meta.row_count,
+                }),
             });
         }
         Ok(Batches {
@@ -375,6 +383,71 @@ struct FieldCursor<'m> {
     lengths: Option<Cursor>,
     dict: Option<Dictionary>,
     alp: Option<AlpCursor>,
+    runs: Option<RunCursor>,
+}
+
+/// How far a run-encoded field (`table.md` §9) has been read: the open run's value and end.
+#[derive(Debug)]
+struct RunCursor {
+    ends: Cursor,
+    /// Runs not yet taken from their columns.
+    left: u64,
+    /// The open run's end (0 before the first run).
+    end: u64,
+    /// The next row handed out.
+    row: u64,
+    value: Vec<u8>,
+    table_rows: u64,
+}
+
+impl RunCursor {
+    /// The next `n` rows' values (`width` bytes each), expanded from the runs in `values`.
+    fn take(
+        &mut self,
+        t: &TableReader,
+        values: &mut Cursor,
+        n: usize,
+        width: usize,
+        e: &mut Engine,
+    ) -> Result<Buffer> {
+        let mut out = MutableBuffer::with_capacity(n * width);
+        let stop = self.row + n as u64;
+        while self.row < stop {
+            if self.row == self.end {
+                if self.left == 0 {
+                    return Err(Error::CountMismatch {
+                        what: "run ends vs the table's rows",
+                        expected: self.table_rows,
+                        found: self.end,
+                    });
+                }
+                let raw = self.ends.take_fixed(t, 1, 8, e)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&raw.as_slice()[..8]);
+                let end = u64::from_le_bytes(a);
+                let index = t.columns()[self.ends.col.unwrap_or(0)].value_count - self.left;
+                self.left -= 1;
+                if end <= self.end
+                    || end > self.table_rows
+                    || (self.left == 0 && end != self.table_rows)
+                {
+                    return Err(Error::ValueOutOfRange {
+                        index,
+                        ty: "run end (strictly ascending, the last the table's rows)",
+                        found: end,
+                    });
+                }
+                self.value = values.take_fixed(t, 1, width, e)?.as_slice().to_vec();
+                self.end = end;
+            }
+            let k = (self.end.min(stop) - self.row) as usize;
+            for _ in 0..k {
+                out.extend_from_slice(&self.value);
+            }
+            self.row += k as u64;
+        }
+        Ok(out.into())
+    }
 }
 
 /// How far an ALP float field (`table.md` §8) has been read: the params of the vectors the
@@ -826,7 +899,10 @@ impl FieldCursor<'_> {
                 )
             }
             FieldType::Decimal128 { .. } => {
-                let raw = self.values.take_fixed(t, n, 8, e)?;
+                let raw = match self.runs.as_mut() {
+                    Some(r) => r.take(t, &mut self.values, n, 8, e)?,
+                    None => self.values.take_fixed(t, n, 8, e)?,
+                };
                 build(name, ty, n, widen_decimal(&raw), None, nulls)
             }
             FieldType::Float32 | FieldType::Float64 if self.alp.is_some() => {
@@ -838,7 +914,11 @@ impl FieldCursor<'_> {
                 build(name, ty, n, raw, None, nulls)
             }
             ty => {
-                let raw = self.values.take_fixed(t, n, ty.physical().width(), e)?;
+                let w = ty.physical().width();
+                let raw = match self.runs.as_mut() {
+                    Some(r) => r.take(t, &mut self.values, n, w, e)?,
+                    None => self.values.take_fixed(t, n, w, e)?,
+                };
                 build(name, ty, n, raw, None, nulls)
             }
         }

@@ -46,6 +46,21 @@ pub enum FloatChoice {
     Plain,
 }
 
+/// Whether fixed-width fields are stored as runs (`table.md` §9): one value a run plus the
+/// runs' ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunChoice {
+    /// Decided per field on its first non-empty batch: runs when, on that batch's first
+    /// `chunk_rows` values (at least 64), the run values and run ends, each encoded by `auto`,
+    /// take fewer bytes than the field would otherwise (its values, ALP columns or dictionary
+    /// codes plus dictionary, whichever the other rules pick). Constant and sorted
+    /// low-cardinality columns (years, months, days of a table sorted by date) are the case
+    /// this is for: frame-of-reference pays its block metadata even at bit_width 0.
+    Auto,
+    /// Never.
+    Never,
+}
+
 /// How an Arrow table is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrowWriteOptions {
@@ -58,6 +73,8 @@ pub struct ArrowWriteOptions {
     pub dictionary: DictionaryChoice,
     /// ALP for float fields.
     pub floats: FloatChoice,
+    /// Runs for fixed-width fields.
+    pub runs: RunChoice,
 }
 
 impl Default for ArrowWriteOptions {
@@ -67,6 +84,7 @@ impl Default for ArrowWriteOptions {
             codec_options: CodecOptions::default(),
             dictionary: DictionaryChoice::Auto,
             floats: FloatChoice::Auto,
+            runs: RunChoice::Auto,
         }
     }
 }
@@ -301,6 +319,42 @@ impl AlpField {
     }
 }
 
+/// The run side of a run-encoded field (`table.md` §9): the run not yet closed.
+#[derive(Debug)]
+struct RunField {
+    /// The open run's value (stored bytes), `None` before the first row.
+    current: Option<Vec<u8>>,
+    /// Rows so far: the open run's end.
+    end: u64,
+    ends: Sink,
+}
+
+impl RunField {
+    /// Appends stored values (`width` bytes each); a null row (`valid` false) continues the
+    /// open run, as its slot is ignored.
+    fn push(&mut self, values: &mut Sink, raw: &[u8], width: usize, valid: impl Fn(usize) -> bool) {
+        for (i, v) in raw.chunks_exact(width).enumerate() {
+            match &self.current {
+                Some(c) if c.as_slice() == v || !valid(i) => {}
+                Some(_) => {
+                    self.close(values);
+                    self.current = Some(v.to_vec());
+                }
+                None => self.current = Some(v.to_vec()),
+            }
+            self.end += 1;
+        }
+    }
+
+    /// Writes the open run (its value and end) into the sinks.
+    fn close(&mut self, values: &mut Sink) {
+        if let Some(c) = self.current.take() {
+            values.push_bytes(&c);
+            self.ends.push_bytes(&self.end.to_le_bytes());
+        }
+    }
+}
+
 /// One field being written.
 #[derive(Debug)]
 struct FieldState {
@@ -315,6 +369,8 @@ struct FieldState {
     code_type: LogicalType,
     /// `Some` when the field is a float field stored with ALP.
     alp: Option<AlpField>,
+    /// `Some` when the field is stored as runs.
+    runs: Option<RunField>,
 }
 
 /// Streams Arrow record batches into a `.tsr` table (see the [module](super) docs).
@@ -385,6 +441,7 @@ impl ArrowTableWriter {
                 dict: key.map(|_| Dict::default()),
                 code_type: key.unwrap_or(LogicalType::U32),
                 alp: None,
+                runs: None,
             });
         }
         Ok(ArrowTableWriter {
@@ -517,6 +574,7 @@ impl ArrowTableWriter {
                 && !matches!(ty, FieldType::Boolean)
                 && !ty.is_binary()
                 && ty.physical() != LogicalType::Utf8;
+            let mut dict_bytes = None;
             if let (true, Some(b)) = (fixed_dict_candidate, first) {
                 let a = b.column(i).as_ref();
                 if let Some(dict) = fixed_dict_size(&name, &ty, a, chunk_rows, copts)? {
@@ -524,10 +582,44 @@ impl ArrowTableWriter {
                         Some(u) => u,
                         None => plain_size(&name, &ty, a, chunk_rows, copts)?,
                     };
+                    undict_bytes = Some(other);
                     if dict < other {
                         self.fields[i].dict = Some(Dict::default());
+                        dict_bytes = Some(dict);
                     }
                 }
+            }
+            // Runs against whatever the rules above picked: they replace a dictionary only the
+            // writer chose (an Arrow dictionary stays one).
+            let runs_candidate = self.opts.runs == RunChoice::Auto
+                && self.fields[i].meta.arrow_dictionary.is_none()
+                && !(float.is_some() && self.opts.floats == FloatChoice::Alp)
+                && !matches!(ty, FieldType::Boolean)
+                && !ty.is_binary()
+                && ty.physical() != LogicalType::Utf8;
+            let mut use_runs = false;
+            if let (true, Some(b)) = (runs_candidate, first) {
+                let a = b.column(i).as_ref();
+                if let Some(r) = runs_size(&name, &ty, a, chunk_rows, copts)? {
+                    let chosen = match (dict_bytes, undict_bytes) {
+                        (Some(d), _) => d,
+                        (None, Some(u)) => u,
+                        (None, None) => plain_size(&name, &ty, a, chunk_rows, copts)?,
+                    };
+                    use_runs = r < chosen;
+                }
+            }
+            if use_runs {
+                self.fields[i].dict = None;
+                let col = self.declare(i, Role::Values, ty.physical(), &mut taken)?;
+                self.fields[i].values = Some(Sink::fixed(col, ty.physical()));
+                let e = self.declare(i, Role::RunEnds, LogicalType::U64, &mut taken)?;
+                self.fields[i].runs = Some(RunField {
+                    current: None,
+                    end: 0,
+                    ends: Sink::fixed(e, LogicalType::U64),
+                });
+                continue;
             }
             let use_alp = use_alp && self.fields[i].dict.is_none();
             if let (Some(fl), true) = (float, use_alp) {
@@ -636,14 +728,19 @@ impl ArrowTableWriter {
                 };
                 a.encode(v, fl, last);
             }
+            if let (Some(r), Some(v), true) = (f.runs.as_mut(), f.values.as_mut(), last) {
+                r.close(v);
+            }
             let alp_sinks = f
                 .alp
                 .as_mut()
                 .map(|a| [&mut a.params, &mut a.rows, &mut a.bits]);
+            let run_sink = f.runs.as_mut().map(|r| &mut r.ends);
             for s in [&mut f.values, &mut f.validity, &mut f.lengths]
                 .into_iter()
                 .flatten()
                 .chain(alp_sinks.into_iter().flatten())
+                .chain(run_sink)
             {
                 s.drain(rows, last, &mut jobs);
             }
@@ -891,6 +988,43 @@ fn fixed_dict_size(
     ))
 }
 
+/// The run rule (`table.md` §9): the bytes of the run values and run ends of one batch's first
+/// `chunk_rows` values, each encoded by `auto` (null rows continue the open run, as the writer
+/// stores them); `None` when that slice has fewer than 64 rows or more runs than a quarter of
+/// its rows (runs that many never pay).
+fn runs_size(
+    name: &str,
+    ty: &FieldType,
+    array: &dyn Array,
+    chunk_rows: usize,
+    opts: CodecOptions,
+) -> Result<Option<usize>> {
+    let n = array.len().min(chunk_rows);
+    if n < 64 {
+        return Ok(None);
+    }
+    let sliced = array.slice(0, n);
+    let raw = fixed_bytes(name, ty, sliced.as_ref())?;
+    let w = ty.physical().width();
+    let mut values = Sink::fixed(0, ty.physical());
+    let mut runs = RunField {
+        current: None,
+        end: 0,
+        ends: Sink::fixed(0, LogicalType::U64),
+    };
+    runs.push(&mut values, &raw, w, |i| sliced.is_valid(i));
+    runs.close(&mut values);
+    let (Sink::Fixed { buf: v, .. }, Sink::Fixed { buf: e, .. }) = (&values, &runs.ends) else {
+        return Ok(None);
+    };
+    if e.len() / 8 * 4 > n {
+        return Ok(None);
+    }
+    Ok(Some(
+        encoded_size(ty.physical(), v, opts)? + encoded_size(LogicalType::U64, e, opts)?,
+    ))
+}
+
 /// The bytes ALP's columns (`table.md` §8) take for one batch's first `chunk_rows` values of a
 /// float field, each encoded by `auto` (the `FloatChoice::Auto` rule compares them with
 /// [`plain_size`]).
@@ -1010,6 +1144,13 @@ fn push_field(f: &mut FieldState, array: &ArrayRef, chunk_rows: usize) -> Result
         }));
         let fl = if w == 4 { Float::F32 } else { Float::F64 };
         a.encode(values, fl, false);
+        return Ok(());
+    }
+    if let Some(r) = f.runs.as_mut() {
+        let raw = fixed_bytes(&name, &f.meta.ty, array.as_ref())?;
+        r.push(values, &raw, f.meta.ty.physical().width(), |i| {
+            array.is_valid(i)
+        });
         return Ok(());
     }
     match &f.meta.ty {

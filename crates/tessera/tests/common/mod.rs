@@ -74,3 +74,112 @@ pub fn alp_file(
     .expect("table");
     w.finish().expect("finish");
 }
+
+/// A run-encoded Int32 field (`table.md` §9) of `rows` rows written column by column, so that
+/// its run ends can hold what no writer writes. Fails where the directory itself is wrong (the
+/// writer checks it as readers do).
+// Each test crate compiles this module whole; only some use every helper.
+#[allow(dead_code)]
+pub fn runs_file(
+    path: &std::path::Path,
+    rows: u64,
+    values: &[i32],
+    ends: &[u64],
+) -> tessera::Result<()> {
+    use tessera::arrow::Role;
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::container::ContainerWriter;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::LogicalType;
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut cols = Vec::new();
+    for (name, ty, raw, n) in [
+        (
+            "x",
+            LogicalType::I32,
+            values
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+            values.len(),
+        ),
+        (
+            "x.run_ends",
+            LogicalType::U64,
+            ends.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ends.len(),
+        ),
+    ] {
+        let c = w.add_column(name, ty, None).expect("column");
+        if n > 0 {
+            let mut out = Vec::new();
+            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
+                .expect("encode");
+            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
+        }
+        cols.push(c as u32);
+    }
+    w.set_table(TableMeta {
+        row_count: rows,
+        metadata: vec![],
+        fields: vec![FieldMeta {
+            name: "x".into(),
+            ty: FieldType::Int(LogicalType::I32),
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![(Role::Values, cols[0]), (Role::RunEnds, cols[1])],
+        }],
+    })?;
+    w.finish().map(|_| ())
+}
+
+/// A table of utf8 fields, one chunk each (`utf8.md` §1) made by hand: `(name, ends, text)`,
+/// the text stored plain, so that the end offsets can hold what no writer writes.
+// Each test crate compiles this module whole; only some use every helper.
+#[allow(dead_code)]
+pub fn utf8_file(path: &std::path::Path, fields: &[(&str, &[u32], &[u8])]) {
+    use tessera::arrow::Role;
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::container::ContainerWriter;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::{CodecId, LogicalType};
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut metas = Vec::new();
+    for (name, ends, text) in fields {
+        let raw: Vec<u8> = ends.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut offsets = Vec::new();
+        encode_values_with(
+            LogicalType::U32,
+            Some(CodecId::Dfor),
+            &raw,
+            ends.len() as u64,
+            &mut offsets,
+            Default::default(),
+        )
+        .expect("encode");
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&(offsets.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&offsets);
+        payload.extend_from_slice(text);
+        let c = w.add_column(name, LogicalType::Utf8, None).expect("column");
+        w.write_chunk_to(c, CodecId::Plain, ends.len() as u32, &payload)
+            .expect("chunk");
+        metas.push(FieldMeta {
+            name: (*name).into(),
+            ty: FieldType::Utf8,
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![(Role::Values, c as u32)],
+        });
+    }
+    w.set_table(TableMeta {
+        row_count: fields.first().map_or(0, |f| f.1.len() as u64),
+        metadata: vec![],
+        fields: metas,
+    })
+    .expect("table");
+    w.finish().expect("finish");
+}
