@@ -201,3 +201,56 @@ fn a_large_single_member_decodes_in_parallel() {
         }
     });
 }
+
+/// Whether a gzip header parses somewhere after offset 0 of `file`.
+fn inner_header(file: &[u8]) -> bool {
+    (1..file.len().saturating_sub(9))
+        .any(|p| file[p..p + 3] == [0x1f, 0x8b, 8] && deflate::gzip_header(&file[p..]).is_ok())
+}
+
+#[test]
+fn a_header_pattern_inside_one_member_keeps_the_parallel_decoder() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut data = text(&mut rng, 7 << 20);
+    // Incompressible bytes are stored as they are, so a gzip header inside them shows in the file
+    // as it would inside any large compressed stream by chance.
+    let mut noise = vec![0u8; 8 << 20];
+    rng.fill_bytes(&mut noise);
+    noise[1 << 20..(1 << 20) + 10].copy_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    data.extend_from_slice(&noise);
+    let file = member(&data, 6, false, false, false);
+    assert!(inner_header(&file), "no header pattern shows in the member");
+    let threads = deflate::PARALLEL_MIN_THREADS;
+    assert!(deflate::tries_parallel(&file, threads));
+    assert!(!deflate::tries_parallel(&file, threads - 1));
+    assert!(!deflate::tries_parallel(&file[..1 << 20], threads));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
+    pool.install(|| {
+        let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
+        assert!(out == data, "gunzip differs");
+    });
+}
+
+#[test]
+fn many_small_members_decode_member_by_member() {
+    let mut rng = StdRng::seed_from_u64(10);
+    let mut data = vec![0u8; 9 << 20];
+    rng.fill_bytes(&mut data);
+    let mut file = Vec::new();
+    for piece in data.chunks(64 << 10) {
+        file.extend(member(piece, 1, false, false, false));
+    }
+    assert!(file.len() >= deflate::PARALLEL_MIN_BYTES, "{}", file.len());
+    assert!(!deflate::tries_parallel(&file, 16));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(deflate::PARALLEL_MIN_THREADS)
+        .build()
+        .expect("pool");
+    pool.install(|| {
+        let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
+        assert!(out == data, "gunzip differs");
+    });
+}

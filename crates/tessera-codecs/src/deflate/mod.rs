@@ -255,22 +255,36 @@ pub fn check_gzip_trailer(data: &[u8], trailer: &[u8], member_at: usize) -> Resu
     Ok(())
 }
 
+/// Whether [`gzip_decompress`] tries the parallel decoder on the first member of `input` with
+/// `threads` threads: the file holds at least [`PARALLEL_MIN_BYTES`], at least
+/// [`PARALLEL_MIN_THREADS`] threads are at hand (per core that decoder is slower than
+/// `miniz_oxide`, so fewer would not gain), and another gzip header parses at no more than one
+/// offset per 4 MiB. A header-like pattern inside compressed data turns up about once in tens of
+/// MiB, so a large single member still qualifies; a file of many small members (as bgzip
+/// writes) has far more and decodes member by member. Where a file of a few large members
+/// qualifies, the speculative spans past the first member are wasted work, done once.
+pub fn tries_parallel(input: &[u8], threads: usize) -> bool {
+    if threads < PARALLEL_MIN_THREADS || input.len() < PARALLEL_MIN_BYTES {
+        return false;
+    }
+    let most = input.len() >> 22;
+    (1..input.len().saturating_sub(9))
+        .filter(|&p| input[p..p + 3] == [0x1f, 0x8b, 8] && gzip_header(&input[p..]).is_ok())
+        .nth(most)
+        .is_none()
+}
+
 /// Decompresses a whole gzip file, every member (RFC 1952 §2.2: members follow each other),
 /// into at most `limit` bytes; each member's CRC-32 and ISIZE are checked.
 ///
-/// A file of one member (no other offset where a gzip header parses) of at least
-/// [`PARALLEL_MIN_BYTES`] is inflated in parallel ([`inflate_parallel`]) when at least
-/// [`PARALLEL_MIN_THREADS`] threads are at hand: per core that decoder is slower than
-/// `miniz_oxide`, so fewer threads would not gain. Where it fails, the sequential decoder
+/// The first member of a file for which [`tries_parallel`] holds is inflated in parallel
+/// ([`inflate_parallel`]); where that fails, and for every later member, the sequential decoder
 /// decides, so errors are the same either way.
 pub fn gzip_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = 0usize;
     let threads = rayon::current_num_threads();
-    let parallel = threads >= PARALLEL_MIN_THREADS
-        && input.len() >= PARALLEL_MIN_BYTES
-        && !(1..input.len().saturating_sub(9))
-            .any(|p| input[p..p + 3] == [0x1f, 0x8b, 8] && gzip_header(&input[p..]).is_ok());
+    let mut parallel = tries_parallel(input, threads);
     loop {
         let h = gzip_header(&input[at..]).map_err(|e| shift(e, at))?;
         let data_at = at + h.len;
@@ -286,6 +300,7 @@ pub fn gzip_decompress(input: &[u8], limit: usize) -> Result<Vec<u8>> {
             Some(Ok(r)) => r,
             _ => inflate(body, left).map_err(|e| shift(e, data_at))?,
         };
+        parallel = false;
         let end = data_at + used;
         check_gzip_trailer(&member, &input[end..], at)?;
         if out.is_empty() {
