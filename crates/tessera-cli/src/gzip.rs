@@ -2,10 +2,9 @@
 //! member, CRC-32 and ISIZE checked) decompressed on the GPU (`tessera::gpu::codag::gunzip`: a
 //! single member of 1 MiB or more in spans, a warp per span; otherwise all members in one
 //! launch) or on the CPU (`tessera::codecs::deflate`, a large single member in parallel on all
-//! cores). `auto` takes the CPU: on 200 MB of text the GPU path took 0.48-0.50 s in the process
-//! (kernel compile included, CUDA context not) against 0.78 s for the CPU on 16 threads, too
-//! close once the GPU's context setup is counted, which the CPU needs none of
-//! (`bench/results/codag-h200.md`); `--device gpu` asks for the GPU. Where the GPU declines a
+//! cores). `auto` takes the CPU: on 200 MB of text the whole GPU command (CUDA context, kernel
+//! compile, output copied back) was slower than one CPU thread's, and the CPU's parallel
+//! decoder is faster still (`bench/results/codag-h200.md`); `--device gpu` asks for the GPU. Where the GPU declines a
 //! file (its speculative decode failed, or a member it cannot chain) the CPU decodes it, so the
 //! outcome is the CPU's. The output is written under a temporary name and renamed at the end,
 //! so a bad file leaves nothing under the output's name.
