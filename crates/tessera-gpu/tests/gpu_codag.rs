@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{gpu, rng};
+use common::{gpu, gzip_member, rng};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore};
 use tessera_codecs::orc::{self, encode};
@@ -570,33 +570,6 @@ fn hostile_chunks_are_flagged_like_the_cpu() {
     assert!(flagged > 0);
 }
 
-fn gz_member(data: &[u8], level: u8) -> Vec<u8> {
-    let mut m = vec![0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 3];
-    m.extend_from_slice(b"part\0");
-    m.extend(miniz_oxide::deflate::compress_to_vec(data, level));
-    // The checksum is computed by the CPU reference's own check: build it from a decode.
-    let crc = crc32_of(data);
-    m.extend_from_slice(&crc.to_le_bytes());
-    m.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    m
-}
-
-/// CRC-32 (IEEE) bit by bit: the test's own, independent of the crate the library uses.
-fn crc32_of(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0xEDB8_8320
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
 #[test]
 fn gzip_members_decode_in_one_launch() {
     let Some(gpu) = gpu() else { return };
@@ -604,7 +577,7 @@ fn gzip_members_decode_in_one_launch() {
     let parts: Vec<Vec<u8>> = (0..40).map(|k| text(&mut rng, 1000 * k)).collect();
     let mut file = Vec::new();
     for (k, p) in parts.iter().enumerate() {
-        file.extend(gz_member(p, [0u8, 1, 6, 9][k % 4]));
+        file.extend(gzip_member(p, [0u8, 1, 6, 9][k % 4], "part"));
     }
     let (out, report) = codag::gunzip(gpu, &file)
         .expect("gunzip")
@@ -616,15 +589,15 @@ fn gzip_members_decode_in_one_launch() {
         out
     );
     // A single member.
-    let one = gz_member(&parts[39], 9);
+    let one = gzip_member(&parts[39], 9, "part");
     let (out, report) = codag::gunzip(gpu, &one)
         .expect("gunzip")
         .expect("on the GPU");
     assert_eq!((out, report.members), (parts[39].clone(), 1));
     // A bad CRC-32 in the middle member is the CPU's error.
     let mut bad = file.clone();
-    let second = gz_member(&parts[0], 0).len();
-    let crc_at = second + gz_member(&parts[1], 1).len() - 8;
+    let second = gzip_member(&parts[0], 0, "part").len();
+    let crc_at = second + gzip_member(&parts[1], 1, "part").len() - 8;
     bad[crc_at] ^= 1;
     assert!(matches!(
         codag::gunzip(gpu, &bad),

@@ -7,22 +7,12 @@
 //! without a GPU (TESSERA_REQUIRE_GPU=1 makes that a failure).
 
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngCore};
 use tessera_codecs::deflate as cpu;
 use tessera_gpu::codag::{self, spans};
 
-fn gpu() -> Option<&'static tessera_gpu::Gpu> {
-    tessera_gpu::testing::gpu()
-}
-
-fn rng() -> StdRng {
-    let seed = std::env::var("TESSERA_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| rand::rng().random());
-    eprintln!("seed {seed}");
-    StdRng::seed_from_u64(seed)
-}
+mod common;
+use common::{gpu, gzip_member, rng};
 
 /// Word text with numbers and a little binary noise.
 fn text(rng: &mut StdRng, n: usize) -> Vec<u8> {
@@ -40,29 +30,6 @@ fn text(rng: &mut StdRng, n: usize) -> Vec<u8> {
     }
     v.truncate(n);
     v
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0xEDB8_8320
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
-fn gz_member(data: &[u8], level: u8) -> Vec<u8> {
-    let mut f = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
-    f.extend(miniz_oxide::deflate::compress_to_vec(data, level));
-    f.extend(crc32(data).to_le_bytes());
-    f.extend((data.len() as u32).to_le_bytes());
-    f
 }
 
 /// Decodes `z` in spans and checks it against the sequential inflate; the chain's length.
@@ -152,7 +119,7 @@ fn corrupted_and_truncated_streams_give_the_cpus_outcome() {
     let mut rng = rng();
     let data = text(&mut rng, 1_500_000);
     let z = miniz_oxide::deflate::compress_to_vec(&data, 6);
-    let file = gz_member(&data, 6);
+    let file = gzip_member(&data, 6, "");
     let mut declined = 0;
     for round in 0..24 {
         let (mut c, mut f) = (z.clone(), file.clone());
@@ -199,7 +166,7 @@ fn gunzip_decodes_a_single_member_in_spans() {
     let Some(gpu) = gpu() else { return };
     let mut rng = rng();
     let data = text(&mut rng, 6_000_000);
-    let file = gz_member(&data, 6);
+    let file = gzip_member(&data, 6, "");
     assert!(file.len() >= codag::SPAN_MIN_BYTES, "{} bytes", file.len());
     let (out, report) = codag::gunzip(gpu, &file)
         .expect("gunzip")
@@ -213,8 +180,8 @@ fn gunzip_decodes_a_single_member_in_spans() {
         .expect("one member");
     assert!(out == data && r.chain > 3 && r.launches >= 1);
     // Two members over the size threshold: not a single member, decoded member by member.
-    let mut two = gz_member(&data[..2_000_000], 6);
-    two.extend(gz_member(&data[2_000_000..], 9));
+    let mut two = gzip_member(&data[..2_000_000], 6, "");
+    two.extend(gzip_member(&data[2_000_000..], 9, ""));
     assert!(codag::gunzip_single(gpu, &two, 64 << 10)
         .expect("launch")
         .is_none());

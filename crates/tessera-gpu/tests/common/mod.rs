@@ -140,3 +140,34 @@ pub fn chunk_refs(chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<tessera_gpu::ChunkR
         })
         .collect()
 }
+
+/// A gzip member of `data` (Deflate at `level`, named `name` when it is not empty) with the
+/// CRC-32 of [`crc32_of`] and ISIZE.
+pub fn gzip_member(data: &[u8], level: u8, name: &str) -> Vec<u8> {
+    let flg = if name.is_empty() { 0 } else { 8 };
+    let mut m = vec![0x1f, 0x8b, 8, flg, 0, 0, 0, 0, 0, 3];
+    if !name.is_empty() {
+        m.extend_from_slice(name.as_bytes());
+        m.push(0);
+    }
+    m.extend(miniz_oxide::deflate::compress_to_vec(data, level));
+    m.extend_from_slice(&crc32_of(data).to_le_bytes());
+    m.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    m
+}
+
+/// CRC-32 (IEEE) bit by bit: the tests' own, independent of the crate the library uses.
+pub fn crc32_of(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c ^= b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
