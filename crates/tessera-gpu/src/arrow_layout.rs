@@ -29,7 +29,12 @@ const ST_EXCEPTION_ROW: u64 = 5;
 const ST_RUN_END: u64 = 6;
 
 fn grid(n: u64) -> u32 {
-    n.div_ceil(u64::from(THREADS)).clamp(1, MAX_GRID) as u32
+    grid_for(n, THREADS)
+}
+
+/// Blocks of `threads` for a grid-stride kernel over `n` items (also `orc_layout`'s).
+pub(crate) fn grid_for(n: u64, threads: u32) -> u32 {
+    n.div_ceil(u64::from(threads)).clamp(1, MAX_GRID) as u32
 }
 
 /// The error a status word says, `None` when it is all ones (no error).
@@ -67,8 +72,18 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
     })
 }
 
-/// Runs `launch` with a fresh status word and turns what the kernels reported into an error.
 fn checked(gpu: &Gpu, kernel: &str, launch: impl FnOnce(u64) -> Result<()>) -> Result<()> {
+    checked_with(gpu, kernel, status_error, launch)
+}
+
+/// Runs `launch` with a fresh status word and turns what the kernels reported into an error
+/// through `status_error` (this module's codes, or `orc_layout`'s).
+pub(crate) fn checked_with(
+    gpu: &Gpu,
+    kernel: &str,
+    status_error: fn(&str, u64) -> Option<Error>,
+    launch: impl FnOnce(u64) -> Result<()>,
+) -> Result<()> {
     let status = gpu.upload(&[u64::MAX])?;
     launch(gpu.ptr(&status))?;
     let mut host = [0u64];
@@ -520,7 +535,7 @@ fn le_bytes<const W: usize>(values: impl Iterator<Item = [u8; W]>) -> Vec<u8> {
     values.flatten().collect()
 }
 
-fn byte_len(n: u64, width: usize) -> Result<usize> {
+pub(crate) fn byte_len(n: u64, width: usize) -> Result<usize> {
     n.checked_mul(width as u64)
         .and_then(|b| usize::try_from(b).ok())
         .ok_or_else(|| Error::InvalidArgument(format!("{n} values too many for one buffer")))

@@ -14,6 +14,7 @@
 use cudarc::driver::CudaSlice;
 use tessera_format::{Error, Result};
 
+use crate::arrow_layout::{self, byte_len};
 use crate::codag::download_range;
 use crate::kernels::Module;
 use crate::primitives::scan::{self, Item};
@@ -21,8 +22,6 @@ use crate::runtime::Gpu;
 
 /// Threads per block of every kernel (`TS_OL_THREADS`).
 const THREADS: u32 = 256;
-/// Blocks at most per launch; the kernels stride over the rest.
-const MAX_GRID: u64 = 1 << 16;
 
 /// Status codes of `orc/layout.cu` (`TS_OL_*`).
 const ST_SIZE: u64 = 1;
@@ -120,7 +119,7 @@ pub struct Validity {
 }
 
 fn grid(n: u64) -> u32 {
-    n.div_ceil(u64::from(THREADS)).clamp(1, MAX_GRID) as u32
+    arrow_layout::grid_for(n, THREADS)
 }
 
 /// The error a status word says, `None` when it is all ones (no error).
@@ -167,23 +166,12 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
     })
 }
 
-/// Runs `launch` with a fresh status word and turns what the kernels reported into an error.
 fn checked(gpu: &Gpu, kernel: &str, launch: impl FnOnce(u64) -> Result<()>) -> Result<()> {
-    let status = gpu.upload(&[u64::MAX])?;
-    launch(gpu.ptr(&status))?;
-    let mut host = [0u64];
-    gpu.download(&status, &mut host)?;
-    status_error(kernel, host[0]).map_or(Ok(()), Err)
+    arrow_layout::checked_with(gpu, kernel, status_error, launch)
 }
 
 fn words(rows: u64) -> u64 {
     rows.div_ceil(32)
-}
-
-fn bytes_for(n: u64, width: u64) -> Result<usize> {
-    n.checked_mul(width)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| Error::InvalidArgument(format!("{n} values of {width} bytes")))
 }
 
 /// Arrow's validity of a column of `rows` rows made of `parts` (their rows back to back from
@@ -204,9 +192,9 @@ pub unsafe fn validity(gpu: &Gpu, parts: &[ColumnStripe], rows: u64) -> Result<V
     let flat: Vec<u64> = parts.iter().flat_map(fields).collect();
     let parts = gpu.upload(&flat)?;
     let nw = words(rows);
-    let bits = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
-    let counts = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
-    let ranks = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
+    let bits = gpu.alloc::<u8>(byte_len(nw.max(1), 4)?)?;
+    let counts = gpu.alloc::<u8>(byte_len(nw.max(1), 4)?)?;
+    let ranks = gpu.alloc::<u8>(byte_len(nw.max(1), 4)?)?;
     let partials = gpu.alloc::<u8>(scan::partials_len(nw) * 4)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_validity")?;
     let (ps, pb, pc) = (gpu.ptr(&parts), gpu.ptr(&bits), gpu.ptr(&counts));
@@ -266,7 +254,7 @@ fn fields(s: &ColumnStripe) -> [u64; 12] {
 
 /// The column's fixed-width values at their rows, `mode.width()` bytes each, nulls zero.
 pub fn scatter(gpu: &Gpu, v: &Validity, mode: Scatter) -> Result<CudaSlice<u8>> {
-    let out = gpu.alloc::<u8>(bytes_for(v.rows.max(1), mode.width() as u64)?)?;
+    let out = gpu.alloc::<u8>(byte_len(v.rows.max(1), mode.width())?)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_scatter")?;
     let (ps, pw, pr, po) = (
         gpu.ptr(&v.parts),
@@ -296,7 +284,7 @@ pub fn scatter(gpu: &Gpu, v: &Validity, mode: Scatter) -> Result<CudaSlice<u8>> 
 /// The column's booleans as Arrow bits (least significant first, whole u32 words), nulls 0.
 pub fn scatter_bool(gpu: &Gpu, v: &Validity) -> Result<CudaSlice<u8>> {
     let nw = words(v.rows);
-    let out = gpu.alloc::<u8>(bytes_for(nw.max(1), 4)?)?;
+    let out = gpu.alloc::<u8>(byte_len(nw.max(1), 4)?)?;
     let f = gpu.function(Module::OrcLayout, "ts_orc_scatter_bool")?;
     let (ps, pw, pr, po) = (
         gpu.ptr(&v.parts),
@@ -393,7 +381,7 @@ pub fn strings(
         None => (0u64, 0u64),
     };
     let lens = gpu.alloc::<u64>(rows.max(1) as usize)?;
-    let offs = gpu.alloc::<u8>(bytes_for(rows + 1, 8)?)?;
+    let offs = gpu.alloc::<u8>(byte_len(rows + 1, 8)?)?;
     let partials = gpu.alloc::<u64>(scan::partials_len(rows))?;
     let (pl, po) = (gpu.ptr(&lens), gpu.ptr(&offs));
     let f = gpu.function(Module::OrcLayout, "ts_orc_string_lengths")?;
@@ -422,7 +410,7 @@ pub fn strings(
         );
     }
     let bytes = gpu.alloc::<u8>(total[0].max(1) as usize)?;
-    let out_offs = gpu.alloc::<u8>(bytes_for(rows + 1, 4)?)?;
+    let out_offs = gpu.alloc::<u8>(byte_len(rows + 1, 4)?)?;
     let (pb, poo) = (gpu.ptr(&bytes), gpu.ptr(&out_offs));
     let (offs_len, oo_len, b_len) = (rows + 1, rows + 1, bytes.len() as u64);
     let utf8 = u32::from(utf8);

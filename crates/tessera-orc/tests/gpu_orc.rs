@@ -3,19 +3,13 @@
 //! hostile streams. Skips with a printed reason without a GPU (TESSERA_REQUIRE_GPU=1 makes that
 //! a failure).
 
-use std::path::{Path, PathBuf};
-
 use tessera_orc::gpu::{read_batches, read_batches_with, Options};
 use tessera_orc::{OrcFile, OrcReader};
 
 use tessera_gpu::testing::gpu;
 
-fn dir() -> PathBuf {
-    // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).
-    std::env::var_os("TESSERA_ORC_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc"))
-}
+mod common;
+use common::{dir, orc_file_names};
 
 const SUPPORTED_TEST1: [&str; 9] = [
     "boolean1", "byte1", "short1", "int1", "long1", "float1", "double1", "bytes1", "string1",
@@ -24,12 +18,7 @@ const SUPPORTED_TEST1: [&str; 9] = [
 #[test]
 fn gpu_batches_equal_cpu_batches_on_every_test_file() {
     let Some(g) = gpu() else { return };
-    let mut names: Vec<String> = std::fs::read_dir(dir())
-        .expect("testdata/orc")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".orc"))
-        .collect();
-    names.sort();
+    let names = orc_file_names();
     let mut checked = 0;
     for name in &names {
         let Ok(f) = OrcFile::open(&dir().join(name)) else {

@@ -5,8 +5,6 @@
 //! typed error. Skips with a printed reason without a GPU (TESSERA_REQUIRE_GPU=1 makes that a
 //! failure).
 
-use std::path::{Path, PathBuf};
-
 use arrow_array::{Array, ArrayRef};
 use tessera::arrow::GpuArrowArray;
 use tessera_gpu::arrow_layout::device_address;
@@ -16,12 +14,8 @@ use tessera_gpu::{CudaSlice, Gpu};
 use tessera_orc::gpu::{download_array, read_device, read_device_staged};
 use tessera_orc::{OrcFile, OrcReader, OrcType};
 
-fn dir() -> PathBuf {
-    // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).
-    std::env::var_os("TESSERA_ORC_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc"))
-}
+mod common;
+use common::{dir, orc_file_names};
 
 fn down(g: &Gpu, b: &CudaSlice<u8>) -> Vec<u8> {
     let mut v = vec![0u8; b.len()];
@@ -45,12 +39,7 @@ fn device_columns(f: &OrcFile) -> Vec<String> {
 #[test]
 fn device_arrays_equal_cpu_arrays_on_every_test_file() {
     let Some(g) = gpu() else { return };
-    let mut names: Vec<String> = std::fs::read_dir(dir())
-        .expect("testdata/orc")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".orc"))
-        .collect();
-    names.sort();
+    let names = orc_file_names();
     let mut checked = 0;
     let mut nulls_seen = 0u64;
     for name in &names {

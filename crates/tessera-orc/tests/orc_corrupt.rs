@@ -2,18 +2,12 @@
 //! bad compression chunk headers, RLE runs past the values a stripe announces, compressions and
 //! versions this reader does not read. Each gives a typed error, never a panic.
 
-use std::path::{Path, PathBuf};
-
 use prost::Message;
 use tessera_orc::proto::{Footer, PostScript};
 use tessera_orc::{OrcError, OrcFile, OrcReader, Result};
 
-fn dir() -> PathBuf {
-    // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).
-    std::env::var_os("TESSERA_ORC_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc"))
-}
+mod common;
+use common::dir;
 
 fn read(name: &str) -> Vec<u8> {
     std::fs::read(dir().join(name)).expect("test file")

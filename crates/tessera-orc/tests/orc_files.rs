@@ -4,17 +4,12 @@
 //! `NAME.expected.arrow`, written by `tests/make_orc.py`).
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, RecordBatch};
 use tessera_orc::{OrcError, OrcFile, OrcReader};
 
-fn dir() -> PathBuf {
-    // TESSERA_ORC_TESTDATA: the files elsewhere (the GPU machine runs a copied test binary).
-    std::env::var_os("TESSERA_ORC_TESTDATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/orc"))
-}
+mod common;
+use common::dir;
 
 fn expected(name: &str) -> (RecordBatch, usize) {
     let p = dir().join(format!("{name}.expected.arrow"));

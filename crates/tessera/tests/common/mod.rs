@@ -1,5 +1,28 @@
 //! Helpers shared by the Arrow table tests.
 
+use tessera::format::container::ContainerWriter;
+
+/// Writes each `(name, type, raw little-endian values, count)` as one column of one chunk
+/// (encoded by `auto`; no chunk when the count is 0); the columns' indexes.
+fn write_columns<const N: usize>(
+    w: &mut ContainerWriter,
+    columns: [(&str, tessera::LogicalType, Vec<u8>, usize); N],
+) -> Vec<u32> {
+    use tessera::codecs::column::encode_values_with;
+    let mut cols = Vec::with_capacity(N);
+    for (name, ty, raw, n) in columns {
+        let c = w.add_column(name, ty, None).expect("column");
+        if n > 0 {
+            let mut out = Vec::new();
+            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
+                .expect("encode");
+            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
+        }
+        cols.push(c as u32);
+    }
+    cols
+}
+
 /// An ALP Float64 field of `digits.len()` rows written column by column, so that its params and
 /// exceptions can hold what no writer writes.
 pub fn alp_file(
@@ -10,13 +33,10 @@ pub fn alp_file(
     bits: &[u64],
 ) {
     use tessera::arrow::Role;
-    use tessera::codecs::column::encode_values_with;
-    use tessera::format::container::ContainerWriter;
     use tessera::format::table::{FieldMeta, FieldType, TableMeta};
     use tessera::LogicalType;
     let mut w = ContainerWriter::create(path).expect("create");
-    let mut cols = Vec::new();
-    for (name, ty, raw, n) in [
+    let columns = [
         (
             "x",
             LogicalType::I64,
@@ -44,16 +64,8 @@ pub fn alp_file(
             bits.iter().flat_map(|v| v.to_le_bytes()).collect(),
             bits.len(),
         ),
-    ] {
-        let c = w.add_column(name, ty, None).expect("column");
-        if n > 0 {
-            let mut out = Vec::new();
-            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
-                .expect("encode");
-            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
-        }
-        cols.push(c as u32);
-    }
+    ];
+    let cols = write_columns(&mut w, columns);
     w.set_table(TableMeta {
         row_count: digits.len() as u64,
         metadata: vec![],
@@ -87,13 +99,10 @@ pub fn runs_file(
     ends: &[u64],
 ) -> tessera::Result<()> {
     use tessera::arrow::Role;
-    use tessera::codecs::column::encode_values_with;
-    use tessera::format::container::ContainerWriter;
     use tessera::format::table::{FieldMeta, FieldType, TableMeta};
     use tessera::LogicalType;
     let mut w = ContainerWriter::create(path).expect("create");
-    let mut cols = Vec::new();
-    for (name, ty, raw, n) in [
+    let columns = [
         (
             "x",
             LogicalType::I32,
@@ -109,16 +118,8 @@ pub fn runs_file(
             ends.iter().flat_map(|v| v.to_le_bytes()).collect(),
             ends.len(),
         ),
-    ] {
-        let c = w.add_column(name, ty, None).expect("column");
-        if n > 0 {
-            let mut out = Vec::new();
-            let codec = encode_values_with(ty, None, &raw, n as u64, &mut out, Default::default())
-                .expect("encode");
-            w.write_chunk_to(c, codec, n as u32, &out).expect("chunk");
-        }
-        cols.push(c as u32);
-    }
+    ];
+    let cols = write_columns(&mut w, columns);
     w.set_table(TableMeta {
         row_count: rows,
         metadata: vec![],
@@ -141,7 +142,6 @@ pub fn runs_file(
 pub fn utf8_file(path: &std::path::Path, fields: &[(&str, &[u32], &[u8])]) {
     use tessera::arrow::Role;
     use tessera::codecs::column::encode_values_with;
-    use tessera::format::container::ContainerWriter;
     use tessera::format::table::{FieldMeta, FieldType, TableMeta};
     use tessera::{CodecId, LogicalType};
     let mut w = ContainerWriter::create(path).expect("create");
