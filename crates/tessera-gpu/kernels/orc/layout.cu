@@ -66,13 +66,14 @@ __device__ __forceinline__ u64 ts_ol_stride() { return (u64)gridDim.x * blockDim
 
 __device__ __forceinline__ const u64* ts_ol_part(const u64* parts, u32 s) { return parts + (u64)s * TS_OL_FIELDS; }
 
-// The column stripe holding `row` (the last whose start is at or before it; empty column stripes share
-// their start with the next). `nparts` > 0.
-__device__ u32 ts_ol_find(const u64* parts, u32 nparts, u64 row) {
+// The column stripe holding `key` by the ascending start field `field` (TS_OL_ROW_START for a
+// row, TS_OL_DICT_BASE for a dictionary entry): the last whose start is at or before it; empty
+// column stripes share their start with the next. `nparts` > 0.
+__device__ u32 ts_ol_find(const u64* parts, u32 nparts, u32 field, u64 key) {
     u32 lo = 0, hi = nparts - 1;
     while (lo < hi) {
         const u32 mid = (lo + hi + 1) / 2;
-        if (ts_ol_part(parts, mid)[TS_OL_ROW_START] <= row) lo = mid; else hi = mid - 1;
+        if (ts_ol_part(parts, mid)[field] <= key) lo = mid; else hi = mid - 1;
     }
     return lo;
 }
@@ -117,7 +118,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     for (u64 w = ts_ol_thread(); w < nw; w += ts_ol_stride()) {
         const u64 r0 = w * 32;
         const u64 r1 = r0 + 32 < rows ? r0 + 32 : rows;
-        u32 s = ts_ol_find(parts, nparts, r0);
+        u32 s = ts_ol_find(parts, nparts, TS_OL_ROW_START, r0);
         u32 word = 0;
         for (u64 r = r0; r < r1; ++r) {
             while (s + 1 < nparts && ts_ol_part(parts, s + 1)[TS_OL_ROW_START] <= r) ++s;
@@ -199,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     for (u64 r = ts_ol_thread(); r < rows; r += ts_ol_stride()) {
         u8* o = out + r * w;
         long long x = 0;
-        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_ROW_START, r));
         u64 v;
         if (ts_ol_valid(words, r) && ts_ol_value_index(g, words, ranks, r, &v, status)) {
             const u8* src = (const u8*)g[TS_OL_VALS_PTR];
@@ -259,7 +260,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         u32 word = 0;
         for (u64 r = r0; r < r1; ++r) {
             if (!ts_ol_valid(words, r)) continue;
-            const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
+            const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_ROW_START, r));
             u64 v;
             if (!ts_ol_value_index(g, words, ranks, r, &v, status)) continue;
             const u8* src = (const u8*)g[TS_OL_VALS_PTR];
@@ -279,12 +280,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         return;
     }
     for (u64 e = ts_ol_thread(); e < entries; e += ts_ol_stride()) {
-        u32 lo = 0, hi = nparts - 1;
-        while (lo < hi) {
-            const u32 mid = (lo + hi + 1) / 2;
-            if (ts_ol_part(parts, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
-        }
-        const u64* g = ts_ol_part(parts, lo);
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_DICT_BASE, e));
         const u64 i = e - g[TS_OL_DICT_BASE];
         if (i >= g[TS_OL_DICT_LEN]) {
             ts_ol_report(status, e, TS_OL_SIZE);
@@ -311,12 +307,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         return;
     }
     for (u64 e = ts_ol_thread(); e < entries; e += ts_ol_stride()) {
-        u32 lo = 0, hi = nparts - 1;
-        while (lo < hi) {
-            const u32 mid = (lo + hi + 1) / 2;
-            if (ts_ol_part(parts, mid)[TS_OL_DICT_BASE] <= e) lo = mid; else hi = mid - 1;
-        }
-        const u64* g = ts_ol_part(parts, lo);
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_DICT_BASE, e));
         if (g[TS_OL_DICT_BASE] > e) {
             ts_ol_report(status, e, TS_OL_SIZE);
             continue;
@@ -348,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
     }
     for (u64 r = ts_ol_thread(); r < rows; r += ts_ol_stride()) {
         u64 len = 0;
-        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_ROW_START, r));
         u64 v;
         if (ts_ol_valid(words, r) && ts_ol_value_index(g, words, ranks, r, &v, status)) {
             if (g[TS_OL_IS_DICT] != 0) {
@@ -426,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(TS_OL_THREADS)
         const u64 at = offs[r];
         const u64 len = end - at;
         if (len == 0 || !ts_ol_valid(words, r)) continue;
-        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, r));
+        const u64* g = ts_ol_part(parts, ts_ol_find(parts, nparts, TS_OL_ROW_START, r));
         u64 src_at;
         if (g[TS_OL_IS_DICT] != 0) {
             u64 v, e;

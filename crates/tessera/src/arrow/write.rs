@@ -945,6 +945,23 @@ fn plain_size(
     encoded_size(ty.physical(), &raw, opts)
 }
 
+/// What the automatic rules (§6.1, §9) try: the first `chunk_rows` values of `array` and their
+/// fixed-width bytes; `None` under 64 rows.
+fn trial_slice(
+    name: &str,
+    ty: &FieldType,
+    array: &dyn Array,
+    chunk_rows: usize,
+) -> Result<Option<(ArrayRef, Vec<u8>)>> {
+    let n = array.len().min(chunk_rows);
+    if n < 64 {
+        return Ok(None);
+    }
+    let sliced = array.slice(0, n);
+    let raw = fixed_bytes(name, ty, sliced.as_ref())?;
+    Ok(Some((sliced, raw)))
+}
+
 /// The automatic dictionary rule for fixed-width fields (`table.md` §6.1): the bytes of the
 /// codes (u32) and the dictionary of one batch's first `chunk_rows` values, each encoded by
 /// `auto`; `None` when that slice has fewer than 64 rows or more distinct values than a quarter
@@ -956,12 +973,10 @@ fn fixed_dict_size(
     chunk_rows: usize,
     opts: CodecOptions,
 ) -> Result<Option<usize>> {
-    let n = array.len().min(chunk_rows);
-    if n < 64 {
+    let Some((sliced, raw)) = trial_slice(name, ty, array, chunk_rows)? else {
         return Ok(None);
-    }
-    let sliced = array.slice(0, n);
-    let raw = fixed_bytes(name, ty, sliced.as_ref())?;
+    };
+    let n = sliced.len();
     let w = ty.physical().width();
     let mut seen: HashMap<&[u8], u32> = HashMap::new();
     let mut distinct = Vec::new();
@@ -999,12 +1014,10 @@ fn runs_size(
     chunk_rows: usize,
     opts: CodecOptions,
 ) -> Result<Option<usize>> {
-    let n = array.len().min(chunk_rows);
-    if n < 64 {
+    let Some((sliced, raw)) = trial_slice(name, ty, array, chunk_rows)? else {
         return Ok(None);
-    }
-    let sliced = array.slice(0, n);
-    let raw = fixed_bytes(name, ty, sliced.as_ref())?;
+    };
+    let n = sliced.len();
     let w = ty.physical().width();
     let mut values = Sink::fixed(0, ty.physical());
     let mut runs = RunField {
