@@ -32,6 +32,7 @@ use crate::kernels::{self, Module};
 
 pub mod pinned;
 pub mod timing;
+pub(crate) mod upload;
 
 /// Per-codec state kept in a handle, one value per type.
 type StateMap = HashMap<TypeId, Box<dyn Any + Send>>;
