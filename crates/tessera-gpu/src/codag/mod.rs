@@ -62,7 +62,11 @@ impl Decoder {
             Decoder::OrcRleV1 => "codag_orc_rle_v1",
             Decoder::OrcRleV2 => "codag_orc_rle_v2",
             Decoder::OrcByteRle => "codag_orc_byte_rle",
-            Decoder::Deflate => "codag_deflate",
+            // The previous block loop stays selectable so a run can measure both on one build.
+            Decoder::Deflate => match std::env::var("TESSERA_CODAG_DEFLATE_KERNEL").as_deref() {
+                Ok("codag_deflate_ref") => "codag_deflate_ref",
+                _ => "codag_deflate",
+            },
         }
     }
     /// Bytes of one output element.
