@@ -432,18 +432,7 @@ fn resident(
     // 1. The file on the device.
     let mut bufs: Vec<Option<CudaSlice<u8>>> = vec![None, None, None];
     bufs[FILE] = Some(match staged {
-        // Through the handle's page-locked ring: several times the driver's own pageable copy.
-        None => {
-            let len = bytes.len().checked_add(PAD).ok_or_else(|| {
-                OrcError::Codec(tessera_format::Error::InvalidArgument(
-                    "file size over the address space".into(),
-                ))
-            })?;
-            let mut d = gpu.alloc::<u8>(len)?;
-            gpu.fill_bytes(&mut d, 0)?;
-            gpu.upload_pageable(bytes, &mut d)?;
-            d
-        }
+        None => codag::upload_padded(gpu, bytes, PAD)?,
         Some(h) => {
             if h.len() < bytes.len() {
                 return Err(OrcError::Codec(tessera_format::Error::InvalidArgument(
