@@ -502,7 +502,9 @@ __device__ __forceinline__ void SsbBlockTotal(unsigned long long sum, unsigned l
 // So when the warp reaches a tile, its block_starts line was loaded two tiles ago and its headers
 // and packed words are in L2. Prefetches are hints that read nothing into registers; every
 // address prefetched lies inside the chunk's checked data range (plain: its values), and the
-// loaders still check everything they read.
+// loaders still check everything they read. Not the default: profiled on an H200, the kernels
+// are bound by instructions more than by these waits, and the prefetches add instructions and
+// read tiles that late materialization would skip (docs/gpu/ssb.md).
 
 // tile + step when both are below total, else ~0u (no such tile; no overflow).
 __device__ __forceinline__ u32 ssb_next(u32 tile, u32 step, u32 total) {

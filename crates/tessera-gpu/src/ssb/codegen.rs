@@ -72,7 +72,9 @@ pub enum Loader {
     /// As [`Loader::Inline`], and the probe kernel prefetches the tiles ahead of the warp's
     /// (`SsbPrefetchMeta`, `SsbPrefetchData` in `ops.cuh`): per column of one codec, the L2
     /// prefetch of the payload of the warp's next tile and the load of the block_starts entries
-    /// of the one after, so that a tile's dependent loads find their lines on chip.
+    /// of the one after, so that a tile's dependent loads find their lines on chip. Not the
+    /// default: on an H200 the prefetches added more instructions (and, for tiles that late
+    /// materialization skips, more DRAM traffic) than the waits they hid (docs/gpu/ssb.md).
     Prefetch,
 }
 
