@@ -197,9 +197,20 @@ def main():
     ap.add_argument("--out", required=True, help="folder for nvcomp_ssb.json and nvcomp_ssb.md")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--from-json", help="an earlier nvcomp_ssb.json: only write the report")
+    ap.add_argument("--variant", help="take tessera's GPU compressed and plain times from this "
+                    "`--variants` row of the bench JSON (e.g. pf:8) instead of its main table")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     tess = json.load(open(args.tessera))
+    if args.variant:
+        rows = [v for v in tess.get("variants", []) if v.get("options") == args.variant and v.get("queries")]
+        if not rows:
+            ap.error(f"--variant {args.variant}: no such row with query times in {args.tessera}")
+        times = {n: (c, p) for n, c, p in rows[0]["queries"]}
+        for q in tess.get("queries", []):
+            if q["name"] not in times:
+                ap.error(f"--variant {args.variant}: no time for {q['name']}")
+            q["gpu_compressed_ms"], q["gpu_plain_ms"] = times[q["name"]]
 
     def log(s):
         print(s, flush=True)
@@ -223,6 +234,9 @@ def main():
             with open(os.path.join(args.out, "nvcomp_ssb.json"), "w") as fh:
                 json.dump({"nvcomp": ver, "device": dev, "runs": runs, "chunk": CHUNK, "columns": cols}, fh, indent=1)
     md, rows, tot = report(cols, tess, runs, ver, dev)
+    if args.variant:
+        md = md.replace("\n\n", f"\n\ntessera's times: kernels generated as `{args.variant}` (the bench's "
+                        "`--variants` row of the same run).\n\n", 1)
     with open(os.path.join(args.out, "nvcomp_ssb.json"), "w") as fh:
         json.dump({"nvcomp": ver, "device": dev, "runs": runs, "chunk": CHUNK, "columns": cols,
                    "queries": rows, "footprint": tot}, fh, indent=1)
