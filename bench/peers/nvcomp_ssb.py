@@ -31,9 +31,10 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
+
+from nvcomp_common import gpu_modules, timed
 
 cp = np = nvcomp = None  # imported in main(): --help and --from-json need no GPU
 
@@ -42,9 +43,7 @@ CHUNK = 65536
 
 def gpu_imports():
     global cp, np, nvcomp
-    import cupy as cp  # noqa: F811
-    import numpy as np  # noqa: F811
-    from nvidia import nvcomp  # noqa: F811
+    cp, np, nvcomp = gpu_modules()
 
 
 def configs():
@@ -69,17 +68,7 @@ def configs():
 
 
 def time_decode(codec, enc, out, stream, runs):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    codec.decode(enc, data_type="|u1", out=out)  # warm-up
-    stream.synchronize()
-    times = []
-    for _ in range(runs):
-        start.record(stream)
-        codec.decode(enc, data_type="|u1", out=out)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    return timed(lambda: codec.decode(enc, data_type="|u1", out=out), stream, runs)
 
 
 def bench_column(path, runs, log):
