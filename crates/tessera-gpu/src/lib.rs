@@ -77,4 +77,5 @@ pub use cudarc::driver::CudaSlice;
 pub use int::layout;
 pub use int::{ChunkRef, DeviceColumn, DeviceEncoded, EncodeScratch};
 pub use runtime::pinned::PinnedBuffer;
+pub use runtime::trace::TraceCounts;
 pub use runtime::{DeviceInfo, Gpu};
