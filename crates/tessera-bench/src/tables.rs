@@ -63,12 +63,34 @@ struct Row {
     /// Every field decoded into GPU memory from the `.tsr` bytes in host memory, synchronized
     /// (`None`: no GPU).
     read_tsr_gpu_ms: Option<f64>,
+    /// Where the GPU read's host time goes, and what it costs in fixed operations (`None`: no
+    /// GPU).
+    gpu_phases: Option<GpuPhases>,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
     /// Fields stored as runs (`table.md` §9).
     run_fields: Vec<String>,
     /// Bytes each column takes in the `.tsr` file (all its physical columns).
     tsr_column_bytes: Vec<(String, u64)>,
+}
+
+/// Medians (ms) of the GPU read's phases over the timed runs (`read_gpu`'s own clock:
+/// verify checksums, check headers and upload, queue everything, the one wait, check statuses
+/// and assemble), and the runtime's counts of one read.
+#[derive(Debug, Serialize)]
+struct GpuPhases {
+    verify_ms: f64,
+    upload_ms: f64,
+    queue_ms: f64,
+    wait_ms: f64,
+    finish_ms: f64,
+    launches: u64,
+    waits: u64,
+    allocs: u64,
+    host_to_device: u64,
+    device_to_host: u64,
+    device_to_device: u64,
+    fills: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -269,6 +291,39 @@ fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     Ok(fields.len())
 }
 
+/// The GPU read's phases (medians over `runs` reads) and the fixed operations of one read.
+fn gpu_phases(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<GpuPhases> {
+    use tessera::gpu::TraceCounts;
+    let runs = runs.max(1);
+    let mut p: Vec<tessera::arrow::GpuReadPhases> = Vec::with_capacity(runs);
+    TraceCounts::take();
+    for _ in 0..runs {
+        read_tsr_gpu(t, gpu)?;
+        p.push(tessera::arrow::last_gpu_read_phases());
+    }
+    let c = TraceCounts::take();
+    let med = |f: fn(&tessera::arrow::GpuReadPhases) -> f64| median(p.iter().map(f).collect());
+    let per = |n: u64| n / runs as u64;
+    let phases = GpuPhases {
+        verify_ms: med(|x| x.verify_ms),
+        upload_ms: med(|x| x.upload_ms),
+        queue_ms: med(|x| x.queue_ms),
+        wait_ms: med(|x| x.wait_ms),
+        finish_ms: med(|x| x.finish_ms),
+        launches: per(c.launches),
+        waits: per(c.waits),
+        allocs: per(c.allocs),
+        host_to_device: per(c.host_to_device),
+        device_to_host: per(c.device_to_host),
+        device_to_device: per(c.device_to_device),
+        fills: per(c.fills),
+    };
+    if std::env::var_os("TESSERA_TRACE").is_some() {
+        eprintln!("{phases:?}");
+    }
+    Ok(phases)
+}
+
 /// pyarrow's median read times of `paths`, or why there are none.
 fn pyarrow_ms(runs: usize, paths: &[&Path]) -> std::result::Result<Vec<f64>, String> {
     let script = std::env::var("TESSERA_TABLES_PEER")
@@ -356,13 +411,14 @@ fn measure(
                 (None, None)
             }
         };
-    let read_tsr_gpu_ms = match gpu {
+    let (read_tsr_gpu_ms, gpu_phases) = match gpu {
         Some(g) => {
             let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
             let t = TableReader::from_bytes(bytes)?;
-            Some(time_ms(runs, || read_tsr_gpu(&t, g))?)
+            let ms = time_ms(runs, || read_tsr_gpu(&t, g))?;
+            (Some(ms), Some(gpu_phases(&t, g, runs)?))
         }
-        None => None,
+        None => (None, None),
     };
     let row = Row {
         table: name.to_owned(),
@@ -383,6 +439,7 @@ fn measure(
         read_parquet_zstd_pyarrow_ms,
         read_parquet_snappy_pyarrow_ms,
         read_tsr_gpu_ms,
+        gpu_phases,
         alp_fields,
         run_fields,
         tsr_column_bytes,
@@ -411,6 +468,7 @@ fn markdown(r: &Report) -> String {
         r.device, r.date, r.runs, r.threads, r.pyarrow
     );
     let opt = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.1}"));
+    let opt2 = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.2}"));
     for x in &r.rows {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
@@ -418,8 +476,30 @@ fn markdown(r: &Report) -> String {
             x.ipc_lz4_bytes, x.ipc_zstd_bytes, x.tsr_over_parquet_zstd, x.read_tsr_cpu_ms,
             x.read_parquet_zstd_ms, x.read_parquet_snappy_ms, x.read_ipc_lz4_ms, x.read_ipc_zstd_ms,
             opt(x.read_parquet_zstd_pyarrow_ms), opt(x.read_parquet_snappy_pyarrow_ms),
-            opt(x.read_tsr_gpu_ms)
+            opt2(x.read_tsr_gpu_ms)
         ));
+    }
+    if r.rows.iter().any(|x| x.gpu_phases.is_some()) {
+        s.push_str(
+            "\n## GPU read: where the host's time goes, and the fixed operations of one read\n\n\
+             Medians (ms) over the runs of `read_gpu`'s own phases (verify: payload checksums; \
+             upload: headers checked, payloads uploaded one batch per logical type and text \
+             codec; queue: every decoder, check, per-column copy and the run expansions queued; \
+             wait: the one wait and the status words read back; finish: statuses checked, \
+             fields assembled), and the runtime's counts of one read (`tessera_gpu::TraceCounts`).\n\n\
+             | table | verify | upload | queue | wait | finish | launches | waits | allocations | host-to-device | device-to-host | device-to-device | fills |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for x in &r.rows {
+            if let Some(p) = &x.gpu_phases {
+                s.push_str(&format!(
+                    "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    x.table, p.verify_ms, p.upload_ms, p.queue_ms, p.wait_ms, p.finish_ms,
+                    p.launches, p.waits, p.allocs, p.host_to_device, p.device_to_host,
+                    p.device_to_device, p.fills
+                ));
+            }
+        }
     }
     s.push_str("\n## Bytes per column in the `.tsr` file\n\n");
     for x in &r.rows {

@@ -16,7 +16,7 @@ use tessera::arrow::{
     ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice, Role,
     RunChoice,
 };
-use tessera::{Engine, Error, TableReader};
+use tessera::{Engine, Error, LogicalType, TableReader};
 
 /// How the rows of a generated column are null.
 #[derive(Debug, Clone, Copy)]
@@ -1499,6 +1499,58 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
             t.read_gpu(1, gpu).expect_err("alone").to_string()
         );
         assert!(on_gpu.to_string().contains("'b'"), "{on_gpu} ({cpu})");
+    }
+}
+
+/// A read queues every decoder and reads their status words back after one wait: a corrupt
+/// column found there (a bit width above its lane, which only the decoder sees) is still that
+/// column's error, as the CPU decoder gives it, whether it shares its batch with another column
+/// of its type (`c` beside `a`) or has one of its own (`b`), and the good columns of the same
+/// table decode as they do alone.
+#[test]
+fn gpu_one_wait_read_names_the_corrupt_column() {
+    let Some(mut engine) = gpu_engine() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let n = 1000usize;
+    let i32s = |m: i32| {
+        (0..n as i32)
+            .flat_map(|i| (i * m % 5000).to_le_bytes())
+            .collect()
+    };
+    let u64s: Vec<u8> = (0..n as u64)
+        .flat_map(|i| (i * 977 % 100_000).to_le_bytes())
+        .collect();
+    let fields = [
+        ("a", LogicalType::I32, i32s(7), n),
+        ("b", LogicalType::U64, u64s, n),
+        ("c", LogicalType::I32, i32s(13), n),
+    ];
+    common::for_file(&path, &fields, None);
+    gpu_matches_cpu(&path, &mut engine);
+    let gpu = engine.gpu().expect("gpu");
+    for (bad, col) in [("c", 2usize), ("b", 1)] {
+        common::for_file(&path, &fields, Some(bad));
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r
+            .read_all(&mut Engine::cpu())
+            .expect_err("the CPU accepts a bad bit width");
+        let on_gpu = r
+            .read_gpu(gpu)
+            .expect_err("the GPU accepts a bad bit width");
+        assert_eq!(
+            std::mem::discriminant(&on_gpu),
+            std::mem::discriminant(&cpu),
+            "{on_gpu} ({cpu})"
+        );
+        assert_eq!(
+            on_gpu.to_string(),
+            t.read_gpu(col, gpu).expect_err("alone").to_string()
+        );
+        assert!(on_gpu.to_string().contains(&format!("'{bad}'")), "{on_gpu}");
     }
 }
 
