@@ -1503,10 +1503,10 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
 }
 
 /// A read queues every decoder and reads their status words back after one wait: a corrupt
-/// column found there (a bit width above its lane, which only the decoder sees) is still that
-/// column's error, as the CPU decoder gives it, whether it shares its batch with another column
-/// of its type (`c` beside `a`) or has one of its own (`b`), and the good columns of the same
-/// table decode as they do alone.
+/// column found there (a bit width above its lane, a WAH fill past the bitmap's bits: what only
+/// the decoder sees) is still that column's error, as the CPU decoder gives it, whether it
+/// shares its batch with another column of its type (`c` beside `a`, `e` after `d`) or has one
+/// of its own (`b`), and the good columns of the same table decode as they do alone.
 #[test]
 fn gpu_one_wait_read_names_the_corrupt_column() {
     let Some(mut engine) = gpu_engine() else {
@@ -1523,15 +1523,20 @@ fn gpu_one_wait_read_names_the_corrupt_column() {
     let u64s: Vec<u8> = (0..n as u64)
         .flat_map(|i| (i * 977 % 100_000).to_le_bytes())
         .collect();
+    let flags: Vec<u8> = (0..n.div_ceil(8))
+        .map(|i| if i % 9 < 4 { 0xFF } else { 0x5A })
+        .collect();
     let fields = [
         ("a", LogicalType::I32, i32s(7), n),
         ("b", LogicalType::U64, u64s, n),
         ("c", LogicalType::I32, i32s(13), n),
+        ("d", LogicalType::Bits, flags.clone(), n),
+        ("e", LogicalType::Bits, flags, n),
     ];
     common::for_file(&path, &fields, None);
     gpu_matches_cpu(&path, &mut engine);
     let gpu = engine.gpu().expect("gpu");
-    for (bad, col) in [("c", 2usize), ("b", 1)] {
+    for (bad, col) in [("c", 2usize), ("b", 1), ("e", 4)] {
         common::for_file(&path, &fields, Some(bad));
         let t = TableReader::open(&path).expect("open");
         let r = ArrowTableReader::new(&t, None).expect("table");

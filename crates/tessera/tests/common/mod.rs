@@ -185,10 +185,11 @@ pub fn utf8_file(path: &std::path::Path, fields: &[(&str, &[u32], &[u8])]) {
 }
 
 /// A table of integer fields, one FOR chunk each (`(name, type, raw little-endian values,
-/// count)`), where the field named `corrupt` (if any) has the bit width of its second block
-/// raised above its lane: a payload whose header and checksum are valid and that only the
-/// decoder finds wrong (the CPU decoder as `InvalidBitWidth`-style errors, a GPU kernel in its
-/// status word).
+/// count)`), and boolean fields (type `Bits`, raw packed bits), one WAH chunk each, where the
+/// field named `corrupt` (if any) has the bit width of its second block raised above its lane,
+/// or, a boolean one, its first word made a fill of more groups than its bits: payloads whose
+/// header and checksum are valid and that only the decoder finds wrong (the CPU decoder, and a
+/// GPU kernel in its status word).
 // Each test crate compiles this module whole; only some use every helper.
 #[allow(dead_code)]
 pub fn for_file(
@@ -203,17 +204,15 @@ pub fn for_file(
     let mut w = ContainerWriter::create(path).expect("create");
     let mut metas = Vec::new();
     for (name, ty, raw, n) in fields {
+        let bits = *ty == tessera::LogicalType::Bits;
+        let codec = if bits { CodecId::Wah } else { CodecId::For };
         let mut p = Vec::new();
-        encode_values_with(
-            *ty,
-            Some(CodecId::For),
-            raw,
-            *n as u64,
-            &mut p,
-            Default::default(),
-        )
-        .expect("encode");
-        if corrupt == Some(*name) {
+        encode_values_with(*ty, Some(codec), raw, *n as u64, &mut p, Default::default())
+            .expect("encode");
+        if bits && corrupt == Some(*name) {
+            // A WAH fill word (flag bit 31) of 2^14 - 1 groups, after the 16-byte header.
+            p[16..20].copy_from_slice(&(0x8000_0000u32 | 0x3FFF).to_le_bytes());
+        } else if corrupt == Some(*name) {
             // Header (4 words), block_starts (blocks + 1), then the blocks: block 1's bit
             // width word follows its reference (one word a 32-bit lane, two a 64-bit one).
             let word =
@@ -227,11 +226,14 @@ pub fn for_file(
             p[4 * at..4 * at + 4].copy_from_slice(&bw.to_le_bytes());
         }
         let c = w.add_column(name, *ty, None).expect("column");
-        w.write_chunk_to(c, CodecId::For, *n as u32, &p)
-            .expect("chunk");
+        w.write_chunk_to(c, codec, *n as u32, &p).expect("chunk");
         metas.push(FieldMeta {
             name: (*name).into(),
-            ty: FieldType::Int(*ty),
+            ty: if bits {
+                FieldType::Boolean
+            } else {
+                FieldType::Int(*ty)
+            },
             nullable: false,
             arrow_dictionary: None,
             metadata: vec![],
