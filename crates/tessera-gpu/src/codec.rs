@@ -440,7 +440,8 @@ impl GpuDecoder for IntDecoder {
         chunks: &[ChunkRef<'a>],
     ) -> Result<Box<dyn GpuBatch + 'a>> {
         Ok(Box::new(IntBatch {
-            col: gpu.upload_column(ty, chunks)?,
+            // Every use of the batch is a decode queued after the copies on the main stream.
+            col: gpu.upload_column_queued(ty, chunks)?,
             refs: chunks.to_vec(),
         }))
     }
