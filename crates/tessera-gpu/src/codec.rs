@@ -440,8 +440,7 @@ impl GpuDecoder for IntDecoder {
         chunks: &[ChunkRef<'a>],
     ) -> Result<Box<dyn GpuBatch + 'a>> {
         Ok(Box::new(IntBatch {
-            // Every use of the batch is a decode queued after the copies on the main stream.
-            col: gpu.upload_column_queued(ty, chunks)?,
+            col: gpu.upload_column(ty, chunks)?,
             refs: chunks.to_vec(),
         }))
     }

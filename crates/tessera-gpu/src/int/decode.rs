@@ -374,19 +374,6 @@ impl Gpu {
         ty: LogicalType,
         host: &HostColumn,
     ) -> Result<DeviceColumn> {
-        let col = self.upload_host_column_queued(ty, host)?;
-        self.synchronize()?;
-        Ok(col)
-    }
-
-    /// [`Self::upload_host_column`] without the final wait: the copies are ordered on the main
-    /// stream before anything queued later (a decode), and a copy from pageable host memory
-    /// has taken its bytes when it returns, so `host` may go at once.
-    pub(crate) fn upload_host_column_queued(
-        &self,
-        ty: LogicalType,
-        host: &HostColumn,
-    ) -> Result<DeviceColumn> {
         let words = self.upload(&host.words)?;
         let plain = self.upload(&host.plain)?;
         let mut batches = Vec::new();
@@ -404,6 +391,7 @@ impl Gpu {
             slots += chunks.len();
         }
         let status = self.alloc::<u64>(slots)?;
+        self.synchronize()?;
         Ok(DeviceColumn {
             ty,
             values: host.values,
@@ -423,17 +411,6 @@ impl Gpu {
     pub fn upload_column(&self, ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<DeviceColumn> {
         let host = HostColumn::build(ty, chunks)?;
         self.upload_host_column(ty, &host)
-    }
-
-    /// [`Self::upload_column`] without waiting for the copies (for a decode queued after them
-    /// on the main stream).
-    pub(crate) fn upload_column_queued(
-        &self,
-        ty: LogicalType,
-        chunks: &[ChunkRef<'_>],
-    ) -> Result<DeviceColumn> {
-        let host = HostColumn::build(ty, chunks)?;
-        self.upload_host_column_queued(ty, &host)
     }
 
     /// Queues the decode of `col` into `out` (at least `col.decoded_bytes()` bytes) on the main
