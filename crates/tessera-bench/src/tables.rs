@@ -63,9 +63,8 @@ struct Row {
     /// Every field decoded into GPU memory from the `.tsr` bytes in host memory, synchronized
     /// (`None`: no GPU).
     read_tsr_gpu_ms: Option<f64>,
-    /// Where the GPU read's host time goes, and what it costs in fixed operations (`None`: no
-    /// GPU).
-    gpu_phases: Option<GpuPhases>,
+    /// The GPU read's fixed-cost operations (`None`: no GPU).
+    gpu_ops: Option<GpuOps>,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
     /// Fields stored as runs (`table.md` §9).
@@ -74,16 +73,10 @@ struct Row {
     tsr_column_bytes: Vec<(String, u64)>,
 }
 
-/// Medians (ms) of the GPU read's phases over the timed runs (`read_gpu`'s own clock:
-/// verify checksums, check headers and upload, queue everything, the one wait, check statuses
-/// and assemble), and the runtime's counts of one read.
+/// The runtime's counts of the fixed-cost operations of one GPU read (`read_gpu`), averaged
+/// over the timed runs.
 #[derive(Debug, Serialize)]
-struct GpuPhases {
-    verify_ms: f64,
-    upload_ms: f64,
-    queue_ms: f64,
-    wait_ms: f64,
-    finish_ms: f64,
+struct GpuOps {
     launches: u64,
     waits: u64,
     allocs: u64,
@@ -291,25 +284,17 @@ fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     Ok(fields.len())
 }
 
-/// The GPU read's phases (medians over `runs` reads) and the fixed operations of one read.
-fn gpu_phases(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<GpuPhases> {
+/// The fixed-cost operations of one GPU read, averaged over `runs` reads.
+fn gpu_ops(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<GpuOps> {
     use tessera::gpu::TraceCounts;
     let runs = runs.max(1);
-    let mut p: Vec<tessera::arrow::GpuReadPhases> = Vec::with_capacity(runs);
     TraceCounts::take();
     for _ in 0..runs {
         read_tsr_gpu(t, gpu)?;
-        p.push(tessera::arrow::last_gpu_read_phases());
     }
     let c = TraceCounts::take();
-    let med = |f: fn(&tessera::arrow::GpuReadPhases) -> f64| median(p.iter().map(f).collect());
     let per = |n: u64| n / runs as u64;
-    let phases = GpuPhases {
-        verify_ms: med(|x| x.verify_ms),
-        upload_ms: med(|x| x.upload_ms),
-        queue_ms: med(|x| x.queue_ms),
-        wait_ms: med(|x| x.wait_ms),
-        finish_ms: med(|x| x.finish_ms),
+    let ops = GpuOps {
         launches: per(c.launches),
         waits: per(c.waits),
         allocs: per(c.allocs),
@@ -319,9 +304,9 @@ fn gpu_phases(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<G
         fills: per(c.fills),
     };
     if std::env::var_os("TESSERA_TRACE").is_some() {
-        eprintln!("{phases:?}");
+        eprintln!("{ops:?}");
     }
-    Ok(phases)
+    Ok(ops)
 }
 
 /// pyarrow's median read times of `paths`, or why there are none.
@@ -411,12 +396,12 @@ fn measure(
                 (None, None)
             }
         };
-    let (read_tsr_gpu_ms, gpu_phases) = match gpu {
+    let (read_tsr_gpu_ms, gpu_ops) = match gpu {
         Some(g) => {
             let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
             let t = TableReader::from_bytes(bytes)?;
             let ms = time_ms(runs, || read_tsr_gpu(&t, g))?;
-            (Some(ms), Some(gpu_phases(&t, g, runs)?))
+            (Some(ms), Some(gpu_ops(&t, g, runs)?))
         }
         None => (None, None),
     };
@@ -439,7 +424,7 @@ fn measure(
         read_parquet_zstd_pyarrow_ms,
         read_parquet_snappy_pyarrow_ms,
         read_tsr_gpu_ms,
-        gpu_phases,
+        gpu_ops,
         alp_fields,
         run_fields,
         tsr_column_bytes,
@@ -479,24 +464,26 @@ fn markdown(r: &Report) -> String {
             opt2(x.read_tsr_gpu_ms)
         ));
     }
-    if r.rows.iter().any(|x| x.gpu_phases.is_some()) {
+    if r.rows.iter().any(|x| x.gpu_ops.is_some()) {
         s.push_str(
-            "\n## GPU read: where the host's time goes, and the fixed operations of one read\n\n\
-             Medians (ms) over the runs of `read_gpu`'s own phases (verify: payload checksums; \
-             upload: headers checked, payloads uploaded one batch per logical type and text \
-             codec; queue: every decoder, check, per-column copy and the run expansions queued; \
-             wait: the one wait and the status words read back; finish: statuses checked, \
-             fields assembled), and the runtime's counts of one read (`tessera_gpu::TraceCounts`).\n\n\
-             | table | verify | upload | queue | wait | finish | launches | waits | allocations | host-to-device | device-to-host | device-to-device | fills |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+            "\n## GPU read: the fixed operations of one read\n\n\
+             The runtime's counts (`tessera_gpu::TraceCounts`) of one `read_gpu`, averaged over \
+             the timed runs.\n\n\
+             | table | launches | waits | allocations | host-to-device | device-to-host | device-to-device | fills |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         );
         for x in &r.rows {
-            if let Some(p) = &x.gpu_phases {
+            if let Some(p) = &x.gpu_ops {
                 s.push_str(&format!(
-                    "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    x.table, p.verify_ms, p.upload_ms, p.queue_ms, p.wait_ms, p.finish_ms,
-                    p.launches, p.waits, p.allocs, p.host_to_device, p.device_to_host,
-                    p.device_to_device, p.fills
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    x.table,
+                    p.launches,
+                    p.waits,
+                    p.allocs,
+                    p.host_to_device,
+                    p.device_to_host,
+                    p.device_to_device,
+                    p.fills
                 ));
             }
         }

@@ -241,76 +241,6 @@ pub fn upload(gpu: &Gpu, b: &Bitmap) -> Result<DeviceBitmap> {
     Ok(d)
 }
 
-/// [`upload_payload`] with the check of the words queued, not waited for: the host's checks
-/// (header, bit length, the last word's padding) are done, an error now; the device's come
-/// back through [`QueuedValidation`] once its two words are read back. A bitmap whose words
-/// turn out invalid may still be decompressed meanwhile: that gives wrong bits, never an access
-/// out of bounds (`kernels/bitmap/decompress.cuh`), and the verdict then discards them.
-pub(crate) fn upload_payload_queued(
-    gpu: &Gpu,
-    flavor: Flavor,
-    payload: &[u8],
-) -> Result<(DeviceBitmap, Option<QueuedValidation>)> {
-    let bit_len = bitmap::payload_bit_len(flavor, payload)?;
-    let words: Vec<u32> = payload[bitmap::HEADER_BYTES..]
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let groups = group_count(bit_len);
-    let Some(&last_word) = words.last() else {
-        return if groups == 0 {
-            Ok((upload(gpu, &Bitmap::from_payload(flavor, payload)?)?, None))
-        } else {
-            Err(cpu_error(flavor, payload))
-        };
-    };
-    let padding_ok = groups == 0 || last_group(flavor, last_word) & !last_group_mask(bit_len) == 0;
-    if !padding_ok {
-        return Err(cpu_error(flavor, payload));
-    }
-    let mut d = DeviceBitmap {
-        flavor,
-        bit_len,
-        words: gpu.upload(&words)?,
-        len: words.len(),
-        tile_starts: None,
-    };
-    let ends = slot_ends(gpu, &d)?;
-    attach_tile_starts(gpu, &mut d)?;
-    Ok((d, Some(QueuedValidation { ends, groups })))
-}
-
-/// The device's half of a payload's validation, queued by [`upload_payload_queued`].
-pub(crate) struct QueuedValidation {
-    ends: Ends,
-    groups: u64,
-}
-
-impl QueuedValidation {
-    /// Queues copies of the two words the verdict needs (the slot check's status, the group
-    /// total) to `dst` and `dst + 8`, device addresses of live memory.
-    pub(crate) fn gather(&self, gpu: &Gpu, dst: u64) -> Result<()> {
-        let status = gpu.ptr(&self.ends.status);
-        let total = gpu.ptr(&self.ends.partials) + 8 * self.ends.tiles as u64;
-        for (to, from) in [(dst, status), (dst + 8, total)] {
-            crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
-            // SAFETY: `from` addresses one u64 of a buffer `self` keeps alive (status holds
-            // one, partials tiles + 1); `to` is the caller's (see above). Stream-ordered after
-            // the kernels that write them.
-            unsafe {
-                cudarc::driver::result::memcpy_dtod_async(to, from, 8, gpu.stream.cu_stream())
-            }
-            .map_err(cuda("gathering a bitmap check"))?;
-        }
-        Ok(())
-    }
-
-    /// Whether the words are valid, from the two words [`Self::gather`] copied.
-    pub(crate) fn valid(&self, status: u64, total: u64) -> bool {
-        status == STATUS_OK && total == self.groups
-    }
-}
-
 /// Gives a valid bitmap its tile starts (queued, not waited for): every later decompression
 /// and fused operation on it then reads its words once. An upload pays this pass once (its
 /// PCIe transfer costs far more) instead of every use paying it.
@@ -543,27 +473,14 @@ mod tests {
 }
 
 /// WAH and PLWAH chunks of bits columns: each chunk decompressed by its own launch sequence,
-/// then copied into the column's place as bytes. The words' validation (`wah.md` §5) is queued
-/// at upload; its verdict comes back with the decode's status words.
+/// then copied into the column's place as bytes.
 #[derive(Debug)]
 pub struct BitmapDecoder;
 
-struct BitmapChunk<'a> {
-    d: DeviceBitmap,
-    /// Where the chunk decompresses.
-    words: CudaSlice<u32>,
-    /// Its decoded bytes.
-    bytes: usize,
-    check: Option<QueuedValidation>,
-    flavor: Flavor,
-    payload: &'a [u8],
-}
-
-struct BitmapBatch<'a> {
-    chunks: Vec<BitmapChunk<'a>>,
+struct BitmapBatch {
+    /// Per chunk: its words on the device, the buffer it decompresses into, its decoded bytes.
+    chunks: Vec<(DeviceBitmap, CudaSlice<u32>, usize)>,
     total: usize,
-    /// Two u64 a validated chunk (its check's status and group total), gathered by `enqueue`.
-    checks: Option<CudaSlice<u64>>,
 }
 
 impl crate::codec::GpuDecoder for BitmapDecoder {
@@ -587,96 +504,47 @@ impl crate::codec::GpuDecoder for BitmapDecoder {
             let flavor = Flavor::of_codec(c.codec)
                 .ok_or_else(|| Error::InvalidArgument(format!("{:?} is no bitmap", c.codec)))?;
             crate::codec::check_bit_len(flavor, c.payload, c.value_count)?;
-            let (d, check) = upload_payload_queued(gpu, flavor, c.payload)?;
+            let d = upload_payload(gpu, flavor, c.payload)?;
             let words = gpu.alloc::<u32>(d.bit_len.div_ceil(32) as usize)?;
             let bytes = d.bit_len.div_ceil(8) as usize;
             total += bytes;
-            out.push(BitmapChunk {
-                d,
-                words,
-                bytes,
-                check,
-                flavor,
-                payload: c.payload,
-            });
+            out.push((d, words, bytes));
         }
-        Ok(Box::new(BitmapBatch {
-            chunks: out,
-            total,
-            checks: None,
-        }))
+        Ok(Box::new(BitmapBatch { chunks: out, total }))
     }
 }
 
-impl crate::codec::GpuBatch for BitmapBatch<'_> {
+impl crate::codec::GpuBatch for BitmapBatch {
     fn decoded_bytes(&self) -> usize {
         self.total
     }
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
-        match crate::codec::GpuBatch::enqueue(self, gpu, out)? {
-            Some(part) => {
-                let read = gpu.read_back_parts(&[part])?;
-                crate::codec::GpuBatch::check(self, gpu, &read[0])
-            }
-            None => gpu.synchronize(),
-        }
+        crate::codec::GpuBatch::enqueue(self, gpu, out)?;
+        gpu.synchronize()
     }
 
     fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
-        let checked = self.chunks.iter().filter(|c| c.check.is_some()).count();
-        let checks = if checked > 0 {
-            Some(gpu.alloc::<u64>(2 * checked)?)
-        } else {
-            None
-        };
-        let mut slot = checks.as_ref().map_or(0, |c| gpu.ptr(c));
+        // Upload validated every chunk's words: the decompression has nothing to report.
         let mut at = 0usize;
-        for c in &mut self.chunks {
-            if let Some(v) = &c.check {
-                v.gather(gpu, slot)?;
-                slot += 16;
-            }
-            decompress_device_into(gpu, &c.d, &mut c.words)?;
-            if c.bytes == 0 {
+        for (d, words, bytes) in &mut self.chunks {
+            decompress_device_into(gpu, d, words)?;
+            if *bytes == 0 {
                 continue;
             }
             // SAFETY: u8 has no invalid bit patterns and alignment 1; the view covers `bytes` =
             // ceil(bit_len / 8) bytes of the ceil(bit_len / 32) words allocated.
-            let src = unsafe { c.words.transmute::<u8>(c.bytes) }
+            let src = unsafe { words.transmute::<u8>(*bytes) }
                 .ok_or_else(|| Error::Gpu("bitmap words shorter than its bytes".into()))?;
             let mut to = out
-                .try_slice_mut(at..at + c.bytes)
+                .try_slice_mut(at..at + *bytes)
                 .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
             crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
             gpu.stream
                 .memcpy_dtod(&src, &mut to)
                 .map_err(cuda("copying a decompressed bitmap"))?;
-            at += c.bytes;
+            at += *bytes;
         }
-        let part = checks.as_ref().map(|c| (gpu.ptr(c), 16 * checked));
-        self.checks = checks;
-        Ok(part)
-    }
-
-    fn check(&self, _gpu: &Gpu, status: &[u8]) -> Result<()> {
-        let word = |i: usize| -> Result<u64> {
-            let b = status
-                .get(8 * i..8 * i + 8)
-                .ok_or_else(|| Error::Gpu("a bitmap check was not read back".into()))?;
-            Ok(u64::from_le_bytes([
-                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-            ]))
-        };
-        let mut i = 0usize;
-        for c in &self.chunks {
-            if let Some(v) = &c.check {
-                if !v.valid(word(2 * i)?, word(2 * i + 1)?) {
-                    return Err(cpu_error(c.flavor, c.payload));
-                }
-                i += 1;
-            }
-        }
-        Ok(())
+        Ok(None)
     }
 }

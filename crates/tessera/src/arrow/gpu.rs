@@ -8,9 +8,9 @@
 //! type (one upload, one launch per codec, one wait), the utf8 ones in one batch of offsets
 //! (checked on the device, a status word) and one of text; each column then gets its own
 //! buffer by a queued device copy. Run-encoded fields (`table.md` §9) are expanded on the
-//! device, all of them by one launch. Everything is queued on one stream after the uploads and
-//! the status words of every decoder and check come back after one wait, read once
-//! (`Gpu::read_back_parts`). What is Arrow's layout as decoded:
+//! device. [`ArrowTableReader::read_gpu_queued`] does the same with one wait in all (every
+//! decoder, check and run expansion queued on one stream, their status words read back once);
+//! it is not the default yet (its docs say why). What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -32,7 +32,7 @@ use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, LogicalType, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
 use tessera_gpu::codec::QueuedDecode;
-use tessera_gpu::{CudaSlice, Gpu, ResidentColumn};
+use tessera_gpu::{codec, CudaSlice, Gpu, ResidentColumn};
 
 use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
@@ -65,13 +65,267 @@ impl ArrowTableReader<'_> {
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
-    ///
-    /// Every upload comes first (a copy from pageable host memory waits for the stream, so
-    /// uploads between launches would stall them), then every decoder, the utf8 end check and
-    /// one expansion launch for all run-encoded fields are queued back to back on one stream,
-    /// and their status words come back together after one wait; errors are then reported in
-    /// the order the batches were queued, each naming its column (and chunk) as before.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
+        let t: &TableReader = self.table_reader();
+        let fields: Vec<&FieldMeta> = self.selected_fields().collect();
+        let wanted: Vec<usize> = fields
+            .iter()
+            .flat_map(|f| f.columns.iter().map(|&(_, c)| c as usize))
+            .collect();
+        let mut decoded = decode_fixed_columns(t, &wanted, gpu)?;
+        decoded.extend(decode_utf8_columns(t, &wanted, gpu)?);
+        let batched = RefCell::new(decoded);
+        fields
+            .into_iter()
+            .map(|f| {
+                let col = |r: Role| {
+                    f.column(r)
+                        .map(|c| match batched.borrow_mut().remove(&c) {
+                            Some(g) => Ok(g),
+                            None => t.read_gpu(c, gpu),
+                        })
+                        .transpose()
+                };
+                let values = col(Role::Values)?.ok_or_else(|| {
+                    Error::InvalidArgument(format!("field '{}' has no values", f.name))
+                })?;
+                // A run-encoded field (`table.md` §9) leaves as one value a row.
+                let values = match col(Role::RunEnds)? {
+                    Some(ends) => expand_runs(gpu, &f.name, values, ends, self.rows())?,
+                    None => values,
+                };
+                let dictionary = match col(Role::DictValues)? {
+                    Some(d) => Some((d, col(Role::DictLengths)?)),
+                    None => None,
+                };
+                let alp = match (
+                    col(Role::AlpParams)?,
+                    col(Role::ExceptionRows)?,
+                    col(Role::ExceptionBits)?,
+                ) {
+                    (Some(p), Some(r), Some(b)) => Some([p, r, b]),
+                    _ => None,
+                };
+                Ok(GpuField {
+                    alp,
+                    meta: f.clone(),
+                    values,
+                    validity: col(Role::Validity)?,
+                    lengths: col(Role::Lengths)?,
+                    dictionary,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Decodes the fixed-size columns among `cols` (integers, bits, bytes) on `gpu`, all columns
+/// of one logical type as one column of their chunks back to back: one upload, one launch per
+/// codec and one wait for the whole group instead of for each column (what dominates small
+/// tables), then a queued device copy of each column's values into a buffer of its own (a
+/// group of one column keeps the decoded buffer). Bits chunks decode at byte boundaries
+/// (`ceil(values / 8)` bytes each), so each column's bitmap starts on a byte, as it does when
+/// decoded alone.
+fn decode_fixed_columns(
+    t: &TableReader,
+    cols: &[usize],
+    gpu: &Gpu,
+) -> Result<HashMap<usize, GpuColumn>> {
+    let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+    for &c in cols {
+        let meta = column_meta(t, c)?;
+        if meta.logical_type != LogicalType::Utf8 {
+            let g = groups.entry(meta.logical_type.id()).or_default();
+            if !g.contains(&c) {
+                g.push(c);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for group in groups.into_values() {
+        let ty = t.columns()[group[0]].logical_type;
+        // For each chunk of the batch: its column and its index there.
+        let mut owner: Vec<(usize, usize)> = Vec::new();
+        let mut refs = Vec::new();
+        let mut sizes = Vec::with_capacity(group.len());
+        for &c in &group {
+            let meta = &t.columns()[c];
+            let payloads: Vec<&[u8]> = (0..meta.chunks.len())
+                .map(|k| t.container().chunk_payload(c, k))
+                .collect::<Result<_>>()?;
+            refs.extend(chunk_refs(&meta.chunks, &payloads));
+            owner.extend((0..meta.chunks.len()).map(|k| (c, k)));
+            let mut bytes = 0usize;
+            for ch in &meta.chunks {
+                bytes = ty
+                    .raw_len(ch.value_count as u64)
+                    .and_then(|b| usize::try_from(b).ok())
+                    .and_then(|b| bytes.checked_add(b))
+                    .ok_or_else(|| Error::InvalidArgument("column larger than memory".into()))?;
+            }
+            sizes.push(bytes);
+        }
+        let cpu_error = |i: usize| -> Option<Error> {
+            let &(c, k) = owner.get(i)?;
+            let meta = &t.columns()[c];
+            let ch = &meta.chunks[k];
+            let payload = t.container().chunk_payload(c, k).ok()?;
+            let mut host = vec![0u8; ty.raw_len(ch.value_count as u64).unwrap_or(0) as usize];
+            column::decode_values(ty, ch.codec, payload, ch.value_count as u64, &mut host)
+                .err()
+                .map(|e| e.in_chunk(&meta.name, k, ch.codec.name()))
+        };
+        let all = codec::decode_to_device(gpu, ty, &refs).map_err(|be| locate(be, cpu_error).1)?;
+        let column = |c: usize, data: CudaSlice<u8>| GpuColumn {
+            logical_type: ty,
+            len: t.columns()[c].value_count,
+            data: GpuData::Raw(data),
+        };
+        if group.len() == 1 {
+            out.insert(group[0], column(group[0], all));
+            continue;
+        }
+        let mut at = 0usize;
+        for (&c, &bytes) in group.iter().zip(&sizes) {
+            let mut own = gpu.alloc::<u8>(bytes)?;
+            gpu.copy_within_device(&all, at, &mut own, 0, bytes)?;
+            at += bytes;
+            out.insert(c, column(c, own));
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes the utf8 columns among `cols` on `gpu` together: the end offsets of every chunk of
+/// every column in one batched DFOR decode, checked on the device in one launch
+/// ([`arrow_layout::check_utf8_ends`], a status word instead of downloading the offsets), and
+/// the text of every chunk in one batch per decoder; then queued device copies give each
+/// column its own buffers (a single utf8 column keeps the decoded ones). Errors name the column
+/// and chunk with the CPU decoder's own error, as [`TableReader::read_gpu`] does.
+fn decode_utf8_columns(
+    t: &TableReader,
+    cols: &[usize],
+    gpu: &Gpu,
+) -> Result<HashMap<usize, GpuColumn>> {
+    let mut group: Vec<usize> = Vec::new();
+    for &c in cols {
+        if column_meta(t, c)?.logical_type == LogicalType::Utf8 && !group.contains(&c) {
+            group.push(c);
+        }
+    }
+    let mut out = HashMap::new();
+    if group.is_empty() {
+        return Ok(out);
+    }
+    let mut owner: Vec<(usize, usize)> = Vec::new();
+    let mut payloads: Vec<&[u8]> = Vec::new();
+    for &c in &group {
+        for k in 0..t.columns()[c].chunks.len() {
+            payloads.push(t.container().chunk_payload(c, k)?);
+            owner.push((c, k));
+        }
+    }
+    let cpu_error = |i: usize| -> Error {
+        let Some(&(c, k)) = owner.get(i) else {
+            return Error::Gpu("a utf8 batch failed outside its chunks".into());
+        };
+        let meta = &t.columns()[c];
+        let ch = &meta.chunks[k];
+        match text::decode_utf8_chunk(ch.codec, payloads[i], ch.value_count) {
+            Err(e) => e.in_chunk(&meta.name, k, ch.codec.name()),
+            Ok(_) => Error::Gpu(format!(
+                "column '{}' chunk {k}: the GPU path rejected a chunk the CPU decodes",
+                meta.name
+            )),
+        }
+    };
+    let metas: Vec<ChunkMeta> = owner
+        .iter()
+        .map(|&(c, k)| t.columns()[c].chunks[k].clone())
+        .collect();
+    let refs = utf8_refs(&metas, &payloads, cpu_error)?;
+    let cpu_data_error = |k: usize| Some(cpu_error(k)).filter(|e| !matches!(e, Error::Gpu(_)));
+    let ends = codec::decode_to_device(gpu, LogicalType::U32, &refs.offsets)
+        .map_err(|be| locate(be, cpu_data_error).1)?;
+    let mut value_starts = Vec::with_capacity(metas.len() + 1);
+    value_starts.push(0u64);
+    for m in &metas {
+        value_starts.push(value_starts[value_starts.len() - 1] + u64::from(m.value_count));
+    }
+    let n = value_starts[value_starts.len() - 1];
+    let text_sizes: Vec<u64> = refs.data_sizes.iter().map(|&d| d as u64).collect();
+    // The offsets decide where consumers read: checked on the device, for every column at once.
+    arrow_layout::check_utf8_ends(gpu, &ends, n, &value_starts, &text_sizes).map_err(
+        |e| match e {
+            Error::ValueOutOfRange { index, .. } => {
+                cpu_error(arrow_layout::chunk_of(&value_starts, index))
+            }
+            e => e,
+        },
+    )?;
+    let data = codec::decode_to_device(gpu, LogicalType::Bytes, &refs.texts)
+        .map_err(|be| locate(be, cpu_data_error).1)?;
+    let single = group.len() == 1;
+    let (mut ends, mut data) = (Some(ends), Some(data));
+    let (mut chunk, mut value_at, mut text_at) = (0usize, 0u64, 0u64);
+    for &c in &group {
+        let meta = &t.columns()[c];
+        let mut chunk_value_starts = vec![0u64];
+        let mut chunk_data_starts = vec![0u64];
+        for (ch, &size) in meta.chunks.iter().zip(&text_sizes[chunk..]) {
+            chunk_value_starts
+                .push(chunk_value_starts[chunk_value_starts.len() - 1] + u64::from(ch.value_count));
+            chunk_data_starts.push(chunk_data_starts[chunk_data_starts.len() - 1] + size);
+        }
+        chunk += meta.chunks.len();
+        let values = chunk_value_starts[chunk_value_starts.len() - 1];
+        let text_len = chunk_data_starts[chunk_data_starts.len() - 1];
+        let (own_ends, own_data) = if single {
+            (ends.take(), data.take())
+        } else {
+            (None, None)
+        };
+        let own_ends = match own_ends {
+            Some(e) => e,
+            None => copy_part(gpu, ends.as_ref(), value_at * 4, values * 4)?,
+        };
+        let own_data = match own_data {
+            Some(d) => d,
+            None => copy_part(gpu, data.as_ref(), text_at, text_len)?,
+        };
+        value_at += values;
+        text_at += text_len;
+        out.insert(
+            c,
+            GpuColumn {
+                logical_type: LogicalType::Utf8,
+                len: meta.value_count,
+                data: GpuData::Utf8 {
+                    ends: own_ends,
+                    data: own_data,
+                    chunk_value_starts,
+                    chunk_data_starts,
+                },
+            },
+        );
+    }
+    Ok(out)
+}
+
+impl ArrowTableReader<'_> {
+    /// [`Self::read_gpu`] with one wait instead of one a decoder: every upload first (a copy
+    /// from pageable host memory waits for the stream, so uploads between launches would stall
+    /// them), then every decoder, the utf8 end check and one expansion launch for all
+    /// run-encoded fields queued back to back on one stream, and their status words read back
+    /// together after one wait ([`Gpu::read_back_parts`]); errors are then reported in the
+    /// order the batches were queued, each naming its column (and chunk) as `read_gpu` does.
+    /// Checksums are verified on all cores for large tables.
+    ///
+    /// Not yet the default: its device tests pass on small tables, but reads of large tables
+    /// (the bench's, `gpu_reads_match_the_cpu`'s) did not finish on the device and the cause
+    /// is not found; see the tables report.
+    #[doc(hidden)]
+    pub fn read_gpu_queued(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
         let mut wanted: Vec<usize> = Vec::new();
@@ -220,8 +474,8 @@ impl ArrowTableReader<'_> {
     }
 }
 
-/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu`] that
-/// succeeded, in milliseconds: what the bench reports on request (`TESSERA_TRACE`). A read
+/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu_queued`]
+/// that succeeded, in milliseconds: what the bench reports on request (`TESSERA_TRACE`). A read
 /// that failed leaves the previous figures.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -243,7 +497,7 @@ thread_local! {
         const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, upload_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0 }) };
 }
 
-/// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
+/// This thread's last successful [`ArrowTableReader::read_gpu_queued`]'s phases.
 #[doc(hidden)]
 pub fn last_gpu_read_phases() -> GpuReadPhases {
     LAST_PHASES.with(|p| p.get())
@@ -699,6 +953,36 @@ fn column_meta(t: &TableReader, c: usize) -> Result<&ColumnMeta> {
     t.columns()
         .get(c)
         .ok_or_else(|| Error::InvalidArgument(format!("no column {c}")))
+}
+
+/// One value a row from a run-encoded field's run values and run ends, expanded on the device.
+fn expand_runs(
+    gpu: &Gpu,
+    name: &str,
+    values: GpuColumn,
+    ends: GpuColumn,
+    rows: u64,
+) -> Result<GpuColumn> {
+    if values.len != ends.len {
+        return Err(in_field(
+            name,
+            Error::CountMismatch {
+                what: "run values vs run ends",
+                expected: ends.len,
+                found: values.len,
+            },
+        ));
+    }
+    let ty = values.logical_type;
+    let runs = ends.len;
+    let (v, e) = (raw(name, values)?, raw(name, ends)?);
+    let out = arrow_layout::expand_runs(gpu, &v, &e, runs, ty.width(), rows)
+        .map_err(|er| in_field(name, er))?;
+    Ok(GpuColumn {
+        logical_type: ty,
+        len: rows,
+        data: GpuData::Raw(out),
+    })
 }
 
 /// One field (or a dictionary's values) as Arrow arrays hold it, in GPU memory: the buffers of
