@@ -276,10 +276,16 @@ fn read_tsr(path: &Path) -> Result<usize> {
     Ok(r.read_all(&mut Engine::cpu())?.num_rows())
 }
 
-/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory.
+/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory: by
+/// `read_gpu`, or by the one-wait `read_gpu_queued` when `TESSERA_GPU_READ=queued` (so that a
+/// device run can time and bisect it without another build).
 fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let r = ArrowTableReader::new(t, None)?;
-    let fields = r.read_gpu(gpu)?;
+    let fields = if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("queued") {
+        r.read_gpu_queued(gpu)?
+    } else {
+        r.read_gpu(gpu)?
+    };
     gpu.synchronize()?;
     Ok(fields.len())
 }
