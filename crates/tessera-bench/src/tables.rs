@@ -95,6 +95,8 @@ struct Report {
     runs: usize,
     /// Why pyarrow's column is empty, when it is.
     pyarrow: String,
+    /// The GPU read timed: `read_gpu`, or `read_gpu_queued` (`TESSERA_GPU_READ=queued`).
+    gpu_read: &'static str,
     rows: Vec<Row>,
 }
 
@@ -276,12 +278,21 @@ fn read_tsr(path: &Path) -> Result<usize> {
     Ok(r.read_all(&mut Engine::cpu())?.num_rows())
 }
 
+/// The GPU read [`read_tsr_gpu`] uses.
+fn gpu_read_name() -> &'static str {
+    if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("queued") {
+        "read_gpu_queued"
+    } else {
+        "read_gpu"
+    }
+}
+
 /// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory: by
 /// `read_gpu`, or by the one-wait `read_gpu_queued` when `TESSERA_GPU_READ=queued` (so that a
 /// device run can time and bisect it without another build).
 fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let r = ArrowTableReader::new(t, None)?;
-    let fields = if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("queued") {
+    let fields = if gpu_read_name() == "read_gpu_queued" {
         r.read_gpu_queued(gpu)?
     } else {
         r.read_gpu(gpu)?
@@ -451,12 +462,12 @@ fn markdown(r: &Report) -> String {
          reader; IPC: `arrow-ipc`'s file reader). Files are in the page cache.\n\n\
          pyarrow: `pyarrow.parquet.read_table(use_threads=True)` in `bench/peers/tables_pyarrow.py` \
          ({}). GPU read: every field decoded into GPU memory from the `.tsr` bytes held in host \
-         memory (`ArrowTableReader::read_gpu`, synchronized; columns as stored: utf8 offsets per \
+         memory (`ArrowTableReader::{}`, synchronized; columns as stored: utf8 offsets per \
          chunk, ALP fields as digits + params + exceptions, `table.md` §8.4; run-encoded fields \
          expanded to one value a row, §9).\n\n\
          | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | pyarrow Parquet zstd ms | pyarrow Parquet snappy ms | GPU read .tsr ms |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-        r.device, r.date, r.runs, r.threads, r.pyarrow
+        r.device, r.date, r.runs, r.threads, r.pyarrow, r.gpu_read
     );
     let opt = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.1}"));
     let opt2 = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.2}"));
@@ -473,7 +484,7 @@ fn markdown(r: &Report) -> String {
     if r.rows.iter().any(|x| x.gpu_ops.is_some()) {
         s.push_str(
             "\n## GPU read: the fixed operations of one read\n\n\
-             The runtime's counts (`tessera_gpu::TraceCounts`) of one `read_gpu`, averaged over \
+             The runtime's counts (`tessera_gpu::TraceCounts`) of one GPU read, averaged over \
              the timed runs.\n\n\
              | table | launches | waits | allocations | host-to-device | device-to-host | device-to-device | fills |\n\
              | --- | --- | --- | --- | --- | --- | --- | --- |\n",
@@ -583,6 +594,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         threads: rayon::current_num_threads(),
         runs: args.runs,
         pyarrow,
+        gpu_read: gpu_read_name(),
         rows: out,
     };
     let md = markdown(&report);
