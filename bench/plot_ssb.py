@@ -25,6 +25,9 @@ ap.add_argument("--out", default=os.path.join(here, "results", "ssb-plots"))
 # nvCOMP decompress-then-query per query (bench/peers/nvcomp_ssb.py): its fastest codec per
 # column's decode times summed, plus tessera's plain query time.
 ap.add_argument("--nvcomp", default=os.path.join(here, "results", "ssb-h200-nvcomp.json"))
+# Resident times from a `--variants` row of the bench JSON (e.g. inline:8) instead of its main
+# table, when the main table ran other kernels (the coprocessor and CPU bars stay the main run's).
+ap.add_argument("--variant")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 # Same bytes for the same figures: no dates or random ids in the SVGs.
@@ -32,6 +35,15 @@ plt.rcParams["svg.hashsalt"] = "tessera-ssb"
 plt.rcParams["svg.fonttype"] = "none"
 
 r = json.load(open(a.results))
+kernels = f"kernels {r.get('options', '?')}"
+if a.variant:
+    rows = [v for v in r.get("variants", []) if v.get("options") == a.variant and v.get("queries")]
+    if not rows:
+        ap.error(f"--variant {a.variant}: no such row with query times")
+    times = {n: (c, p) for n, c, p in rows[0]["queries"]}
+    for q in r["queries"]:
+        q["gpu_compressed_ms"], q["gpu_plain_ms"] = times[q["name"]]
+    kernels = f"resident {a.variant}, coprocessor {r.get('options', '?')} kernels"
 if os.path.exists(a.nvcomp):
     nv = {q["query"]: q for q in json.load(open(a.nvcomp)).get("queries", [])}
     for q in r["queries"]:
@@ -40,7 +52,7 @@ if os.path.exists(a.nvcomp):
 paths = [
     ("gpu_compressed_ms", "GPU resident,\ncompressed"),
     ("gpu_plain_ms", "GPU resident,\nplain"),
-    ("nvcomp_total_ms", "nvCOMP decode\n+ plain query\n(its own run)"),
+    ("nvcomp_total_ms", "nvCOMP decode\n+ plain query"),
     ("coproc_compressed_ms", "coprocessor,\ncompressed"),
     ("coproc_plain_ms", "coprocessor,\nplain"),
     ("coproc_serial_compressed_ms", "coprocessor\nserial, compr."),
@@ -60,7 +72,8 @@ for q in r["queries"]:
     ax.set_xticks(list(xs))
     ax.set_xticklabels([label for _, label, _ in have], fontsize=8)
     ax.set_ylabel("ms (log scale)")
-    ax.set_title(f"SSB {q['name']}, SF {r['sf']:g}, {r['device']} ({r['date']}), {q['groups']} groups", fontsize=9)
+    ax.set_title(f"SSB {q['name']}, SF {r['sf']:g}, {r['device']} ({r['date']}), {q['groups']} groups; {kernels}",
+                 fontsize=8)
     fig.tight_layout()
     p = os.path.join(a.out, f"{q['name']}.svg")
     fig.savefig(p, metadata={"Date": None})

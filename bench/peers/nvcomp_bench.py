@@ -19,18 +19,17 @@ import argparse
 import glob
 import json
 import os
-import statistics
 import sys
 import time
+
+from nvcomp_common import gpu_modules, timed
 
 cp = np = nvcomp = None  # imported in main() unless --from-json: the report needs no GPU
 
 
 def gpu_imports():
     global cp, np, nvcomp
-    import cupy as cp  # noqa: F811
-    import numpy as np  # noqa: F811
-    from nvidia import nvcomp  # noqa: F811
+    cp, np, nvcomp = gpu_modules()
 
 
 def configs():
@@ -68,17 +67,7 @@ def configs():
 
 
 def time_decode(codec, enc, out, stream, runs):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    codec.decode(enc, data_type="<u4", out=out)  # warm-up
-    stream.synchronize()
-    times = []
-    for _ in range(runs):
-        start.record(stream)
-        codec.decode(enc, data_type="<u4", out=out)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    return timed(lambda: codec.decode(enc, data_type="<u4", out=out), stream, runs)
 
 
 def bench_file(path, runs, log):

@@ -23,18 +23,17 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
 import time
+
+from nvcomp_common import device_name, gpu_modules, timed
 
 cp = np = nvcomp = None  # imported in main(): --help needs no GPU
 
 
 def gpu_imports():
     global cp, np, nvcomp
-    import cupy as cp  # noqa: F811
-    import numpy as np  # noqa: F811
-    from nvidia import nvcomp  # noqa: F811
+    cp, np, nvcomp = gpu_modules()
 
 
 def configs(chunk):
@@ -55,17 +54,7 @@ def slug(s):
 
 
 def time_decode(codec, enc, out, stream, runs):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    codec.decode(enc, data_type="|u1", out=out)  # warm-up
-    stream.synchronize()
-    times = []
-    for _ in range(runs):
-        start.record(stream)
-        codec.decode(enc, data_type="|u1", out=out)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    return timed(lambda: codec.decode(enc, data_type="|u1", out=out), stream, runs)
 
 
 def bench_file(path, args, log):
@@ -138,8 +127,7 @@ def main():
     def log(s):
         print(s, flush=True)
 
-    dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
-    dev = dev.decode() if isinstance(dev, bytes) else dev
+    dev = device_name()
     log(f"nvcomp {getattr(nvcomp, '__version__', '?')} (CUDA {getattr(nvcomp, '__cuda_version__', '?')}), device {dev}")
     files = sorted(os.path.join(args.data, f) for f in os.listdir(args.data)
                    if os.path.isfile(os.path.join(args.data, f)) and os.path.getsize(os.path.join(args.data, f)) > 0)

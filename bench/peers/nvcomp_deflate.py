@@ -28,33 +28,17 @@ Usage on the GPU machine:
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
+
+from nvcomp_common import device_name, gpu_modules, timed
 
 cp = np = nvcomp = None  # imported in main(): --help needs no GPU
 
 
 def gpu_imports():
     global cp, np, nvcomp
-    import cupy as cp  # noqa: F811
-    import numpy as np  # noqa: F811
-    from nvidia import nvcomp  # noqa: F811
-
-
-def timed(fn, stream, runs):
-    """Median ms of fn() over runs, after a warm-up, with CUDA events on stream."""
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    fn()
-    stream.synchronize()
-    times = []
-    for _ in range(runs):
-        start.record(stream)
-        fn()
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    cp, np, nvcomp = gpu_modules()
 
 
 def carve(buf, offsets, sizes, stream):
@@ -145,8 +129,7 @@ def main():
     def log(s):
         print(s, flush=True)
 
-    dev = cp.cuda.runtime.getDeviceProperties(0)["name"]
-    dev = dev.decode() if isinstance(dev, bytes) else dev
+    dev = device_name()
     ver = getattr(nvcomp, "__version__", "?")
     log(f"nvcomp {ver} (CUDA {getattr(nvcomp, '__cuda_version__', '?')}), device {dev}")
     names = sorted(f[:-len(".deflate")] for f in os.listdir(args.data) if f.endswith(".deflate"))

@@ -31,9 +31,10 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
+
+from nvcomp_common import gpu_modules, timed
 
 cp = np = nvcomp = None  # imported in main(): --help and --from-json need no GPU
 
@@ -42,9 +43,7 @@ CHUNK = 65536
 
 def gpu_imports():
     global cp, np, nvcomp
-    import cupy as cp  # noqa: F811
-    import numpy as np  # noqa: F811
-    from nvidia import nvcomp  # noqa: F811
+    cp, np, nvcomp = gpu_modules()
 
 
 def configs():
@@ -69,17 +68,7 @@ def configs():
 
 
 def time_decode(codec, enc, out, stream, runs):
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    codec.decode(enc, data_type="|u1", out=out)  # warm-up
-    stream.synchronize()
-    times = []
-    for _ in range(runs):
-        start.record(stream)
-        codec.decode(enc, data_type="|u1", out=out)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
+    return timed(lambda: codec.decode(enc, data_type="|u1", out=out), stream, runs)
 
 
 def bench_column(path, runs, log):
@@ -197,9 +186,20 @@ def main():
     ap.add_argument("--out", required=True, help="folder for nvcomp_ssb.json and nvcomp_ssb.md")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--from-json", help="an earlier nvcomp_ssb.json: only write the report")
+    ap.add_argument("--variant", help="take tessera's GPU compressed and plain times from this "
+                    "`--variants` row of the bench JSON (e.g. pf:8) instead of its main table")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     tess = json.load(open(args.tessera))
+    if args.variant:
+        rows = [v for v in tess.get("variants", []) if v.get("options") == args.variant and v.get("queries")]
+        if not rows:
+            ap.error(f"--variant {args.variant}: no such row with query times in {args.tessera}")
+        times = {n: (c, p) for n, c, p in rows[0]["queries"]}
+        for q in tess.get("queries", []):
+            if q["name"] not in times:
+                ap.error(f"--variant {args.variant}: no time for {q['name']}")
+            q["gpu_compressed_ms"], q["gpu_plain_ms"] = times[q["name"]]
 
     def log(s):
         print(s, flush=True)
@@ -223,6 +223,9 @@ def main():
             with open(os.path.join(args.out, "nvcomp_ssb.json"), "w") as fh:
                 json.dump({"nvcomp": ver, "device": dev, "runs": runs, "chunk": CHUNK, "columns": cols}, fh, indent=1)
     md, rows, tot = report(cols, tess, runs, ver, dev)
+    if args.variant:
+        md = md.replace("\n\n", f"\n\ntessera's times: kernels generated as `{args.variant}` (the bench's "
+                        "`--variants` row of the same run).\n\n", 1)
     with open(os.path.join(args.out, "nvcomp_ssb.json"), "w") as fh:
         json.dump({"nvcomp": ver, "device": dev, "runs": runs, "chunk": CHUNK, "columns": cols,
                    "queries": rows, "footprint": tot}, fh, indent=1)

@@ -67,7 +67,7 @@ pub struct SsbArgs {
     #[arg(long, value_delimiter = ',', default_values_t = vec![16usize])]
     pub pieces: Vec<usize>,
     /// Also measure the GPU-resident paths (both layouts) with these ways of generating the
-    /// query kernels, `loader:min_blocks` each (loader: generic, call or inline; see
+    /// query kernels, `loader:min_blocks` each (loader: generic, call, inline or pf; see
     /// `tessera_gpu::ssb::codegen::Options`), every result checked equal to the CPU path's.
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
@@ -76,6 +76,10 @@ pub struct SsbArgs {
     /// a column costs, compressed against plain.
     #[arg(long)]
     pub column_scan: bool,
+    /// Only these lineorder columns in `--column-scan` (e.g. `lo_quantity,lo_custkey`, for a
+    /// profiler run); all by default.
+    #[arg(long, value_delimiter = ',')]
+    pub scan_columns: Vec<String>,
     /// Only these queries (e.g. `q1.1,q4.1`, for a profiler run); all 13 by default.
     #[arg(long, value_delimiter = ',')]
     pub queries: Vec<String>,
@@ -378,7 +382,7 @@ fn run_paths(
         .map(|v| {
             codegen::Options::parse(v).ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "--variants {v}: want loader:min_blocks (generic, call or inline; 1..=16)"
+                    "--variants {v}: want loader:min_blocks (generic, call, inline or pf; 1..=16)"
                 ))
             })
         })
@@ -556,7 +560,11 @@ fn run_paths(
                     report.variants.len() - 1
                 }
             };
-            for c in fact.columns() {
+            for c in fact
+                .columns()
+                .iter()
+                .filter(|c| a.scan_columns.is_empty() || a.scan_columns.contains(&c.name))
+            {
                 let p = tessera::gpu::ssb::plan::QueryPlan {
                     name: format!("scan {}", c.name),
                     fact_filters: vec![],

@@ -114,3 +114,30 @@ fn block_offsets_are_the_exclusive_scan_with_the_total_last() {
         }
     }
 }
+
+#[test]
+fn pageable_uploads_through_the_ring_arrive_whole() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let ring = tessera_gpu::UPLOAD_RING_MIN_BYTES;
+    // Below the ring, exactly at it, a partial last slot, and a second call reusing the slots
+    // while the first call's copies may still be queued.
+    for n in [0usize, 1, ring - 1, ring, 5 * ring + 12_345, 3 * ring + 7] {
+        let src: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+        let mut d = gpu.alloc::<u8>(n + 100).expect("alloc");
+        gpu.fill_bytes(&mut d, 0xA5).expect("fill");
+        gpu.upload_pageable(&src, &mut d).expect("upload");
+        let mut back = vec![0u8; n + 100];
+        gpu.download(&d, &mut back).expect("download");
+        assert!(back[..n] == src[..], "n={n}: uploaded bytes differ");
+        assert!(
+            back[n..].iter().all(|&b| b == 0xA5),
+            "n={n}: bytes past the upload changed"
+        );
+    }
+    let mut small = gpu.alloc::<u8>(10).expect("alloc");
+    let err = gpu
+        .upload_pageable(&[0u8; 11], &mut small)
+        .expect_err("an upload longer than its buffer must fail");
+    assert!(err.to_string().contains("11 bytes"), "{err}");
+}

@@ -39,7 +39,8 @@ fn gpu_equals_cpu_on_all_13_queries() {
     }
 }
 
-/// Every way of generating the loads (generic, a call of the codec's loader, inlined) gives the
+/// Every way of generating the loads (generic, a call of the codec's loader, inlined, inlined
+/// with the tiles ahead prefetched) gives the
 /// CPU's results, over stored columns (of one codec each or mixed: a mixed column keeps the
 /// generic loader) and plain ones.
 #[test]
@@ -52,7 +53,12 @@ fn every_loader_equals_the_cpu() {
     let ds = Dataset::open(dir.path()).expect("opens");
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
         let dev = gpu::upload(&g, &ds, layout).expect("uploads");
-        for loader in [Loader::Generic, Loader::Call, Loader::Inline] {
+        for loader in [
+            Loader::Generic,
+            Loader::Call,
+            Loader::Inline,
+            Loader::Prefetch,
+        ] {
             g.ssb_set_options(Options {
                 loader,
                 min_blocks: 8,
@@ -64,6 +70,41 @@ fn every_loader_equals_the_cpu() {
                 let got = gpu::run(&g, &dev, &p).expect("gpu");
                 assert_eq!(got, want, "{name} {layout:?} {loader:?}");
             }
+        }
+    }
+}
+
+/// The prefetching probe (`pf`) over a scan of every lineorder column, stored (FOR, DFOR and
+/// RFOR columns, some of mixed codecs) and plain, gives the CPU's sums: every codec's prefetch,
+/// with tiles ahead that lie in the next chunk and past the last tile.
+#[test]
+fn prefetching_scans_equal_the_cpu() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::plan::{Aggregate, QueryPlan};
+    let Some(g) = gpu_or_skip() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.05, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    g.ssb_set_options(Options {
+        loader: Loader::Prefetch,
+        min_blocks: 8,
+    })
+    .expect("options");
+    let fact = ds.table(queries::FACT).expect("lineorder");
+    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
+        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
+        for c in fact.columns() {
+            let p = QueryPlan {
+                name: format!("scan {}", c.name),
+                fact_filters: vec![],
+                joins: vec![],
+                group: vec![],
+                aggregate: Aggregate::Sum(c.name.clone()),
+            };
+            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+            let got = gpu::run(&g, &dev, &p).expect("gpu");
+            assert_eq!(got, want, "{} {layout:?}", p.name);
         }
     }
 }

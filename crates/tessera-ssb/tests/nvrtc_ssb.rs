@@ -2,11 +2,12 @@
 //! probe kernel) compiles with NVRTC. Needs NVRTC only (no GPU); skips with a printed reason when it
 //! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI). Each query's program is compiled
 //! generic (codecs unknown) and specialized to per-column codecs (every `SsbLoadAs` codec, as a
-//! call and inlined). With TESSERA_SSB_PTX_CACHE set, the
+//! call, inlined, and inlined with the tiles ahead prefetched). With TESSERA_SSB_PTX_CACHE set, the
 //! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
 use tessera::gpu::kernels::nvrtc_available;
 use tessera::gpu::ssb::codegen::{program, program_with, Loader, Options, Side};
+use tessera::gpu::ssb::plan::{Aggregate, QueryPlan};
 use tessera::gpu::ssb::program_ptx;
 use tessera_ssb::{queries, schema::Dictionaries};
 
@@ -45,6 +46,10 @@ fn every_generated_query_kernel_compiles() {
         loader: Loader::Call,
         ..inline
     };
+    let pf = Options {
+        loader: Loader::Prefetch,
+        ..inline
+    };
     for name in queries::NAMES {
         let p = queries::plan(name, &d).expect("plan");
         sources.insert(program(&p).source);
@@ -55,6 +60,51 @@ fn every_generated_query_kernel_compiles() {
             sources.insert(program_with(&p, &plain, inline).source);
             sources.insert(program_with(&p, &stored, call).source);
             sources.insert(program_with(&p, &plain, call).source);
+            sources.insert(program_with(&p, &stored, pf).source);
+            sources.insert(program_with(&p, &plain, pf).source);
+        }
+    }
+    // The prefetching probe of a one-column scan in each codec: every SsbPrefetchMeta and
+    // SsbPrefetchData instantiation (no query reads a DFOR fact column).
+    for codec in 0..4u32 {
+        let scan = QueryPlan {
+            name: format!("scan of codec {codec}"),
+            fact_filters: vec![],
+            joins: vec![],
+            group: vec![],
+            aggregate: Aggregate::Sum("lo_orderkey".into()),
+        };
+        sources.insert(program_with(&scan, &move |_: Side<'_>, _: &str| Some(codec), pf).source);
+    }
+    // TESSERA_SSB_PTX_ALL=inline:8,pf:8 (with TESSERA_SSB_PTX_CACHE): instead, every program
+    // that `tessera-bench ssb` runs on SSB's stored codecs and on plain columns with those
+    // options, and its scans of the columns TESSERA_SSB_PTX_SCANS names, so that a GPU
+    // session's bench finds them all in the cache.
+    let all: Vec<Options> = std::env::var("TESSERA_SSB_PTX_ALL")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(Options::parse)
+        .collect();
+    if !all.is_empty() {
+        sources.clear();
+    }
+    let scans = std::env::var("TESSERA_SSB_PTX_SCANS").unwrap_or_default();
+    for o in all {
+        for name in queries::NAMES {
+            let p = queries::plan(name, &d).expect("plan");
+            sources.insert(program_with(&p, &stored, o).source);
+            sources.insert(program_with(&p, &plain, o).source);
+        }
+        for col in scans.split(',').filter(|c| !c.is_empty()) {
+            let scan = QueryPlan {
+                name: format!("scan {col}"),
+                fact_filters: vec![],
+                joins: vec![],
+                group: vec![],
+                aggregate: Aggregate::Sum(col.into()),
+            };
+            sources.insert(program_with(&scan, &stored, o).source);
+            sources.insert(program_with(&scan, &plain, o).source);
         }
     }
     for src in &sources {

@@ -43,13 +43,15 @@ pub(crate) enum V2Header {
     /// 5 bits width code, 9 bits length - 1; payload: the packed values.
     Direct { run: usize, width: u32 },
     /// DIRECT's fields, then base width (bytes), patch width, gap width and patch count;
-    /// payload: the sign-magnitude base, the packed values, the packed patch list.
+    /// payload: the sign-magnitude base, the packed values, the packed patch list. A patch list
+    /// entry is gap and patch packed at the closest fixed width above their sum
+    /// (`entry_width`), which is all the gap width is needed for.
     PatchedBase {
         run: usize,
         width: u32,
         base_bytes: usize,
         patch_width: u32,
-        gap_width: u32,
+        entry_width: u32,
         patches: usize,
     },
     /// Width code (0 = fixed delta), length - 1, base varint (raw: zigzag where the stream is
@@ -83,14 +85,10 @@ impl V2Header {
                 run,
                 width,
                 base_bytes,
-                patch_width,
-                gap_width,
+                entry_width,
                 patches,
-            } => {
-                base_bytes
-                    + packed(run, width)
-                    + packed(patches, closest_fixed_bits(patch_width + gap_width))
-            }
+                ..
+            } => base_bytes + packed(run, width) + packed(patches, entry_width),
             V2Header::Delta { run, width, .. } if width != 0 => packed(run - 2, width),
             V2Header::Delta { .. } => 0,
         }
@@ -138,7 +136,7 @@ impl Cursor<'_> {
                     width,
                     base_bytes: (b2 >> 5) as usize + 1,
                     patch_width,
-                    gap_width,
+                    entry_width: closest_fixed_bits(patch_width + gap_width),
                     patches: (b3 & 31) as usize,
                 }
             }
@@ -195,7 +193,7 @@ pub fn decode_rle_v2(input: &[u8], signed: bool, out: &mut [i64]) -> Result<usiz
                 width,
                 base_bytes,
                 patch_width,
-                gap_width,
+                entry_width,
                 patches,
                 ..
             } => {
@@ -211,12 +209,7 @@ pub fn decode_rle_v2(input: &[u8], signed: bool, out: &mut [i64]) -> Result<usiz
                     raw as i64
                 };
                 let data = unpack(&mut c, width, run, "PATCHED_BASE values")?;
-                let patches = unpack(
-                    &mut c,
-                    closest_fixed_bits(patch_width + gap_width),
-                    patches,
-                    "PATCHED_BASE patch list",
-                )?;
+                let patches = unpack(&mut c, entry_width, patches, "PATCHED_BASE patch list")?;
                 for (o, &u) in dst.iter_mut().zip(&data) {
                     *o = base.wrapping_add(u as i64);
                 }

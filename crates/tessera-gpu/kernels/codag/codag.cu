@@ -33,7 +33,10 @@
 CODAG_KERNEL(codag_orc_rle_v1, u64, , orc_rle_v1(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
-CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
+CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false, true>(inp, o, tables[warp], nullptr)))
+// The batch decoder with the span path's block loop (deflate_block), kept to measure the
+// batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
+CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
 
 // One large Deflate stream cut into spans (docs/gpu/codag.md, "A single large gzip file on the
 // GPU"): chunk c is span c, decoded from its block candidate starts[c] (the chunk's in_start is

@@ -39,8 +39,8 @@
 
 // Table entry (u32): bits 0-3 the code's length (0: long code or no code, take the walk),
 // 4-7 extra bits, 8-9 kind, 16-31 the value: a literal byte (and, with bit 14 set, a second
-// literal byte in bits 24-31 whose code length is in bits 10-13), a length or distance base,
-// or a code-length symbol.
+// literal byte in bits 24-31; bits 10-13 then hold both codes' lengths together), a length or
+// distance base, or a code-length symbol.
 #define DEFLATE_K_LIT 0u
 #define DEFLATE_K_BASE 1u
 #define DEFLATE_K_END 2u
@@ -155,7 +155,7 @@ __device__ void deflate_pair_literals(u32* tab) {
         if (L && ((e >> 8) & 3) == DEFLATE_K_LIT && L < DEFLATE_LIT_BITS) {
             u32 e2 = tab[i >> L], L2 = e2 & 15;
             if (L2 && ((e2 >> 8) & 3) == DEFLATE_K_LIT && L + L2 <= DEFLATE_LIT_BITS)
-                e |= DEFLATE_TWO | (L2 << 10) | ((e2 >> 16) & 0xff) << 24;
+                e |= DEFLATE_TWO | ((L + L2) << 10) | ((e2 >> 16) & 0xff) << 24;
         }
         __syncwarp();
         tab[i] = e;
@@ -350,7 +350,7 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
             if (two && lane == lit.n + 1) lit.mine = e >> 24;
             lit.n += 1 + two;
             out.pos += 1 + two;
-            deflate_drop(in, b, (e & 15) + (two ? (e >> 10) & 15 : 0));
+            deflate_drop(in, b, two ? (e >> 10) & 15 : e & 15);
             if (lit.n >= 31) deflate_flush(out, lit);
             continue;
         }
@@ -388,10 +388,123 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
     }
 }
 
+// The batch path's block decoder: what deflate_block decodes, with less bookkeeping per symbol
+// and short copies' stores deferred (docs/gpu/codag.md, "Where the Deflate time goes"):
+// - the window's end bit `top` stays fixed between refills, so a symbol only shifts the window
+//   and lowers `avail`; in.bit is brought up to date at refills and exits. The position is
+//   checked against the input length at every refill (at most 48 bits are consumed between two:
+//   zeros past the end decode as some symbols, never past the output's bounds) and at the
+//   block's end, so a stream that read past its end is still CODAG_ST_TRUNCATED;
+// - pending literals count in out.pos at once and are checked against the capacity when they
+//   are stored (at most 32 past it, never written);
+// - a copy of at most 32 bytes loads its source, one byte a lane (lane % dist when it overlaps
+//   itself: those bytes are already written), and keeps it in a register; the stores wait for
+//   the next flush point (the next copy, 31 pending literals, the block's end), so the load's
+//   L2 round trip overlaps the decoding of the symbols in between instead of stalling the warp.
+//   A copy's source may lie in the deferred bytes or the pending literals, so both are stored
+//   and the warp synchronized before any copy loads.
+template <typename T>
+__device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
+                                                  const DeflateTables& t) {
+    const u32 lane = codag_lane();
+    const u64 lim = (u64)in.len * 8;
+    u64 win = b.win;
+    u32 avail = b.avail;
+    u64 top = in.bit + avail;  // the absolute bit after the window's last valid bit
+    u32 pend = 0, mine = 0;    // pending literals: lane k holds the k-th, at out.pos - pend + k
+    u32 dlen = 0, dpos = 0;    // the deferred copy: lane k < dlen holds byte dpos + k in dval
+    T dval = 0;
+    u32 st = CODAG_ST_OK;
+    for (;;) {
+        if (avail < 48) {
+            u64 at = top - avail;
+            in.bit = at;
+            if (at > lim) return CODAG_ST_TRUNCATED;
+            win = codag_peek64(in);
+            avail = 64;
+            top = at + 64;
+        }
+        u32 e = t.lit[(u32)win & ((1u << DEFLATE_LIT_BITS) - 1)];
+        if (!(e & 15)) {
+            u32 s, len;
+            if (!deflate_walk(win, t.lcount, t.lsym, s, len)) { st = CODAG_ST_BAD_CODE; break; }
+            e = deflate_entry(DEFLATE_T_LIT, s, len);
+        }
+        if (!(e & 0x300u)) {  // one or two literals
+            u32 two = (e >> 14) & 1, k = lane - pend;
+            if (k <= two) mine = (e >> (16 + 8 * k)) & 0xff;
+            pend += 1 + two;
+            out.pos += 1 + two;
+            u32 n = two ? (e >> 10) & 15 : e & 15;
+            win >>= n;
+            avail -= n;
+            if (pend >= 31) {
+                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+                if (lane < dlen) out.base[dpos + lane] = dval;
+                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+                pend = 0;
+                dlen = 0;
+            }
+            continue;
+        }
+        if (e & 0x200u) {
+            if ((e & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
+            // End of block.
+            u32 n = e & 15;
+            win >>= n;
+            avail -= n;
+            if (top - avail > lim) { st = CODAG_ST_TRUNCATED; break; }
+            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+            if (lane < dlen) out.base[dpos + lane] = dval;
+            if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+            break;
+        }
+        u32 L = e & 15, x = (e >> 4) & 15;
+        u32 len = (e >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
+        win >>= L + x;
+        avail -= L + x;
+        u32 d = t.dist[(u32)win & ((1u << DEFLATE_DIST_BITS) - 1)];
+        if (!(d & 15)) {
+            u32 s, dl;
+            if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) { st = CODAG_ST_BAD_CODE; break; }
+            d = deflate_entry(DEFLATE_T_DIST, s, dl);
+        }
+        if ((d & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
+        L = d & 15;
+        x = (d >> 4) & 15;
+        u32 dist = (d >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
+        win >>= L + x;
+        avail -= L + x;
+        if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+        if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
+        if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+        if (lane < dlen) out.base[dpos + lane] = dval;
+        if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+        pend = 0;
+        __syncwarp();  // the stores above are visible to every lane's load below
+        if (len <= 32) {
+            const T* src = out.base + (out.pos - dist);
+            u32 k = lane;
+            if (dist < len) k = lane % dist;
+            if (lane < len) dval = src[k];
+            dlen = len;
+            dpos = out.pos;
+            out.pos += len;
+        } else {
+            dlen = 0;
+            out.memcpy(dist, len);  // checked above: cannot fail
+        }
+    }
+    in.bit = top - avail;
+    b.win = win;
+    b.avail = avail;
+    return st;
+}
+
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts).
-template <typename T, bool SPAN>
+template <typename T, bool SPAN, bool FAST = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -431,7 +544,9 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables
                 fixed_built = false;
                 if (st) return st;
             }
-            u32 st = deflate_block<T, SPAN>(in, b, out, t, sp);
+            u32 st;
+            if constexpr (FAST) st = deflate_block_fast<T>(in, b, out, t);
+            else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
         }
         if (hdr & 1) {

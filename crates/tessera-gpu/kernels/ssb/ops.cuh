@@ -491,6 +491,98 @@ __device__ __forceinline__ void SsbBlockTotal(unsigned long long sum, unsigned l
     }
 }
 
+// ---- prefetching the tiles ahead (codegen::Loader::Prefetch) -------------------------------
+//
+// A compressed tile's loader chases three dependent loads before its packed words (chunk table,
+// block_starts, the blocks' reference and bit-width words): with one tile a warp at a time, each
+// is a full round trip to memory. The probe kernel of the `pf` loader pipelines them across the
+// warp's tiles: while it works on tile t it issues, per column, the L2 prefetch of the whole
+// payload range of tile t + stride (from the block_starts entries it loaded during the previous
+// tile, held in one register a lane), and the load of tile t + 2 stride's block_starts entries.
+// So when the warp reaches a tile, its block_starts line was loaded two tiles ago and its headers
+// and packed words are in L2. Prefetches are hints that read nothing into registers; every
+// address prefetched lies inside the chunk's checked data range (plain: its values), and the
+// loaders still check everything they read. Not the default: profiled on an H200, the kernels
+// are bound by instructions more than by these waits, and the prefetches add instructions and
+// read tiles that late materialization would skip (docs/gpu/ssb.md).
+
+// tile + step when both are below total, else ~0u (no such tile; no overflow).
+__device__ __forceinline__ u32 ssb_next(u32 tile, u32 step, u32 total) {
+    return tile < total && step < total - tile ? tile + step : 0xFFFFFFFFu;
+}
+
+// Blocks of a tile and values of a block, per codec (RFOR's block is the tile).
+template <u32 CODEC>
+struct SsbTileShape {
+    static const u32 BLOCKS = CODEC == SSB_RFOR ? 1u : TS_DFOR_TILE_BLOCKS;
+    static const u32 VALUES = CODEC == SSB_RFOR ? TS_RFOR_BLOCK_VALUES : TS_FOR_BLOCK_VALUES;
+};
+
+// Where tile `nt` lies: its chunk's layout and first block, and the blocks it holds (0: none).
+template <u32 CODEC>
+__device__ __forceinline__ u32 ssb_pf_tile(const SsbChunk* __restrict__ chunks, u32 nt, u32 tiles_per_chunk,
+                                           ChunkDesc& c, ChunkLayout& L, u32& k0) {
+    typedef SsbTileShape<CODEC> S;
+    const u32 ci = nt / tiles_per_chunk, local = nt - ci * tiles_per_chunk;
+    c.payload_word = __ldg(&chunks[ci].desc.payload_word);
+    c.payload_words = __ldg(&chunks[ci].desc.payload_words);
+    c.total_count = __ldg(&chunks[ci].desc.total_count);
+    if (CODEC == SSB_PLAIN) {
+        k0 = local * TS_TILE_VALUES;
+        return k0 < c.total_count ? 1u : 0u;
+    }
+    L = ts_chunk_layout(c, S::VALUES);
+    k0 = local * S::BLOCKS;
+    // block_starts must lie inside the payload (the upload checked the header; a chunk table
+    // that says otherwise gets no prefetch, and the loader reports it).
+    if (k0 >= L.block_count || (u64)TS_HEADER_WORDS + L.block_count + 1 > c.payload_words) return 0u;
+    return ts_min(S::BLOCKS, L.block_count - k0);
+}
+
+// Stage 1, for tile `nt` (~0u: none): lane l <= blocks returns block_starts entry k0 + l.
+template <u32 CODEC>
+__device__ __forceinline__ u32 SsbPrefetchMeta(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks, u32 nt,
+                                               u32 tiles_per_chunk, u32 total_tiles) {
+    if (CODEC == SSB_PLAIN || nt >= total_tiles) return 0u;
+    ChunkDesc c;
+    ChunkLayout L;
+    u32 k0;
+    const u32 nb = ssb_pf_tile<CODEC>(chunks, nt, tiles_per_chunk, c, L, k0);
+    const u32 l = threadIdx.x & 31;
+    return nb > 0 && l <= nb ? __ldg(&g[L.block_starts + k0 + l]) : 0u;
+}
+
+// Stage 2, for tile `nt` (~0u: none; warp-uniform): an L2 prefetch of every 128-byte line of
+// the tile's payload range, found from `e` (stage 1's entries for the same tile).
+template <u32 CODEC>
+__device__ __forceinline__ void SsbPrefetchData(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks, u32 nt,
+                                                u32 e, u32 tiles_per_chunk, u32 total_tiles) {
+    if (nt >= total_tiles) return;
+    ChunkDesc c;
+    ChunkLayout L;
+    u32 k0;
+    const u32 nb = ssb_pf_tile<CODEC>(chunks, nt, tiles_per_chunk, c, L, k0);
+    if (nb == 0) return;
+    u64 lo, hi;
+    if (CODEC == SSB_PLAIN) {
+        lo = c.payload_word + k0;
+        hi = lo + ts_min(TS_TILE_VALUES, c.total_count - k0);
+        if (c.total_count > c.payload_words) return;
+    } else {
+        u32 a = __shfl_sync(SSB_FULL, e, 0);
+        const u32 b = __shfl_sync(SSB_FULL, e, nb);
+        if (CODEC == SSB_DFOR && a >= 1) a -= 1;  // the tile's first_value precedes block 0
+        if (!(a <= b && b <= L.data_len)) return;
+        lo = L.data + a;
+        hi = L.data + b;
+    }
+    const size_t p0 = reinterpret_cast<size_t>(g + lo), p1 = reinterpret_cast<size_t>(g + hi);
+    for (size_t p = (p0 & ~(size_t)127) + 128 * (threadIdx.x & 31); p < p1; p += 128 * 32) {
+        const size_t at = p < p0 ? p0 : p;
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+    }
+}
+
 // The tile loop of a query kernel: warp `w` of the grid takes tiles w, w + warps, ...
 #define SSB_TILE_LOOP(total_tiles)                                                                     \
     for (u32 tile = blockIdx.x * SSB_WARPS + (threadIdx.x >> 5); tile < (total_tiles); tile += gridDim.x * SSB_WARPS)

@@ -62,7 +62,11 @@ impl Decoder {
             Decoder::OrcRleV1 => "codag_orc_rle_v1",
             Decoder::OrcRleV2 => "codag_orc_rle_v2",
             Decoder::OrcByteRle => "codag_orc_byte_rle",
-            Decoder::Deflate => "codag_deflate",
+            // The previous block loop stays selectable so a run can measure both on one build.
+            Decoder::Deflate => match std::env::var("TESSERA_CODAG_DEFLATE_KERNEL").as_deref() {
+                Ok("codag_deflate_ref") => "codag_deflate_ref",
+                _ => "codag_deflate",
+            },
         }
     }
     /// Bytes of one output element.
@@ -346,7 +350,8 @@ impl DeviceTable {
 }
 
 /// Copies `bytes` to a new device buffer with `pad` zero bytes after them, so chunks that end
-/// near the end of `bytes` have the whole words a [`DeviceTable`] reads.
+/// near the end of `bytes` have the whole words a [`DeviceTable`] reads. Large inputs go
+/// through the handle's page-locked ring ([`Gpu::upload_pageable`]).
 pub fn upload_padded(gpu: &Gpu, bytes: &[u8], pad: usize) -> Result<CudaSlice<u8>> {
     let len = bytes
         .len()
@@ -354,12 +359,7 @@ pub fn upload_padded(gpu: &Gpu, bytes: &[u8], pad: usize) -> Result<CudaSlice<u8
         .ok_or_else(|| Error::InvalidArgument("upload size over the address space".into()))?;
     let mut d = gpu.alloc::<u8>(len)?;
     gpu.fill_bytes(&mut d, 0)?;
-    if !bytes.is_empty() {
-        let mut view = d.slice_mut(..bytes.len());
-        gpu.stream
-            .memcpy_htod(bytes, &mut view)
-            .map_err(crate::runtime::cuda("copying to the device"))?;
-    }
+    gpu.upload_pageable(bytes, &mut d)?;
     Ok(d)
 }
 

@@ -33,6 +33,7 @@ use crate::kernels::{self, Module};
 pub mod pinned;
 pub mod timing;
 pub mod trace;
+pub(crate) mod upload;
 
 use trace::{count, Op};
 

@@ -69,6 +69,13 @@ pub enum Loader {
     /// `SsbLoadAs<CODEC, true>` for a column of one codec: the codec's loader expanded at the
     /// load (no switch, no call); `SsbLoad` for a column of mixed codecs.
     Inline,
+    /// As [`Loader::Inline`], and the probe kernel prefetches the tiles ahead of the warp's
+    /// (`SsbPrefetchMeta`, `SsbPrefetchData` in `ops.cuh`): per column of one codec, the L2
+    /// prefetch of the payload of the warp's next tile and the load of the block_starts entries
+    /// of the one after, so that a tile's dependent loads find their lines on chip. Not the
+    /// default: on an H200 the prefetches added more instructions (and, for tiles that late
+    /// materialization skips, more DRAM traffic) than the waits they hid (docs/gpu/ssb.md).
+    Prefetch,
 }
 
 impl Loader {
@@ -77,6 +84,7 @@ impl Loader {
             "generic" => Some(Self::Generic),
             "call" => Some(Self::Call),
             "inline" => Some(Self::Inline),
+            "pf" => Some(Self::Prefetch),
             _ => None,
         }
     }
@@ -86,6 +94,7 @@ impl Loader {
             Self::Generic => "generic",
             Self::Call => "call",
             Self::Inline => "inline",
+            Self::Prefetch => "pf",
         }
     }
 }
@@ -140,17 +149,22 @@ pub enum Side<'a> {
 /// or `None` when its chunks differ (or it is unknown): what the generator specializes loads to.
 pub type Codecs<'a> = &'a dyn Fn(Side<'_>, &str) -> Option<u32>;
 
-fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
-    let name = codec.and_then(|c| match c {
+/// The `ops.cuh` name of a codec (`SsbChunk::codec`).
+fn codec_name(codec: Option<u32>) -> Option<&'static str> {
+    codec.and_then(|c| match c {
         0 => Some("SSB_PLAIN"),
         1 => Some("SSB_FOR"),
         2 => Some("SSB_DFOR"),
         3 => Some("SSB_RFOR"),
         _ => None,
-    });
+    })
+}
+
+fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
+    let name = codec_name(codec);
     match (loader, name) {
-        (Loader::Call | Loader::Inline, Some(c)) => {
-            let inline = loader == Loader::Inline;
+        (Loader::Call | Loader::Inline | Loader::Prefetch, Some(c)) => {
+            let inline = loader != Loader::Call;
             let _ = writeln!(
                 body,
                 "        SsbLoadAs<{c}, {inline}>(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
@@ -315,14 +329,42 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     let joins: String = (0..p.joins.len())
         .map(|i| format!(",\n    const u64* __restrict__ h{i}, u32 b{i}"))
         .collect();
+    // Prefetch: per column of one codec, stage 1 (block_starts entries of the tile two ahead,
+    // one register) and stage 2 (L2 prefetch of the next tile's payload), ahead of the tile's
+    // work and of every `continue`.
+    let (pf_init, pf_step) = if loader == Loader::Prefetch {
+        let mut init = String::from(
+            "    const u32 ssb_step = gridDim.x * SSB_WARPS;\n    \
+const u32 ssb_first = blockIdx.x * SSB_WARPS + (threadIdx.x >> 5);\n",
+        );
+        let mut step = String::from(
+            "        const u32 ssb_n1 = ssb_next(tile, ssb_step, total_tiles), ssb_n2 = ssb_next(ssb_n1, ssb_step, total_tiles);\n",
+        );
+        for (k, c) in cols.iter().enumerate() {
+            if let Some(n) = codec_name(codecs(Side::Fact, c)) {
+                let _ = writeln!(
+                    init,
+                    "    u32 pf{k} = SsbPrefetchMeta<{n}>(w{k}, t{k}, ssb_next(ssb_first, ssb_step, total_tiles), tiles_per_chunk, total_tiles);"
+                );
+                let _ = writeln!(
+                    step,
+                    "        SsbPrefetchData<{n}>(w{k}, t{k}, ssb_n1, pf{k}, tiles_per_chunk, total_tiles);\n        \
+pf{k} = SsbPrefetchMeta<{n}>(w{k}, t{k}, ssb_n2, tiles_per_chunk, total_tiles);"
+                );
+            }
+        }
+        (init, step)
+    } else {
+        (String::new(), String::new())
+    };
     let source = format!(
         "// Probe of {name}.\n\
 extern \"C\" __global__ void SSB_BOUNDS ssb_probe(\n    {params}{joins},\n    \
 u32 tiles_per_chunk, u32 total_tiles, unsigned long long* __restrict__ sums,\n    \
 unsigned long long* __restrict__ counts, u32 n_groups, u64* __restrict__ qs) {{\n    \
 {prologue}    \
-unsigned long long acc_sum = 0, acc_count = 0;\n    \
-SSB_TILE_LOOP(total_tiles) {{\n        \
+unsigned long long acc_sum = 0, acc_count = 0;\n{pf_init}    \
+SSB_TILE_LOOP(total_tiles) {{\n{pf_step}        \
 const u32 ci = tile / tiles_per_chunk, local = tile - ci * tiles_per_chunk;\n        \
 u32 pass = SsbTileRows(t0, ci, local);\n        \
 u32 group[SSB_ROWS] = {{}};\n{regs}{body}    }}\n{total}}}\n",
