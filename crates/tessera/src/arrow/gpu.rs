@@ -66,6 +66,12 @@ impl ArrowTableReader<'_> {
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
+        self.read_gpu_queued(gpu)
+    }
+
+    /// [`Self::read_gpu`] waiting after each decoder (the path before the one-wait read).
+    #[doc(hidden)]
+    pub fn read_gpu_waiting(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
         let wanted: Vec<usize> = fields
