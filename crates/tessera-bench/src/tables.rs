@@ -95,7 +95,8 @@ struct Report {
     runs: usize,
     /// Why pyarrow's column is empty, when it is.
     pyarrow: String,
-    /// The GPU read timed: `read_gpu`, or `read_gpu_queued` (`TESSERA_GPU_READ=queued`).
+    /// The GPU read timed: `read_gpu` (one wait), or `read_gpu_waiting` (a wait after each
+    /// decoder, `TESSERA_GPU_READ=waiting`).
     gpu_read: &'static str,
     rows: Vec<Row>,
 }
@@ -280,20 +281,20 @@ fn read_tsr(path: &Path) -> Result<usize> {
 
 /// The GPU read [`read_tsr_gpu`] uses.
 fn gpu_read_name() -> &'static str {
-    if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("queued") {
-        "read_gpu_queued"
+    if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("waiting") {
+        "read_gpu_waiting"
     } else {
         "read_gpu"
     }
 }
 
 /// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory: by
-/// `read_gpu`, or by the one-wait `read_gpu_queued` when `TESSERA_GPU_READ=queued` (so that a
-/// device run can time and bisect it without another build).
+/// `read_gpu`, or by `read_gpu_waiting` when `TESSERA_GPU_READ=waiting` (so that a device run
+/// can compare the two without another build).
 fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let r = ArrowTableReader::new(t, None)?;
-    let fields = if gpu_read_name() == "read_gpu_queued" {
-        r.read_gpu_queued(gpu)?
+    let fields = if gpu_read_name() == "read_gpu_waiting" {
+        r.read_gpu_waiting(gpu)?
     } else {
         r.read_gpu(gpu)?
     };

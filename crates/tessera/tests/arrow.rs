@@ -1356,8 +1356,8 @@ fn gpu_runs_expand_on_the_device() {
         let gpu = engine.gpu().expect("gpu");
         let r = ArrowTableReader::new(&t, None).expect("table");
         let (a, b) = (
-            r.read_gpu(gpu).expect("read_gpu"),
-            r.read_gpu_queued(gpu).expect("one wait"),
+            r.read_gpu_waiting(gpu).expect("a wait a decoder"),
+            r.read_gpu(gpu).expect("one wait"),
         );
         for (x, y) in a.iter().zip(&b) {
             let (tessera::GpuData::Raw(p), tessera::GpuData::Raw(q)) =
@@ -1378,11 +1378,11 @@ fn gpu_runs_expand_on_the_device() {
         let r = ArrowTableReader::new(&t, None).expect("table");
         let gpu = engine.gpu().expect("gpu");
         assert!(
-            matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
+            matches!(r.read_gpu_waiting(gpu), Err(Error::ValueOutOfRange { .. })),
             "ends {ends:?}"
         );
         assert!(
-            matches!(r.read_gpu_queued(gpu), Err(Error::ValueOutOfRange { .. })),
+            matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
             "ends {ends:?}, one wait"
         );
     }
@@ -1520,8 +1520,8 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
             .expect_err("the CPU accepts bad ends");
         let on_gpu = r.read_gpu(gpu).expect_err("the GPU accepts bad ends");
         assert_eq!(
-            r.read_gpu_queued(gpu)
-                .expect_err("one wait accepts bad ends")
+            r.read_gpu_waiting(gpu)
+                .expect_err("a wait a decoder accepts bad ends")
                 .to_string(),
             on_gpu.to_string()
         );
@@ -1533,8 +1533,8 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
     }
 }
 
-/// The one-wait read (`read_gpu_queued`) queues every decoder and reads their status words
-/// back after one wait: it gives the good columns as the CPU decodes them, and a corrupt
+/// The one-wait read (`read_gpu`) queues every decoder and reads their status words back
+/// after one wait: it gives the good columns as the CPU decodes them, and a corrupt
 /// column found there (a bit width above its lane, a WAH fill past the bitmap's bits: what only
 /// the decoder sees) is still that column's error, as the CPU decoder gives it, whether it
 /// shares its batch with another column of its type (`c` beside `a`, `e` after `d`) or has one
@@ -1571,7 +1571,7 @@ fn gpu_one_wait_read_names_the_corrupt_column() {
     // The one-wait read gives every column as the CPU decodes it.
     let t = TableReader::open(&path).expect("open");
     let r = ArrowTableReader::new(&t, None).expect("table");
-    for f in r.read_gpu_queued(gpu).expect("one wait") {
+    for f in r.read_gpu(gpu).expect("one wait") {
         let tessera::GpuData::Raw(buf) = &f.values.data else {
             panic!("field {}: not raw", f.meta.name);
         };
@@ -1589,11 +1589,13 @@ fn gpu_one_wait_read_names_the_corrupt_column() {
             .read_all(&mut Engine::cpu())
             .expect_err("the CPU accepts a bad bit width");
         let on_gpu = r
-            .read_gpu_queued(gpu)
+            .read_gpu(gpu)
             .expect_err("the GPU accepts a bad bit width");
         assert_eq!(
             on_gpu.to_string(),
-            r.read_gpu(gpu).expect_err("one wait a decoder").to_string()
+            r.read_gpu_waiting(gpu)
+                .expect_err("a wait a decoder")
+                .to_string()
         );
         assert_eq!(
             std::mem::discriminant(&on_gpu),

@@ -5,12 +5,11 @@
 //!
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
-//! type (one upload, one launch per codec, one wait), the utf8 ones in one batch of offsets
-//! (checked on the device, a status word) and one of text; each column then gets its own
-//! buffer by a queued device copy. Run-encoded fields (`table.md` §9) are expanded on the
-//! device. [`ArrowTableReader::read_gpu_queued`] does the same with one wait in all (every
-//! decoder, check and run expansion queued on one stream, their status words read back once);
-//! it is not the default yet (its docs say why). What is Arrow's layout as decoded:
+//! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
+//! the device, a status word) and one of text; each column then gets its own buffer by a
+//! queued device copy. Run-encoded fields (`table.md` §9) are expanded on the device, all in one
+//! launch. Every decoder, check and expansion is queued on one stream and their status words
+//! are read back after one wait. What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -65,11 +64,18 @@ impl ArrowTableReader<'_> {
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
+    /// Every upload comes first (a copy from pageable host memory waits for the stream, so
+    /// uploads between launches would stall them), then every decoder, the utf8 end check and
+    /// one expansion launch for all run-encoded fields, queued back to back on one stream; their
+    /// status words are read back together after one wait ([`Gpu::read_back_parts`]), and
+    /// errors are reported in the order the batches were queued, each naming its column (and
+    /// chunk). Checksums are verified on all cores for large tables.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
-        self.read_gpu_queued(gpu)
+        self.read_gpu_one_wait(gpu)
     }
 
-    /// [`Self::read_gpu`] waiting after each decoder (the path before the one-wait read).
+    /// [`Self::read_gpu`] with a wait after each decoder, as before the one-wait read: kept for
+    /// `tessera-bench tables` (`TESSERA_GPU_READ=waiting`) and the tests that compare the two.
     #[doc(hidden)]
     pub fn read_gpu_waiting(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
@@ -319,19 +325,8 @@ fn decode_utf8_columns(
 }
 
 impl ArrowTableReader<'_> {
-    /// [`Self::read_gpu`] with one wait instead of one a decoder: every upload first (a copy
-    /// from pageable host memory waits for the stream, so uploads between launches would stall
-    /// them), then every decoder, the utf8 end check and one expansion launch for all
-    /// run-encoded fields queued back to back on one stream, and their status words read back
-    /// together after one wait ([`Gpu::read_back_parts`]); errors are then reported in the
-    /// order the batches were queued, each naming its column (and chunk) as `read_gpu` does.
-    /// Checksums are verified on all cores for large tables.
-    ///
-    /// Not yet the default: its device tests pass on small tables, but reads of large tables
-    /// (the bench's, `gpu_reads_match_the_cpu`'s) did not finish on the device and the cause
-    /// is not found; see the tables report.
-    #[doc(hidden)]
-    pub fn read_gpu_queued(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
+    /// The body of [`Self::read_gpu`].
+    fn read_gpu_one_wait(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
         let mut wanted: Vec<usize> = Vec::new();
@@ -480,7 +475,7 @@ impl ArrowTableReader<'_> {
     }
 }
 
-/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu_queued`]
+/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu`]
 /// that succeeded, in milliseconds: what the bench reports on request (`TESSERA_TRACE`). A read
 /// that failed leaves the previous figures.
 #[doc(hidden)]
@@ -503,7 +498,7 @@ thread_local! {
         const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, upload_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0 }) };
 }
 
-/// This thread's last successful [`ArrowTableReader::read_gpu_queued`]'s phases.
+/// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
 #[doc(hidden)]
 pub fn last_gpu_read_phases() -> GpuReadPhases {
     LAST_PHASES.with(|p| p.get())
