@@ -63,12 +63,27 @@ struct Row {
     /// Every field decoded into GPU memory from the `.tsr` bytes in host memory, synchronized
     /// (`None`: no GPU).
     read_tsr_gpu_ms: Option<f64>,
+    /// The GPU read's fixed-cost operations (`None`: no GPU).
+    gpu_ops: Option<GpuOps>,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
     /// Fields stored as runs (`table.md` §9).
     run_fields: Vec<String>,
     /// Bytes each column takes in the `.tsr` file (all its physical columns).
     tsr_column_bytes: Vec<(String, u64)>,
+}
+
+/// The runtime's counts of the fixed-cost operations of one GPU read (`read_gpu`), averaged
+/// over the timed runs.
+#[derive(Debug, Serialize)]
+struct GpuOps {
+    launches: u64,
+    waits: u64,
+    allocs: u64,
+    host_to_device: u64,
+    device_to_host: u64,
+    device_to_device: u64,
+    fills: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -80,6 +95,9 @@ struct Report {
     runs: usize,
     /// Why pyarrow's column is empty, when it is.
     pyarrow: String,
+    /// The GPU read timed: `read_gpu` (one wait), or `read_gpu_waiting` (a wait after each
+    /// decoder, `TESSERA_GPU_READ=waiting`).
+    gpu_read: &'static str,
     rows: Vec<Row>,
 }
 
@@ -261,12 +279,52 @@ fn read_tsr(path: &Path) -> Result<usize> {
     Ok(r.read_all(&mut Engine::cpu())?.num_rows())
 }
 
-/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory.
+/// The GPU read [`read_tsr_gpu`] uses.
+fn gpu_read_name() -> &'static str {
+    if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("waiting") {
+        "read_gpu_waiting"
+    } else {
+        "read_gpu"
+    }
+}
+
+/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory: by
+/// `read_gpu`, or by `read_gpu_waiting` when `TESSERA_GPU_READ=waiting` (so that a device run
+/// can compare the two without another build).
 fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let r = ArrowTableReader::new(t, None)?;
-    let fields = r.read_gpu(gpu)?;
+    let fields = if gpu_read_name() == "read_gpu_waiting" {
+        r.read_gpu_waiting(gpu)?
+    } else {
+        r.read_gpu(gpu)?
+    };
     gpu.synchronize()?;
     Ok(fields.len())
+}
+
+/// The fixed-cost operations of one GPU read, averaged over `runs` reads.
+fn gpu_ops(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<GpuOps> {
+    use tessera::gpu::TraceCounts;
+    let runs = runs.max(1);
+    TraceCounts::take();
+    for _ in 0..runs {
+        read_tsr_gpu(t, gpu)?;
+    }
+    let c = TraceCounts::take();
+    let per = |n: u64| n / runs as u64;
+    let ops = GpuOps {
+        launches: per(c.launches),
+        waits: per(c.waits),
+        allocs: per(c.allocs),
+        host_to_device: per(c.host_to_device),
+        device_to_host: per(c.device_to_host),
+        device_to_device: per(c.device_to_device),
+        fills: per(c.fills),
+    };
+    if std::env::var_os("TESSERA_TRACE").is_some() {
+        eprintln!("{ops:?}");
+    }
+    Ok(ops)
 }
 
 /// pyarrow's median read times of `paths`, or why there are none.
@@ -356,13 +414,14 @@ fn measure(
                 (None, None)
             }
         };
-    let read_tsr_gpu_ms = match gpu {
+    let (read_tsr_gpu_ms, gpu_ops) = match gpu {
         Some(g) => {
             let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
             let t = TableReader::from_bytes(bytes)?;
-            Some(time_ms(runs, || read_tsr_gpu(&t, g))?)
+            let ms = time_ms(runs, || read_tsr_gpu(&t, g))?;
+            (Some(ms), Some(gpu_ops(&t, g, runs)?))
         }
-        None => None,
+        None => (None, None),
     };
     let row = Row {
         table: name.to_owned(),
@@ -383,6 +442,7 @@ fn measure(
         read_parquet_zstd_pyarrow_ms,
         read_parquet_snappy_pyarrow_ms,
         read_tsr_gpu_ms,
+        gpu_ops,
         alp_fields,
         run_fields,
         tsr_column_bytes,
@@ -403,14 +463,15 @@ fn markdown(r: &Report) -> String {
          reader; IPC: `arrow-ipc`'s file reader). Files are in the page cache.\n\n\
          pyarrow: `pyarrow.parquet.read_table(use_threads=True)` in `bench/peers/tables_pyarrow.py` \
          ({}). GPU read: every field decoded into GPU memory from the `.tsr` bytes held in host \
-         memory (`ArrowTableReader::read_gpu`, synchronized; columns as stored: utf8 offsets per \
+         memory (`ArrowTableReader::{}`, synchronized; columns as stored: utf8 offsets per \
          chunk, ALP fields as digits + params + exceptions, `table.md` §8.4; run-encoded fields \
          expanded to one value a row, §9).\n\n\
          | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | pyarrow Parquet zstd ms | pyarrow Parquet snappy ms | GPU read .tsr ms |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-        r.device, r.date, r.runs, r.threads, r.pyarrow
+        r.device, r.date, r.runs, r.threads, r.pyarrow, r.gpu_read
     );
     let opt = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.1}"));
+    let opt2 = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.2}"));
     for x in &r.rows {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |\n",
@@ -418,8 +479,32 @@ fn markdown(r: &Report) -> String {
             x.ipc_lz4_bytes, x.ipc_zstd_bytes, x.tsr_over_parquet_zstd, x.read_tsr_cpu_ms,
             x.read_parquet_zstd_ms, x.read_parquet_snappy_ms, x.read_ipc_lz4_ms, x.read_ipc_zstd_ms,
             opt(x.read_parquet_zstd_pyarrow_ms), opt(x.read_parquet_snappy_pyarrow_ms),
-            opt(x.read_tsr_gpu_ms)
+            opt2(x.read_tsr_gpu_ms)
         ));
+    }
+    if r.rows.iter().any(|x| x.gpu_ops.is_some()) {
+        s.push_str(
+            "\n## GPU read: the fixed operations of one read\n\n\
+             The runtime's counts (`tessera_gpu::TraceCounts`) of one GPU read, averaged over \
+             the timed runs.\n\n\
+             | table | launches | waits | allocations | host-to-device | device-to-host | device-to-device | fills |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for x in &r.rows {
+            if let Some(p) = &x.gpu_ops {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    x.table,
+                    p.launches,
+                    p.waits,
+                    p.allocs,
+                    p.host_to_device,
+                    p.device_to_host,
+                    p.device_to_device,
+                    p.fills
+                ));
+            }
+        }
     }
     s.push_str("\n## Bytes per column in the `.tsr` file\n\n");
     for x in &r.rows {
@@ -510,6 +595,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         threads: rayon::current_num_threads(),
         runs: args.runs,
         pyarrow,
+        gpu_read: gpu_read_name(),
         rows: out,
     };
     let md = markdown(&report);

@@ -91,6 +91,50 @@ pub(crate) fn checked_with(
     status_error(kernel, host[0]).map_or(Ok(()), Err)
 }
 
+/// Status words of kernels queued without waiting (one a launch, or one a field of a batched
+/// launch), for a caller that reads many statuses back at once ([`Gpu::read_back_parts`]) and
+/// then asks [`QueuedCheck::verdicts`] what they say.
+#[derive(Debug)]
+pub struct QueuedCheck {
+    status: CudaSlice<u64>,
+    words: usize,
+    kernel: &'static str,
+}
+
+impl QueuedCheck {
+    fn new(gpu: &Gpu, kernel: &'static str, words: usize) -> Result<QueuedCheck> {
+        let mut status = gpu.alloc::<u64>(words)?;
+        gpu.fill_bytes(&mut status, 0xFF)?;
+        Ok(QueuedCheck {
+            status,
+            words,
+            kernel,
+        })
+    }
+
+    /// The device address and byte length of the status words (alive as long as `self`).
+    pub fn part(&self, gpu: &Gpu) -> (u64, usize) {
+        (gpu.ptr(&self.status), self.words * 8)
+    }
+
+    /// What each status word says, from their bytes read back after the stream finished
+    /// (missing words are an error).
+    pub fn verdicts(&self, bytes: &[u8]) -> Vec<Result<()>> {
+        (0..self.words)
+            .map(|i| match bytes.get(8 * i..8 * i + 8) {
+                Some(b) => {
+                    let w = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                    status_error(self.kernel, w).map_or(Ok(()), Err)
+                }
+                None => Err(Error::Gpu(format!(
+                    "{}: status word {i} was not read back",
+                    self.kernel
+                ))),
+            })
+            .collect()
+    }
+}
+
 /// Checks the chunk tables of a utf8 column of `n` strings and `text` bytes
 /// (`GpuData::Utf8` in `tessera`): `value_starts` and `data_starts` have one entry a chunk plus
 /// one, start at 0, never decrease and end at `n` and `text`; and the text fits the offset type
@@ -284,6 +328,23 @@ pub fn check_utf8_ends(
     value_starts: &[u64],
     text_sizes: &[u64],
 ) -> Result<()> {
+    let Some(q) = check_utf8_ends_queued(gpu, ends, n, value_starts, text_sizes)? else {
+        return Ok(());
+    };
+    let read = gpu.read_back_parts(&[q.part(gpu)])?;
+    q.verdicts(&read[0]).remove(0)
+}
+
+/// [`check_utf8_ends`] queued without waiting: the host's checks are done (an error now), the
+/// device's come back through the returned status word (`None` when there are no strings).
+/// `ends` must live until the status is read back.
+pub fn check_utf8_ends_queued(
+    gpu: &Gpu,
+    ends: &CudaSlice<u8>,
+    n: u64,
+    value_starts: &[u64],
+    text_sizes: &[u64],
+) -> Result<Option<QueuedCheck>> {
     let ok = value_starts.len() == text_sizes.len() + 1
         && value_starts.first() == Some(&0)
         && value_starts.last() == Some(&n)
@@ -303,27 +364,34 @@ pub fn check_utf8_ends(
         });
     }
     if n == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let chunks = u32::try_from(text_sizes.len())
         .map_err(|_| Error::InvalidArgument("too many utf8 chunks for one launch".into()))?;
-    let (vs, ts) = (gpu.upload(value_starts)?, gpu.upload(text_sizes)?);
+    // Both tables in one upload: value_starts, then text_sizes.
+    let tables: Vec<u64> = value_starts.iter().chain(text_sizes).copied().collect();
+    let d_tables = gpu.upload(&tables)?;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_utf8_ends")?;
     let ends_len = (ends.len() / 4) as u64;
-    let (pe, pv, pt) = (gpu.ptr(ends), gpu.ptr(&vs), gpu.ptr(&ts));
-    checked(gpu, "ts_arrow_check_utf8_ends", |ps| {
-        // SAFETY: matches ts_arrow_check_utf8_ends(ends, ends_len, value_starts, text_sizes,
-        // chunks, n, status); value_starts holds chunks + 1 entries ending at n (checked above),
-        // text_sizes chunks, and ends_len is the live buffer's length.
-        unsafe {
-            gpu.launch(
-                &f,
-                grid(n),
-                THREADS,
-                &[&pe, &ends_len, &pv, &pt, &chunks, &n, &ps],
-            )
-        }
-    })
+    let pe = gpu.ptr(ends);
+    let pv = gpu.ptr(&d_tables);
+    let pt = pv + 8 * value_starts.len() as u64;
+    let q = QueuedCheck::new(gpu, "ts_arrow_check_utf8_ends", 1)?;
+    let ps = gpu.ptr(&q.status);
+    // SAFETY: matches ts_arrow_check_utf8_ends(ends, ends_len, value_starts, text_sizes,
+    // chunks, n, status); value_starts holds chunks + 1 entries ending at n (checked above),
+    // text_sizes chunks right after them, and ends_len is the live buffer's length. The tables
+    // are freed stream-ordered, after the kernel ran; `ends` and the status live on with the
+    // caller until it reads the status back.
+    unsafe {
+        gpu.launch(
+            &f,
+            grid(n),
+            THREADS,
+            &[&pe, &ends_len, &pv, &pt, &chunks, &n, &ps],
+        )?;
+    }
+    Ok(Some(q))
 }
 
 /// The chunk that string `index` belongs to under `value_starts` (as [`check_utf8_ends`] takes
@@ -383,6 +451,80 @@ pub fn expand_runs(
         }
     })?;
     Ok(out)
+}
+
+/// One run-encoded field for [`expand_runs_many`]: `runs` values of `width` bytes (1, 2, 4 or
+/// 8) and their u64 `ends` (strictly ascending, the last `n`), to become `n` values.
+#[derive(Debug, Clone, Copy)]
+pub struct RunField<'a> {
+    /// One value a run.
+    pub values: &'a CudaSlice<u8>,
+    /// The runs' ends (u64).
+    pub ends: &'a CudaSlice<u8>,
+    /// Runs held.
+    pub runs: u64,
+    /// Bytes a value.
+    pub width: usize,
+    /// Rows to expand to.
+    pub n: u64,
+}
+
+/// [`expand_runs`] for many fields in one launch, queued without waiting: each field's output
+/// buffer, and one status word a field (its faulty ends, as [`expand_runs`] reports them).
+/// The inputs must live until the status is read back.
+pub fn expand_runs_many(
+    gpu: &Gpu,
+    fields: &[RunField<'_>],
+) -> Result<(Vec<CudaSlice<u8>>, Option<QueuedCheck>)> {
+    if fields.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let count = u32::try_from(fields.len())
+        .ok()
+        .filter(|&c| c <= u32::from(u16::MAX))
+        .ok_or_else(|| {
+            Error::InvalidArgument("too many run-encoded fields for one launch".into())
+        })?;
+    let mut outs = Vec::with_capacity(fields.len());
+    let mut table: Vec<u64> = Vec::with_capacity(9 * fields.len());
+    let mut widest = 1u64;
+    for f in fields {
+        if ![1, 2, 4, 8].contains(&f.width) {
+            return Err(Error::InvalidArgument(format!(
+                "runs of {}-byte values (1, 2, 4 or 8)",
+                f.width
+            )));
+        }
+        let out = gpu.alloc::<u8>(byte_len(f.n, f.width)?.max(1))?;
+        // The row of `TsAlRuns`: values, values_len, ends, ends_len, runs, n, out, out_len,
+        // width; lengths are the live buffers' in values of their own width.
+        table.extend([
+            gpu.ptr(f.values),
+            (f.values.len() / f.width) as u64,
+            gpu.ptr(f.ends),
+            (f.ends.len() / 8) as u64,
+            f.runs,
+            f.n,
+            gpu.ptr(&out),
+            (out.len() / f.width) as u64,
+            f.width as u64,
+        ]);
+        widest = widest.max(f.n.max(f.runs));
+        outs.push(out);
+    }
+    let d_table = gpu.upload(&table)?;
+    let q = QueuedCheck::new(gpu, "ts_arrow_expand_runs_many", fields.len())?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_expand_runs_many")?;
+    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_expand_runs_many(fields, count, status): `d_table` holds `count`
+    // rows of TsAlRuns (nine 8-byte words each, as laid out above) whose lengths are those of
+    // live buffers, and `status` one word a field; blockIdx.y < count (the grid's y extent).
+    // The table is freed stream-ordered after the kernel; inputs, outputs and the status live
+    // with the caller until it reads the status back.
+    unsafe {
+        gpu.launch_2d(&f, (grid(widest), count), THREADS, &[&pt, &count, &ps])?;
+    }
+    Ok((outs, Some(q)))
 }
 
 /// The powers of ten of one float type, exactly the CPU decoder's: `f10[i]` = 10^i, `if10[i]`

@@ -56,6 +56,21 @@ pub trait GpuBatch {
     /// Decodes the batch into `out[..decoded_bytes()]`, waits, and reports the first corrupt
     /// chunk's error.
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()>;
+
+    /// Queues the decode into `out[..decoded_bytes()]` without waiting, for a caller that waits
+    /// once for many batches ([`Gpu::read_back_parts`]): returns the device address and byte
+    /// length of the batch's status words, to be read back once the stream has finished and
+    /// given to [`Self::check`]; `None` when there is nothing to read back. The default decodes
+    /// and waits ([`Self::decode`]), so a decoder without a queued path stays correct.
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        self.decode(gpu, out).map(|()| None)
+    }
+
+    /// The first corrupt chunk's error (as [`Self::decode`] reports it) from the status words
+    /// [`Self::enqueue`] named, read back after the stream finished.
+    fn check(&self, _gpu: &Gpu, _status: &[u8]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Every GPU decoder, in the order they are asked; [`HostDecoder`] last takes the rest.
@@ -248,6 +263,88 @@ impl<'a> ResidentColumn<'a> {
     }
 }
 
+/// Where the status words of a queued [`ResidentColumn`] decode are: per batch, its index in
+/// the caller's list of parts to read back (`None`: nothing to read back).
+#[derive(Debug, Clone, Default)]
+pub struct QueuedDecode {
+    parts: Vec<Option<usize>>,
+}
+
+impl ResidentColumn<'_> {
+    /// Queues the decode of every batch into `out[..decoded_bytes()]` without waiting (a
+    /// column served by several decoders gets its placing copies queued too) and appends each
+    /// batch's status words to `parts`: read them back with [`Gpu::read_back_parts`] and give
+    /// them to [`Self::check`]. The batches (and `out`) must live until then.
+    pub fn enqueue(
+        &mut self,
+        gpu: &Gpu,
+        out: &mut CudaSlice<u8>,
+        parts: &mut Vec<(u64, usize)>,
+    ) -> std::result::Result<QueuedDecode, BatchError> {
+        if out.len() < self.total {
+            return Err(BatchError {
+                chunks: Vec::new(),
+                error: Error::InvalidArgument(format!(
+                    "output holds {} bytes, the column needs {}",
+                    out.len(),
+                    self.total
+                )),
+            });
+        }
+        let mut queued = QueuedDecode::default();
+        for r in &mut self.batches {
+            let fail = |error| BatchError {
+                chunks: r.chunks.clone(),
+                error,
+            };
+            let status = match r.scratch.as_mut() {
+                None => r.batch.enqueue(gpu, out).map_err(fail)?,
+                Some(scratch) => {
+                    let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
+                    let mut at = 0usize;
+                    for &k in &r.chunks {
+                        gpu.copy_within_device(scratch, at, out, self.starts[k], self.lens[k])
+                            .map_err(fail)?;
+                        at += self.lens[k];
+                    }
+                    status
+                }
+            };
+            queued.parts.push(status.map(|s| {
+                parts.push(s);
+                parts.len() - 1
+            }));
+        }
+        Ok(queued)
+    }
+
+    /// The first failing batch's error (in batch order, as [`Self::decode`] reports it) from
+    /// the status words read back after [`Self::enqueue`]; `read` holds every part's bytes.
+    pub fn check(
+        &self,
+        gpu: &Gpu,
+        queued: &QueuedDecode,
+        read: &[Vec<u8>],
+    ) -> std::result::Result<(), BatchError> {
+        for (r, part) in self.batches.iter().zip(&queued.parts) {
+            let status = match part {
+                Some(i) => read.get(*i).map(Vec::as_slice).ok_or_else(|| BatchError {
+                    chunks: r.chunks.clone(),
+                    error: Error::Gpu("a batch's status words were not read back".into()),
+                })?,
+                None => &[],
+            };
+            if part.is_some() {
+                r.batch.check(gpu, status).map_err(|error| BatchError {
+                    chunks: r.chunks.clone(),
+                    error,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Decodes a column's chunks on the GPU into a new device buffer (at least one byte long, so
 /// possibly longer than the decoded bytes).
 pub fn decode_to_device(
@@ -369,6 +466,19 @@ impl GpuBatch for IntBatch<'_> {
         gpu.enqueue_decode(&self.col, out)?;
         gpu.finish_decode(&self.col, Some(&self.refs))
     }
+
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        gpu.enqueue_decode(&self.col, out)?;
+        Ok(Some(gpu.decode_status(&self.col)))
+    }
+
+    fn check(&self, _gpu: &Gpu, status: &[u8]) -> Result<()> {
+        let keys: Vec<u64> = status
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect();
+        Gpu::check_decode_keys(&self.col, &keys, Some(&self.refs))
+    }
 }
 
 /// Any chunk no kernel serves (plain bytes and bits, or a codec the type does not take):
@@ -425,6 +535,12 @@ impl GpuBatch for HostBatch {
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
         gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
         gpu.synchronize()
+    }
+
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        // The CPU decoder checked the chunks at upload: nothing to read back.
+        gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
+        Ok(None)
     }
 }
 

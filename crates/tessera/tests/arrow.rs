@@ -16,7 +16,7 @@ use tessera::arrow::{
     ArrowTableReader, ArrowTableWriter, ArrowWriteOptions, DictionaryChoice, FloatChoice, Role,
     RunChoice,
 };
-use tessera::{Engine, Error, TableReader};
+use tessera::{Engine, Error, LogicalType, TableReader};
 
 /// How the rows of a generated column are null.
 #[derive(Debug, Clone, Copy)]
@@ -1351,14 +1351,39 @@ fn gpu_runs_expand_on_the_device() {
     let meta = t.container().directory().table.clone().expect("table");
     assert!(meta.fields.iter().filter(|f| f.is_run_encoded()).count() >= 5);
     gpu_matches_cpu(&path, &mut engine);
+    // The one-wait read expands every run-encoded field in one launch: the same values.
+    {
+        let gpu = engine.gpu().expect("gpu");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let (a, b) = (
+            r.read_gpu_waiting(gpu).expect("a wait a decoder"),
+            r.read_gpu(gpu).expect("one wait"),
+        );
+        for (x, y) in a.iter().zip(&b) {
+            let (tessera::GpuData::Raw(p), tessera::GpuData::Raw(q)) =
+                (&x.values.data, &y.values.data)
+            else {
+                continue;
+            };
+            let n = (x.values.len as usize) * x.values.logical_type.width();
+            let (mut u, mut v) = (vec![0u8; n], vec![0u8; n]);
+            gpu.download(p, &mut u).expect("download");
+            gpu.download(q, &mut v).expect("download");
+            assert_eq!(u, v, "field {}", x.meta.name);
+        }
+    }
     for ends in [[10u64, 10, 1000], [10, 600, 999], [10, 600, 1001]] {
         common::runs_file(&path, 1000, &[4, 5, 6], &ends).expect("write");
         let t = TableReader::open(&path).expect("open");
         let r = ArrowTableReader::new(&t, None).expect("table");
         let gpu = engine.gpu().expect("gpu");
         assert!(
-            matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
+            matches!(r.read_gpu_waiting(gpu), Err(Error::ValueOutOfRange { .. })),
             "ends {ends:?}"
+        );
+        assert!(
+            matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
+            "ends {ends:?}, one wait"
         );
     }
 }
@@ -1495,10 +1520,93 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
             .expect_err("the CPU accepts bad ends");
         let on_gpu = r.read_gpu(gpu).expect_err("the GPU accepts bad ends");
         assert_eq!(
+            r.read_gpu_waiting(gpu)
+                .expect_err("a wait a decoder accepts bad ends")
+                .to_string(),
+            on_gpu.to_string()
+        );
+        assert_eq!(
             on_gpu.to_string(),
             t.read_gpu(1, gpu).expect_err("alone").to_string()
         );
         assert!(on_gpu.to_string().contains("'b'"), "{on_gpu} ({cpu})");
+    }
+}
+
+/// The one-wait read (`read_gpu`) queues every decoder and reads their status words back
+/// after one wait: it gives the good columns as the CPU decodes them, and a corrupt
+/// column found there (a bit width above its lane, a WAH fill past the bitmap's bits: what only
+/// the decoder sees) is still that column's error, as the CPU decoder gives it, whether it
+/// shares its batch with another column of its type (`c` beside `a`, `e` after `d`) or has one
+/// of its own (`b`), and the good columns of the same table decode as they do alone.
+#[test]
+fn gpu_one_wait_read_names_the_corrupt_column() {
+    let Some(mut engine) = gpu_engine() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let n = 1000usize;
+    let i32s = |m: i32| {
+        (0..n as i32)
+            .flat_map(|i| (i * m % 5000).to_le_bytes())
+            .collect()
+    };
+    let u64s: Vec<u8> = (0..n as u64)
+        .flat_map(|i| (i * 977 % 100_000).to_le_bytes())
+        .collect();
+    let flags: Vec<u8> = (0..n.div_ceil(8))
+        .map(|i| if i % 9 < 4 { 0xFF } else { 0x5A })
+        .collect();
+    let fields = [
+        ("a", LogicalType::I32, i32s(7), n),
+        ("b", LogicalType::U64, u64s, n),
+        ("c", LogicalType::I32, i32s(13), n),
+        ("d", LogicalType::Bits, flags.clone(), n),
+        ("e", LogicalType::Bits, flags, n),
+    ];
+    common::for_file(&path, &fields, None);
+    gpu_matches_cpu(&path, &mut engine);
+    let gpu = engine.gpu().expect("gpu");
+    // The one-wait read gives every column as the CPU decodes it.
+    let t = TableReader::open(&path).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    for f in r.read_gpu(gpu).expect("one wait") {
+        let tessera::GpuData::Raw(buf) = &f.values.data else {
+            panic!("field {}: not raw", f.meta.name);
+        };
+        let c = f.meta.column(Role::Values).expect("values");
+        let want = t.read_raw(c, &mut Engine::cpu()).expect("cpu");
+        let mut got = vec![0u8; want.len()];
+        gpu.download(buf, &mut got).expect("download");
+        assert_eq!(got, want, "field {}", f.meta.name);
+    }
+    for (bad, col) in [("c", 2usize), ("b", 1), ("e", 4)] {
+        common::for_file(&path, &fields, Some(bad));
+        let t = TableReader::open(&path).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r
+            .read_all(&mut Engine::cpu())
+            .expect_err("the CPU accepts a bad bit width");
+        let on_gpu = r
+            .read_gpu(gpu)
+            .expect_err("the GPU accepts a bad bit width");
+        assert_eq!(
+            on_gpu.to_string(),
+            r.read_gpu_waiting(gpu)
+                .expect_err("a wait a decoder")
+                .to_string()
+        );
+        assert_eq!(
+            std::mem::discriminant(&on_gpu),
+            std::mem::discriminant(&cpu),
+            "{on_gpu} ({cpu})"
+        );
+        assert_eq!(
+            on_gpu.to_string(),
+            t.read_gpu(col, gpu).expect_err("alone").to_string()
+        );
+        assert!(on_gpu.to_string().contains(&format!("'{bad}'")), "{on_gpu}");
     }
 }
 

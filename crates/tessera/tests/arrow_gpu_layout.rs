@@ -320,3 +320,87 @@ fn hostile_alp_columns_fail_on_the_gpu_as_on_the_cpu() {
         }
     }
 }
+
+/// Run-encoded fields of every width expanded by one launch (`expand_runs_many`, what
+/// `read_gpu` uses) give what each gives expanded alone and what the runs say; a field with
+/// faulty ends fails in its own status word (the lowest faulty run), the others unharmed.
+#[test]
+fn runs_of_many_fields_expand_in_one_launch() {
+    use tessera_gpu::arrow_layout::{expand_runs, expand_runs_many, RunField};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let n = 3000u64;
+    let le = |w: usize, v: &[u64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|x| x.to_le_bytes()[..w].to_vec())
+            .collect()
+    };
+    let ascending = |runs: u64| (1..=runs).map(|i| i * n / runs).collect::<Vec<u64>>();
+    // (width, run values, run ends, faulty)
+    let cases: Vec<(usize, Vec<u64>, Vec<u64>, bool)> = vec![
+        (1, vec![1, 2, 3], vec![10, 2000, 3000], false),
+        (2, (0..50).map(|i| i * 1000).collect(), ascending(50), false),
+        (4, vec![7], vec![3000], false),
+        (4, vec![1, 2, 3], vec![10, 10, 3000], true),
+        (
+            8,
+            (0..3000).map(|i| i << 40).collect(),
+            ascending(3000),
+            false,
+        ),
+        (8, vec![5, 6], vec![10, 2999], true),
+    ];
+    let bufs: Vec<(CudaSlice<u8>, CudaSlice<u8>)> = cases
+        .iter()
+        .map(|(w, v, e, _)| {
+            (
+                gpu.upload(&le(*w, v)).expect("values"),
+                gpu.upload(&le(8, e)).expect("ends"),
+            )
+        })
+        .collect();
+    let fields: Vec<RunField<'_>> = cases
+        .iter()
+        .zip(&bufs)
+        .map(|((w, _, e, _), (v, d))| RunField {
+            values: v,
+            ends: d,
+            runs: e.len() as u64,
+            width: *w,
+            n,
+        })
+        .collect();
+    let (outs, check) = expand_runs_many(&gpu, &fields).expect("queued");
+    let check = check.expect("a status word a field");
+    let read = gpu.read_back_parts(&[check.part(&gpu)]).expect("read back");
+    let verdicts = check.verdicts(&read[0]);
+    assert_eq!((outs.len(), verdicts.len()), (cases.len(), cases.len()));
+    for (i, ((w, v, e, faulty), verdict)) in cases.iter().zip(verdicts).enumerate() {
+        let alone = expand_runs(&gpu, &bufs[i].0, &bufs[i].1, e.len() as u64, *w, n);
+        if *faulty {
+            assert!(
+                matches!(verdict, Err(Error::ValueOutOfRange { .. })),
+                "field {i}: {verdict:?}"
+            );
+            assert!(
+                matches!(alone, Err(Error::ValueOutOfRange { .. })),
+                "field {i}"
+            );
+            continue;
+        }
+        verdict.expect("good runs");
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        for (x, &end) in v.iter().zip(e) {
+            for _ in at..end {
+                want.push(*x);
+            }
+            at = end;
+        }
+        let want = le(*w, &want);
+        let alone = alone.expect("alone");
+        assert_eq!(bytes(&gpu, &outs[i], want.len()), want, "field {i}");
+        assert_eq!(bytes(&gpu, &alone, want.len()), want, "field {i} alone");
+    }
+}

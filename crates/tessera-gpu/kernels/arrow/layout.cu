@@ -8,7 +8,7 @@
 // - utf8 end offsets of a whole batch of chunks checked on the device (never decreasing in a
 //   chunk, each chunk's last one its text size), so the host never downloads them;
 // - runs (docs/format/table.md §9): one value a run and the runs' ends expanded into one
-//   value a row;
+//   value a row, one field a launch or many fields in one launch;
 // - ALP floats (docs/format/table.md §8.2): digits times 10^f times 10^-e, in the IEEE
 //   operations and order the CPU uses, then the exceptions scattered over their rows.
 //
@@ -253,6 +253,41 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
         case 4: ts_al_expand_runs<u32>((const u32*)values, ends, runs, n, (u32*)out, status); break;
         case 8: ts_al_expand_runs<u64>((const u64*)values, ends, runs, n, (u64*)out, status); break;
         default: if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
+    }
+}
+
+// Many run-encoded fields expanded by one launch: field f is fields[f] (blockIdx.y picks it,
+// the x blocks stride over its runs and rows) and reports in its own status word status[f],
+// with the codes and checks of ts_arrow_expand_runs. The host lays the table out (one row of
+// TsAlRuns a field, `count` rows) and gives each field's live buffer lengths.
+struct TsAlRuns {
+    const void* values;
+    u64 values_len;
+    const u64* ends;
+    u64 ends_len;
+    u64 runs;
+    u64 n;
+    void* out;
+    u64 out_len;
+    u64 width;
+};
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_expand_runs_many(const TsAlRuns* __restrict__ fields, u32 count, u64* status) {
+    if (blockIdx.y >= count) return;
+    const TsAlRuns f = fields[blockIdx.y];
+    u64* st = status + blockIdx.y;
+    if (f.runs > f.values_len || f.runs > f.ends_len || f.n > f.out_len || (f.n > 0 && f.runs == 0)) {
+        if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
+        return;
+    }
+    if (f.n == 0) return;
+    switch (f.width) {
+        case 1: ts_al_expand_runs<unsigned char>((const unsigned char*)f.values, f.ends, f.runs, f.n, (unsigned char*)f.out, st); break;
+        case 2: ts_al_expand_runs<u16>((const u16*)f.values, f.ends, f.runs, f.n, (u16*)f.out, st); break;
+        case 4: ts_al_expand_runs<u32>((const u32*)f.values, f.ends, f.runs, f.n, (u32*)f.out, st); break;
+        case 8: ts_al_expand_runs<u64>((const u64*)f.values, f.ends, f.runs, f.n, (u64*)f.out, st); break;
+        default: if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
     }
 }
 

@@ -174,6 +174,7 @@ fn read_words(gpu: &Gpu, src: &CudaSlice<u32>, at: usize, n: usize) -> Result<Ve
         return Ok(out);
     }
     let view = src.slice(at..at + n);
+    crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
     gpu.stream
         .memcpy_dtoh(&view, &mut out)
         .map_err(cuda("copying from the device"))?;
@@ -184,6 +185,7 @@ fn read_words(gpu: &Gpu, src: &CudaSlice<u32>, at: usize, n: usize) -> Result<Ve
 fn read_u64(gpu: &Gpu, src: &CudaSlice<u64>, at: usize) -> Result<u64> {
     let mut out = [0u64];
     let view = src.slice(at..at + 1);
+    crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
     gpu.stream
         .memcpy_dtoh(&view, &mut out)
         .map_err(cuda("copying from the device"))?;
@@ -518,6 +520,12 @@ impl crate::codec::GpuBatch for BitmapBatch {
     }
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
+        crate::codec::GpuBatch::enqueue(self, gpu, out)?;
+        gpu.synchronize()
+    }
+
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        // Upload validated every chunk's words: the decompression has nothing to report.
         let mut at = 0usize;
         for (d, words, bytes) in &mut self.chunks {
             decompress_device_into(gpu, d, words)?;
@@ -531,11 +539,12 @@ impl crate::codec::GpuBatch for BitmapBatch {
             let mut to = out
                 .try_slice_mut(at..at + *bytes)
                 .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
+            crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
             gpu.stream
                 .memcpy_dtod(&src, &mut to)
                 .map_err(cuda("copying a decompressed bitmap"))?;
             at += *bytes;
         }
-        gpu.synchronize()
+        Ok(None)
     }
 }

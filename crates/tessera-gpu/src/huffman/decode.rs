@@ -209,6 +209,30 @@ pub fn decode_planned(
     plan: &mut DecodePlan,
     out: &mut CudaSlice<u8>,
 ) -> Result<()> {
+    enqueue_planned(gpu, enc, plan, out)?;
+    let mut status = vec![STATUS_OK; plan.huff.len()];
+    if !status.is_empty() {
+        gpu.download(&plan.status, &mut status)?;
+    } else {
+        gpu.synchronize()?;
+    }
+    check_planned(gpu, enc, plan, &status)
+}
+
+/// The device address and byte length of a plan's status words (one u64 a Huffman chunk),
+/// which [`enqueue_planned`] fills.
+pub(crate) fn planned_status(gpu: &Gpu, plan: &DecodePlan) -> (u64, usize) {
+    (gpu.ptr(&plan.status), plan.huff.len() * 8)
+}
+
+/// Queues [`decode_planned`]'s launches without waiting; [`check_planned`] reads the verdict
+/// from the status words once they are back on the host.
+pub(crate) fn enqueue_planned(
+    gpu: &Gpu,
+    enc: &HuffmanEncoded,
+    plan: &mut DecodePlan,
+    out: &mut CudaSlice<u8>,
+) -> Result<()> {
     let total: usize = enc.chunks.iter().map(|c| c.count).sum();
     if out.len() < total {
         return Err(Error::InvalidArgument(format!(
@@ -261,6 +285,7 @@ pub fn decode_planned(
                 )?;
                 // Each block's output offset (`offsets[nb]` the total).
                 scan::offsets_u32(gpu, p_counts, u64::from(nb), p_offsets, p_partials)?;
+                crate::runtime::trace::count(crate::runtime::trace::Op::Launch);
                 let mut b = gpu.stream.launch_builder(&f_blocks);
                 b.arg(&p_chunks)
                     .arg(&n_huff)
@@ -294,13 +319,28 @@ pub fn decode_planned(
             }
         }
     }
-    let mut status = vec![STATUS_OK; plan.huff.len()];
-    if !status.is_empty() {
-        gpu.download(&plan.status, &mut status)?;
-    } else {
-        gpu.synchronize()?;
+    Ok(())
+}
+
+/// The first corrupt chunk's CPU error from a plan's status words (`status`, read back after
+/// [`enqueue_planned`]; fewer words than chunks is an error, never a panic).
+pub(crate) fn check_planned(
+    gpu: &Gpu,
+    enc: &HuffmanEncoded,
+    plan: &DecodePlan,
+    status: &[u64],
+) -> Result<()> {
+    if status.len() < plan.huff.len() {
+        return Err(Error::Gpu(format!(
+            "{} Huffman status words read back, {} chunks",
+            status.len(),
+            plan.huff.len()
+        )));
     }
-    if let Some(i) = status.iter().position(|&s| s != STATUS_OK) {
+    if let Some(i) = status[..plan.huff.len()]
+        .iter()
+        .position(|&s| s != STATUS_OK)
+    {
         let c = plan.huff[i];
         let ch = enc.chunks[c];
         let mut words = vec![0u32; ch.words];
@@ -421,5 +461,18 @@ impl crate::codec::GpuBatch for HuffmanBatch {
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
         decode_planned(gpu, &self.enc, &mut self.plan, out)
+    }
+
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        enqueue_planned(gpu, &self.enc, &mut self.plan, out)?;
+        Ok(Some(planned_status(gpu, &self.plan)))
+    }
+
+    fn check(&self, gpu: &Gpu, status: &[u8]) -> Result<()> {
+        let words: Vec<u64> = status
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect();
+        check_planned(gpu, &self.enc, &self.plan, &words)
     }
 }

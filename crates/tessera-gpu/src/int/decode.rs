@@ -458,6 +458,7 @@ impl Gpu {
         }
         for p in &col.plain_chunks {
             if p.bytes > 0 {
+                crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
                 // SAFETY: the source range lies in `col.plain`, the destination in `out` (the
                 // chunk's values are part of the column checked above).
                 unsafe {
@@ -478,6 +479,7 @@ impl Gpu {
         if bytes == 0 {
             return Ok(());
         }
+        crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
         // SAFETY: callers pass a pointer to at least `bytes` bytes of a live device buffer.
         unsafe {
             cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())
@@ -495,6 +497,29 @@ impl Gpu {
     ) -> Result<()> {
         let mut keys = vec![0u64; col.status_slots];
         self.download(&col.status, &mut keys)?;
+        Gpu::check_decode_keys(col, &keys, payloads)
+    }
+
+    /// The device address and byte length of `col`'s status keys (one u64 a chunk), which a
+    /// queued decode fills: for callers that read many decoders' statuses back at once.
+    pub(crate) fn decode_status(&self, col: &DeviceColumn) -> (u64, usize) {
+        (self.ptr(&col.status), col.status_slots * 8)
+    }
+
+    /// [`Self::finish_decode`]'s verdict on status keys already read back (`keys` shorter than
+    /// the column's slots is an error, never a panic).
+    pub(crate) fn check_decode_keys(
+        col: &DeviceColumn,
+        keys: &[u64],
+        payloads: Option<&[ChunkRef<'_>]>,
+    ) -> Result<()> {
+        if keys.len() < col.status_slots {
+            return Err(Error::Gpu(format!(
+                "{} status keys read back, the column has {}",
+                keys.len(),
+                col.status_slots
+            )));
+        }
         let mut first: Option<(usize, Error)> = None;
         for g in &col.batches {
             for (i, c) in g.chunks.iter().enumerate() {

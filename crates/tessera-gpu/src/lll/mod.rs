@@ -258,6 +258,7 @@ pub(crate) fn enqueue_decode_kernel(
         )));
     }
     let first_bad = gpu.ptr(&input.first_bad);
+    crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
     // SAFETY: `first_bad` addresses one live u32; ordered on the main stream before the launch.
     unsafe { cudarc::driver::result::memset_d8_async(first_bad, 0xFF, 4, gpu.stream.cu_stream()) }
         .map_err(cuda("clearing the LLL status"))?;
@@ -293,6 +294,11 @@ pub(crate) fn enqueue_decode_kernel(
 /// Waits for the decode and turns a flagged strip into the CPU decoder's error for its chunk.
 pub fn finish_decode(gpu: &Gpu, input: &DeviceLll) -> Result<()> {
     let bad = first_bad(gpu, input)?;
+    flagged_error(gpu, input, bad)
+}
+
+/// The CPU decoder's error for a flagged strip, `Ok` when none is.
+fn flagged_error(gpu: &Gpu, input: &DeviceLll, bad: Option<(u32, u32)>) -> Result<()> {
     let Some((strip, code)) = bad else {
         return Ok(());
     };
@@ -322,10 +328,29 @@ fn flag_note(strip: u32, code: u32) -> String {
     )
 }
 
+/// The device address and byte length of the decode's first-flagged-strip word (a u32),
+/// which [`enqueue_decode`] fills: for callers that read many decoders' statuses back at once.
+pub(crate) fn status_word(gpu: &Gpu, input: &DeviceLll) -> (u64, usize) {
+    (gpu.ptr(&input.first_bad), 4)
+}
+
+/// [`finish_decode`] with the first-flagged-strip word already read back (after the stream
+/// finished): only a flagged strip costs further copies.
+pub(crate) fn finish_decode_with(gpu: &Gpu, input: &DeviceLll, first_bad: u32) -> Result<()> {
+    let bad = flagged_strip(gpu, input, first_bad)?;
+    flagged_error(gpu, input, bad)
+}
+
 /// The lowest flagged strip and its status code, if any.
 fn first_bad(gpu: &Gpu, input: &DeviceLll) -> Result<Option<(u32, u32)>> {
     let mut bad = [0u32];
     gpu.download(&input.first_bad, &mut bad)?;
+    flagged_strip(gpu, input, bad[0])
+}
+
+/// The strip `first_bad` names and its status code, `None` when it names none.
+fn flagged_strip(gpu: &Gpu, input: &DeviceLll, first_bad: u32) -> Result<Option<(u32, u32)>> {
+    let bad = [first_bad];
     if bad[0] == u32::MAX || input.strip_count == 0 {
         return Ok(None);
     }
@@ -484,5 +509,17 @@ impl crate::codec::GpuBatch for LllBatch {
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
         decode_device(gpu, &self.0, out)
+    }
+
+    fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
+        enqueue_decode(gpu, &self.0, out)?;
+        Ok(Some(status_word(gpu, &self.0)))
+    }
+
+    fn check(&self, gpu: &Gpu, status: &[u8]) -> Result<()> {
+        let b = status
+            .get(..4)
+            .ok_or_else(|| Error::Gpu("the LLL status word was not read back".into()))?;
+        finish_decode_with(gpu, &self.0, u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 }

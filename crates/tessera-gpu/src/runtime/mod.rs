@@ -32,7 +32,10 @@ use crate::kernels::{self, Module};
 
 pub mod pinned;
 pub mod timing;
+pub mod trace;
 pub(crate) mod upload;
+
+use trace::{count, Op};
 
 /// Per-codec state kept in a handle, one value per type.
 type StateMap = HashMap<TypeId, Box<dyn Any + Send>>;
@@ -262,6 +265,33 @@ impl Gpu {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
+        count(Op::Launch);
+        // SAFETY: upheld by the caller (see above).
+        unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
+        Ok(())
+    }
+
+    /// [`Self::launch`] with a two-dimensional grid of `grid.0 x grid.1` blocks.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_on`].
+    pub(crate) unsafe fn launch_2d(
+        &self,
+        f: &CudaFunction,
+        grid: (u32, u32),
+        block: u32,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        let mut b = self.stream.launch_builder(f);
+        for a in args {
+            a.push(&mut b);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid.0.max(1), grid.1.max(1), 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        count(Op::Launch);
         // SAFETY: upheld by the caller (see above).
         unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
         Ok(())
@@ -284,6 +314,7 @@ impl Gpu {
 
     /// Waits for all work queued on the main stream.
     pub fn synchronize(&self) -> Result<()> {
+        count(Op::Wait);
         self.stream
             .synchronize()
             .map_err(cuda("waiting for the GPU"))
@@ -291,6 +322,7 @@ impl Gpu {
 
     /// Device memory for `len` values of `T`, contents undefined.
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<CudaSlice<T>> {
+        count(Op::Alloc);
         // SAFETY: the buffer is uninitialised device memory; every user writes before reading.
         unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(cuda("allocating device memory"))
     }
@@ -300,6 +332,7 @@ impl Gpu {
         let mut dst = self.alloc::<T>(src.len())?;
         if !src.is_empty() {
             let mut view = dst.slice_mut(..src.len());
+            count(Op::HostToDevice);
             self.stream
                 .memcpy_htod(src, &mut view)
                 .map_err(cuda("copying to the device"))?;
@@ -318,6 +351,7 @@ impl Gpu {
             ));
         }
         let view = src.slice(..dst.len());
+        count(Op::DeviceToHost);
         self.stream
             .memcpy_dtoh(&view, dst)
             .map_err(cuda("copying from the device"))?;
@@ -343,15 +377,58 @@ impl Gpu {
         let mut to = dst
             .try_slice_mut(dst_at..dst_at.saturating_add(len))
             .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
+        count(Op::DeviceToDevice);
         self.stream
             .memcpy_dtod(&from, &mut to)
             .map_err(cuda("copying on the device"))
+    }
+
+    /// Waits once for all work queued on the main stream and reads back `parts` (device
+    /// addresses and byte lengths of status words that live until this returns), gathered on
+    /// the device into one buffer so that one copy brings them all: what lets many queued
+    /// decoders cost one wait instead of one each. Returns each part's bytes.
+    pub fn read_back_parts(&self, parts: &[(u64, usize)]) -> Result<Vec<Vec<u8>>> {
+        let total: usize = parts.iter().map(|&(_, n)| n).sum();
+        if total == 0 {
+            self.synchronize()?;
+            return Ok(parts.iter().map(|_| Vec::new()).collect());
+        }
+        let gather = self.alloc::<u8>(total)?;
+        let base = self.ptr(&gather);
+        let mut at = 0usize;
+        for &(src, n) in parts {
+            if n > 0 {
+                count(Op::DeviceToDevice);
+                // SAFETY: `src` addresses `n` live device bytes (the caller's contract) and
+                // `gather` holds `total` bytes, of which `at .. at + n` are this part's.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        base + at as u64,
+                        src,
+                        n,
+                        self.stream.cu_stream(),
+                    )
+                }
+                .map_err(cuda("gathering status words"))?;
+            }
+            at += n;
+        }
+        let mut host = vec![0u8; total];
+        self.download(&gather, &mut host)?;
+        let mut out = Vec::with_capacity(parts.len());
+        let mut at = 0usize;
+        for &(_, n) in parts {
+            out.push(host[at..at + n].to_vec());
+            at += n;
+        }
+        Ok(out)
     }
 
     /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
     pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
         let bytes = buf.len() * std::mem::size_of::<T>();
         let ptr = self.ptr(buf);
+        count(Op::Fill);
         // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.
         unsafe {
             cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())

@@ -5,10 +5,11 @@
 //!
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
-//! type (one upload, one launch per codec, one wait), the utf8 ones in one batch of offsets
-//! (checked on the device, a status word) and one of text; each column then gets its own
-//! buffer by a queued device copy. Run-encoded fields (`table.md` §9) are expanded on the
-//! device. What is Arrow's layout as decoded:
+//! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
+//! the device, a status word) and one of text; each column then gets its own buffer by a
+//! queued device copy. Run-encoded fields (`table.md` §9) are expanded on the device, all in one
+//! launch. Every decoder, check and expansion is queued on one stream and their status words
+//! are read back after one wait. What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -29,7 +30,8 @@ use tessera_format::container::{ChunkMeta, ColumnMeta};
 use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, LogicalType, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
-use tessera_gpu::{codec, CudaSlice, Gpu};
+use tessera_gpu::codec::QueuedDecode;
+use tessera_gpu::{codec, CudaSlice, Gpu, ResidentColumn};
 
 use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
@@ -62,7 +64,20 @@ impl ArrowTableReader<'_> {
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
+    /// Every upload comes first (a copy from pageable host memory waits for the stream, so
+    /// uploads between launches would stall them), then every decoder, the utf8 end check and
+    /// one expansion launch for all run-encoded fields, queued back to back on one stream; their
+    /// status words are read back together after one wait ([`Gpu::read_back_parts`]), and
+    /// errors are reported in the order the batches were queued, each naming its column (and
+    /// chunk). Checksums are verified on all cores for large tables.
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
+        self.read_gpu_one_wait(gpu)
+    }
+
+    /// [`Self::read_gpu`] with a wait after each decoder, as before the one-wait read: kept for
+    /// `tessera-bench tables` (`TESSERA_GPU_READ=waiting`) and the tests that compare the two.
+    #[doc(hidden)]
+    pub fn read_gpu_waiting(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
         let wanted: Vec<usize> = fields
@@ -307,6 +322,618 @@ fn decode_utf8_columns(
         );
     }
     Ok(out)
+}
+
+impl ArrowTableReader<'_> {
+    /// The body of [`Self::read_gpu`].
+    fn read_gpu_one_wait(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
+        let t: &TableReader = self.table_reader();
+        let fields: Vec<&FieldMeta> = self.selected_fields().collect();
+        let mut wanted: Vec<usize> = Vec::new();
+        for f in &fields {
+            for &(_, c) in &f.columns {
+                let c = c as usize;
+                column_meta(t, c)?;
+                if !wanted.contains(&c) {
+                    wanted.push(c);
+                }
+            }
+        }
+        let mut phases = PhaseClock::start();
+        let payloads = verified_payloads(t, &wanted)?;
+        phases.mark(0);
+        let mut fixed = FixedBatch::upload(t, &wanted, &payloads, gpu)?;
+        let mut utf8 = Utf8Batch::upload(t, &wanted, &payloads, gpu)?;
+        phases.mark(1);
+        let mut parts: Vec<(u64, usize)> = Vec::new();
+        for g in &mut fixed {
+            g.enqueue(t, gpu, &mut parts)?;
+        }
+        if let Some(u) = utf8.as_mut() {
+            u.enqueue(gpu, &mut parts)?;
+        }
+        let mut columns: HashMap<usize, GpuColumn> = HashMap::new();
+        for g in &mut fixed {
+            columns.extend(g.columns(t, gpu)?);
+        }
+        if let Some(u) = utf8.as_mut() {
+            columns.extend(u.columns(t, gpu)?);
+        }
+        // Every run-encoded field (`table.md` §9) expanded by one launch.
+        let mut runs: Vec<(usize, u64, GpuColumn, GpuColumn)> = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            if let (Some(v), Some(e)) = (f.column(Role::Values), f.column(Role::RunEnds)) {
+                let (Some(values), Some(ends)) = (columns.remove(&v), columns.remove(&e)) else {
+                    continue;
+                };
+                if values.len != ends.len {
+                    return Err(in_field(
+                        &f.name,
+                        Error::CountMismatch {
+                            what: "run values vs run ends",
+                            expected: ends.len,
+                            found: values.len,
+                        },
+                    ));
+                }
+                let width = values.logical_type.width() as u64;
+                runs.push((i, width, values, ends));
+            }
+        }
+        let run_fields = runs
+            .iter()
+            .map(|(i, width, values, ends)| {
+                let name = &fields[*i].name;
+                Ok(arrow_layout::RunField {
+                    values: raw_ref(name, values)?,
+                    ends: raw_ref(name, ends)?,
+                    runs: ends.len,
+                    width: *width as usize,
+                    n: self.rows(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (expanded, run_check) = arrow_layout::expand_runs_many(gpu, &run_fields)?;
+        drop(run_fields);
+        let run_part = run_check.as_ref().map(|q| {
+            parts.push(q.part(gpu));
+            parts.len() - 1
+        });
+        phases.mark(2);
+        // The one wait: every status word of the read comes back together.
+        let read = gpu.read_back_parts(&parts)?;
+        phases.mark(3);
+        for g in &fixed {
+            g.check(t, gpu, &read)?;
+        }
+        if let Some(u) = &utf8 {
+            u.check(gpu, &read)?;
+        }
+        if let (Some(q), Some(at)) = (&run_check, run_part) {
+            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
+            for (v, (i, ..)) in q.verdicts(bytes).into_iter().zip(&runs) {
+                v.map_err(|e| in_field(&fields[*i].name, e))?;
+            }
+        }
+        drop(fixed);
+        drop(utf8);
+        let mut expanded_values: HashMap<usize, GpuColumn> = HashMap::new();
+        for ((i, _, values, _), out) in runs.into_iter().zip(expanded) {
+            expanded_values.insert(
+                i,
+                GpuColumn {
+                    logical_type: values.logical_type,
+                    len: self.rows(),
+                    data: GpuData::Raw(out),
+                },
+            );
+        }
+        let batched = RefCell::new(columns);
+        let out = fields
+            .into_iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let col = |r: Role| {
+                    f.column(r)
+                        .map(|c| match batched.borrow_mut().remove(&c) {
+                            Some(g) => Ok(g),
+                            None => t.read_gpu(c, gpu),
+                        })
+                        .transpose()
+                };
+                let values = match expanded_values.remove(&i) {
+                    Some(v) => v,
+                    None => col(Role::Values)?.ok_or_else(|| {
+                        Error::InvalidArgument(format!("field '{}' has no values", f.name))
+                    })?,
+                };
+                let dictionary = match col(Role::DictValues)? {
+                    Some(d) => Some((d, col(Role::DictLengths)?)),
+                    None => None,
+                };
+                let alp = match (
+                    col(Role::AlpParams)?,
+                    col(Role::ExceptionRows)?,
+                    col(Role::ExceptionBits)?,
+                ) {
+                    (Some(p), Some(r), Some(b)) => Some([p, r, b]),
+                    _ => None,
+                };
+                Ok(GpuField {
+                    alp,
+                    meta: f.clone(),
+                    values,
+                    validity: col(Role::Validity)?,
+                    lengths: col(Role::Lengths)?,
+                    dictionary,
+                })
+            })
+            .collect();
+        phases.mark(4);
+        phases.finish();
+        out
+    }
+}
+
+/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu`]
+/// that succeeded, in milliseconds: what the bench reports on request (`TESSERA_TRACE`). A read
+/// that failed leaves the previous figures.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuReadPhases {
+    /// Checksums of every payload verified.
+    pub verify_ms: f64,
+    /// Headers checked and payloads uploaded, one batch per logical type and text codec.
+    pub upload_ms: f64,
+    /// Decoders, checks, per-column copies and run expansions queued.
+    pub queue_ms: f64,
+    /// The one wait: the stream finished and the status words read back.
+    pub wait_ms: f64,
+    /// Status words checked and the fields assembled.
+    pub finish_ms: f64,
+}
+
+thread_local! {
+    static LAST_PHASES: std::cell::Cell<GpuReadPhases> =
+        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, upload_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0 }) };
+}
+
+/// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
+#[doc(hidden)]
+pub fn last_gpu_read_phases() -> GpuReadPhases {
+    LAST_PHASES.with(|p| p.get())
+}
+
+/// Instants at a read's phase boundaries (five of them, after its start).
+struct PhaseClock {
+    start: std::time::Instant,
+    at: [std::time::Instant; 5],
+}
+
+impl PhaseClock {
+    fn start() -> PhaseClock {
+        let now = std::time::Instant::now();
+        PhaseClock {
+            start: now,
+            at: [now; 5],
+        }
+    }
+
+    fn mark(&mut self, i: usize) {
+        self.at[i] = std::time::Instant::now();
+    }
+
+    fn finish(&self) {
+        let ms = |a: std::time::Instant, b: std::time::Instant| {
+            b.saturating_duration_since(a).as_secs_f64() * 1e3
+        };
+        let p = GpuReadPhases {
+            verify_ms: ms(self.start, self.at[0]),
+            upload_ms: ms(self.at[0], self.at[1]),
+            queue_ms: ms(self.at[1], self.at[2]),
+            wait_ms: ms(self.at[2], self.at[3]),
+            finish_ms: ms(self.at[3], self.at[4]),
+        };
+        LAST_PHASES.with(|c| c.set(p));
+    }
+}
+
+/// Payloads above this many bytes in all have their checksums verified on all cores; below
+/// it, handing the work to the thread pool costs more than hashing on one.
+const PARALLEL_VERIFY_BYTES: u64 = 1 << 20;
+
+/// The payloads of every chunk of `cols`, their checksums verified (the first mismatch in
+/// column and chunk order is the error, as verifying them one by one gives).
+fn verified_payloads<'t>(
+    t: &'t TableReader,
+    cols: &[usize],
+) -> Result<HashMap<usize, Vec<&'t [u8]>>> {
+    use rayon::prelude::*;
+    let pairs: Vec<(usize, usize)> = cols
+        .iter()
+        .flat_map(|&c| (0..t.columns()[c].chunks.len()).map(move |k| (c, k)))
+        .collect();
+    let bytes: u64 = pairs
+        .iter()
+        .map(|&(c, k)| u64::from(t.columns()[c].chunks[k].compressed_size))
+        .sum();
+    let verify = |&(c, k): &(usize, usize)| t.container().chunk_payload(c, k);
+    let checked: Vec<Result<&[u8]>> = if bytes >= PARALLEL_VERIFY_BYTES {
+        pairs.par_iter().map(verify).collect()
+    } else {
+        pairs.iter().map(verify).collect()
+    };
+    let mut out: HashMap<usize, Vec<&[u8]>> = HashMap::new();
+    for (&(c, _), p) in pairs.iter().zip(checked) {
+        out.entry(c).or_default().push(p?);
+    }
+    Ok(out)
+}
+
+/// The payloads of column `c` from [`verified_payloads`] (a column with no chunks has none).
+fn payloads_of<'p, 't>(payloads: &'p HashMap<usize, Vec<&'t [u8]>>, c: usize) -> &'p [&'t [u8]] {
+    payloads.get(&c).map_or(&[], Vec::as_slice)
+}
+
+/// The fixed-size columns of one logical type, decoded as one column of their chunks back to
+/// back: one upload and one launch per codec for the whole group instead of for each column
+/// (what dominates small tables), then a queued device copy of each column's values into a
+/// buffer of its own (a group of one column keeps the decoded buffer). Bits chunks decode at
+/// byte boundaries (`ceil(values / 8)` bytes each), so each column's bitmap starts on a byte,
+/// as it does when decoded alone.
+struct FixedBatch<'t> {
+    ty: LogicalType,
+    cols: Vec<usize>,
+    /// For each chunk of the batch: its column and its index there.
+    owner: Vec<(usize, usize)>,
+    /// Decoded bytes of each column.
+    sizes: Vec<usize>,
+    payloads: Vec<&'t [u8]>,
+    resident: ResidentColumn<'t>,
+    out: Option<CudaSlice<u8>>,
+    queued: QueuedDecode,
+}
+
+impl<'t> FixedBatch<'t> {
+    /// Groups the fixed-size columns among `cols` by logical type and uploads each group
+    /// (headers checked on the host: a bad one is its CPU error, named).
+    fn upload(
+        t: &'t TableReader,
+        cols: &[usize],
+        payloads: &HashMap<usize, Vec<&'t [u8]>>,
+        gpu: &Gpu,
+    ) -> Result<Vec<FixedBatch<'t>>> {
+        let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+        for &c in cols {
+            let meta = column_meta(t, c)?;
+            if meta.logical_type != LogicalType::Utf8 {
+                let g = groups.entry(meta.logical_type.id()).or_default();
+                if !g.contains(&c) {
+                    g.push(c);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(groups.len());
+        for group in groups.into_values() {
+            let ty = t.columns()[group[0]].logical_type;
+            let mut owner: Vec<(usize, usize)> = Vec::new();
+            let mut all: Vec<&'t [u8]> = Vec::new();
+            let mut refs = Vec::new();
+            let mut sizes = Vec::with_capacity(group.len());
+            for &c in &group {
+                let meta = &t.columns()[c];
+                let ps = payloads_of(payloads, c);
+                refs.extend(chunk_refs(&meta.chunks, ps));
+                all.extend_from_slice(ps);
+                owner.extend((0..meta.chunks.len()).map(|k| (c, k)));
+                let mut bytes = 0usize;
+                for ch in &meta.chunks {
+                    bytes = ty
+                        .raw_len(ch.value_count as u64)
+                        .and_then(|b| usize::try_from(b).ok())
+                        .and_then(|b| bytes.checked_add(b))
+                        .ok_or_else(|| {
+                            Error::InvalidArgument("column larger than memory".into())
+                        })?;
+                }
+                sizes.push(bytes);
+            }
+            let resident = ResidentColumn::upload(gpu, ty, &refs)
+                .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, &owner, &all, i)).1)?;
+            out.push(FixedBatch {
+                ty,
+                cols: group,
+                owner,
+                sizes,
+                payloads: all,
+                resident,
+                out: None,
+                queued: QueuedDecode::default(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn enqueue(&mut self, t: &TableReader, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> Result<()> {
+        let mut out = gpu.alloc::<u8>(self.resident.decoded_bytes())?;
+        self.queued = self
+            .resident
+            .enqueue(gpu, &mut out, parts)
+            .map_err(|be| locate(be, |i| self.cpu_error(t, i)).1)?;
+        self.out = Some(out);
+        Ok(())
+    }
+
+    fn cpu_error(&self, t: &TableReader, i: usize) -> Option<Error> {
+        fixed_cpu_error(t, self.ty, &self.owner, &self.payloads, i)
+    }
+
+    /// The first corrupt chunk's CPU error, named, from the status words read back.
+    fn check(&self, t: &TableReader, gpu: &Gpu, read: &[Vec<u8>]) -> Result<()> {
+        self.resident
+            .check(gpu, &self.queued, read)
+            .map_err(|be| locate(be, |i| self.cpu_error(t, i)).1)
+    }
+
+    /// Each column's values in a buffer of its own (queued device copies, except for a group
+    /// of one column, which keeps the decoded buffer).
+    fn columns(&mut self, t: &TableReader, gpu: &Gpu) -> Result<HashMap<usize, GpuColumn>> {
+        let ty = self.ty;
+        let column = |c: usize, data: CudaSlice<u8>| GpuColumn {
+            logical_type: ty,
+            len: t.columns()[c].value_count,
+            data: GpuData::Raw(data),
+        };
+        let mut out = HashMap::new();
+        if self.cols.len() == 1 {
+            if let Some(all) = self.out.take() {
+                out.insert(self.cols[0], column(self.cols[0], all));
+            }
+            return Ok(out);
+        }
+        let mut at = 0u64;
+        for (&c, &bytes) in self.cols.iter().zip(&self.sizes) {
+            let own = copy_part(gpu, self.out.as_ref(), at, bytes as u64)?;
+            at += bytes as u64;
+            out.insert(c, column(c, own));
+        }
+        Ok(out)
+    }
+}
+
+/// The CPU decoder's error for chunk `i` of a fixed-size batch, named by column and chunk.
+fn fixed_cpu_error(
+    t: &TableReader,
+    ty: LogicalType,
+    owner: &[(usize, usize)],
+    payloads: &[&[u8]],
+    i: usize,
+) -> Option<Error> {
+    let &(c, k) = owner.get(i)?;
+    let meta = &t.columns()[c];
+    let ch = &meta.chunks[k];
+    let payload = payloads.get(i)?;
+    let mut host = vec![0u8; ty.raw_len(ch.value_count as u64).unwrap_or(0) as usize];
+    column::decode_values(ty, ch.codec, payload, ch.value_count as u64, &mut host)
+        .err()
+        .map(|e| e.in_chunk(&meta.name, k, ch.codec.name()))
+}
+
+/// The utf8 columns among a read's, decoded together: the end offsets of every chunk of every
+/// column in one batched DFOR decode, checked on the device by one launch
+/// ([`arrow_layout::check_utf8_ends_queued`], a status word instead of downloading the
+/// offsets), and the text of every chunk in one batch per decoder; then queued device copies
+/// give each column its own buffers (a single utf8 column keeps the decoded ones). Errors name
+/// the column and chunk with the CPU decoder's own error, as [`TableReader::read_gpu`] does.
+struct Utf8Batch<'t> {
+    group: Vec<usize>,
+    owner: Vec<(usize, usize)>,
+    payloads: Vec<&'t [u8]>,
+    text_sizes: Vec<u64>,
+    value_starts: Vec<u64>,
+    ends_resident: ResidentColumn<'t>,
+    text_resident: ResidentColumn<'t>,
+    ends: Option<CudaSlice<u8>>,
+    data: Option<CudaSlice<u8>>,
+    ends_queued: QueuedDecode,
+    text_queued: QueuedDecode,
+    /// The end check's status word and its index among the parts read back.
+    check: Option<(arrow_layout::QueuedCheck, usize)>,
+    table: &'t TableReader,
+}
+
+impl<'t> Utf8Batch<'t> {
+    fn upload(
+        t: &'t TableReader,
+        cols: &[usize],
+        payloads: &HashMap<usize, Vec<&'t [u8]>>,
+        gpu: &Gpu,
+    ) -> Result<Option<Utf8Batch<'t>>> {
+        let mut group: Vec<usize> = Vec::new();
+        for &c in cols {
+            if column_meta(t, c)?.logical_type == LogicalType::Utf8 && !group.contains(&c) {
+                group.push(c);
+            }
+        }
+        if group.is_empty() {
+            return Ok(None);
+        }
+        let mut owner: Vec<(usize, usize)> = Vec::new();
+        let mut all: Vec<&'t [u8]> = Vec::new();
+        for &c in &group {
+            let ps = payloads_of(payloads, c);
+            all.extend_from_slice(ps);
+            owner.extend((0..ps.len()).map(|k| (c, k)));
+        }
+        let metas: Vec<ChunkMeta> = owner
+            .iter()
+            .map(|&(c, k)| t.columns()[c].chunks[k].clone())
+            .collect();
+        let cpu_error = |i: usize| utf8_cpu_error(t, &owner, &all, i);
+        let refs = utf8_refs(&metas, &all, cpu_error)?;
+        let cpu_data_error = |k: usize| Some(cpu_error(k)).filter(|e| !matches!(e, Error::Gpu(_)));
+        let ends_resident = ResidentColumn::upload(gpu, LogicalType::U32, &refs.offsets)
+            .map_err(|be| locate(be, cpu_data_error).1)?;
+        let text_resident = ResidentColumn::upload(gpu, LogicalType::Bytes, &refs.texts)
+            .map_err(|be| locate(be, cpu_data_error).1)?;
+        let mut value_starts = Vec::with_capacity(metas.len() + 1);
+        value_starts.push(0u64);
+        for m in &metas {
+            value_starts.push(value_starts[value_starts.len() - 1] + u64::from(m.value_count));
+        }
+        let text_sizes: Vec<u64> = refs.data_sizes.iter().map(|&d| d as u64).collect();
+        Ok(Some(Utf8Batch {
+            group,
+            owner,
+            payloads: all,
+            text_sizes,
+            value_starts,
+            ends_resident,
+            text_resident,
+            ends: None,
+            data: None,
+            ends_queued: QueuedDecode::default(),
+            text_queued: QueuedDecode::default(),
+            check: None,
+            table: t,
+        }))
+    }
+
+    fn cpu_error(&self, i: usize) -> Error {
+        utf8_cpu_error(self.table, &self.owner, &self.payloads, i)
+    }
+
+    fn cpu_data_error(&self, i: usize) -> Option<Error> {
+        Some(self.cpu_error(i)).filter(|e| !matches!(e, Error::Gpu(_)))
+    }
+
+    /// Queues the offsets decode, their check and the text decode.
+    fn enqueue(&mut self, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> Result<()> {
+        let mut ends = gpu.alloc::<u8>(self.ends_resident.decoded_bytes())?;
+        self.ends_queued = self
+            .ends_resident
+            .enqueue(gpu, &mut ends, parts)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        let n = self.value_starts[self.value_starts.len() - 1];
+        // The offsets decide where consumers read: checked on the device, for every column.
+        let check = arrow_layout::check_utf8_ends_queued(
+            gpu,
+            &ends,
+            n,
+            &self.value_starts,
+            &self.text_sizes,
+        )
+        .map_err(|e| self.end_error(e))?;
+        self.check = check.map(|q| {
+            parts.push(q.part(gpu));
+            (q, parts.len() - 1)
+        });
+        let mut data = gpu.alloc::<u8>(self.text_resident.decoded_bytes())?;
+        self.text_queued = self
+            .text_resident
+            .enqueue(gpu, &mut data, parts)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        self.ends = Some(ends);
+        self.data = Some(data);
+        Ok(())
+    }
+
+    fn end_error(&self, e: Error) -> Error {
+        match e {
+            Error::ValueOutOfRange { index, .. } => {
+                self.cpu_error(arrow_layout::chunk_of(&self.value_starts, index))
+            }
+            e => e,
+        }
+    }
+
+    /// The offsets decode's, their check's and the text decode's verdicts, in that order.
+    fn check(&self, gpu: &Gpu, read: &[Vec<u8>]) -> Result<()> {
+        self.ends_resident
+            .check(gpu, &self.ends_queued, read)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        if let Some((q, at)) = &self.check {
+            let bytes = read.get(*at).map(Vec::as_slice).unwrap_or(&[]);
+            for v in q.verdicts(bytes) {
+                v.map_err(|e| self.end_error(e))?;
+            }
+        }
+        self.text_resident
+            .check(gpu, &self.text_queued, read)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)
+    }
+
+    /// Each column's offsets and text in buffers of their own (queued device copies, except
+    /// for a single utf8 column, which keeps the decoded ones).
+    fn columns(&mut self, t: &TableReader, gpu: &Gpu) -> Result<HashMap<usize, GpuColumn>> {
+        let mut out = HashMap::new();
+        let single = self.group.len() == 1;
+        let (mut chunk, mut value_at, mut text_at) = (0usize, 0u64, 0u64);
+        for &c in &self.group {
+            let meta = &t.columns()[c];
+            let mut chunk_value_starts = vec![0u64];
+            let mut chunk_data_starts = vec![0u64];
+            for (ch, &size) in meta.chunks.iter().zip(&self.text_sizes[chunk..]) {
+                chunk_value_starts.push(
+                    chunk_value_starts[chunk_value_starts.len() - 1] + u64::from(ch.value_count),
+                );
+                chunk_data_starts.push(chunk_data_starts[chunk_data_starts.len() - 1] + size);
+            }
+            chunk += meta.chunks.len();
+            let values = chunk_value_starts[chunk_value_starts.len() - 1];
+            let text_len = chunk_data_starts[chunk_data_starts.len() - 1];
+            let (own_ends, own_data) = if single {
+                (self.ends.take(), self.data.take())
+            } else {
+                (None, None)
+            };
+            let own_ends = match own_ends {
+                Some(e) => e,
+                None => copy_part(gpu, self.ends.as_ref(), value_at * 4, values * 4)?,
+            };
+            let own_data = match own_data {
+                Some(d) => d,
+                None => copy_part(gpu, self.data.as_ref(), text_at, text_len)?,
+            };
+            value_at += values;
+            text_at += text_len;
+            out.insert(
+                c,
+                GpuColumn {
+                    logical_type: LogicalType::Utf8,
+                    len: meta.value_count,
+                    data: GpuData::Utf8 {
+                        ends: own_ends,
+                        data: own_data,
+                        chunk_value_starts,
+                        chunk_data_starts,
+                    },
+                },
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// The CPU decoder's error for chunk `i` of a utf8 batch, named by column and chunk.
+fn utf8_cpu_error(
+    t: &TableReader,
+    owner: &[(usize, usize)],
+    payloads: &[&[u8]],
+    i: usize,
+) -> Error {
+    let (Some(&(c, k)), Some(payload)) = (owner.get(i), payloads.get(i)) else {
+        return Error::Gpu("a utf8 batch failed outside its chunks".into());
+    };
+    let meta = &t.columns()[c];
+    let ch = &meta.chunks[k];
+    match text::decode_utf8_chunk(ch.codec, payload, ch.value_count) {
+        Err(e) => e.in_chunk(&meta.name, k, ch.codec.name()),
+        Ok(_) => Error::Gpu(format!(
+            "column '{}' chunk {k}: the GPU path rejected a chunk the CPU decodes",
+            meta.name
+        )),
+    }
 }
 
 /// A new device buffer holding `len` bytes of `src` from byte `at` (a queued copy).
@@ -597,6 +1224,15 @@ fn alp_tables_f32() -> (Vec<f32>, Vec<f32>) {
         .map(|e| f32::from_bits(Float::F32.decode(1, e, 0) as u32))
         .collect();
     (f10, if10)
+}
+
+fn raw_ref<'c>(name: &str, c: &'c GpuColumn) -> Result<&'c CudaSlice<u8>> {
+    match &c.data {
+        GpuData::Raw(v) => Ok(v),
+        GpuData::Utf8 { .. } => Err(Error::InvalidArgument(format!(
+            "field '{name}': a utf8 column where fixed-size values belong"
+        ))),
+    }
 }
 
 fn raw(name: &str, c: GpuColumn) -> Result<CudaSlice<u8>> {

@@ -45,6 +45,8 @@ use tessera_format::table::{FieldType, TimeUnit, MAX_DECIMAL_PRECISION};
 use tessera_format::{Error, LogicalType, Result};
 
 pub use device::{export_device, ArrowArray, ArrowDeviceArray, ArrowSchema, ARROW_DEVICE_CUDA};
+#[doc(hidden)]
+pub use gpu::{last_gpu_read_phases, GpuReadPhases};
 pub use gpu::{GpuArrowArray, GpuField};
 pub use read::{arrow_field, ArrowTableReader, Batches, DEFAULT_BATCH_ROWS};
 pub use tessera_format::table::{FieldMeta, Role, TableMeta};

@@ -183,3 +183,68 @@ pub fn utf8_file(path: &std::path::Path, fields: &[(&str, &[u32], &[u8])]) {
     .expect("table");
     w.finish().expect("finish");
 }
+
+/// A table of integer fields, one FOR chunk each (`(name, type, raw little-endian values,
+/// count)`), and boolean fields (type `Bits`, raw packed bits), one WAH chunk each, where the
+/// field named `corrupt` (if any) has the bit width of its second block raised above its lane,
+/// or, a boolean one, its first word made a fill of more groups than its bits: payloads whose
+/// header and checksum are valid and that only the decoder finds wrong (the CPU decoder, and a
+/// GPU kernel in its status word).
+// Each test crate compiles this module whole; only some use every helper.
+#[allow(dead_code)]
+pub fn for_file(
+    path: &std::path::Path,
+    fields: &[(&str, tessera::LogicalType, Vec<u8>, usize)],
+    corrupt: Option<&str>,
+) {
+    use tessera::arrow::Role;
+    use tessera::codecs::column::encode_values_with;
+    use tessera::format::table::{FieldMeta, FieldType, TableMeta};
+    use tessera::CodecId;
+    let mut w = ContainerWriter::create(path).expect("create");
+    let mut metas = Vec::new();
+    for (name, ty, raw, n) in fields {
+        let bits = *ty == tessera::LogicalType::Bits;
+        let codec = if bits { CodecId::Wah } else { CodecId::For };
+        let mut p = Vec::new();
+        encode_values_with(*ty, Some(codec), raw, *n as u64, &mut p, Default::default())
+            .expect("encode");
+        if bits && corrupt == Some(*name) {
+            // A WAH fill word (flag bit 31) of 2^14 - 1 groups, after the 16-byte header.
+            p[16..20].copy_from_slice(&(0x8000_0000u32 | 0x3FFF).to_le_bytes());
+        } else if corrupt == Some(*name) {
+            // Header (4 words), block_starts (blocks + 1), then the blocks: block 1's bit
+            // width word follows its reference (one word a 32-bit lane, two a 64-bit one).
+            let word =
+                |p: &[u8], i: usize| u32::from_le_bytes(p[4 * i..4 * i + 4].try_into().expect("4"));
+            let blocks = n.div_ceil(128);
+            assert!(blocks >= 2, "a corrupt field needs two blocks");
+            let data = 4 + blocks + 1;
+            let ref_words = if ty.width() == 8 { 2 } else { 1 };
+            let at = data + word(&p, 4 + 1) as usize + ref_words;
+            let bw = word(&p, at) | 0xFF;
+            p[4 * at..4 * at + 4].copy_from_slice(&bw.to_le_bytes());
+        }
+        let c = w.add_column(name, *ty, None).expect("column");
+        w.write_chunk_to(c, codec, *n as u32, &p).expect("chunk");
+        metas.push(FieldMeta {
+            name: (*name).into(),
+            ty: if bits {
+                FieldType::Boolean
+            } else {
+                FieldType::Int(*ty)
+            },
+            nullable: false,
+            arrow_dictionary: None,
+            metadata: vec![],
+            columns: vec![(Role::Values, c as u32)],
+        });
+    }
+    w.set_table(TableMeta {
+        row_count: fields.first().map_or(0, |f| f.3 as u64),
+        metadata: vec![],
+        fields: metas,
+    })
+    .expect("table");
+    w.finish().expect("finish");
+}
