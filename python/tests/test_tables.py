@@ -410,3 +410,40 @@ def test_cli_output_reads_equal_to_the_source(tmp_path):
     subprocess.run([cli, "decompress", "--device", "cpu", str(mine), str(back)], check=True, capture_output=True)
     with pa.ipc.open_file(back) as f:
         assert f.read_all().equals(table)
+
+
+# ---- the GIL ----
+
+
+def test_decoding_releases_the_gil(tmp_path):
+    # While one thread reads a table, another runs Python code. Were the GIL held through the
+    # call, the other thread's clock ticks would stop for the whole read; released, the longest
+    # pause is a scheduling slice (both cores are busy decoding), far below the read's time.
+    import threading
+    import time
+
+    n = 2_000_000
+    table = pa.table({"x": pa.array(range(n), type=pa.int64()), "s": pa.array([f"v{i % 1000}" for i in range(n)])})
+    path = tmp_path / "big.tsr"
+    tessera.write_table(table, path)
+    del table
+    span = {}
+
+    def read():
+        span["start"] = time.perf_counter()
+        tessera.read_table(path, device="cpu")
+        span["end"] = time.perf_counter()
+
+    ticks = []
+    t = threading.Thread(target=read)
+    t.start()
+    while t.is_alive():
+        ticks.append(time.perf_counter())
+    t.join()
+    start, end = span["start"], span["end"]
+    took = end - start
+    if took < 0.05:
+        pytest.skip(f"the read took {took * 1000:.1f} ms, too short to tell")
+    inside = [start] + [x for x in ticks if start < x < end] + [end]
+    longest = max(b - a for a, b in zip(inside, inside[1:]))
+    assert longest < 0.5 * took, f"Python stalled {longest * 1000:.0f} ms of a {took * 1000:.0f} ms read"
