@@ -1,0 +1,139 @@
+"""tessera: analytical tables in lightweight compressed formats that an NVIDIA GPU decodes.
+
+A table is a ``.tsr`` file of named, checksummed columns. This package writes pyarrow tables
+into ``.tsr`` files and reads them back as pyarrow tables, on the CPU or the GPU::
+
+    import pyarrow as pa
+    import tessera
+
+    tessera.write_table(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}), "t.tsr")
+    table = tessera.read_table("t.tsr", columns=["name"])
+
+Tables cross into tessera through the Arrow C Stream interface (no copy of the input) and come
+back through the Arrow C Data interface. Every error tessera reports is a :class:`TesseraError`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterable, Optional, Union
+
+import pyarrow as pa
+
+from . import _tessera
+from ._tessera import DEFAULT_CHUNK_VALUES, TesseraError
+
+__all__ = [
+    "DEFAULT_CHUNK_VALUES",
+    "TesseraError",
+    "inspect",
+    "read_schema",
+    "read_table",
+    "write_table",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _as_stream(data: Any) -> Any:
+    """An object the extension can read as an Arrow C stream."""
+    if hasattr(data, "__arrow_c_stream__") or isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        # Older pyarrow gives record batches no __arrow_c_stream__: a one-batch table has it.
+        return pa.Table.from_batches([data])
+    raise TypeError(
+        "write_table takes a pyarrow.Table, RecordBatch or RecordBatchReader, or an object "
+        f"with __arrow_c_stream__, not {type(data).__name__}"
+    )
+
+
+def write_table(
+    table: Any,
+    path: PathLike,
+    *,
+    codec: str = "auto",
+    chunk_values: Optional[int] = None,
+    dictionary: str = "auto",
+    floats: str = "auto",
+    runs: str = "auto",
+) -> None:
+    """Write a table to a ``.tsr`` file at ``path``, batch by batch.
+
+    ``table`` is a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``, or any object
+    with ``__arrow_c_stream__`` (Polars, DuckDB, ... results): it is streamed, so a reader's
+    batches are encoded as they come and memory follows the chunk size, not the table.
+
+    The file appears under ``path`` only once complete (written under a temporary name, then
+    renamed over any file there): an error leaves no file, and an existing file untouched.
+
+    Args:
+        codec: ``"auto"``: each chunk gets the smallest of the codecs that fit its column
+            (GPU-FOR, DFOR, RFOR for integers, Huffman or LLL for text, ...). The table writer
+            takes no other choice.
+        chunk_values: rows per chunk, a multiple of 512 up to 2**24
+            (default :data:`DEFAULT_CHUNK_VALUES`).
+        dictionary: ``"auto"`` (dictionary-encode fields where it pays) or ``"never"``;
+            Arrow dictionary fields stay dictionaries either way.
+        floats: ``"auto"``, ``"alp"`` or ``"plain"``: how float fields are stored.
+        runs: ``"auto"`` (store constant or sorted fields as runs where it pays) or ``"never"``.
+
+    Raises:
+        TesseraError: a field's type cannot be stored (the message names the column), the
+            input stream fails, or the file cannot be written.
+        ValueError: an option is not one of its choices.
+        TypeError: ``table`` is not Arrow data.
+    """
+    if chunk_values is not None and not isinstance(chunk_values, int):
+        raise TypeError(f"chunk_values must be an int, not {type(chunk_values).__name__}")
+    _tessera.write_table(
+        _as_stream(table),
+        os.fspath(path),
+        codec,
+        chunk_values,
+        dictionary,
+        floats,
+        runs,
+    )
+
+
+def read_table(
+    path: PathLike,
+    *,
+    columns: Optional[Iterable[str]] = None,
+    device: str = "auto",
+) -> pa.Table:
+    """Read the table in the ``.tsr`` file at ``path`` into host memory.
+
+    Args:
+        columns: the names of the fields to read, in the order wanted (default: all).
+        device: where decoding runs: ``"cpu"`` (all cores), ``"gpu"`` (decoded on the GPU and
+            copied back to host memory; an error when no GPU can be opened) or ``"auto"``
+            (the GPU when one can be opened, else the CPU, as the ``tessera`` CLI does).
+
+    Raises:
+        TesseraError: the file is missing, damaged or not a table, a column is not in it, or
+            ``device="gpu"`` and no GPU can be used.
+        ValueError: ``device`` is not one of its choices.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    names = None if columns is None else [str(c) for c in columns]
+    return _tessera.read_table(os.fspath(path), names, device)
+
+
+def read_schema(path: PathLike) -> pa.Schema:
+    """The Arrow schema of the table in the ``.tsr`` file at ``path``, without decoding it."""
+    return _tessera.read_schema(os.fspath(path))
+
+
+def inspect(path: PathLike) -> Dict[str, Any]:
+    """A summary of the ``.tsr`` file at ``path``, as ``tessera inspect --json`` reports it.
+
+    Returns a dict with ``version``, ``file_bytes``, ``rows`` (``None`` for a file of plain
+    columns), ``fields`` (each Arrow field's ``name``, ``type``, ``nullable`` and the physical
+    ``columns`` that hold it, by role) and ``columns`` (each physical column's ``name``,
+    ``type``, ``values``, ``chunks``, ``codecs`` chosen with their chunk counts,
+    ``compressed_bytes`` and ``uncompressed_bytes``, ``None`` for text).
+    """
+    return _tessera.inspect(os.fspath(path))
