@@ -514,6 +514,39 @@ fn dictionaries_across_batches_come_back_as_dictionaries() {
     );
 }
 
+/// An all-null column dictionary-encoded has an empty dictionary: it round-trips, every key
+/// null (arrow's `normalized_keys`, which the writer uses otherwise, asserts on it).
+#[test]
+fn empty_dictionary_round_trips() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let ty = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    let schema = Arc::new(Schema::new(vec![Field::new("d", ty, true)]));
+    let empty: ArrayRef = Arc::new(StringArray::from(Vec::<&str>::new()));
+    let all_null = arrow_array::DictionaryArray::<arrow_array::types::Int32Type>::try_new(
+        arrow_array::Int32Array::from(vec![None::<i32>; 10]),
+        empty,
+    )
+    .expect("dictionary");
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(all_null)]).expect("batch");
+    write(
+        &path,
+        schema,
+        &[batch.clone()],
+        ArrowWriteOptions::default(),
+    )
+    .expect("write");
+    let t = TableReader::open(&path).expect("open");
+    let back = ArrowTableReader::new(&t, None)
+        .expect("table")
+        .read_all(&mut Engine::cpu())
+        .expect("read");
+    let col = back.column(0);
+    assert_eq!(col.len(), 10);
+    assert_eq!(col.null_count(), 10);
+    assert_eq!(col.data_type(), batch.column(0).data_type());
+}
+
 #[test]
 fn dictionary_outgrowing_its_keys_fails() {
     let dir = tempfile::tempdir().expect("dir");

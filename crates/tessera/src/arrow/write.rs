@@ -1228,6 +1228,17 @@ fn dict_codes(name: &str, ty: &FieldType, array: &ArrayRef, dict: &mut Dict) -> 
                 raw.chunks_exact(w).map(|v| dict.code(v)).collect()
             }
         };
+        if dvalues.is_empty() {
+            // An empty dictionary (an all-null column, dictionary-encoded) leaves nothing for a
+            // key to point at; arrow's `normalized_keys` asserts on it, so answer here.
+            let keys = any.keys();
+            if let Some(i) = (0..keys.len()).find(|&i| !keys.is_null(i)) {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{name}' row {i}: a dictionary key into an empty dictionary"
+                )));
+            }
+            return Ok(vec![0; keys.len()]);
+        }
         let keys = any.normalized_keys();
         let mut codes = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
