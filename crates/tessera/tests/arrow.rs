@@ -532,7 +532,7 @@ fn empty_dictionary_round_trips() {
     write(
         &path,
         schema,
-        &[batch.clone()],
+        std::slice::from_ref(&batch),
         ArrowWriteOptions::default(),
     )
     .expect("write");
