@@ -106,29 +106,39 @@ impl ArrowTableReader<'_> {
                     Some(ends) => expand_runs(gpu, &f.name, values, ends, self.rows())?,
                     None => values,
                 };
-                let dictionary = match col(Role::DictValues)? {
-                    Some(d) => Some((d, col(Role::DictLengths)?)),
-                    None => None,
-                };
-                let alp = match (
-                    col(Role::AlpParams)?,
-                    col(Role::ExceptionRows)?,
-                    col(Role::ExceptionBits)?,
-                ) {
-                    (Some(p), Some(r), Some(b)) => Some([p, r, b]),
-                    _ => None,
-                };
-                Ok(GpuField {
-                    alp,
-                    meta: f.clone(),
-                    values,
-                    validity: col(Role::Validity)?,
-                    lengths: col(Role::Lengths)?,
-                    dictionary,
-                })
+                gpu_field(f, values, col)
             })
             .collect()
     }
+}
+
+/// A field's [`GpuField`] from its values (already one a row) and its other columns, each
+/// taken by role through `col`.
+fn gpu_field(
+    f: &FieldMeta,
+    values: GpuColumn,
+    col: impl Fn(Role) -> Result<Option<GpuColumn>>,
+) -> Result<GpuField> {
+    let dictionary = match col(Role::DictValues)? {
+        Some(d) => Some((d, col(Role::DictLengths)?)),
+        None => None,
+    };
+    let alp = match (
+        col(Role::AlpParams)?,
+        col(Role::ExceptionRows)?,
+        col(Role::ExceptionBits)?,
+    ) {
+        (Some(p), Some(r), Some(b)) => Some([p, r, b]),
+        _ => None,
+    };
+    Ok(GpuField {
+        alp,
+        meta: f.clone(),
+        values,
+        validity: col(Role::Validity)?,
+        lengths: col(Role::Lengths)?,
+        dictionary,
+    })
 }
 
 /// Decodes the fixed-size columns among `cols` (integers, bits, bytes) on `gpu`, all columns
@@ -447,26 +457,7 @@ impl ArrowTableReader<'_> {
                         Error::InvalidArgument(format!("field '{}' has no values", f.name))
                     })?,
                 };
-                let dictionary = match col(Role::DictValues)? {
-                    Some(d) => Some((d, col(Role::DictLengths)?)),
-                    None => None,
-                };
-                let alp = match (
-                    col(Role::AlpParams)?,
-                    col(Role::ExceptionRows)?,
-                    col(Role::ExceptionBits)?,
-                ) {
-                    (Some(p), Some(r), Some(b)) => Some([p, r, b]),
-                    _ => None,
-                };
-                Ok(GpuField {
-                    alp,
-                    meta: f.clone(),
-                    values,
-                    validity: col(Role::Validity)?,
-                    lengths: col(Role::Lengths)?,
-                    dictionary,
-                })
+                gpu_field(f, values, col)
             })
             .collect();
         phases.mark(4);
