@@ -179,10 +179,7 @@ fn a_large_single_member_decodes_in_parallel() {
         "{} bytes",
         file.len()
     );
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(deflate::PARALLEL_MIN_THREADS)
-        .build()
-        .expect("pool");
+    let pool = pool_of(deflate::PARALLEL_MIN_THREADS);
     pool.install(|| {
         let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
         assert!(out == data, "parallel gunzip differs");
@@ -224,10 +221,7 @@ fn a_header_pattern_inside_one_member_keeps_the_parallel_decoder() {
     assert!(deflate::tries_parallel(&file, threads));
     assert!(!deflate::tries_parallel(&file, threads - 1));
     assert!(!deflate::tries_parallel(&file[..1 << 20], threads));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool");
+    let pool = pool_of(threads);
     pool.install(|| {
         let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
         assert!(out == data, "gunzip differs");
@@ -245,12 +239,17 @@ fn many_small_members_decode_member_by_member() {
     }
     assert!(file.len() >= deflate::PARALLEL_MIN_BYTES, "{}", file.len());
     assert!(!deflate::tries_parallel(&file, 16));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(deflate::PARALLEL_MIN_THREADS)
-        .build()
-        .expect("pool");
+    let pool = pool_of(deflate::PARALLEL_MIN_THREADS);
     pool.install(|| {
         let out = deflate::gzip_decompress(&file, data.len()).expect("gzip");
         assert!(out == data, "gunzip differs");
     });
+}
+
+/// A rayon pool of `threads` threads, so a test sees the parallel decoder whatever the machine.
+fn pool_of(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool")
 }

@@ -221,16 +221,7 @@ impl<'a> ResidentColumn<'a> {
         gpu: &Gpu,
         out: &mut CudaSlice<u8>,
     ) -> std::result::Result<(), BatchError> {
-        if out.len() < self.total {
-            return Err(BatchError {
-                chunks: Vec::new(),
-                error: Error::InvalidArgument(format!(
-                    "output holds {} bytes, the column needs {}",
-                    out.len(),
-                    self.total
-                )),
-            });
-        }
+        self.check_output(out)?;
         for r in &mut self.batches {
             let fail = |error| BatchError {
                 chunks: r.chunks.clone(),
@@ -263,6 +254,23 @@ impl<'a> ResidentColumn<'a> {
     }
 }
 
+impl ResidentColumn<'_> {
+    /// `out` holds the column's decoded bytes.
+    fn check_output(&self, out: &CudaSlice<u8>) -> std::result::Result<(), BatchError> {
+        if out.len() < self.total {
+            return Err(BatchError {
+                chunks: Vec::new(),
+                error: Error::InvalidArgument(format!(
+                    "output holds {} bytes, the column needs {}",
+                    out.len(),
+                    self.total
+                )),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Where the status words of a queued [`ResidentColumn`] decode are: per batch, its index in
 /// the caller's list of parts to read back (`None`: nothing to read back).
 #[derive(Debug, Clone, Default)]
@@ -281,16 +289,7 @@ impl ResidentColumn<'_> {
         out: &mut CudaSlice<u8>,
         parts: &mut Vec<(u64, usize)>,
     ) -> std::result::Result<QueuedDecode, BatchError> {
-        if out.len() < self.total {
-            return Err(BatchError {
-                chunks: Vec::new(),
-                error: Error::InvalidArgument(format!(
-                    "output holds {} bytes, the column needs {}",
-                    out.len(),
-                    self.total
-                )),
-            });
-        }
+        self.check_output(out)?;
         let mut queued = QueuedDecode::default();
         for r in &mut self.batches {
             let fail = |error| BatchError {

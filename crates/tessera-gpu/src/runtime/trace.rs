@@ -46,22 +46,18 @@ pub struct TraceCounts {
 impl TraceCounts {
     /// The counts so far, without resetting them.
     pub fn now() -> TraceCounts {
-        let c = |op: Op| COUNTS[op as usize].load(Ordering::Relaxed);
-        TraceCounts {
-            launches: c(Op::Launch),
-            waits: c(Op::Wait),
-            allocs: c(Op::Alloc),
-            host_to_device: c(Op::HostToDevice),
-            device_to_host: c(Op::DeviceToHost),
-            device_to_device: c(Op::DeviceToDevice),
-            fills: c(Op::Fill),
-        }
+        Self::read(|c| c.load(Ordering::Relaxed))
     }
 
     /// The counts so far, resetting them to zero. Counters are process-wide: work on other
     /// threads in between counts too.
     pub fn take() -> TraceCounts {
-        let c = |op: Op| COUNTS[op as usize].swap(0, Ordering::Relaxed);
+        Self::read(|c| c.swap(0, Ordering::Relaxed))
+    }
+
+    /// Every counter, each read by `get`.
+    fn read(get: impl Fn(&AtomicU64) -> u64) -> TraceCounts {
+        let c = |op: Op| get(&COUNTS[op as usize]);
         TraceCounts {
             launches: c(Op::Launch),
             waits: c(Op::Wait),

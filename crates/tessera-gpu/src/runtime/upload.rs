@@ -15,6 +15,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, PinnedHostSlice};
 use rayon::prelude::*;
 use tessera_format::{Error, Result};
 
+use super::trace::{count, Op};
 use super::{cuda, Gpu};
 
 /// Bytes of one page-locked slot.
@@ -77,6 +78,7 @@ impl Gpu {
         }
         if src.len() < RING_MIN_BYTES {
             let mut view = dst.slice_mut(..src.len());
+            count(Op::HostToDevice);
             return self
                 .stream
                 .memcpy_htod(src, &mut view)
@@ -107,6 +109,7 @@ impl Gpu {
                     .zip(part.par_chunks(PIECE_BYTES))
                     .for_each(|(d, s)| d.copy_from_slice(s));
                 let at = (i * SLOT_BYTES) as u64;
+                count(Op::HostToDevice);
                 // SAFETY: `part` ends at or before `src.len()`, which fits `dst` (checked), so
                 // the device range lies inside `dst`; the page-locked source is not written
                 // again before `done` (recorded next) has fired.
