@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_CHUNK_VALUES",
     "TesseraError",
     "inspect",
+    "read_batches",
     "read_schema",
     "read_table",
     "write_table",
@@ -120,6 +121,45 @@ def read_table(
         raise TypeError("columns is a list of names, not one string")
     names = None if columns is None else [str(c) for c in columns]
     return _tessera.read_table(os.fspath(path), names, device)
+
+
+def read_batches(
+    path: PathLike,
+    *,
+    columns: Optional[Iterable[str]] = None,
+    batch_rows: Optional[int] = None,
+) -> pa.RecordBatchReader:
+    """Stream the table in the ``.tsr`` file at ``path`` as record batches, decoded on the CPU.
+
+    Each batch is decoded when it is read (``read_next_batch``, iteration, or a consumer of the
+    reader's Arrow C stream such as DuckDB or Polars), not ahead: peak memory follows the
+    batch, about one chunk of each column, not the file. The file stays open (mapped) as long
+    as the reader lives and is closed once the reader is exhausted or dropped.
+
+    Args:
+        columns: the names of the fields to read, in the order wanted (default: all).
+        batch_rows: rows per batch, the last one may hold fewer (default: the file's chunk
+            rows, ``chunk_values`` when it was written).
+
+    Returns:
+        A ``pyarrow.RecordBatchReader`` (through the Arrow C Stream interface), its schema
+        that of :func:`read_table`.
+
+    Raises:
+        TesseraError: at the call, when the file is missing, damaged in its directory or a
+            dictionary, or not a table, or a column is not in it.
+        pyarrow.ArrowInvalid: when a later batch is read and a chunk it needs is damaged: the
+            message is tessera's (``PATH: column 'x' chunk 3: ...``); the stream ends there.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    if batch_rows is not None:
+        if not isinstance(batch_rows, int):
+            raise TypeError(f"batch_rows must be an int, not {type(batch_rows).__name__}")
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
+    names = None if columns is None else [str(c) for c in columns]
+    return _tessera.read_batches(os.fspath(path), names, batch_rows)
 
 
 def read_schema(path: PathLike) -> pa.Schema:
