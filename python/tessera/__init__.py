@@ -21,13 +21,17 @@ from typing import Any, Dict, Iterable, Optional, Union
 import pyarrow as pa
 
 from . import _tessera
-from ._tessera import DEFAULT_CHUNK_VALUES, TesseraError
+from ._tessera import DEFAULT_CHUNK_VALUES, DeviceBuffer, DeviceColumn, DeviceTable, TesseraError
 
 __all__ = [
     "DEFAULT_CHUNK_VALUES",
+    "DeviceBuffer",
+    "DeviceColumn",
+    "DeviceTable",
     "TesseraError",
     "inspect",
     "read_batches",
+    "read_device",
     "read_schema",
     "read_table",
     "write_table",
@@ -160,6 +164,52 @@ def read_batches(
             raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
     names = None if columns is None else [str(c) for c in columns]
     return _tessera.read_batches(os.fspath(path), names, batch_rows)
+
+
+def read_device(path: PathLike, *, columns: Optional[Iterable[str]] = None) -> DeviceTable:
+    """Decode the table in the ``.tsr`` file at ``path`` on the GPU and leave it there.
+
+    Returns a :class:`DeviceTable` whose columns stay in GPU memory (CUDA device 0), for GPU
+    libraries to use without a copy:
+
+    * the table and each :class:`DeviceColumn` implement the Arrow PyCapsule device protocol
+      (``__arrow_c_device_array__``, ``__arrow_c_schema__``): the table as a struct array
+      whose children are the columns, as Arrow exports a record batch; ``device_type`` 2
+      (CUDA), ``sync_event`` null (the read waited for the GPU before returning);
+    * each column's buffers (:attr:`DeviceColumn.values`, ``.validity``, ``.offsets``) are
+      :class:`DeviceBuffer` objects with ``__cuda_array_interface__`` (version 3), e.g.
+      ``cupy.asarray(table["x"].values)``.
+
+    The device memory lives as long as any of these objects, or an array a consumer imported
+    from a capsule, does. The layout is Arrow's, as decoded by the GPU read:
+
+    * integers, floats, dates, times, timestamps, durations: one value a row at the type's
+      width (``<i8`` for 64-bit times, timestamps and durations);
+    * decimal128: 16 bytes a row, seen as ``(rows, 2)`` ``<u8`` words, low then high, of the
+      two's-complement value (the stored ``i64`` widened on the device);
+    * booleans and validity bitmaps: bits, least significant first, ``ceil(rows / 8)``
+      ``|u1`` bytes; a set validity bit is a valid row; no validity when a column has no
+      nulls;
+    * utf8 and binary: ``rows + 1`` offsets (``<i4``, ``<i8`` for the large types) into the
+      bytes, rebased to start at 0; the bytes buffer may be longer than the last offset;
+    * dictionaries (Arrow dictionary fields, and fields the writer dictionary-encoded on its
+      own, which :func:`read_table` gives as plain values): the codes at the key type's
+      width, the values in :attr:`DeviceColumn.dictionary`.
+
+    :meth:`DeviceTable.to_arrow` copies the table to host memory as a ``pyarrow.Table`` (of
+    these device types, checked as any Arrow data from outside).
+
+    Args:
+        columns: the names of the fields to read, in the order wanted (default: all).
+
+    Raises:
+        TesseraError: no GPU can be used (the message says why: no driver, no device, no
+            NVRTC), the file is missing, damaged or not a table, or a column is not in it.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    names = None if columns is None else [str(c) for c in columns]
+    return _tessera.read_device(os.fspath(path), names)
 
 
 def read_schema(path: PathLike) -> pa.Schema:

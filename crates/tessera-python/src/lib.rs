@@ -8,6 +8,7 @@
 //! Every call that touches a file runs with the GIL released and inside `catch_unwind`: tessera's
 //! errors and any panic become `tessera.TesseraError`, never an abort of the interpreter.
 
+mod device;
 mod stream;
 
 use std::any::Any;
@@ -182,7 +183,9 @@ fn read_batches(
     columns: Option<Vec<String>>,
     batch_rows: Option<usize>,
 ) -> PyResult<PyArrowType<Box<dyn RecordBatchReader + Send>>> {
-    let s = run(py, move || stream::BatchStream::open(path, columns, batch_rows))?;
+    let s = run(py, move || {
+        stream::BatchStream::open(path, columns, batch_rows)
+    })?;
     Ok(PyArrowType(Box::new(s)))
 }
 
@@ -347,6 +350,10 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(read_table, m)?)?;
     m.add_function(wrap_pyfunction!(read_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(device::read_device, m)?)?;
+    m.add_class::<device::DeviceTable>()?;
+    m.add_class::<device::DeviceColumn>()?;
+    m.add_class::<device::DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(read_schema, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
