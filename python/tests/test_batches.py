@@ -69,32 +69,31 @@ def test_reader_keeps_the_file_until_dropped(tmp_path):
     table = pa.table({"x": pa.array(range(8192), type=pa.int64()), "s": [f"v{i % 13}" for i in range(8192)]})
     path = (tmp_path / "t.tsr").resolve()
     tessera.write_table(table, path, chunk_values=1024)
-    # A whole read first, so that the CPU decoder's thread pool exists before counting.
-    tessera.read_table(path, device="cpu")
-    gc.collect()
-    threads = _threads()
     assert not _mapped(path)
 
     reader = tessera.read_batches(path)
     first = reader.read_next_batch()
     assert first.num_rows == 1024 and first.equals(table.slice(0, 1024).to_batches()[0])
-    # The file stays mapped (and its decoding thread alive) while the reader lives, even when
-    # the file's name is gone.
-    os.rename(path, tmp_path / "moved.tsr")
-    assert _mapped(tmp_path / "moved.tsr") and _threads() == threads + 1
+    # The file stays mapped while the reader lives, even when its name is gone.
+    moved = path.parent / "moved.tsr"
+    os.rename(path, moved)
+    assert _mapped(moved)
     second = reader.read_next_batch()
     assert second.equals(table.slice(1024, 1024).to_batches()[0])
 
-    # Dropped half-way: the file is unmapped and the thread gone once the reader is.
+    # Dropped half-way: the file is unmapped and the reader's decoding thread gone once the
+    # reader is (counted right before and after, so no other thread comes or goes between).
+    alive = _threads()
     del reader
     gc.collect()
-    assert not _mapped(tmp_path / "moved.tsr")
-    assert _threads() == threads
+    assert not _mapped(moved)
+    assert _threads() == alive - 1
 
-    # Read to the end: the same once the last batch has been given.
-    reader = tessera.read_batches(tmp_path / "moved.tsr")
+    # Read to the end: the same once the last batch has been given, the reader still held.
+    reader = tessera.read_batches(moved)
+    alive = _threads()
     assert sum(b.num_rows for b in reader) == 8192
-    assert not _mapped(tmp_path / "moved.tsr") and _threads() == threads
+    assert not _mapped(moved) and _threads() == alive - 1
 
 
 def test_corrupt_later_chunk_fails_when_read(tmp_path):
