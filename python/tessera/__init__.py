@@ -8,9 +8,16 @@ into ``.tsr`` files and reads them back as pyarrow tables, on the CPU or the GPU
 
     tessera.write_table(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}), "t.tsr")
     table = tessera.read_table("t.tsr", columns=["name"])
+    for batch in tessera.read_batches("t.tsr"):  # one chunk at a time, on the CPU
+        ...
+    on_gpu = tessera.read_device("t.tsr")  # columns left in GPU memory
+    ids = cupy.asarray(on_gpu["id"].values)  # no copy: __cuda_array_interface__
 
 Tables cross into tessera through the Arrow C Stream interface (no copy of the input) and come
-back through the Arrow C Data interface. Every error tessera reports is a :class:`TesseraError`.
+back through the Arrow C Data interface (:func:`read_table`), the C Stream interface
+(:func:`read_batches`) or, in GPU memory, the C Device Data interface (:func:`read_device`).
+Every error tessera reports is a :class:`TesseraError` (a later batch's error in
+:func:`read_batches` is pyarrow's ``ArrowInvalid`` carrying tessera's message).
 """
 
 from __future__ import annotations
