@@ -8,9 +8,16 @@ into ``.tsr`` files and reads them back as pyarrow tables, on the CPU or the GPU
 
     tessera.write_table(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}), "t.tsr")
     table = tessera.read_table("t.tsr", columns=["name"])
+    for batch in tessera.read_batches("t.tsr"):  # one chunk at a time, on the CPU
+        ...
+    on_gpu = tessera.read_device("t.tsr")  # columns left in GPU memory
+    ids = cupy.asarray(on_gpu["id"].values)  # no copy: __cuda_array_interface__
 
 Tables cross into tessera through the Arrow C Stream interface (no copy of the input) and come
-back through the Arrow C Data interface. Every error tessera reports is a :class:`TesseraError`.
+back through the Arrow C Data interface (:func:`read_table`), the C Stream interface
+(:func:`read_batches`) or, in GPU memory, the C Device Data interface (:func:`read_device`).
+Every error tessera reports is a :class:`TesseraError` (a later batch's error in
+:func:`read_batches` is pyarrow's ``ArrowInvalid`` carrying tessera's message).
 """
 
 from __future__ import annotations
@@ -21,12 +28,17 @@ from typing import Any, Dict, Iterable, Optional, Union
 import pyarrow as pa
 
 from . import _tessera
-from ._tessera import DEFAULT_CHUNK_VALUES, TesseraError
+from ._tessera import DEFAULT_CHUNK_VALUES, DeviceBuffer, DeviceColumn, DeviceTable, TesseraError
 
 __all__ = [
     "DEFAULT_CHUNK_VALUES",
+    "DeviceBuffer",
+    "DeviceColumn",
+    "DeviceTable",
     "TesseraError",
     "inspect",
+    "read_batches",
+    "read_device",
     "read_schema",
     "read_table",
     "write_table",
@@ -120,6 +132,91 @@ def read_table(
         raise TypeError("columns is a list of names, not one string")
     names = None if columns is None else [str(c) for c in columns]
     return _tessera.read_table(os.fspath(path), names, device)
+
+
+def read_batches(
+    path: PathLike,
+    *,
+    columns: Optional[Iterable[str]] = None,
+    batch_rows: Optional[int] = None,
+) -> pa.RecordBatchReader:
+    """Stream the table in the ``.tsr`` file at ``path`` as record batches, decoded on the CPU.
+
+    Each batch is decoded when it is read (``read_next_batch``, iteration, or a consumer of the
+    reader's Arrow C stream such as DuckDB or Polars), not ahead: peak memory follows the
+    batch, about one chunk of each column, not the file. The file stays open (mapped) as long
+    as the reader lives and is closed once the reader is exhausted or dropped.
+
+    Args:
+        columns: the names of the fields to read, in the order wanted (default: all).
+        batch_rows: rows per batch, the last one may hold fewer (default: the file's chunk
+            rows, ``chunk_values`` when it was written).
+
+    Returns:
+        A ``pyarrow.RecordBatchReader`` (through the Arrow C Stream interface), its schema
+        that of :func:`read_table`.
+
+    Raises:
+        TesseraError: at the call, when the file is missing, damaged in its directory or a
+            dictionary, or not a table, or a column is not in it.
+        pyarrow.ArrowInvalid: when a later batch is read and a chunk it needs is damaged: the
+            message is tessera's (``PATH: column 'x' chunk 3: ...``); the stream ends there.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    if batch_rows is not None:
+        if not isinstance(batch_rows, int):
+            raise TypeError(f"batch_rows must be an int, not {type(batch_rows).__name__}")
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
+    names = None if columns is None else [str(c) for c in columns]
+    return _tessera.read_batches(os.fspath(path), names, batch_rows)
+
+
+def read_device(path: PathLike, *, columns: Optional[Iterable[str]] = None) -> DeviceTable:
+    """Decode the table in the ``.tsr`` file at ``path`` on the GPU and leave it there.
+
+    Returns a :class:`DeviceTable` whose columns stay in GPU memory (CUDA device 0), for GPU
+    libraries to use without a copy:
+
+    * the table and each :class:`DeviceColumn` implement the Arrow PyCapsule device protocol
+      (``__arrow_c_device_array__``, ``__arrow_c_schema__``): the table as a struct array
+      whose children are the columns, as Arrow exports a record batch; ``device_type`` 2
+      (CUDA), ``sync_event`` null (the read waited for the GPU before returning);
+    * each column's buffers (:attr:`DeviceColumn.values`, ``.validity``, ``.offsets``) are
+      :class:`DeviceBuffer` objects with ``__cuda_array_interface__`` (version 3), e.g.
+      ``cupy.asarray(table["x"].values)``.
+
+    The device memory lives as long as any of these objects, or an array a consumer imported
+    from a capsule, does. The layout is Arrow's, as decoded by the GPU read:
+
+    * integers, floats, dates, times, timestamps, durations: one value a row at the type's
+      width (``<i8`` for 64-bit times, timestamps and durations);
+    * decimal128: 16 bytes a row, seen as ``(rows, 2)`` ``<u8`` words, low then high, of the
+      two's-complement value (the stored ``i64`` widened on the device);
+    * booleans and validity bitmaps: bits, least significant first, ``ceil(rows / 8)``
+      ``|u1`` bytes; a set validity bit is a valid row; no validity when a column has no
+      nulls;
+    * utf8 and binary: ``rows + 1`` offsets (``<i4``, ``<i8`` for the large types) into the
+      bytes, rebased to start at 0; the bytes buffer may be longer than the last offset;
+    * dictionaries (Arrow dictionary fields, and fields the writer dictionary-encoded on its
+      own, which :func:`read_table` gives as plain values): the codes at the key type's
+      width, the values in :attr:`DeviceColumn.dictionary`.
+
+    :meth:`DeviceTable.to_arrow` copies the table to host memory as a ``pyarrow.Table`` (of
+    these device types, checked as any Arrow data from outside).
+
+    Args:
+        columns: the names of the fields to read, in the order wanted (default: all).
+
+    Raises:
+        TesseraError: no GPU can be used (the message says why: no driver, no device, no
+            NVRTC), the file is missing, damaged or not a table, or a column is not in it.
+    """
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    names = None if columns is None else [str(c) for c in columns]
+    return _tessera.read_device(os.fspath(path), names)
 
 
 def read_schema(path: PathLike) -> pa.Schema:

@@ -8,6 +8,9 @@
 //! Every call that touches a file runs with the GIL released and inside `catch_unwind`: tessera's
 //! errors and any panic become `tessera.TesseraError`, never an abort of the interpreter.
 
+mod device;
+mod stream;
+
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -170,6 +173,22 @@ fn read_table(
     Ok(PyArrowType(table))
 }
 
+/// The table at `path` as a stream of record batches of `batch_rows` rows (default: the
+/// file's chunk rows), decoded on the CPU one batch per request.
+#[pyfunction]
+#[pyo3(signature = (path, columns, batch_rows))]
+fn read_batches(
+    py: Python<'_>,
+    path: PathBuf,
+    columns: Option<Vec<String>>,
+    batch_rows: Option<usize>,
+) -> PyResult<PyArrowType<Box<dyn RecordBatchReader + Send>>> {
+    let s = run(py, move || {
+        stream::BatchStream::open(path, columns, batch_rows)
+    })?;
+    Ok(PyArrowType(Box::new(s)))
+}
+
 /// The Arrow schema of the table at `path`.
 #[pyfunction]
 fn read_schema(py: Python<'_>, path: PathBuf) -> PyResult<PyArrowType<Schema>> {
@@ -330,6 +349,11 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_CHUNK_VALUES", DEFAULT_CHUNK_VALUES)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(read_table, m)?)?;
+    m.add_function(wrap_pyfunction!(read_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(device::read_device, m)?)?;
+    m.add_class::<device::DeviceTable>()?;
+    m.add_class::<device::DeviceColumn>()?;
+    m.add_class::<device::DeviceBuffer>()?;
     m.add_function(wrap_pyfunction!(read_schema, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
