@@ -479,7 +479,7 @@ pub const MIN_BLOCKS: u32 = 8;
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
-pub const LOADER: Loader = Loader::RunsBatch;
+pub const LOADER: Loader = Loader::Runs;
 
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
@@ -526,5 +526,85 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         source,
         builds,
         probe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssb::plan::{DimJoin, GroupKey};
+
+    /// A fact filter on `f`, joins on `fk_a` (RFOR), `fk_b` (FOR) and `fk_c` (RFOR, also
+    /// aggregated), in that order.
+    fn plan() -> QueryPlan {
+        let join = |t: &str, card: Option<u32>| DimJoin {
+            fact_key: format!("fk_{t}"),
+            table: t.into(),
+            key: "k".into(),
+            filters: vec![],
+            payload: card.map(|card| GroupKey {
+                column: "v".into(),
+                base: 0,
+                card,
+            }),
+        };
+        QueryPlan {
+            name: "t".into(),
+            fact_filters: vec![Filter::between("f", 1, 3)],
+            joins: vec![join("a", Some(7)), join("b", None), join("c", None)],
+            group: vec![0],
+            aggregate: Aggregate::Sum("fk_c".into()),
+        }
+    }
+
+    fn codecs(_: Side<'_>, col: &str) -> Option<u32> {
+        Some(if col == "fk_a" || col == "fk_c" { 3 } else { 1 })
+    }
+
+    /// The probe kernel's steps, in order: the operator names of its body lines.
+    fn steps(loader: Loader) -> Vec<String> {
+        let k = probe_kernel(&plan(), &codecs, loader);
+        k.source
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                ["SsbFilter", "SsbProbeRuns", "SsbProbe4", "SsbProbe("]
+                    .iter()
+                    .find(|op| l.starts_with(*op))
+                    .map(|_| l.split('(').next().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_an_rfor_key_no_other_step_reads_is_probed_per_run() {
+        assert_eq!(
+            steps(Loader::Inline),
+            ["SsbFilter", "SsbProbe", "SsbProbe", "SsbProbe"]
+        );
+        // fk_c is RFOR but aggregated: its rows are needed, so it is probed per row.
+        assert_eq!(
+            steps(Loader::Runs),
+            ["SsbFilter", "SsbProbeRuns", "SsbProbe", "SsbProbe"]
+        );
+        assert_eq!(
+            steps(Loader::RunsFirst),
+            ["SsbProbeRuns", "SsbFilter", "SsbProbe", "SsbProbe"]
+        );
+        assert_eq!(
+            steps(Loader::RunsBatch),
+            ["SsbProbeRuns", "SsbFilter", "SsbProbe4", "SsbProbe4"]
+        );
+        // Plain columns: nothing per run, whatever the loader.
+        let plain = probe_kernel(&plan(), &|_, _| Some(0), Loader::RunsFirst);
+        assert!(!plain.source.contains("SsbProbeRuns"));
+        // The per-run key's registers are not declared; its buffers are still parameters.
+        let k = probe_kernel(&plan(), &codecs, Loader::Runs);
+        assert!(k.columns.contains(&"fk_a".to_string()));
+        let slot = k.columns.iter().position(|c| c == "fk_a").expect("fk_a");
+        assert!(!k.source.contains(&format!("u32 c{slot}[SSB_ROWS]")));
+        assert!(k
+            .source
+            .contains(&format!("SsbProbeRuns(w{slot}, t{slot}, s{slot},")));
     }
 }
