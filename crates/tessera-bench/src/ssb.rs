@@ -67,8 +67,9 @@ pub struct SsbArgs {
     #[arg(long, value_delimiter = ',', default_values_t = vec![16usize])]
     pub pieces: Vec<usize>,
     /// Also measure the GPU-resident paths (both layouts) with these ways of generating the
-    /// query kernels, `loader:min_blocks` each (loader: generic, call, inline or pf; see
-    /// `tessera_gpu::ssb::codegen::Options`), every result checked equal to the CPU path's.
+    /// query kernels, `loader:min_blocks` each (loader: generic, call, inline, pf, runs,
+    /// runsfirst or runsb; see `tessera_gpu::ssb::codegen::Options`), every result checked equal
+    /// to the CPU path's.
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
     /// Also measure a scan of each lineorder column (`SUM(column)`, no filter, no join) in both
@@ -382,7 +383,7 @@ fn run_paths(
         .map(|v| {
             codegen::Options::parse(v).ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "--variants {v}: want loader:min_blocks (generic, call, inline or pf; 1..=16)"
+                    "--variants {v}: want loader:min_blocks (generic, call, inline, pf, runs, runsfirst or runsb; 1..=16)"
                 ))
             })
         })

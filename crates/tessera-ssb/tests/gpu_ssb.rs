@@ -40,7 +40,7 @@ fn gpu_equals_cpu_on_all_13_queries() {
 }
 
 /// Every way of generating the loads (generic, a call of the codec's loader, inlined, inlined
-/// with the tiles ahead prefetched) gives the
+/// with the tiles ahead prefetched, RFOR keys probed per run with batched row probes) gives the
 /// CPU's results, over stored columns (of one codec each or mixed: a mixed column keeps the
 /// generic loader) and plain ones.
 #[test]
@@ -58,6 +58,7 @@ fn every_loader_equals_the_cpu() {
             Loader::Call,
             Loader::Inline,
             Loader::Prefetch,
+            Loader::RunsBatch,
         ] {
             g.ssb_set_options(Options {
                 loader,
@@ -71,6 +72,46 @@ fn every_loader_equals_the_cpu() {
                 assert_eq!(got, want, "{name} {layout:?} {loader:?}");
             }
         }
+    }
+}
+
+/// Joins probed per run (`SsbProbeRuns`: lo_orderdate in q1.2, lo_custkey and lo_orderdate in
+/// q3.1 and q4.3), in plan order and moved first, give the CPU's results; the data's RFOR keys
+/// are checked to be RFOR in every chunk, so the per-run probe is what runs.
+#[test]
+fn run_probes_equal_the_cpu() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
+    let Some(g) = gpu_or_skip() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.05, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    let fact = ds.table(queries::FACT).expect("lineorder");
+    for c in fact.columns() {
+        if c.name == "lo_orderdate" || c.name == "lo_custkey" {
+            assert!(
+                c.chunks.iter().all(|ch| ch.codec == tessera::CodecId::Rfor),
+                "{} is not RFOR throughout",
+                c.name
+            );
+        }
+    }
+    let dev = gpu::upload(&g, &ds, gpu::Layout::Compressed).expect("uploads");
+    for (name, loader) in [
+        ("q1.2", Loader::Runs),
+        ("q3.1", Loader::RunsFirst),
+        ("q4.3", Loader::RunsBatch),
+    ] {
+        g.ssb_set_options(Options {
+            loader,
+            min_blocks: 8,
+        })
+        .expect("options");
+        let p = queries::plan(name, &ds.dict).expect("plan");
+        let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+        let got = gpu::run(&g, &dev, &p).expect("gpu");
+        assert_eq!(got, want, "{name} {loader:?}");
+        eprintln!("{name} {loader:?}: {} groups equal", got.groups.len());
     }
 }
 
@@ -148,6 +189,55 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     assert!(r.is_err(), "corrupt lo_discount gave {r:?}");
     eprintln!(
         "corrupt chunk: {}",
+        r.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// A corrupt RFOR block of a key probed per run (lo_orderdate's block_starts[1] far past the
+/// data area) fails the query, never answers it.
+#[test]
+fn a_corrupt_rfor_key_probed_per_run_is_an_error() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
+    let Some(g) = gpu_or_skip() else { return };
+    g.ssb_set_options(Options {
+        loader: Loader::RunsFirst,
+        min_blocks: 8,
+    })
+    .expect("options");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.01, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(8_192)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    let lo = ds.table("lineorder").expect("table");
+    let mut cols = Vec::new();
+    for c in lo.columns() {
+        let mut chunks = gpu::column_chunks(lo, &c.name, gpu::Layout::Compressed).expect("chunks");
+        if c.name == "lo_orderdate" {
+            // Word 5: block_starts[1], after the 4 header words and block_starts[0].
+            let (codec, p, _) = &mut chunks[0];
+            assert_eq!(*codec, tessera::CodecId::Rfor);
+            p[20..24].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        }
+        let refs: Vec<tessera::gpu::ChunkRef<'_>> = chunks
+            .iter()
+            .map(|(codec, p, n)| tessera::gpu::ChunkRef {
+                codec: *codec,
+                payload: p,
+                value_count: *n,
+            })
+            .collect();
+        cols.push((c.name.clone(), g.ssb_upload_column(&refs).expect("uploads")));
+    }
+    let fact = g.ssb_table(cols).expect("table");
+    let dims = gpu::upload(&g, &ds, gpu::Layout::Compressed)
+        .expect("uploads")
+        .dims;
+    // RunsFirst probes lo_orderdate first, in every tile, so the bad block is read.
+    let p = queries::plan("q1.2", &ds.dict).expect("plan");
+    let r = g.ssb_run(&p, &fact, &dims);
+    assert!(r.is_err(), "corrupt lo_orderdate gave {r:?}");
+    eprintln!(
+        "corrupt RFOR key: {}",
         r.err().map(|e| e.to_string()).unwrap_or_default()
     );
 }

@@ -2,7 +2,7 @@
 //! probe kernel) compiles with NVRTC. Needs NVRTC only (no GPU); skips with a printed reason when it
 //! cannot be loaded, unless TESSERA_REQUIRE_NVRTC=1 (CI). Each query's program is compiled
 //! generic (codecs unknown) and specialized to per-column codecs (every `SsbLoadAs` codec, as a
-//! call, inlined, and inlined with the tiles ahead prefetched). With TESSERA_SSB_PTX_CACHE set, the
+//! call, inlined, inlined with the tiles ahead prefetched, and with RFOR keys probed per run). With TESSERA_SSB_PTX_CACHE set, the
 //! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
 use tessera::gpu::kernels::nvrtc_available;
@@ -55,6 +55,18 @@ fn every_generated_query_kernel_compiles() {
         sources.insert(program(&p).source);
         if matches!(name, "q1.1" | "q2.1" | "q3.1" | "q4.1") {
             sources.insert(program_with(&p, &stored, inline).source);
+        }
+        // Probes per run (RFOR keys: q1.x's date, q3.x's customer and date), in plan order,
+        // first, and with the batched row probes.
+        for (q, loader) in [
+            ("q1.2", Loader::Runs),
+            ("q3.1", Loader::RunsFirst),
+            ("q4.3", Loader::RunsBatch),
+        ] {
+            if name == q {
+                let o = Options { loader, ..inline };
+                sources.insert(program_with(&p, &stored, o).source);
+            }
         }
         if name == "q1.1" {
             sources.insert(program_with(&p, &plain, inline).source);

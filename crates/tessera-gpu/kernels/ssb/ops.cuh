@@ -221,9 +221,9 @@ __device__ __forceinline__ RforBlock<32> ssb_rfor_meta(const u32* __restrict__ g
     return LoadRBitPackWarp<32>(g, c, L, local, 0u, *s, status);
 }
 
-__device__ __forceinline__ void ssb_load_rfor(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
-                                              SsbWarpStorage* s, u32 (&v)[SSB_ROWS]) {
-    const RforBlock<32> blk = ssb_rfor_meta(g, c, local, s, status);
+// The rows of a block ssb_rfor_meta decoded, into v (a corrupt block leaves v as it is).
+__device__ __forceinline__ void ssb_rfor_rows(const RforBlock<32>& blk, const SsbWarpStorage* s,
+                                              u32 (&v)[SSB_ROWS]) {
     const u32 l = threadIdx.x & 31;
     if (blk.mode == TS_RFOR_RUNS) {
         // Row p's run is the number of run starts at rows 1 .. p (flag byte p is 1 iff a run
@@ -249,6 +249,11 @@ __device__ __forceinline__ void ssb_load_rfor(const u32* __restrict__ g, const C
 #pragma unroll
         for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = blk.one;
     }
+}
+
+__device__ __forceinline__ void ssb_load_rfor(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
+                                              SsbWarpStorage* s, u32 (&v)[SSB_ROWS]) {
+    ssb_rfor_rows(ssb_rfor_meta(g, c, local, s, status), s, v);
 }
 
 // ---- plain --------------------------------------------------------------------------------
@@ -432,6 +437,132 @@ __device__ __forceinline__ void SsbBuild(const u32 (&keys)[SSB_ROWS], const u32 
             slot = (slot + 1) & mask;
         }
         if (!placed) ssb_report(qs, SSB_ST_TABLE_FULL, keys[i]);
+    }
+}
+
+// ---- probing per run, not per row (codegen::Loader::Runs) --------------------------------
+//
+// A foreign key stored as RFOR (lo_orderdate, lo_custkey: an order's line items share them)
+// holds about a quarter as many runs as rows. SsbProbeRuns decodes the tile's block
+// (LoadRBitPackWarp: the run values and the run-start flags in the warp's storage), probes the
+// hash table once per run, overwriting the run's value with the probe's result (its payload, or
+// SSB_RUN_MISS), and then gives each row its run's result, found as ssb_rfor_rows finds a row's
+// value (a ballot of the start flags of a 32-row item, a popcount). So a tile costs one probe
+// per run where SsbProbe costs one per row item (a warp executes an item's probe when any of its
+// lanes still holds that row, which after a filter passing a tenth of the rows is nearly always),
+// and the key's row values are never formed. The generator uses it for an RFOR key that no other
+// step of the query reads.
+
+// No payload: payloads are < card <= 2^32 - 1 (the build rejects any other).
+#define SSB_RUN_MISS 0xFFFFFFFFu
+
+// The payload of `key`, or SSB_RUN_MISS, given the entry `e` already read from its first slot
+// `slot`: linear probing as SsbProbe, every slot at most once (so a corrupt table cannot loop).
+__device__ __forceinline__ u32 ssb_probe_from(u64 e, u32 key, u32 slot, const u64* __restrict__ ht, u32 mask) {
+    for (u32 n = 0; n <= mask; ++n) {
+        if (e == SSB_EMPTY) return SSB_RUN_MISS;
+        if ((u32)(e >> 32) == key) return (u32)e;
+        slot = (slot + 1) & mask;
+        e = __ldg(&ht[slot]);
+    }
+    return SSB_RUN_MISS;
+}
+
+// SsbProbe with the first slots of a stripe's four rows read together (their loads in flight
+// at once, not one after another), then each row's probe continued from its entry. Same result.
+__device__ __forceinline__ void SsbProbe4(const u32 (&keys)[SSB_ROWS], u32& pass, u32 (&group)[SSB_ROWS],
+                                          const u64* __restrict__ ht, u32 bits, u32 stride) {
+    const u32 mask = (1u << bits) - 1;
+#pragma unroll
+    for (u32 k = 0; k < SSB_ROWS / 4; ++k) {
+        if (!__any_sync(SSB_FULL, (pass >> (4 * k)) & 0xFu)) continue;
+        u64 e[4];
+#pragma unroll
+        for (u32 m = 0; m < 4; ++m) {
+            const u32 i = 4 * k + m;
+            e[m] = (pass >> i) & 1u ? __ldg(&ht[ssb_hash(keys[i], bits)]) : SSB_EMPTY;
+        }
+#pragma unroll
+        for (u32 m = 0; m < 4; ++m) {
+            const u32 i = 4 * k + m;
+            if (!((pass >> i) & 1u)) continue;
+            const u32 res = ssb_probe_from(e[m], keys[i], ssb_hash(keys[i], bits), ht, mask);
+            if (res == SSB_RUN_MISS) pass &= ~(1u << i);
+            else group[i] += res * stride;
+        }
+    }
+}
+
+// Probes the table for the key column's tile (chunk ci, tile `local`; every chunk RFOR, as the
+// generator found it) as SsbProbe does with its rows, a run at a time. A chunk of another codec
+// is reported (SSB_ST_CODEC_MISMATCH) and probed as zeros, as SsbLoadAs loads it; a block that is
+// not RUNS (IDENTITY: no repeats; ONE_RUN; corrupt: reported, zeros) is probed per row, except
+// that ONE_RUN's one value is probed once.
+__device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                             u64* __restrict__ status, u32 ci, u32 local, u32& pass,
+                                             u32 (&group)[SSB_ROWS], const u64* __restrict__ ht, u32 bits,
+                                             u32 stride, SsbWarpStorage* s, u64* qs) {
+    if (!SsbAny(pass)) return;
+    const u32 mask = (1u << bits) - 1;
+    u32 v[SSB_ROWS];
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
+    const u32 codec = __ldg(&chunks[ci].codec);
+    if (codec != SSB_RFOR) {
+        if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_CODEC_MISMATCH, codec);
+        SsbProbe(v, pass, group, ht, bits, stride);
+        return;
+    }
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    const RforBlock<32> blk = ssb_rfor_meta(g, c, local, s, status + ci);
+    if (blk.mode == TS_RFOR_ONE_RUN) {
+        const u32 slot = ssb_hash(blk.one, bits);
+        const u32 res = ssb_probe_from(__ldg(&ht[slot]), blk.one, slot, ht, mask);
+        if (res == SSB_RUN_MISS) {
+            pass = 0;
+        } else {
+#pragma unroll
+            for (u32 i = 0; i < SSB_ROWS; ++i) group[i] += res * stride;
+        }
+        return;
+    }
+    if (blk.mode != TS_RFOR_RUNS) {
+        ssb_rfor_rows(blk, s, v);
+        SsbProbe(v, pass, group, ht, bits, stride);
+        return;
+    }
+    const u32 l = threadIdx.x & 31;
+    // r - 1 run starts, counted per stripe in the bytes of tot4 (each <= 128).
+    const u32 t4 = blk.tot4;
+    const u32 r = 1u + (t4 & 0xFFu) + ((t4 >> 8) & 0xFFu) + ((t4 >> 16) & 0xFFu) + (t4 >> 24);
+    // Lane l probes runs l, l + 32, ...: four a pass, their first slots read together.
+    for (u32 j0 = l; j0 < r; j0 += 128) {
+        u32 key[4];
+        u64 e[4];
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            key[x] = j < r ? s->run_val[j] : 0u;
+            e[x] = j < r ? __ldg(&ht[ssb_hash(key[x], bits)]) : SSB_EMPTY;
+        }
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            if (j < r) s->run_val[j] = ssb_probe_from(e[x], key[x], ssb_hash(key[x], bits), ht, mask);
+        }
+    }
+    __syncwarp();
+    // Row p's run: the run starts at rows 1 .. p (as ssb_rfor_rows); every index is < r.
+    const u8* flag = reinterpret_cast<const u8*>(s->start_flags);
+    const u32 le = (2u << l) - 1u;
+    u32 run = 0;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        const u32 starts = __ballot_sync(SSB_FULL, flag[ssb_row(i)] != 0);
+        const u32 res = s->run_val[run + __popc(starts & le)];
+        run += __popc(starts);
+        if (res == SSB_RUN_MISS) pass &= ~(1u << i);
+        else group[i] += res * stride;
     }
 }
 

@@ -76,6 +76,18 @@ pub enum Loader {
     /// default: on an H200 the prefetches added more instructions (and, for tiles that late
     /// materialization skips, more DRAM traffic) than the waits they hid (docs/gpu/ssb.md).
     Prefetch,
+    /// As [`Loader::Inline`], and a join whose fact key is a column of RFOR chunks that no
+    /// other step reads probes once per run, not per row (`SsbProbeRuns` in `ops.cuh`): the
+    /// tile's runs are decoded, each run's key probed, and each row given its run's result.
+    Runs,
+    /// As [`Loader::Runs`], with those run probes moved ahead of the fact filters and the other
+    /// joins: their cost does not fall with the rows that still pass, while later steps load
+    /// only the blocks that hold passing rows (every step is a conjunct, so the order does not
+    /// change a result).
+    RunsFirst,
+    /// As [`Loader::RunsFirst`], and the per-row probes read the first slots of a stripe's
+    /// four rows together (`SsbProbe4`), not one after another.
+    RunsBatch,
 }
 
 impl Loader {
@@ -85,6 +97,9 @@ impl Loader {
             "call" => Some(Self::Call),
             "inline" => Some(Self::Inline),
             "pf" => Some(Self::Prefetch),
+            "runs" => Some(Self::Runs),
+            "runsfirst" => Some(Self::RunsFirst),
+            "runsb" => Some(Self::RunsBatch),
             _ => None,
         }
     }
@@ -95,6 +110,9 @@ impl Loader {
             Self::Call => "call",
             Self::Inline => "inline",
             Self::Prefetch => "pf",
+            Self::Runs => "runs",
+            Self::RunsFirst => "runsfirst",
+            Self::RunsBatch => "runsb",
         }
     }
 }
@@ -163,7 +181,15 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
 fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
     let name = codec_name(codec);
     match (loader, name) {
-        (Loader::Call | Loader::Inline | Loader::Prefetch, Some(c)) => {
+        (
+            Loader::Call
+            | Loader::Inline
+            | Loader::Prefetch
+            | Loader::Runs
+            | Loader::RunsFirst
+            | Loader::RunsBatch,
+            Some(c),
+        ) => {
             let inline = loader != Loader::Call;
             let _ = writeln!(
                 body,
@@ -191,9 +217,10 @@ fn column_params(cols: &[String]) -> String {
         .join(",\n    ")
 }
 
-fn registers(cols: &[String]) -> String {
+fn registers(cols: &[String], skip: &[usize]) -> String {
     cols.iter()
         .enumerate()
+        .filter(|(k, _)| !skip.contains(k))
         .map(|(k, c)| format!("        u32 c{k}[SSB_ROWS];  // {c}\n"))
         .collect()
 }
@@ -254,12 +281,19 @@ u32 pass = SsbTileRows(t0, ci, local);\n{regs}{body}    }}\n}}\n",
         table = j.table,
         key_name = j.key,
         params = column_params(&cols),
-        regs = registers(&cols),
+        regs = registers(&cols, &[]),
     );
     Kernel {
         source,
         columns: cols,
     }
+}
+
+/// One step of a probe kernel: a fact filter or a join, by index.
+#[derive(Clone, Copy)]
+enum Step {
+    Filter(usize),
+    Join(usize),
 }
 
 /// The probe kernel `ssb_probe` of a query: fact filters, joins, aggregate.
@@ -269,32 +303,77 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     let load =
         |body: &mut String, k: usize, col: &str| load(body, k, codecs(Side::Fact, col), loader);
     let strides = p.strides();
-    for f in &p.fact_filters {
-        let (k, new) = slot(&mut cols, &f.column);
-        if new {
-            load(&mut body, k, &f.column);
-        }
-        let _ = writeln!(
-            body,
-            "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
-            predicate(f),
-            f.column
-        );
-        body.push_str("        if (!SsbAny(pass)) continue;\n");
-    }
-    for (i, j) in p.joins.iter().enumerate() {
-        let (k, new) = slot(&mut cols, &j.fact_key);
-        if new {
-            load(&mut body, k, &j.fact_key);
-        }
-        let _ = writeln!(
-            body,
-            "        SsbProbe(c{k}, pass, group, h{i}, b{i}, {}u);  // join {}",
-            strides[i], j.table
-        );
-        body.push_str("        if (!SsbAny(pass)) continue;\n");
-    }
     let names = p.aggregate.columns();
+    let runs = matches!(loader, Loader::Runs | Loader::RunsFirst | Loader::RunsBatch);
+    // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
+    // (its row values are never formed).
+    let per_run = |i: usize| {
+        let key = &p.joins[i].fact_key;
+        runs && codecs(Side::Fact, key) == Some(3)
+            && !p.fact_filters.iter().any(|f| &f.column == key)
+            && !p
+                .joins
+                .iter()
+                .enumerate()
+                .any(|(o, j)| o != i && &j.fact_key == key)
+            && !names.iter().any(|n| n == key)
+    };
+    let mut steps: Vec<Step> = Vec::new();
+    let first = matches!(loader, Loader::RunsFirst | Loader::RunsBatch);
+    if first {
+        steps.extend((0..p.joins.len()).filter(|&i| per_run(i)).map(Step::Join));
+    }
+    steps.extend((0..p.fact_filters.len()).map(Step::Filter));
+    steps.extend(
+        (0..p.joins.len())
+            .filter(|&i| !(first && per_run(i)))
+            .map(Step::Join),
+    );
+    let probe = if loader == Loader::RunsBatch {
+        "SsbProbe4"
+    } else {
+        "SsbProbe"
+    };
+    let mut unused = Vec::new();
+    for step in steps {
+        match step {
+            Step::Filter(fi) => {
+                let f = &p.fact_filters[fi];
+                let (k, new) = slot(&mut cols, &f.column);
+                if new {
+                    load(&mut body, k, &f.column);
+                }
+                let _ = writeln!(
+                    body,
+                    "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
+                    predicate(f),
+                    f.column
+                );
+            }
+            Step::Join(i) => {
+                let j = &p.joins[i];
+                let (k, new) = slot(&mut cols, &j.fact_key);
+                if per_run(i) {
+                    unused.push(k);
+                    let _ = writeln!(
+                        body,
+                        "        SsbProbeRuns(w{k}, t{k}, s{k}, ci, local, pass, group, h{i}, b{i}, {}u, ssb_s, qs);  // join {}, per run",
+                        strides[i], j.table
+                    );
+                } else {
+                    if new {
+                        load(&mut body, k, &j.fact_key);
+                    }
+                    let _ = writeln!(
+                        body,
+                        "        {probe}(c{k}, pass, group, h{i}, b{i}, {}u);  // join {}",
+                        strides[i], j.table
+                    );
+                }
+            }
+        }
+        body.push_str("        if (!SsbAny(pass)) continue;\n");
+    }
     let mut regs = Vec::new();
     for n in &names {
         let (k, new) = slot(&mut cols, n);
@@ -371,7 +450,7 @@ u32 group[SSB_ROWS] = {{}};\n{regs}{body}    }}\n{total}}}\n",
         prologue = PROLOGUE,
         name = p.name,
         params = column_params(&cols),
-        regs = registers(&cols),
+        regs = registers(&cols, &unused),
         total = if single {
             "    SsbBlockTotal(acc_sum, acc_count, sums, counts);\n"
         } else {
@@ -395,12 +474,12 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 /// (docs/gpu/ssb.md).
 pub const MIN_BLOCKS: u32 = 8;
 
-/// Environment variable: the loader of generated kernels (`generic`, `call` or `inline`, see
-/// [`Loader`]); unset, [`LOADER`]. A knob for measuring.
+/// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
+/// `runs`, `runsfirst` or `runsb`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
-pub const LOADER: Loader = Loader::Inline;
+pub const LOADER: Loader = Loader::Runs;
 
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
@@ -447,5 +526,85 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         source,
         builds,
         probe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssb::plan::{DimJoin, GroupKey};
+
+    /// A fact filter on `f`, joins on `fk_a` (RFOR), `fk_b` (FOR) and `fk_c` (RFOR, also
+    /// aggregated), in that order.
+    fn plan() -> QueryPlan {
+        let join = |t: &str, card: Option<u32>| DimJoin {
+            fact_key: format!("fk_{t}"),
+            table: t.into(),
+            key: "k".into(),
+            filters: vec![],
+            payload: card.map(|card| GroupKey {
+                column: "v".into(),
+                base: 0,
+                card,
+            }),
+        };
+        QueryPlan {
+            name: "t".into(),
+            fact_filters: vec![Filter::between("f", 1, 3)],
+            joins: vec![join("a", Some(7)), join("b", None), join("c", None)],
+            group: vec![0],
+            aggregate: Aggregate::Sum("fk_c".into()),
+        }
+    }
+
+    fn codecs(_: Side<'_>, col: &str) -> Option<u32> {
+        Some(if col == "fk_a" || col == "fk_c" { 3 } else { 1 })
+    }
+
+    /// The probe kernel's steps, in order: the operator names of its body lines.
+    fn steps(loader: Loader) -> Vec<String> {
+        let k = probe_kernel(&plan(), &codecs, loader);
+        k.source
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                ["SsbFilter", "SsbProbeRuns", "SsbProbe4", "SsbProbe("]
+                    .iter()
+                    .find(|op| l.starts_with(*op))
+                    .map(|_| l.split('(').next().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_an_rfor_key_no_other_step_reads_is_probed_per_run() {
+        assert_eq!(
+            steps(Loader::Inline),
+            ["SsbFilter", "SsbProbe", "SsbProbe", "SsbProbe"]
+        );
+        // fk_c is RFOR but aggregated: its rows are needed, so it is probed per row.
+        assert_eq!(
+            steps(Loader::Runs),
+            ["SsbFilter", "SsbProbeRuns", "SsbProbe", "SsbProbe"]
+        );
+        assert_eq!(
+            steps(Loader::RunsFirst),
+            ["SsbProbeRuns", "SsbFilter", "SsbProbe", "SsbProbe"]
+        );
+        assert_eq!(
+            steps(Loader::RunsBatch),
+            ["SsbProbeRuns", "SsbFilter", "SsbProbe4", "SsbProbe4"]
+        );
+        // Plain columns: nothing per run, whatever the loader.
+        let plain = probe_kernel(&plan(), &|_, _| Some(0), Loader::RunsFirst);
+        assert!(!plain.source.contains("SsbProbeRuns"));
+        // The per-run key's registers are not declared; its buffers are still parameters.
+        let k = probe_kernel(&plan(), &codecs, Loader::Runs);
+        assert!(k.columns.contains(&"fk_a".to_string()));
+        let slot = k.columns.iter().position(|c| c == "fk_a").expect("fk_a");
+        assert!(!k.source.contains(&format!("u32 c{slot}[SSB_ROWS]")));
+        assert!(k
+            .source
+            .contains(&format!("SsbProbeRuns(w{slot}, t{slot}, s{slot},")));
     }
 }
