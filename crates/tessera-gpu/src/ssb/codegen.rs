@@ -79,6 +79,8 @@ pub enum Loader {
     /// As [`Loader::Inline`], and a join whose fact key is a column of RFOR chunks that no
     /// other step reads probes once per run, not per row (`SsbProbeRuns` in `ops.cuh`): the
     /// tile's runs are decoded, each run's key probed, and each row given its run's result.
+    /// Such a join that only filters (no group key) on a filtered dimension is probed ahead of
+    /// the fact filters.
     Runs,
     /// As [`Loader::Runs`], with those run probes moved ahead of the fact filters and the other
     /// joins: their cost does not fall with the rows that still pass, while later steps load
@@ -318,17 +320,22 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
                 .any(|(o, j)| o != i && &j.fact_key == key)
             && !names.iter().any(|n| n == key)
     };
+    // Which joins go ahead of the fact filters. `runs`: a per-run semi-join whose dimension
+    // is filtered (it only removes rows, a probe a run costs about a quarter of a row filter,
+    // and later steps then load only the blocks that still hold rows); joins that carry a
+    // group key stay in the plan's order, which the plans give by selectivity.
+    // `runsfirst` / `runsb`: every per-run join.
+    let ahead = |i: usize| match loader {
+        Loader::RunsFirst | Loader::RunsBatch => per_run(i),
+        Loader::Runs => {
+            per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
+        }
+        _ => false,
+    };
     let mut steps: Vec<Step> = Vec::new();
-    let first = matches!(loader, Loader::RunsFirst | Loader::RunsBatch);
-    if first {
-        steps.extend((0..p.joins.len()).filter(|&i| per_run(i)).map(Step::Join));
-    }
+    steps.extend((0..p.joins.len()).filter(|&i| ahead(i)).map(Step::Join));
     steps.extend((0..p.fact_filters.len()).map(Step::Filter));
-    steps.extend(
-        (0..p.joins.len())
-            .filter(|&i| !(first && per_run(i)))
-            .map(Step::Join),
-    );
+    steps.extend((0..p.joins.len()).filter(|&i| !ahead(i)).map(Step::Join));
     let probe = if loader == Loader::RunsBatch {
         "SsbProbe4"
     } else {
@@ -555,6 +562,47 @@ mod tests {
             group: vec![0],
             aggregate: Aggregate::Sum("fk_c".into()),
         }
+    }
+
+    /// `runs` probes a filtered semi-join on an RFOR key ahead of the fact filters; one that
+    /// carries a group key, or whose dimension is not filtered, stays in the plan's order.
+    #[test]
+    fn runs_probe_a_filtered_semi_join_ahead_of_the_fact_filters() {
+        let mut p = plan();
+        p.joins.push(DimJoin {
+            fact_key: "fk_d".into(),
+            table: "d".into(),
+            key: "k".into(),
+            filters: vec![Filter::between("y", 1993, 1993)],
+            payload: None,
+        });
+        p.joins.push(DimJoin {
+            fact_key: "fk_e".into(),
+            table: "e".into(),
+            key: "k".into(),
+            filters: vec![],
+            payload: None,
+        });
+        let rfor = |_: Side<'_>, col: &str| Some(if col == "fk_b" { 1 } else { 3 });
+        let k = probe_kernel(&p, &rfor, Loader::Runs);
+        let joins: Vec<&str> = k
+            .source
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("SsbFilter") || l.starts_with("SsbProbe"))
+            .filter_map(|l| l.split("// ").nth(1))
+            .collect();
+        assert_eq!(
+            joins,
+            [
+                "join d, per run",
+                "f",
+                "join a, per run",
+                "join b",
+                "join c",
+                "join e, per run"
+            ]
+        );
     }
 
     fn codecs(_: Side<'_>, col: &str) -> Option<u32> {
