@@ -6,10 +6,12 @@
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
 //! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
-//! the device, a status word) and one of text; each column then gets its own buffer by a
-//! queued device copy. Run-encoded fields (`table.md` §9) are expanded on the device, all in one
-//! launch. Every decoder, check and expansion is queued on one stream and their status words
-//! are read back after one wait. What is Arrow's layout as decoded:
+//! the device, a status word) and one of text; the columns of a batch then get buffers of their
+//! own by one copy launch for the whole read ([`arrow_layout::copy_parts_queued`]). Run-encoded
+//! fields (`table.md` §9) are expanded on the device, all in one launch. Uploads are staged
+//! through page-locked memory ([`Gpu::stage_uploads`]); every decoder, check, copy and expansion
+//! is queued on one stream and their status words are read back after one wait, while the
+//! payloads' checksums are verified on the thread pool. What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -59,17 +61,19 @@ pub struct GpuField {
 
 impl ArrowTableReader<'_> {
     /// Decodes the selected fields into GPU memory on `gpu` (payload checksums are verified on
-    /// the host first; corrupt chunks give the CPU decoders' errors). The columns of all
+    /// the host, on the thread pool while the decoders are queued, and a mismatch is the read's
+    /// error; corrupt chunks give the CPU decoders' errors). The columns of all
     /// selected fields are decoded together: fixed-size columns (values, codes, lengths,
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
-    /// Every upload comes first (a copy from pageable host memory waits for the stream, so
-    /// uploads between launches would stall them), then every decoder, the utf8 end check and
-    /// one expansion launch for all run-encoded fields, queued back to back on one stream; their
-    /// status words are read back together after one wait ([`Gpu::read_back_parts`]), and
-    /// errors are reported in the order the batches were queued, each naming its column (and
-    /// chunk). Checksums are verified on all cores for large tables.
+    /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
+    /// stream), then every decoder, the utf8 end check, one copy launch that gives the columns
+    /// of each batch their own buffers and one expansion launch for all run-encoded fields are
+    /// queued back to back on one stream; their status words are read back together after one
+    /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
+    /// queued, each naming its column (and chunk). Checksums are verified on all cores for large
+    /// tables. Where the time went: [`last_gpu_read_phases`].
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         self.read_gpu_one_wait(gpu)
     }
