@@ -87,6 +87,7 @@ struct GpuPhases {
     verify_ms: f64,
     locate_ms: f64,
     upload_ms: f64,
+    staging_ms: f64,
     queue_ms: f64,
     wait_ms: f64,
     finish_ms: f64,
@@ -322,6 +323,7 @@ fn time_gpu(runs: usize, t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<(f6
         verify_ms: m(|p| p.verify_ms),
         locate_ms: m(|p| p.locate_ms),
         upload_ms: m(|p| p.upload_ms),
+        staging_ms: m(|p| p.staging_ms),
         queue_ms: m(|p| p.queue_ms),
         wait_ms: m(|p| p.wait_ms),
         finish_ms: m(|p| p.finish_ms),
@@ -570,21 +572,23 @@ fn markdown(r: &Report) -> String {
              `tessera::arrow::last_gpu_read_phases` of the timed runs, ms, each phase the median \
              (so they need not add up to the read's median). On the calling thread, in order: \
              locate (payloads found in the file), upload (headers checked, payloads and tables \
-             copied to page-locked staging and queued to the device), queue (decoders, checks, \
+             copied to page-locked staging and queued to the device; staging: the part of upload \
+             spent copying into the staging buffer, the rest is the decoders' host work), queue (decoders, checks, \
              per-column copies, run expansion), wait (the one wait and the status words read \
              back), finish (status checked, fields assembled), join (waiting for the checksums). \
              verify (every payload's checksum) runs on the thread pool beside them.\n\n\
-             | table | GPU read ms | locate | upload | queue | wait | finish | join | verify (beside) |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+             | table | GPU read ms | locate | upload | of it staging | queue | wait | finish | join | verify (beside) |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         );
         for x in &r.rows {
             if let Some(p) = &x.gpu_phases {
                 s.push_str(&format!(
-                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
                     x.table,
                     opt2(x.read_tsr_gpu_ms),
                     p.locate_ms,
                     p.upload_ms,
+                    p.staging_ms,
                     p.queue_ms,
                     p.wait_ms,
                     p.finish_ms,

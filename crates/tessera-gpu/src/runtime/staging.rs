@@ -16,7 +16,7 @@
 //! buffer when the source is larger than it. The buffer lives in the handle's state, so staged
 //! uploads are serialized by the state's lock.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
@@ -36,6 +36,20 @@ const PARALLEL_BYTES: usize = 1 << 20;
 const PIECE_BYTES: usize = 256 << 10;
 /// Each upload starts at a multiple of this in the buffer (DMA likes aligned sources).
 const ALIGN: usize = 256;
+
+/// Nanoseconds the host spent copying sources into staging buffers, process-wide (what part of
+/// a read's upload phase is that copy: [`staged_copy_ns`]).
+static STAGED_COPY_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds the host has spent copying sources into staging buffers since the process
+/// started (all handles, all threads): a caller's phase timing subtracts two readings.
+#[doc(hidden)]
+pub fn staged_copy_ns() -> u64 {
+    STAGED_COPY_NS.load(Ordering::Relaxed)
+}
+
+/// The largest staging buffer a handle keeps after growing to hold a whole round of uploads.
+const MAX_STAGING_BYTES: usize = 256 << 20;
 
 /// The handle's staging buffer and how much of it this round of uploads has taken.
 struct Staging {
@@ -117,6 +131,14 @@ impl Gpu {
             if !fits(s) {
                 // Every copy queued from the buffer completes before the host writes it again.
                 self.synchronize()?;
+                // Grown to hold what this round has uploaded so far and this source, so that
+                // the next round of the same uploads does not wait here.
+                let want = (s.used + bytes).next_power_of_two().min(MAX_STAGING_BYTES);
+                if want > s.host.len() {
+                    // SAFETY: as above; the old buffer has no copy in flight (synchronized).
+                    s.host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(want, 0) }
+                        .map_err(cuda("allocating pinned host memory"))?;
+                }
                 s.used = 0;
             }
             let at = s.used;
@@ -125,6 +147,7 @@ impl Gpu {
                 .as_mut_slice()
                 .map_err(cuda("writing pinned memory"))?;
             let part = &mut host[at..at + bytes];
+            let start = std::time::Instant::now();
             if bytes >= PARALLEL_BYTES {
                 part.par_chunks_mut(PIECE_BYTES)
                     .zip(src.par_chunks(PIECE_BYTES))
@@ -132,6 +155,8 @@ impl Gpu {
             } else {
                 part.copy_from_slice(src);
             }
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
             count(Op::HostToDevice);
             // SAFETY: `bytes` fit `dst` (checked above); the page-locked source is not written
             // again before the stream has passed this copy (the invariant above).

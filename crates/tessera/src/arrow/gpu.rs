@@ -310,8 +310,12 @@ pub struct GpuReadPhases {
     pub verify_ms: f64,
     /// Payloads located in the file (no checksum yet).
     pub locate_ms: f64,
-    /// Headers checked and payloads uploaded, one batch per logical type and text codec.
+    /// Headers checked and payloads uploaded, one batch per logical type and text codec
+    /// (`staging_ms` of it, the rest the decoders' host work: header checks, payloads gathered
+    /// into words, chunks no kernel serves decoded on the CPU, decoder tables).
     pub upload_ms: f64,
+    /// The part of `upload_ms` spent copying sources into the page-locked staging buffer.
+    pub staging_ms: f64,
     /// Decoders, checks, per-column copies and run expansions queued.
     pub queue_ms: f64,
     /// The one wait: the stream finished and the status words read back.
@@ -324,7 +328,7 @@ pub struct GpuReadPhases {
 
 thread_local! {
     static LAST_PHASES: std::cell::Cell<GpuReadPhases> =
-        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, locate_ms: 0.0, upload_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0, join_ms: 0.0 }) };
+        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, locate_ms: 0.0, upload_ms: 0.0, staging_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0, join_ms: 0.0 }) };
 }
 
 /// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
@@ -337,6 +341,8 @@ pub fn last_gpu_read_phases() -> GpuReadPhases {
 struct PhaseClock {
     start: std::time::Instant,
     at: [std::time::Instant; 6],
+    /// [`tessera_gpu::staged_copy_ns`] at the upload phase's start and end.
+    staged_ns: [u64; 2],
 }
 
 impl PhaseClock {
@@ -345,11 +351,15 @@ impl PhaseClock {
         PhaseClock {
             start: now,
             at: [now; 6],
+            staged_ns: [0; 2],
         }
     }
 
     fn mark(&mut self, i: usize) {
         self.at[i] = std::time::Instant::now();
+        if i < 2 {
+            self.staged_ns[i] = tessera_gpu::staged_copy_ns();
+        }
     }
 
     fn finish(&self, verify_ms: f64) {
@@ -360,6 +370,7 @@ impl PhaseClock {
             verify_ms,
             locate_ms: ms(self.start, self.at[0]),
             upload_ms: ms(self.at[0], self.at[1]),
+            staging_ms: self.staged_ns[1].saturating_sub(self.staged_ns[0]) as f64 * 1e-6,
             queue_ms: ms(self.at[1], self.at[2]),
             wait_ms: ms(self.at[2], self.at[3]),
             finish_ms: ms(self.at[3], self.at[4]),
