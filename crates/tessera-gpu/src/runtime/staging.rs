@@ -48,9 +48,6 @@ pub fn staged_copy_ns() -> u64 {
     STAGED_COPY_NS.load(Ordering::Relaxed)
 }
 
-/// The largest staging buffer a handle keeps after growing to hold a whole round of uploads.
-const MAX_STAGING_BYTES: usize = 256 << 20;
-
 /// The handle's staging buffer and how much of it this round of uploads has taken.
 struct Staging {
     host: PinnedHostSlice<u8>,
@@ -131,14 +128,6 @@ impl Gpu {
             if !fits(s) {
                 // Every copy queued from the buffer completes before the host writes it again.
                 self.synchronize()?;
-                // Grown to hold what this round has uploaded so far and this source, so that
-                // the next round of the same uploads does not wait here.
-                let want = (s.used + bytes).next_power_of_two().min(MAX_STAGING_BYTES);
-                if want > s.host.len() {
-                    // SAFETY: as above; the old buffer has no copy in flight (synchronized).
-                    s.host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(want, 0) }
-                        .map_err(cuda("allocating pinned host memory"))?;
-                }
                 s.used = 0;
             }
             let at = s.used;
