@@ -65,12 +65,33 @@ struct Row {
     read_tsr_gpu_ms: Option<f64>,
     /// The GPU read's fixed-cost operations (`None`: no GPU).
     gpu_ops: Option<GpuOps>,
+    /// The GPU read's phases, each the median over the timed runs (`None`: no GPU).
+    gpu_phases: Option<GpuPhases>,
+    /// Checksums of every payload verified, on one core and on all: host work of any read,
+    /// measured with or without a GPU.
+    verify_one_core_ms: f64,
+    verify_all_cores_ms: f64,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
     /// Fields stored as runs (`table.md` §9).
     run_fields: Vec<String>,
     /// Bytes each column takes in the `.tsr` file (all its physical columns).
     tsr_column_bytes: Vec<(String, u64)>,
+}
+
+/// Where a GPU read's time goes (`tessera::arrow::last_gpu_read_phases`), milliseconds, each
+/// phase the median over the timed runs. `verify_ms` runs on the thread pool beside the others;
+/// `join_ms` is what of it outlasts them.
+#[derive(Debug, Serialize)]
+struct GpuPhases {
+    verify_ms: f64,
+    locate_ms: f64,
+    upload_ms: f64,
+    staging_ms: f64,
+    queue_ms: f64,
+    wait_ms: f64,
+    finish_ms: f64,
+    join_ms: f64,
 }
 
 /// The runtime's counts of the fixed-cost operations of one GPU read (`read_gpu`), averaged
@@ -95,9 +116,6 @@ struct Report {
     runs: usize,
     /// Why pyarrow's column is empty, when it is.
     pyarrow: String,
-    /// The GPU read timed: `read_gpu` (one wait), or `read_gpu_waiting` (a wait after each
-    /// decoder, `TESSERA_GPU_READ=waiting`).
-    gpu_read: &'static str,
     rows: Vec<Row>,
 }
 
@@ -279,27 +297,58 @@ fn read_tsr(path: &Path) -> Result<usize> {
     Ok(r.read_all(&mut Engine::cpu())?.num_rows())
 }
 
-/// The GPU read [`read_tsr_gpu`] uses.
-fn gpu_read_name() -> &'static str {
-    if std::env::var("TESSERA_GPU_READ").as_deref() == Ok("waiting") {
-        "read_gpu_waiting"
-    } else {
-        "read_gpu"
-    }
-}
-
-/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory: by
-/// `read_gpu`, or by `read_gpu_waiting` when `TESSERA_GPU_READ=waiting` (so that a device run
-/// can compare the two without another build).
+/// Every field of the `.tsr` bytes (already in host memory) decoded into GPU memory by
+/// `read_gpu`.
 fn read_tsr_gpu(t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let r = ArrowTableReader::new(t, None)?;
-    let fields = if gpu_read_name() == "read_gpu_waiting" {
-        r.read_gpu_waiting(gpu)?
-    } else {
-        r.read_gpu(gpu)?
-    };
+    let fields = r.read_gpu(gpu)?;
     gpu.synchronize()?;
     Ok(fields.len())
+}
+
+/// The GPU read's median wall time over `runs` runs (after a warm-up) and the median of each
+/// of its phases over the same runs.
+fn time_gpu(runs: usize, t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<(f64, GpuPhases)> {
+    read_tsr_gpu(t, gpu)?;
+    let runs = runs.max(1);
+    let (mut wall, mut ph) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for _ in 0..runs {
+        let start = Instant::now();
+        std::hint::black_box(read_tsr_gpu(t, gpu)?);
+        wall.push(start.elapsed().as_secs_f64() * 1e3);
+        ph.push(tessera::arrow::last_gpu_read_phases());
+    }
+    let m = |f: fn(&tessera::arrow::GpuReadPhases) -> f64| median(ph.iter().map(f).collect());
+    let phases = GpuPhases {
+        verify_ms: m(|p| p.verify_ms),
+        locate_ms: m(|p| p.locate_ms),
+        upload_ms: m(|p| p.upload_ms),
+        staging_ms: m(|p| p.staging_ms),
+        queue_ms: m(|p| p.queue_ms),
+        wait_ms: m(|p| p.wait_ms),
+        finish_ms: m(|p| p.finish_ms),
+        join_ms: m(|p| p.join_ms),
+    };
+    if std::env::var_os("TESSERA_TRACE").is_some() {
+        eprintln!("{phases:?}");
+    }
+    Ok((median(wall), phases))
+}
+
+/// Verifies every chunk's checksum of `t` (the `.tsr` bytes in memory), on all cores or one;
+/// returns the chunks verified.
+fn verify_all(t: &TableReader, parallel: bool) -> Result<usize> {
+    use rayon::prelude::*;
+    let pairs: Vec<(usize, usize)> = (0..t.columns().len())
+        .flat_map(|c| (0..t.columns()[c].chunks.len()).map(move |k| (c, k)))
+        .collect();
+    let one = |&(c, k): &(usize, usize)| t.container().chunk_payload(c, k).map(|_| ());
+    if parallel {
+        pairs.par_iter().try_for_each(one)?;
+    } else {
+        pairs.iter().try_for_each(one)?;
+    }
+    Ok(pairs.len())
 }
 
 /// The fixed-cost operations of one GPU read, averaged over `runs` reads.
@@ -414,14 +463,22 @@ fn measure(
                 (None, None)
             }
         };
-    let (read_tsr_gpu_ms, gpu_ops) = match gpu {
+    let (verify_one_core_ms, verify_all_cores_ms) = {
+        let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
+        let t = TableReader::from_bytes(bytes)?;
+        (
+            time_ms(runs, || verify_all(&t, false))?,
+            time_ms(runs, || verify_all(&t, true))?,
+        )
+    };
+    let (read_tsr_gpu_ms, gpu_ops, gpu_phases) = match gpu {
         Some(g) => {
             let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
             let t = TableReader::from_bytes(bytes)?;
-            let ms = time_ms(runs, || read_tsr_gpu(&t, g))?;
-            (Some(ms), Some(gpu_ops(&t, g, runs)?))
+            let (ms, phases) = time_gpu(runs, &t, g)?;
+            (Some(ms), Some(gpu_ops(&t, g, runs)?), Some(phases))
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     let row = Row {
         table: name.to_owned(),
@@ -443,6 +500,9 @@ fn measure(
         read_parquet_snappy_pyarrow_ms,
         read_tsr_gpu_ms,
         gpu_ops,
+        gpu_phases,
+        verify_one_core_ms,
+        verify_all_cores_ms,
         alp_fields,
         run_fields,
         tsr_column_bytes,
@@ -463,12 +523,12 @@ fn markdown(r: &Report) -> String {
          reader; IPC: `arrow-ipc`'s file reader). Files are in the page cache.\n\n\
          pyarrow: `pyarrow.parquet.read_table(use_threads=True)` in `bench/peers/tables_pyarrow.py` \
          ({}). GPU read: every field decoded into GPU memory from the `.tsr` bytes held in host \
-         memory (`ArrowTableReader::{}`, synchronized; columns as stored: utf8 offsets per \
+         memory (`ArrowTableReader::read_gpu`, synchronized; columns as stored: utf8 offsets per \
          chunk, ALP fields as digits + params + exceptions, `table.md` §8.4; run-encoded fields \
          expanded to one value a row, §9).\n\n\
          | table | source | rows | cols | .tsr | Parquet zstd | Parquet snappy | IPC lz4 | IPC zstd | .tsr / Parquet zstd | read .tsr ms | read Parquet zstd ms | read Parquet snappy ms | read IPC lz4 ms | read IPC zstd ms | pyarrow Parquet zstd ms | pyarrow Parquet snappy ms | GPU read .tsr ms |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-        r.device, r.date, r.runs, r.threads, r.pyarrow, r.gpu_read
+        r.device, r.date, r.runs, r.threads, r.pyarrow
     );
     let opt = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.1}"));
     let opt2 = |v: Option<f64>| v.map_or("not measured".to_owned(), |v| format!("{v:.2}"));
@@ -505,6 +565,52 @@ fn markdown(r: &Report) -> String {
                 ));
             }
         }
+    }
+    if r.rows.iter().any(|x| x.gpu_phases.is_some()) {
+        s.push_str(
+            "\n## GPU read: where the time goes\n\n\
+             `tessera::arrow::last_gpu_read_phases` of the timed runs, ms, each phase the median \
+             (so they need not add up to the read's median). On the calling thread, in order: \
+             locate (payloads found in the file), upload (headers checked, payloads and tables \
+             copied to page-locked staging and queued to the device; staging: the part of upload \
+             spent copying into the staging buffer, the rest is the decoders' host work), queue (decoders, checks, \
+             per-column copies, run expansion), wait (the one wait and the status words read \
+             back), finish (status checked, fields assembled), join (waiting for the checksums). \
+             verify (every payload's checksum) runs on the thread pool beside them.\n\n\
+             | table | GPU read ms | locate | upload | of it staging | queue | wait | finish | join | verify (beside) |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for x in &r.rows {
+            if let Some(p) = &x.gpu_phases {
+                s.push_str(&format!(
+                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+                    x.table,
+                    opt2(x.read_tsr_gpu_ms),
+                    p.locate_ms,
+                    p.upload_ms,
+                    p.staging_ms,
+                    p.queue_ms,
+                    p.wait_ms,
+                    p.finish_ms,
+                    p.join_ms,
+                    p.verify_ms
+                ));
+            }
+        }
+    }
+    s.push_str(&format!(
+        "\n## Host work: checksums\n\n\
+         Every payload's checksum verified from the `.tsr` bytes in memory, median of {} runs, \
+         ms (what a read verifies before it trusts a payload; the GPU read does it on the thread \
+         pool beside its uploads and decoders).\n\n\
+         | table | .tsr bytes | one core | all {} cores |\n| --- | --- | --- | --- |\n",
+        r.runs, r.threads
+    ));
+    for x in &r.rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {:.3} |\n",
+            x.table, x.tsr_bytes, x.verify_one_core_ms, x.verify_all_cores_ms
+        ));
     }
     s.push_str("\n## Bytes per column in the `.tsr` file\n\n");
     for x in &r.rows {
@@ -595,7 +701,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         threads: rayon::current_num_threads(),
         runs: args.runs,
         pyarrow,
-        gpu_read: gpu_read_name(),
         rows: out,
     };
     let md = markdown(&report);

@@ -527,6 +527,76 @@ pub fn expand_runs_many(
     Ok((outs, Some(q)))
 }
 
+/// A byte range of a device buffer to be copied into a buffer of its own
+/// ([`copy_parts_queued`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CopyPart<'a> {
+    /// The buffer the bytes are in.
+    pub src: &'a CudaSlice<u8>,
+    /// First byte of the range.
+    pub at: usize,
+    /// Bytes in the range.
+    pub len: usize,
+}
+
+/// Copies each of `parts` into a new buffer of its own (at least one byte long), all in one
+/// launch, queued without waiting: what a batch decoded as one column hands its columns,
+/// instead of one queued copy a column. A range past its buffer is an error here; the kernel
+/// checks again against the lengths it is given and reports in the returned status word. The
+/// sources must live until the status is read back.
+pub fn copy_parts_queued(
+    gpu: &Gpu,
+    parts: &[CopyPart<'_>],
+) -> Result<(Vec<CudaSlice<u8>>, Option<QueuedCheck>)> {
+    if parts.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let count = u32::try_from(parts.len())
+        .ok()
+        .filter(|&c| c <= u32::from(u16::MAX))
+        .ok_or_else(|| Error::InvalidArgument("too many parts for one copy launch".into()))?;
+    let mut outs = Vec::with_capacity(parts.len());
+    let mut table: Vec<u64> = Vec::with_capacity(6 * parts.len());
+    let mut longest = 1u64;
+    for p in parts {
+        if p.at.checked_add(p.len).is_none_or(|end| end > p.src.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "bytes {} .. {} + {} of a {}-byte buffer",
+                p.at,
+                p.at,
+                p.len,
+                p.src.len()
+            )));
+        }
+        let out = gpu.alloc::<u8>(p.len.max(1))?;
+        // The row of `TsAlCopy`: src, src_len, at, dst, dst_len, len (bytes).
+        table.extend([
+            gpu.ptr(p.src),
+            p.src.len() as u64,
+            p.at as u64,
+            gpu.ptr(&out),
+            out.len() as u64,
+            p.len as u64,
+        ]);
+        // The x blocks cover the longest part at 16 bytes a thread; the rest stride.
+        longest = longest.max((p.len as u64).div_ceil(16));
+        outs.push(out);
+    }
+    let d_table = gpu.upload(&table)?;
+    let q = QueuedCheck::new(gpu, "ts_arrow_copy_parts", 1)?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_copy_parts")?;
+    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_copy_parts(parts, count, status): `d_table` holds `count` rows of
+    // TsAlCopy (six 8-byte words each, as laid out above) whose lengths are those of live
+    // buffers, and `status` one word; blockIdx.y < count (the grid's y extent). The table is
+    // freed stream-ordered after the kernel; sources, outputs and the status live with the
+    // caller until it reads the status back.
+    unsafe {
+        gpu.launch_2d(&f, (grid(longest), count), THREADS, &[&pt, &count, &ps])?;
+    }
+    Ok((outs, Some(q)))
+}
+
 /// The powers of ten of one float type, exactly the CPU decoder's: `f10[i]` = 10^i, `if10[i]`
 /// the value nearest 10^-i, `i` up to the type's largest exponent.
 #[derive(Debug, Clone, Copy)]

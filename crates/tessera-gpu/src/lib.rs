@@ -77,6 +77,7 @@ pub use cudarc::driver::CudaSlice;
 pub use int::layout;
 pub use int::{ChunkRef, DeviceColumn, DeviceEncoded, EncodeScratch};
 pub use runtime::pinned::PinnedBuffer;
+pub use runtime::staging::{staged_copy_ns, StagedUploads};
 pub use runtime::trace::TraceCounts;
 pub use runtime::upload::RING_MIN_BYTES as UPLOAD_RING_MIN_BYTES;
 pub use runtime::{DeviceInfo, Gpu};

@@ -1384,39 +1384,14 @@ fn gpu_runs_expand_on_the_device() {
     let meta = t.container().directory().table.clone().expect("table");
     assert!(meta.fields.iter().filter(|f| f.is_run_encoded()).count() >= 5);
     gpu_matches_cpu(&path, &mut engine);
-    // The one-wait read expands every run-encoded field in one launch: the same values.
-    {
-        let gpu = engine.gpu().expect("gpu");
-        let r = ArrowTableReader::new(&t, None).expect("table");
-        let (a, b) = (
-            r.read_gpu_waiting(gpu).expect("a wait a decoder"),
-            r.read_gpu(gpu).expect("one wait"),
-        );
-        for (x, y) in a.iter().zip(&b) {
-            let (tessera::GpuData::Raw(p), tessera::GpuData::Raw(q)) =
-                (&x.values.data, &y.values.data)
-            else {
-                continue;
-            };
-            let n = (x.values.len as usize) * x.values.logical_type.width();
-            let (mut u, mut v) = (vec![0u8; n], vec![0u8; n]);
-            gpu.download(p, &mut u).expect("download");
-            gpu.download(q, &mut v).expect("download");
-            assert_eq!(u, v, "field {}", x.meta.name);
-        }
-    }
     for ends in [[10u64, 10, 1000], [10, 600, 999], [10, 600, 1001]] {
         common::runs_file(&path, 1000, &[4, 5, 6], &ends).expect("write");
         let t = TableReader::open(&path).expect("open");
         let r = ArrowTableReader::new(&t, None).expect("table");
         let gpu = engine.gpu().expect("gpu");
         assert!(
-            matches!(r.read_gpu_waiting(gpu), Err(Error::ValueOutOfRange { .. })),
-            "ends {ends:?}"
-        );
-        assert!(
             matches!(r.read_gpu(gpu), Err(Error::ValueOutOfRange { .. })),
-            "ends {ends:?}, one wait"
+            "ends {ends:?}"
         );
     }
 }
@@ -1553,12 +1528,6 @@ fn gpu_utf8_batch_checks_offsets_on_the_device() {
             .expect_err("the CPU accepts bad ends");
         let on_gpu = r.read_gpu(gpu).expect_err("the GPU accepts bad ends");
         assert_eq!(
-            r.read_gpu_waiting(gpu)
-                .expect_err("a wait a decoder accepts bad ends")
-                .to_string(),
-            on_gpu.to_string()
-        );
-        assert_eq!(
             on_gpu.to_string(),
             t.read_gpu(1, gpu).expect_err("alone").to_string()
         );
@@ -1625,12 +1594,6 @@ fn gpu_one_wait_read_names_the_corrupt_column() {
             .read_gpu(gpu)
             .expect_err("the GPU accepts a bad bit width");
         assert_eq!(
-            on_gpu.to_string(),
-            r.read_gpu_waiting(gpu)
-                .expect_err("a wait a decoder")
-                .to_string()
-        );
-        assert_eq!(
             std::mem::discriminant(&on_gpu),
             std::mem::discriminant(&cpu),
             "{on_gpu} ({cpu})"
@@ -1679,4 +1642,62 @@ fn hostile_alp_columns_fail_cleanly() {
             "rows {rows:?}"
         );
     }
+}
+
+/// The one-wait read verifies checksums on the thread pool while it uploads and decodes: a
+/// payload whose checksum does not match is still the read's error (the CPU read's, naming the
+/// column), before anything a decoder finds in those bytes, and of two corrupt columns the first
+/// in column order is the one named, as when checksums are verified first.
+#[test]
+fn gpu_read_reports_a_bad_checksum_first() {
+    let Some(engine) = gpu_engine() else {
+        return;
+    };
+    let gpu = engine.gpu().expect("gpu");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let n = 40_000usize;
+    let i32s = |m: i32| -> Vec<u8> {
+        (0..n as i32)
+            .flat_map(|i| (i.wrapping_mul(m) % 1000).to_le_bytes())
+            .collect()
+    };
+    let fields = [
+        ("a", LogicalType::I32, i32s(7), n),
+        ("b", LogicalType::I32, i32s(13), n),
+        ("c", LogicalType::I32, i32s(17), n),
+    ];
+    common::for_file(&path, &fields, None);
+    let bytes = std::fs::read(&path).expect("read");
+    let t = TableReader::from_bytes(bytes.clone()).expect("open");
+    let at = |name: &str| {
+        let c = t.columns().iter().position(|m| m.name == name).expect(name);
+        let ch = &t.columns()[c].chunks[0];
+        assert!(ch.compressed_size > 16);
+        ch.offset as usize + 8
+    };
+    let (b_at, c_at) = (at("b"), at("c"));
+    for (flips, named) in [(vec![c_at], "'c'"), (vec![c_at, b_at], "'b'")] {
+        let mut bad = bytes.clone();
+        for i in flips {
+            bad[i] ^= 0x5A;
+        }
+        let t = TableReader::from_bytes(bad).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        let cpu = r
+            .read_all(&mut Engine::cpu())
+            .expect_err("the CPU accepts a bad checksum");
+        let on_gpu = r.read_gpu(gpu).expect_err("the GPU accepts a bad checksum");
+        assert!(
+            matches!(on_gpu, Error::ChecksumMismatch { .. }),
+            "{on_gpu} ({cpu})"
+        );
+        if named == "'c'" {
+            assert_eq!(on_gpu.to_string(), cpu.to_string());
+        }
+        assert!(on_gpu.to_string().contains(named), "{on_gpu}");
+    }
+    // The same table unharmed still reads.
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    assert_eq!(r.read_gpu(gpu).expect("good file").len(), 3);
 }

@@ -314,3 +314,42 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
         if (descends || short_or_long || (u64)e > text_sizes[lo]) ts_al_report(status, i, TS_AL_UTF8_END);
     }
 }
+
+// Byte ranges of decoded batches copied into buffers of their own, many in one launch: part p
+// (blockIdx.y; the x blocks stride over its bytes) copies `len` bytes of `src` from byte `at`
+// to the start of `dst`. The host lays the table out (one row of TsAlCopy a part, `count`
+// rows) with each buffer's live length; a part whose range does not fit them copies nothing and
+// is reported at its index (TS_AL_SIZE). Aligned parts move 16, 8 or 4 bytes a thread.
+struct TsAlCopy {
+    const unsigned char* src;
+    u64 src_len;
+    u64 at;
+    unsigned char* dst;
+    u64 dst_len;
+    u64 len;
+};
+
+template <typename W>
+__device__ __forceinline__ void ts_al_copy_words(const unsigned char* src, unsigned char* dst, u64 len) {
+    const u64 words = len / sizeof(W);
+    const W* s = (const W*)src;
+    W* d = (W*)dst;
+    for (u64 i = ts_al_thread(); i < words; i += ts_al_stride()) d[i] = s[i];
+    for (u64 i = words * sizeof(W) + ts_al_thread(); i < len; i += ts_al_stride()) dst[i] = src[i];
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_copy_parts(const TsAlCopy* __restrict__ parts, u32 count, u64* status) {
+    if (blockIdx.y >= count) return;
+    const TsAlCopy p = parts[blockIdx.y];
+    if (p.at > p.src_len || p.len > p.src_len - p.at || p.len > p.dst_len) {
+        if (ts_al_thread() == 0) ts_al_report(status, blockIdx.y, TS_AL_SIZE);
+        return;
+    }
+    const unsigned char* src = p.src + p.at;
+    const u64 align = ((u64)src | (u64)p.dst);
+    if (align % 16 == 0) ts_al_copy_words<uint4>(src, p.dst, p.len);
+    else if (align % 8 == 0) ts_al_copy_words<u64>(src, p.dst, p.len);
+    else if (align % 4 == 0) ts_al_copy_words<u32>(src, p.dst, p.len);
+    else ts_al_copy_words<unsigned char>(src, p.dst, p.len);
+}

@@ -391,7 +391,10 @@ impl Gpu {
             slots += chunks.len();
         }
         let status = self.alloc::<u64>(slots)?;
-        self.synchronize()?;
+        // A staged read orders everything on the stream and waits once at its end.
+        if !self.is_staging() {
+            self.synchronize()?;
+        }
         Ok(DeviceColumn {
             ty,
             values: host.values,

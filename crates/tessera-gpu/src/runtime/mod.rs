@@ -31,6 +31,7 @@ use tessera_format::{Error, Result};
 use crate::kernels::{self, Module};
 
 pub mod pinned;
+pub mod staging;
 pub mod timing;
 pub mod trace;
 pub(crate) mod upload;
@@ -71,6 +72,8 @@ pub struct Gpu {
     /// Buffers codecs keep between calls (e.g. the integer coprocessor path's pinned staging),
     /// by type: the runtime holds them without knowing what they are.
     state: Mutex<StateMap>,
+    /// Live [`staging::StagedUploads`] guards: while above 0, uploads are staged.
+    staged: AtomicU32,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -159,6 +162,7 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             grid_limit: AtomicU32::new(0),
             state: Mutex::new(HashMap::new()),
+            staged: AtomicU32::new(0),
         })
     }
 
@@ -327,10 +331,13 @@ impl Gpu {
         unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(cuda("allocating device memory"))
     }
 
-    /// Copies `src` to a new device buffer.
+    /// Copies `src` to a new device buffer (queued from page-locked memory while a
+    /// [`staging::StagedUploads`] guard is alive).
     pub fn upload<T: DeviceRepr>(&self, src: &[T]) -> Result<CudaSlice<T>> {
         let mut dst = self.alloc::<T>(src.len())?;
-        if !src.is_empty() {
+        if self.stages(std::mem::size_of_val(src)) {
+            self.upload_staged(src, &mut dst)?;
+        } else if !src.is_empty() {
             let mut view = dst.slice_mut(..src.len());
             count(Op::HostToDevice);
             self.stream

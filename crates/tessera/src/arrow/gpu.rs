@@ -6,10 +6,12 @@
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
 //! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
-//! the device, a status word) and one of text; each column then gets its own buffer by a
-//! queued device copy. Run-encoded fields (`table.md` §9) are expanded on the device, all in one
-//! launch. Every decoder, check and expansion is queued on one stream and their status words
-//! are read back after one wait. What is Arrow's layout as decoded:
+//! the device, a status word) and one of text; the columns of a batch then get buffers of their
+//! own by one copy launch for the whole read ([`arrow_layout::copy_parts_queued`]). Run-encoded
+//! fields (`table.md` §9) are expanded on the device, all in one launch. Uploads are staged
+//! through page-locked memory ([`Gpu::stage_uploads`]); every decoder, check, copy and expansion
+//! is queued on one stream and their status words are read back after one wait, while the
+//! payloads' checksums are verified on the thread pool. What is Arrow's layout as decoded:
 //! integer, float (bit patterns), date, time, timestamp and duration values; boolean values and
 //! validity bitmaps (bits packed least significant bit first, as Arrow's); dictionary codes;
 //! binary bytes. What is not, in a [`GpuField`]: utf8 offsets stay per-chunk relative `u32`
@@ -31,7 +33,7 @@ use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, LogicalType, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
 use tessera_gpu::codec::QueuedDecode;
-use tessera_gpu::{codec, CudaSlice, Gpu, ResidentColumn};
+use tessera_gpu::{CudaSlice, Gpu, ResidentColumn};
 
 use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
@@ -59,56 +61,21 @@ pub struct GpuField {
 
 impl ArrowTableReader<'_> {
     /// Decodes the selected fields into GPU memory on `gpu` (payload checksums are verified on
-    /// the host first; corrupt chunks give the CPU decoders' errors). The columns of all
+    /// the host, on the thread pool while the decoders are queued, and a mismatch is the read's
+    /// error; corrupt chunks give the CPU decoders' errors). The columns of all
     /// selected fields are decoded together: fixed-size columns (values, codes, lengths,
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
-    /// Every upload comes first (a copy from pageable host memory waits for the stream, so
-    /// uploads between launches would stall them), then every decoder, the utf8 end check and
-    /// one expansion launch for all run-encoded fields, queued back to back on one stream; their
-    /// status words are read back together after one wait ([`Gpu::read_back_parts`]), and
-    /// errors are reported in the order the batches were queued, each naming its column (and
-    /// chunk). Checksums are verified on all cores for large tables.
+    /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
+    /// stream), then every decoder, the utf8 end check, one copy launch that gives the columns
+    /// of each batch their own buffers and one expansion launch for all run-encoded fields are
+    /// queued back to back on one stream; their status words are read back together after one
+    /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
+    /// queued, each naming its column (and chunk). Checksums are verified on all cores for large
+    /// tables. Where the time went: [`last_gpu_read_phases`].
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         self.read_gpu_one_wait(gpu)
-    }
-
-    /// [`Self::read_gpu`] with a wait after each decoder, as before the one-wait read: kept for
-    /// `tessera-bench tables` (`TESSERA_GPU_READ=waiting`) and the tests that compare the two.
-    #[doc(hidden)]
-    pub fn read_gpu_waiting(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
-        let t: &TableReader = self.table_reader();
-        let fields: Vec<&FieldMeta> = self.selected_fields().collect();
-        let wanted: Vec<usize> = fields
-            .iter()
-            .flat_map(|f| f.columns.iter().map(|&(_, c)| c as usize))
-            .collect();
-        let mut decoded = decode_fixed_columns(t, &wanted, gpu)?;
-        decoded.extend(decode_utf8_columns(t, &wanted, gpu)?);
-        let batched = RefCell::new(decoded);
-        fields
-            .into_iter()
-            .map(|f| {
-                let col = |r: Role| {
-                    f.column(r)
-                        .map(|c| match batched.borrow_mut().remove(&c) {
-                            Some(g) => Ok(g),
-                            None => t.read_gpu(c, gpu),
-                        })
-                        .transpose()
-                };
-                let values = col(Role::Values)?.ok_or_else(|| {
-                    Error::InvalidArgument(format!("field '{}' has no values", f.name))
-                })?;
-                // A run-encoded field (`table.md` §9) leaves as one value a row.
-                let values = match col(Role::RunEnds)? {
-                    Some(ends) => expand_runs(gpu, &f.name, values, ends, self.rows())?,
-                    None => values,
-                };
-                gpu_field(f, values, col)
-            })
-            .collect()
     }
 }
 
@@ -141,201 +108,14 @@ fn gpu_field(
     })
 }
 
-/// Decodes the fixed-size columns among `cols` (integers, bits, bytes) on `gpu`, all columns
-/// of one logical type as one column of their chunks back to back: one upload, one launch per
-/// codec and one wait for the whole group instead of for each column (what dominates small
-/// tables), then a queued device copy of each column's values into a buffer of its own (a
-/// group of one column keeps the decoded buffer). Bits chunks decode at byte boundaries
-/// (`ceil(values / 8)` bytes each), so each column's bitmap starts on a byte, as it does when
-/// decoded alone.
-fn decode_fixed_columns(
-    t: &TableReader,
-    cols: &[usize],
-    gpu: &Gpu,
-) -> Result<HashMap<usize, GpuColumn>> {
-    let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
-    for &c in cols {
-        let meta = column_meta(t, c)?;
-        if meta.logical_type != LogicalType::Utf8 {
-            let g = groups.entry(meta.logical_type.id()).or_default();
-            if !g.contains(&c) {
-                g.push(c);
-            }
-        }
-    }
-    let mut out = HashMap::new();
-    for group in groups.into_values() {
-        let ty = t.columns()[group[0]].logical_type;
-        // For each chunk of the batch: its column and its index there.
-        let mut owner: Vec<(usize, usize)> = Vec::new();
-        let mut refs = Vec::new();
-        let mut sizes = Vec::with_capacity(group.len());
-        for &c in &group {
-            let meta = &t.columns()[c];
-            let payloads: Vec<&[u8]> = (0..meta.chunks.len())
-                .map(|k| t.container().chunk_payload(c, k))
-                .collect::<Result<_>>()?;
-            refs.extend(chunk_refs(&meta.chunks, &payloads));
-            owner.extend((0..meta.chunks.len()).map(|k| (c, k)));
-            let mut bytes = 0usize;
-            for ch in &meta.chunks {
-                bytes = ty
-                    .raw_len(ch.value_count as u64)
-                    .and_then(|b| usize::try_from(b).ok())
-                    .and_then(|b| bytes.checked_add(b))
-                    .ok_or_else(|| Error::InvalidArgument("column larger than memory".into()))?;
-            }
-            sizes.push(bytes);
-        }
-        let cpu_error = |i: usize| -> Option<Error> {
-            let &(c, k) = owner.get(i)?;
-            let meta = &t.columns()[c];
-            let ch = &meta.chunks[k];
-            let payload = t.container().chunk_payload(c, k).ok()?;
-            let mut host = vec![0u8; ty.raw_len(ch.value_count as u64).unwrap_or(0) as usize];
-            column::decode_values(ty, ch.codec, payload, ch.value_count as u64, &mut host)
-                .err()
-                .map(|e| e.in_chunk(&meta.name, k, ch.codec.name()))
-        };
-        let all = codec::decode_to_device(gpu, ty, &refs).map_err(|be| locate(be, cpu_error).1)?;
-        let column = |c: usize, data: CudaSlice<u8>| GpuColumn {
-            logical_type: ty,
-            len: t.columns()[c].value_count,
-            data: GpuData::Raw(data),
-        };
-        if group.len() == 1 {
-            out.insert(group[0], column(group[0], all));
-            continue;
-        }
-        let mut at = 0usize;
-        for (&c, &bytes) in group.iter().zip(&sizes) {
-            let mut own = gpu.alloc::<u8>(bytes)?;
-            gpu.copy_within_device(&all, at, &mut own, 0, bytes)?;
-            at += bytes;
-            out.insert(c, column(c, own));
-        }
-    }
-    Ok(out)
-}
-
-/// Decodes the utf8 columns among `cols` on `gpu` together: the end offsets of every chunk of
-/// every column in one batched DFOR decode, checked on the device in one launch
-/// ([`arrow_layout::check_utf8_ends`], a status word instead of downloading the offsets), and
-/// the text of every chunk in one batch per decoder; then queued device copies give each
-/// column its own buffers (a single utf8 column keeps the decoded ones). Errors name the column
-/// and chunk with the CPU decoder's own error, as [`TableReader::read_gpu`] does.
-fn decode_utf8_columns(
-    t: &TableReader,
-    cols: &[usize],
-    gpu: &Gpu,
-) -> Result<HashMap<usize, GpuColumn>> {
-    let mut group: Vec<usize> = Vec::new();
-    for &c in cols {
-        if column_meta(t, c)?.logical_type == LogicalType::Utf8 && !group.contains(&c) {
-            group.push(c);
-        }
-    }
-    let mut out = HashMap::new();
-    if group.is_empty() {
-        return Ok(out);
-    }
-    let mut owner: Vec<(usize, usize)> = Vec::new();
-    let mut payloads: Vec<&[u8]> = Vec::new();
-    for &c in &group {
-        for k in 0..t.columns()[c].chunks.len() {
-            payloads.push(t.container().chunk_payload(c, k)?);
-            owner.push((c, k));
-        }
-    }
-    let cpu_error = |i: usize| -> Error {
-        let Some(&(c, k)) = owner.get(i) else {
-            return Error::Gpu("a utf8 batch failed outside its chunks".into());
-        };
-        let meta = &t.columns()[c];
-        let ch = &meta.chunks[k];
-        match text::decode_utf8_chunk(ch.codec, payloads[i], ch.value_count) {
-            Err(e) => e.in_chunk(&meta.name, k, ch.codec.name()),
-            Ok(_) => Error::Gpu(format!(
-                "column '{}' chunk {k}: the GPU path rejected a chunk the CPU decodes",
-                meta.name
-            )),
-        }
-    };
-    let metas: Vec<ChunkMeta> = owner
-        .iter()
-        .map(|&(c, k)| t.columns()[c].chunks[k].clone())
-        .collect();
-    let refs = utf8_refs(&metas, &payloads, cpu_error)?;
-    let cpu_data_error = |k: usize| Some(cpu_error(k)).filter(|e| !matches!(e, Error::Gpu(_)));
-    let ends = codec::decode_to_device(gpu, LogicalType::U32, &refs.offsets)
-        .map_err(|be| locate(be, cpu_data_error).1)?;
-    let mut value_starts = Vec::with_capacity(metas.len() + 1);
-    value_starts.push(0u64);
-    for m in &metas {
-        value_starts.push(value_starts[value_starts.len() - 1] + u64::from(m.value_count));
-    }
-    let n = value_starts[value_starts.len() - 1];
-    let text_sizes: Vec<u64> = refs.data_sizes.iter().map(|&d| d as u64).collect();
-    // The offsets decide where consumers read: checked on the device, for every column at once.
-    arrow_layout::check_utf8_ends(gpu, &ends, n, &value_starts, &text_sizes).map_err(
-        |e| match e {
-            Error::ValueOutOfRange { index, .. } => {
-                cpu_error(arrow_layout::chunk_of(&value_starts, index))
-            }
-            e => e,
-        },
-    )?;
-    let data = codec::decode_to_device(gpu, LogicalType::Bytes, &refs.texts)
-        .map_err(|be| locate(be, cpu_data_error).1)?;
-    let single = group.len() == 1;
-    let (mut ends, mut data) = (Some(ends), Some(data));
-    let (mut chunk, mut value_at, mut text_at) = (0usize, 0u64, 0u64);
-    for &c in &group {
-        let meta = &t.columns()[c];
-        let mut chunk_value_starts = vec![0u64];
-        let mut chunk_data_starts = vec![0u64];
-        for (ch, &size) in meta.chunks.iter().zip(&text_sizes[chunk..]) {
-            chunk_value_starts
-                .push(chunk_value_starts[chunk_value_starts.len() - 1] + u64::from(ch.value_count));
-            chunk_data_starts.push(chunk_data_starts[chunk_data_starts.len() - 1] + size);
-        }
-        chunk += meta.chunks.len();
-        let values = chunk_value_starts[chunk_value_starts.len() - 1];
-        let text_len = chunk_data_starts[chunk_data_starts.len() - 1];
-        let (own_ends, own_data) = if single {
-            (ends.take(), data.take())
-        } else {
-            (None, None)
-        };
-        let own_ends = match own_ends {
-            Some(e) => e,
-            None => copy_part(gpu, ends.as_ref(), value_at * 4, values * 4)?,
-        };
-        let own_data = match own_data {
-            Some(d) => d,
-            None => copy_part(gpu, data.as_ref(), text_at, text_len)?,
-        };
-        value_at += values;
-        text_at += text_len;
-        out.insert(
-            c,
-            GpuColumn {
-                logical_type: LogicalType::Utf8,
-                len: meta.value_count,
-                data: GpuData::Utf8 {
-                    ends: own_ends,
-                    data: own_data,
-                    chunk_value_starts,
-                    chunk_data_starts,
-                },
-            },
-        );
-    }
-    Ok(out)
-}
-
 impl ArrowTableReader<'_> {
-    /// The body of [`Self::read_gpu`].
+    /// The body of [`Self::read_gpu`]: the payloads' checksums are verified on the thread pool
+    /// while this thread uploads and queues the decoders, and the read fails with the first
+    /// mismatch (in column and chunk order) whatever the decoders found, so a corrupt payload
+    /// gives the same error as when checksums are verified first; nothing is returned before
+    /// every checksum has been checked. Header checks and kernels already bounds-check what they
+    /// read (a payload with a valid checksum may be hostile too), so decoding bytes whose
+    /// checksum is still being computed is safe.
     fn read_gpu_one_wait(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         let t: &TableReader = self.table_reader();
         let fields: Vec<&FieldMeta> = self.selected_fields().collect();
@@ -350,10 +130,43 @@ impl ArrowTableReader<'_> {
             }
         }
         let mut phases = PhaseClock::start();
-        let payloads = verified_payloads(t, &wanted)?;
+        let payloads = located_payloads(t, &wanted)?;
         phases.mark(0);
-        let mut fixed = FixedBatch::upload(t, &wanted, &payloads, gpu)?;
-        let mut utf8 = Utf8Batch::upload(t, &wanted, &payloads, gpu)?;
+        let mut verified: Option<(Result<()>, f64)> = None;
+        let out = rayon::in_place_scope(|s| {
+            s.spawn(|_| {
+                let start = std::time::Instant::now();
+                let r = verify_payloads(t, &wanted);
+                verified = Some((r, start.elapsed().as_secs_f64() * 1e3));
+            });
+            // Uploads queue from page-locked memory: none waits for the stream.
+            let _staged = gpu.stage_uploads();
+            self.decode_batched(gpu, t, fields, &wanted, &payloads, &mut phases)
+        });
+        let verify_ms = match verified {
+            Some((Ok(()), ms)) => ms,
+            Some((Err(e), _)) => return Err(e),
+            None => return Err(Error::Gpu("the checksums were not verified".into())),
+        };
+        let out = out?;
+        phases.mark(5);
+        phases.finish(verify_ms);
+        Ok(out)
+    }
+
+    /// Uploads, queues and decodes the batches of `wanted`'s columns and assembles `fields`
+    /// (the part of [`Self::read_gpu_one_wait`] on the calling thread).
+    fn decode_batched<'t>(
+        &self,
+        gpu: &Gpu,
+        t: &'t TableReader,
+        fields: Vec<&FieldMeta>,
+        wanted: &[usize],
+        payloads: &HashMap<usize, Vec<&'t [u8]>>,
+        phases: &mut PhaseClock,
+    ) -> Result<Vec<GpuField>> {
+        let mut fixed = FixedBatch::upload(t, wanted, payloads, gpu)?;
+        let mut utf8 = Utf8Batch::upload(t, wanted, payloads, gpu)?;
         phases.mark(1);
         let mut parts: Vec<(u64, usize)> = Vec::new();
         for g in &mut fixed {
@@ -362,12 +175,26 @@ impl ArrowTableReader<'_> {
         if let Some(u) = utf8.as_mut() {
             u.enqueue(gpu, &mut parts)?;
         }
-        let mut columns: HashMap<usize, GpuColumn> = HashMap::new();
+        // Each column's buffers: a batch of one column keeps its decoded buffers, the columns
+        // of larger batches get theirs by one copy launch for the whole read.
+        let mut planned: Vec<(usize, Planned)> = Vec::new();
+        let mut ranges: Vec<arrow_layout::CopyPart<'_>> = Vec::new();
         for g in &mut fixed {
-            columns.extend(g.columns(t, gpu)?);
+            g.plan(t, &mut planned, &mut ranges)?;
         }
         if let Some(u) = utf8.as_mut() {
-            columns.extend(u.columns(t, gpu)?);
+            u.plan(t, &mut planned, &mut ranges)?;
+        }
+        let (copies, copy_check) = arrow_layout::copy_parts_queued(gpu, &ranges)?;
+        drop(ranges);
+        let copy_part = copy_check.as_ref().map(|q| {
+            parts.push(q.part(gpu));
+            parts.len() - 1
+        });
+        let mut copies = copies.into_iter();
+        let mut columns: HashMap<usize, GpuColumn> = HashMap::new();
+        for (c, p) in planned {
+            columns.insert(c, p.column(&mut copies)?);
         }
         // Every run-encoded field (`table.md` §9) expanded by one launch.
         let mut runs: Vec<(usize, u64, GpuColumn, GpuColumn)> = Vec::new();
@@ -419,6 +246,12 @@ impl ArrowTableReader<'_> {
         if let Some(u) = &utf8 {
             u.check(gpu, &read)?;
         }
+        if let (Some(q), Some(at)) = (&copy_check, copy_part) {
+            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
+            for v in q.verdicts(bytes) {
+                v?;
+            }
+        }
         if let (Some(q), Some(at)) = (&run_check, run_part) {
             let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
             for (v, (i, ..)) in q.verdicts(bytes).into_iter().zip(&runs) {
@@ -461,32 +294,41 @@ impl ArrowTableReader<'_> {
             })
             .collect();
         phases.mark(4);
-        phases.finish();
         out
     }
 }
 
-/// Where the host's time went in this thread's last [`ArrowTableReader::read_gpu`]
-/// that succeeded, in milliseconds: what the bench reports on request (`TESSERA_TRACE`). A read
-/// that failed leaves the previous figures.
+/// Where the time went in this thread's last [`ArrowTableReader::read_gpu`] that succeeded,
+/// in milliseconds, by the host's clock: what `tessera-bench tables` reports. A read that
+/// failed leaves the previous figures. Every phase but `verify_ms` is on the calling thread,
+/// one after the other; `verify_ms` runs on the thread pool beside them, and only the part of
+/// it that outlasts them (`join_ms`) adds to the read's time.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct GpuReadPhases {
-    /// Checksums of every payload verified.
+    /// Checksums of every payload verified (on the thread pool, beside the phases below).
     pub verify_ms: f64,
-    /// Headers checked and payloads uploaded, one batch per logical type and text codec.
+    /// Payloads located in the file (no checksum yet).
+    pub locate_ms: f64,
+    /// Headers checked and payloads uploaded, one batch per logical type and text codec
+    /// (`staging_ms` of it, the rest the decoders' host work: header checks, payloads gathered
+    /// into words, chunks no kernel serves decoded on the CPU, decoder tables).
     pub upload_ms: f64,
+    /// The part of `upload_ms` spent copying sources into the page-locked staging buffer.
+    pub staging_ms: f64,
     /// Decoders, checks, per-column copies and run expansions queued.
     pub queue_ms: f64,
     /// The one wait: the stream finished and the status words read back.
     pub wait_ms: f64,
     /// Status words checked and the fields assembled.
     pub finish_ms: f64,
+    /// Waiting for the checksums after everything else was done.
+    pub join_ms: f64,
 }
 
 thread_local! {
     static LAST_PHASES: std::cell::Cell<GpuReadPhases> =
-        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, upload_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0 }) };
+        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, locate_ms: 0.0, upload_ms: 0.0, staging_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0, join_ms: 0.0 }) };
 }
 
 /// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
@@ -495,10 +337,12 @@ pub fn last_gpu_read_phases() -> GpuReadPhases {
     LAST_PHASES.with(|p| p.get())
 }
 
-/// Instants at a read's phase boundaries (five of them, after its start).
+/// Instants at a read's phase boundaries (six of them, after its start).
 struct PhaseClock {
     start: std::time::Instant,
-    at: [std::time::Instant; 5],
+    at: [std::time::Instant; 6],
+    /// [`tessera_gpu::staged_copy_ns`] at the upload phase's start and end.
+    staged_ns: [u64; 2],
 }
 
 impl PhaseClock {
@@ -506,24 +350,31 @@ impl PhaseClock {
         let now = std::time::Instant::now();
         PhaseClock {
             start: now,
-            at: [now; 5],
+            at: [now; 6],
+            staged_ns: [0; 2],
         }
     }
 
     fn mark(&mut self, i: usize) {
         self.at[i] = std::time::Instant::now();
+        if i < 2 {
+            self.staged_ns[i] = tessera_gpu::staged_copy_ns();
+        }
     }
 
-    fn finish(&self) {
+    fn finish(&self, verify_ms: f64) {
         let ms = |a: std::time::Instant, b: std::time::Instant| {
             b.saturating_duration_since(a).as_secs_f64() * 1e3
         };
         let p = GpuReadPhases {
-            verify_ms: ms(self.start, self.at[0]),
+            verify_ms,
+            locate_ms: ms(self.start, self.at[0]),
             upload_ms: ms(self.at[0], self.at[1]),
+            staging_ms: self.staged_ns[1].saturating_sub(self.staged_ns[0]) as f64 * 1e-6,
             queue_ms: ms(self.at[1], self.at[2]),
             wait_ms: ms(self.at[2], self.at[3]),
             finish_ms: ms(self.at[3], self.at[4]),
+            join_ms: ms(self.at[4], self.at[5]),
         };
         LAST_PHASES.with(|c| c.set(p));
     }
@@ -533,35 +384,47 @@ impl PhaseClock {
 /// it, handing the work to the thread pool costs more than hashing on one.
 const PARALLEL_VERIFY_BYTES: u64 = 1 << 20;
 
-/// The payloads of every chunk of `cols`, their checksums verified (the first mismatch in
-/// column and chunk order is the error, as verifying them one by one gives).
-fn verified_payloads<'t>(
+/// The (column, chunk) pairs of `cols`, in column and chunk order.
+fn chunk_pairs(t: &TableReader, cols: &[usize]) -> Vec<(usize, usize)> {
+    cols.iter()
+        .flat_map(|&c| (0..t.columns()[c].chunks.len()).map(move |k| (c, k)))
+        .collect()
+}
+
+/// The payloads of every chunk of `cols`, by column, their checksums not yet verified
+/// ([`verify_payloads`] does that).
+fn located_payloads<'t>(
     t: &'t TableReader,
     cols: &[usize],
 ) -> Result<HashMap<usize, Vec<&'t [u8]>>> {
-    use rayon::prelude::*;
-    let pairs: Vec<(usize, usize)> = cols
-        .iter()
-        .flat_map(|&c| (0..t.columns()[c].chunks.len()).map(move |k| (c, k)))
-        .collect();
-    let bytes: u64 = pairs
-        .iter()
-        .map(|&(c, k)| u64::from(t.columns()[c].chunks[k].compressed_size))
-        .sum();
-    let verify = |&(c, k): &(usize, usize)| t.container().chunk_payload(c, k);
-    let checked: Vec<Result<&[u8]>> = if bytes >= PARALLEL_VERIFY_BYTES {
-        pairs.par_iter().map(verify).collect()
-    } else {
-        pairs.iter().map(verify).collect()
-    };
     let mut out: HashMap<usize, Vec<&[u8]>> = HashMap::new();
-    for (&(c, _), p) in pairs.iter().zip(checked) {
-        out.entry(c).or_default().push(p?);
+    for (c, k) in chunk_pairs(t, cols) {
+        let p = t.container().chunk_payload_unverified(c, k)?;
+        out.entry(c).or_default().push(p);
     }
     Ok(out)
 }
 
-/// The payloads of column `c` from [`verified_payloads`] (a column with no chunks has none).
+/// Verifies the checksums of every chunk of `cols`: the first mismatch in column and chunk
+/// order is the error, as verifying them one by one gives.
+fn verify_payloads(t: &TableReader, cols: &[usize]) -> Result<()> {
+    use rayon::prelude::*;
+    let pairs = chunk_pairs(t, cols);
+    let bytes: u64 = pairs
+        .iter()
+        .map(|&(c, k)| u64::from(t.columns()[c].chunks[k].compressed_size))
+        .sum();
+    let verify = |&(c, k): &(usize, usize)| t.container().chunk_payload(c, k).map(|_| ());
+    if bytes >= PARALLEL_VERIFY_BYTES {
+        // Every verdict kept, so the first in order (not the first to finish) is the error.
+        let checked: Vec<Result<()>> = pairs.par_iter().map(verify).collect();
+        checked.into_iter().collect()
+    } else {
+        pairs.iter().try_for_each(verify)
+    }
+}
+
+/// The payloads of column `c` from [`located_payloads`] (a column with no chunks has none).
 fn payloads_of<'p, 't>(payloads: &'p HashMap<usize, Vec<&'t [u8]>>, c: usize) -> &'p [&'t [u8]] {
     payloads.get(&c).map_or(&[], Vec::as_slice)
 }
@@ -666,29 +529,81 @@ impl<'t> FixedBatch<'t> {
             .map_err(|be| locate(be, |i| self.cpu_error(t, i)).1)
     }
 
-    /// Each column's values in a buffer of its own (queued device copies, except for a group
-    /// of one column, which keeps the decoded buffer).
-    fn columns(&mut self, t: &TableReader, gpu: &Gpu) -> Result<HashMap<usize, GpuColumn>> {
+    /// Each column's values: a group of one column keeps the decoded buffer; the columns of a
+    /// larger group are byte ranges of it, appended to `ranges` to be copied out.
+    fn plan<'s>(
+        &'s mut self,
+        t: &TableReader,
+        planned: &mut Vec<(usize, Planned)>,
+        ranges: &mut Vec<arrow_layout::CopyPart<'s>>,
+    ) -> Result<()> {
         let ty = self.ty;
-        let column = |c: usize, data: CudaSlice<u8>| GpuColumn {
-            logical_type: ty,
-            len: t.columns()[c].value_count,
-            data: GpuData::Raw(data),
-        };
-        let mut out = HashMap::new();
+        let len = |c: usize| t.columns()[c].value_count;
+        let unqueued = || Error::Gpu("a batch planned before it was queued".into());
         if self.cols.len() == 1 {
-            if let Some(all) = self.out.take() {
-                out.insert(self.cols[0], column(self.cols[0], all));
-            }
-            return Ok(out);
+            let all = self.out.take().ok_or_else(unqueued)?;
+            let c = self.cols[0];
+            planned.push((c, Planned::Raw(ty, len(c), Some(all))));
+            return Ok(());
         }
-        let mut at = 0u64;
+        let src = self.out.as_ref().ok_or_else(unqueued)?;
+        let mut at = 0usize;
         for (&c, &bytes) in self.cols.iter().zip(&self.sizes) {
-            let own = copy_part(gpu, self.out.as_ref(), at, bytes as u64)?;
-            at += bytes as u64;
-            out.insert(c, column(c, own));
+            ranges.push(arrow_layout::CopyPart {
+                src,
+                at,
+                len: bytes,
+            });
+            at += bytes;
+            planned.push((c, Planned::Raw(ty, len(c), None)));
         }
-        Ok(out)
+        Ok(())
+    }
+}
+
+/// A column of a batched read before its buffers exist: those a batch hands over whole, or
+/// `None` for one that comes from the read's copy launch (in the order the ranges were planned).
+enum Planned {
+    Raw(LogicalType, u64, Option<CudaSlice<u8>>),
+    Utf8 {
+        len: u64,
+        ends: Option<CudaSlice<u8>>,
+        data: Option<CudaSlice<u8>>,
+        chunk_value_starts: Vec<u64>,
+        chunk_data_starts: Vec<u64>,
+    },
+}
+
+impl Planned {
+    /// The column, taking the buffers it does not own yet from `copies` in order.
+    fn column(self, copies: &mut impl Iterator<Item = CudaSlice<u8>>) -> Result<GpuColumn> {
+        let mut own = |b: Option<CudaSlice<u8>>| {
+            b.or_else(|| copies.next())
+                .ok_or_else(|| Error::Gpu("a batch's copy launch gave too few buffers".into()))
+        };
+        Ok(match self {
+            Planned::Raw(logical_type, len, b) => GpuColumn {
+                logical_type,
+                len,
+                data: GpuData::Raw(own(b)?),
+            },
+            Planned::Utf8 {
+                len,
+                ends,
+                data,
+                chunk_value_starts,
+                chunk_data_starts,
+            } => GpuColumn {
+                logical_type: LogicalType::Utf8,
+                len,
+                data: GpuData::Utf8 {
+                    ends: own(ends)?,
+                    data: own(data)?,
+                    chunk_value_starts,
+                    chunk_data_starts,
+                },
+            },
+        })
     }
 }
 
@@ -854,12 +769,27 @@ impl<'t> Utf8Batch<'t> {
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)
     }
 
-    /// Each column's offsets and text in buffers of their own (queued device copies, except
-    /// for a single utf8 column, which keeps the decoded ones).
-    fn columns(&mut self, t: &TableReader, gpu: &Gpu) -> Result<HashMap<usize, GpuColumn>> {
-        let mut out = HashMap::new();
+    /// Each column's offsets and text: a single utf8 column keeps the decoded buffers; the
+    /// columns of a larger batch are byte ranges of them, appended to `ranges` (ends, then
+    /// text, a column) to be copied out.
+    fn plan<'s>(
+        &'s mut self,
+        t: &TableReader,
+        planned: &mut Vec<(usize, Planned)>,
+        ranges: &mut Vec<arrow_layout::CopyPart<'s>>,
+    ) -> Result<()> {
         let single = self.group.len() == 1;
-        let (mut chunk, mut value_at, mut text_at) = (0usize, 0u64, 0u64);
+        let unqueued = || Error::Gpu("a utf8 batch planned before it was queued".into());
+        let (mut whole_ends, mut whole_data) = (None, None);
+        let (mut ends, mut data) = (None, None);
+        if single {
+            whole_ends = Some(self.ends.take().ok_or_else(unqueued)?);
+            whole_data = Some(self.data.take().ok_or_else(unqueued)?);
+        } else {
+            ends = Some(self.ends.as_ref().ok_or_else(unqueued)?);
+            data = Some(self.data.as_ref().ok_or_else(unqueued)?);
+        }
+        let (mut chunk, mut value_at, mut text_at) = (0usize, 0usize, 0usize);
         for &c in &self.group {
             let meta = &t.columns()[c];
             let mut chunk_value_starts = vec![0u64];
@@ -871,38 +801,35 @@ impl<'t> Utf8Batch<'t> {
                 chunk_data_starts.push(chunk_data_starts[chunk_data_starts.len() - 1] + size);
             }
             chunk += meta.chunks.len();
-            let values = chunk_value_starts[chunk_value_starts.len() - 1];
-            let text_len = chunk_data_starts[chunk_data_starts.len() - 1];
-            let (own_ends, own_data) = if single {
-                (self.ends.take(), self.data.take())
-            } else {
-                (None, None)
-            };
-            let own_ends = match own_ends {
-                Some(e) => e,
-                None => copy_part(gpu, self.ends.as_ref(), value_at * 4, values * 4)?,
-            };
-            let own_data = match own_data {
-                Some(d) => d,
-                None => copy_part(gpu, self.data.as_ref(), text_at, text_len)?,
-            };
+            // Both totals were checked against the decoded buffers' sizes when they were made.
+            let values = chunk_value_starts[chunk_value_starts.len() - 1] as usize;
+            let text_len = chunk_data_starts[chunk_data_starts.len() - 1] as usize;
+            if let (Some(ends), Some(data)) = (ends, data) {
+                ranges.push(arrow_layout::CopyPart {
+                    src: ends,
+                    at: value_at * 4,
+                    len: values * 4,
+                });
+                ranges.push(arrow_layout::CopyPart {
+                    src: data,
+                    at: text_at,
+                    len: text_len,
+                });
+            }
             value_at += values;
             text_at += text_len;
-            out.insert(
+            planned.push((
                 c,
-                GpuColumn {
-                    logical_type: LogicalType::Utf8,
+                Planned::Utf8 {
                     len: meta.value_count,
-                    data: GpuData::Utf8 {
-                        ends: own_ends,
-                        data: own_data,
-                        chunk_value_starts,
-                        chunk_data_starts,
-                    },
+                    ends: whole_ends.take(),
+                    data: whole_data.take(),
+                    chunk_value_starts,
+                    chunk_data_starts,
                 },
-            );
+            ));
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -927,54 +854,10 @@ fn utf8_cpu_error(
     }
 }
 
-/// A new device buffer holding `len` bytes of `src` from byte `at` (a queued copy).
-fn copy_part(gpu: &Gpu, src: Option<&CudaSlice<u8>>, at: u64, len: u64) -> Result<CudaSlice<u8>> {
-    let src = src.ok_or_else(|| Error::InvalidArgument("a batch handed out twice".into()))?;
-    let (at, len) = (
-        usize::try_from(at)
-            .map_err(|_| Error::InvalidArgument("batch larger than memory".into()))?,
-        usize::try_from(len)
-            .map_err(|_| Error::InvalidArgument("batch larger than memory".into()))?,
-    );
-    let mut own = gpu.alloc::<u8>(len)?;
-    gpu.copy_within_device(src, at, &mut own, 0, len)?;
-    Ok(own)
-}
-
 fn column_meta(t: &TableReader, c: usize) -> Result<&ColumnMeta> {
     t.columns()
         .get(c)
         .ok_or_else(|| Error::InvalidArgument(format!("no column {c}")))
-}
-
-/// One value a row from a run-encoded field's run values and run ends, expanded on the device.
-fn expand_runs(
-    gpu: &Gpu,
-    name: &str,
-    values: GpuColumn,
-    ends: GpuColumn,
-    rows: u64,
-) -> Result<GpuColumn> {
-    if values.len != ends.len {
-        return Err(in_field(
-            name,
-            Error::CountMismatch {
-                what: "run values vs run ends",
-                expected: ends.len,
-                found: values.len,
-            },
-        ));
-    }
-    let ty = values.logical_type;
-    let runs = ends.len;
-    let (v, e) = (raw(name, values)?, raw(name, ends)?);
-    let out = arrow_layout::expand_runs(gpu, &v, &e, runs, ty.width(), rows)
-        .map_err(|er| in_field(name, er))?;
-    Ok(GpuColumn {
-        logical_type: ty,
-        len: rows,
-        data: GpuData::Raw(out),
-    })
 }
 
 /// One field (or a dictionary's values) as Arrow arrays hold it, in GPU memory: the buffers of

@@ -1,0 +1,160 @@
+//! Staged uploads: while a [`StagedUploads`] guard is alive, [`Gpu::upload`] copies its source
+//! into a page-locked staging buffer the handle keeps and queues the copy to the device from
+//! there, instead of copying from pageable memory.
+//!
+//! Why: a copy from pageable memory runs at a fraction of the link's speed (the driver stages
+//! it through its own buffers on one thread), and the driver waits for the stream before it
+//! starts one, so an upload queued after a launch stalls the host until that launch finishes.
+//! A read that uploads a table's payloads and tables of many decoders pays both on every upload.
+//! From page-locked memory the copy is queued like a launch and runs at the link's speed; the
+//! host's part is a memory copy (on all cores for large sources).
+//!
+//! Invariants: bytes of the staging buffer are written by the host only when no queued copy
+//! still reads them. Uploads take the buffer's bytes in order from the start; when the next
+//! source does not fit behind the previous ones, the host waits for the stream (every queued
+//! copy from the buffer has then completed) and starts again from the beginning, growing the
+//! buffer when the source is larger than it. The buffer lives in the handle's state, so staged
+//! uploads are serialized by the state's lock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice};
+use rayon::prelude::*;
+use tessera_format::{Error, Result};
+
+use super::trace::{count, Op};
+use super::{cuda, Gpu};
+
+/// Sources larger than this go the pageable way: a staging buffer that large would pin more
+/// host memory than a read of a small table is worth.
+pub const STAGED_MAX_BYTES: usize = 256 << 20;
+/// The smallest staging buffer.
+const MIN_STAGING_BYTES: usize = 4 << 20;
+/// Sources from this size on are copied into the staging buffer by all cores.
+const PARALLEL_BYTES: usize = 1 << 20;
+/// Piece of a source one host thread copies.
+const PIECE_BYTES: usize = 256 << 10;
+/// Each upload starts at a multiple of this in the buffer (DMA likes aligned sources).
+const ALIGN: usize = 256;
+
+/// Nanoseconds the host spent copying sources into staging buffers, process-wide (what part of
+/// a read's upload phase is that copy: [`staged_copy_ns`]).
+static STAGED_COPY_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds the host has spent copying sources into staging buffers since the process
+/// started (all handles, all threads): a caller's phase timing subtracts two readings.
+#[doc(hidden)]
+pub fn staged_copy_ns() -> u64 {
+    STAGED_COPY_NS.load(Ordering::Relaxed)
+}
+
+/// The handle's staging buffer and how much of it this round of uploads has taken.
+struct Staging {
+    host: PinnedHostSlice<u8>,
+    used: usize,
+}
+
+/// While alive, [`Gpu::upload`] on its handle goes through the page-locked staging buffer
+/// (module docs). Guards nest; uploads return to the pageable way when the last one drops.
+#[derive(Debug)]
+pub struct StagedUploads<'g> {
+    gpu: &'g Gpu,
+}
+
+impl Drop for StagedUploads<'_> {
+    fn drop(&mut self) {
+        self.gpu.staged.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Gpu {
+    /// Routes this handle's [`Gpu::upload`]s through its page-locked staging buffer until the
+    /// returned guard drops (module docs): for a caller that uploads many buffers and queues
+    /// work between them.
+    pub fn stage_uploads(&self) -> StagedUploads<'_> {
+        self.staged.fetch_add(1, Ordering::Relaxed);
+        StagedUploads { gpu: self }
+    }
+
+    /// Whether a [`StagedUploads`] guard is alive: its holder orders all its work on the main
+    /// stream and waits once, so uploads need not wait for the stream themselves.
+    pub(crate) fn is_staging(&self) -> bool {
+        self.staged.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether [`Gpu::upload`] should stage a source of `bytes` bytes.
+    pub(crate) fn stages(&self, bytes: usize) -> bool {
+        bytes > 0 && bytes <= STAGED_MAX_BYTES && self.staged.load(Ordering::Relaxed) > 0
+    }
+
+    /// Copies `src` into the staging buffer and queues its copy to the start of `dst` (which
+    /// holds at least `src.len()` values) on the main stream.
+    pub(crate) fn upload_staged<T: DeviceRepr>(
+        &self,
+        src: &[T],
+        dst: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        if src.len() > dst.len() {
+            return Err(Error::InvalidArgument(
+                "staged upload longer than its device buffer".into(),
+            ));
+        }
+        let bytes = std::mem::size_of_val(src);
+        // SAFETY: `T: DeviceRepr` values are plain bytes as the device sees them (what every
+        // copy to the device relies on); the view covers exactly `src`'s memory.
+        let src: &[u8] = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), bytes) };
+        let base = self.ptr(dst);
+        self.with_state::<Staging, _>(|state| {
+            let fits = |s: &Staging| s.used + bytes <= s.host.len();
+            let need_new = match state.as_ref() {
+                None => true,
+                Some(s) => bytes > s.host.len(),
+            };
+            if need_new {
+                if state.is_some() {
+                    // The old buffer may still be read by queued copies.
+                    self.synchronize()?;
+                }
+                let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
+                // SAFETY: uninitialised page-locked memory; the host writes each byte before a
+                // queued copy reads it.
+                let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
+                    .map_err(cuda("allocating pinned host memory"))?;
+                *state = Some(Staging { host, used: 0 });
+            }
+            let Some(s) = state.as_mut() else {
+                return Err(Error::Gpu("staging buffer missing".into()));
+            };
+            if !fits(s) {
+                // Every copy queued from the buffer completes before the host writes it again.
+                self.synchronize()?;
+                s.used = 0;
+            }
+            let at = s.used;
+            let host = s
+                .host
+                .as_mut_slice()
+                .map_err(cuda("writing pinned memory"))?;
+            let part = &mut host[at..at + bytes];
+            let start = std::time::Instant::now();
+            if bytes >= PARALLEL_BYTES {
+                part.par_chunks_mut(PIECE_BYTES)
+                    .zip(src.par_chunks(PIECE_BYTES))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+            } else {
+                part.copy_from_slice(src);
+            }
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
+            count(Op::HostToDevice);
+            // SAFETY: `bytes` fit `dst` (checked above); the page-locked source is not written
+            // again before the stream has passed this copy (the invariant above).
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(base, &*part, self.stream.cu_stream())
+            }
+            .map_err(cuda("copying to the device"))?;
+            s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
+            Ok(())
+        })
+    }
+}
