@@ -11,7 +11,6 @@
 //! alive, and the last of them to go frees it. A capsule nobody imported releases its view when
 //! it is destroyed.
 
-use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -80,88 +79,24 @@ struct DeviceArrayCapsule(ArrowDeviceArray);
 // columns it shows, which are `Send + Sync`; moving it moves that ownership.
 unsafe impl Send for DeviceArrayCapsule {}
 
-/// What a view owns: its buffer and child tables, its children and dictionary, and a reference
-/// to each column whose device memory it shows.
-struct ViewPrivate {
-    buffers: Vec<*const c_void>,
-    /// Never pushed to once built: `child_ptrs` point into its buffer.
-    children: Vec<ArrowArray>,
-    child_ptrs: Vec<*mut ArrowArray>,
-    dictionary: Option<Box<ArrowArray>>,
-    _keep: Vec<Arc<ColumnData>>,
-}
-
-unsafe extern "C" fn release_view(array: *mut ArrowArray) {
-    // SAFETY: the interface passes an array built by `view` or `struct_view` (or null); its
-    // private_data is the `ViewPrivate` box leaked there, freed here once: release is nulled
-    // afterwards and a second call returns early.
-    let Some(a) = (unsafe { array.as_mut() }) else {
-        return;
-    };
-    if a.release.is_none() {
-        return;
-    }
-    if !a.private_data.is_null() {
-        // Dropping the children and the dictionary releases each one the consumer did not
-        // move out (a moved one has a null release already).
-        drop(unsafe { Box::from_raw(a.private_data.cast::<ViewPrivate>()) });
-    }
-    a.private_data = std::ptr::null_mut();
-    a.release = None;
-}
-
-/// An array with `private` as its owned data; the pointers into it stay valid because the box
-/// does not move.
-fn assemble(length: i64, null_count: i64, mut private: Box<ViewPrivate>) -> ArrowArray {
-    let buffers = private.buffers.as_mut_ptr();
-    let n_buffers = private.buffers.len() as i64;
-    private.child_ptrs = private
-        .children
-        .iter_mut()
-        .map(|c| c as *mut ArrowArray)
-        .collect();
-    let n_children = private.child_ptrs.len() as i64;
-    let children = if private.child_ptrs.is_empty() {
-        std::ptr::null_mut()
-    } else {
-        private.child_ptrs.as_mut_ptr()
-    };
-    let dictionary = private
-        .dictionary
-        .as_mut()
-        .map_or(std::ptr::null_mut(), |d| &mut **d as *mut ArrowArray);
-    ArrowArray {
-        length,
-        null_count,
-        offset: 0,
-        n_buffers,
-        n_children,
-        buffers,
-        children,
-        dictionary,
-        release: Some(release_view),
-        private_data: Box::into_raw(private).cast(),
-    }
-}
-
 /// A view of `src` (an array of `data`'s export, or its dictionary) that keeps `data` alive.
 fn view(src: &ArrowArray, data: &Arc<ColumnData>) -> ArrowArray {
     let n = usize::try_from(src.n_buffers).unwrap_or(0);
     // SAFETY: `src` is an unreleased array of the export `data` owns: `buffers` has
     // `n_buffers` entries and `dictionary` is null or a live array of the same export.
-    let buffers = unsafe { std::slice::from_raw_parts(src.buffers, n) }.to_vec();
+    let buffers: Vec<u64> = unsafe { std::slice::from_raw_parts(src.buffers, n) }
+        .iter()
+        .map(|&b| b as u64)
+        .collect();
     // SAFETY: as above, the dictionary of the same live export, or null.
-    let dictionary = unsafe { src.dictionary.as_ref() }.map(|d| Box::new(view(d, data)));
-    assemble(
+    let dictionary = unsafe { src.dictionary.as_ref() }.map(|d| view(d, data));
+    ArrowArray::from_parts(
         src.length,
         src.null_count,
-        Box::new(ViewPrivate {
-            buffers,
-            children: Vec::new(),
-            child_ptrs: Vec::new(),
-            dictionary,
-            _keep: vec![data.clone()],
-        }),
+        &buffers,
+        Vec::new(),
+        dictionary,
+        Box::new(data.clone()),
     )
 }
 
@@ -172,18 +107,8 @@ fn struct_view(rows: i64, columns: &[Arc<ColumnData>]) -> ArrowArray {
         .iter()
         .map(|c| view(&c.exported.0.array, c))
         .collect();
-    assemble(
-        rows,
-        0,
-        Box::new(ViewPrivate {
-            // A struct array's one buffer is its validity bitmap: absent, no null rows.
-            buffers: vec![std::ptr::null()],
-            children,
-            child_ptrs: Vec::new(),
-            dictionary: None,
-            _keep: columns.to_vec(),
-        }),
-    )
+    // A struct array's one buffer is its validity bitmap: absent (0), no null rows.
+    ArrowArray::from_parts(rows, 0, &[0], children, None, Box::new(columns.to_vec()))
 }
 
 fn device_capsule<'py>(

@@ -150,9 +150,16 @@ fn prefetching_scans_equal_the_cpu() {
     }
 }
 
-#[test]
-fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
-    let Some(g) = gpu_or_skip() else { return };
+/// Runs `query` on SF 0.01's lineorder (chunks of 8,192 values) whose `column` has its first
+/// chunk's block_starts[1] (word 5 of the payload, after the 4 header words and
+/// block_starts[0]) pointing far past the data area: the host checks only the last entry, the
+/// loader must check this one and report. `check_codec` sees that chunk's codec first.
+fn run_with_a_corrupt_block(
+    g: &Gpu,
+    column: &str,
+    check_codec: impl Fn(tessera::CodecId),
+    query: &str,
+) -> tessera::Result<tessera::gpu::ssb::plan::QueryResult> {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = gen::generate(0.01, 5).expect("generates");
     gen::write_tables(dir.path(), &data, Some(8_192)).expect("writes");
@@ -161,12 +168,9 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     let mut cols = Vec::new();
     for c in lo.columns() {
         let mut chunks = gpu::column_chunks(lo, &c.name, gpu::Layout::Compressed).expect("chunks");
-        if c.name == "lo_discount" {
-            // block_starts[1] (word 5 of the payload, after the 4 header words and
-            // block_starts[0]) pointed far past the data area: the host checks only the last
-            // entry, the loader must check this one and report.
+        if c.name == column {
             let (codec, p, _) = &mut chunks[0];
-            assert_ne!(*codec, tessera::CodecId::Plain);
+            check_codec(*codec);
             p[20..24].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
         }
         let refs: Vec<tessera::gpu::ChunkRef<'_>> = chunks
@@ -180,12 +184,23 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
         cols.push((c.name.clone(), g.ssb_upload_column(&refs).expect("uploads")));
     }
     let fact = g.ssb_table(cols).expect("table");
-    let dims = gpu::upload(&g, &ds, gpu::Layout::Compressed)
+    let dims = gpu::upload(g, &ds, gpu::Layout::Compressed)
         .expect("uploads")
         .dims;
+    let p = queries::plan(query, &ds.dict).expect("plan");
+    g.ssb_run(&p, &fact, &dims)
+}
+
+#[test]
+fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
+    let Some(g) = gpu_or_skip() else { return };
     // q1.1 loads lo_discount in every tile (its first filter), so the bad block is read.
-    let p = queries::plan("q1.1", &ds.dict).expect("plan");
-    let r = g.ssb_run(&p, &fact, &dims);
+    let r = run_with_a_corrupt_block(
+        &g,
+        "lo_discount",
+        |codec| assert_ne!(codec, tessera::CodecId::Plain),
+        "q1.1",
+    );
     assert!(r.is_err(), "corrupt lo_discount gave {r:?}");
     eprintln!(
         "corrupt chunk: {}",
@@ -204,37 +219,13 @@ fn a_corrupt_rfor_key_probed_per_run_is_an_error() {
         min_blocks: 8,
     })
     .expect("options");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.01, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(8_192)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
-    let lo = ds.table("lineorder").expect("table");
-    let mut cols = Vec::new();
-    for c in lo.columns() {
-        let mut chunks = gpu::column_chunks(lo, &c.name, gpu::Layout::Compressed).expect("chunks");
-        if c.name == "lo_orderdate" {
-            // Word 5: block_starts[1], after the 4 header words and block_starts[0].
-            let (codec, p, _) = &mut chunks[0];
-            assert_eq!(*codec, tessera::CodecId::Rfor);
-            p[20..24].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
-        }
-        let refs: Vec<tessera::gpu::ChunkRef<'_>> = chunks
-            .iter()
-            .map(|(codec, p, n)| tessera::gpu::ChunkRef {
-                codec: *codec,
-                payload: p,
-                value_count: *n,
-            })
-            .collect();
-        cols.push((c.name.clone(), g.ssb_upload_column(&refs).expect("uploads")));
-    }
-    let fact = g.ssb_table(cols).expect("table");
-    let dims = gpu::upload(&g, &ds, gpu::Layout::Compressed)
-        .expect("uploads")
-        .dims;
     // RunsFirst probes lo_orderdate first, in every tile, so the bad block is read.
-    let p = queries::plan("q1.2", &ds.dict).expect("plan");
-    let r = g.ssb_run(&p, &fact, &dims);
+    let r = run_with_a_corrupt_block(
+        &g,
+        "lo_orderdate",
+        |codec| assert_eq!(codec, tessera::CodecId::Rfor),
+        "q1.2",
+    );
     assert!(r.is_err(), "corrupt lo_orderdate gave {r:?}");
     eprintln!(
         "corrupt RFOR key: {}",

@@ -227,6 +227,16 @@ fn registers(cols: &[String], skip: &[usize]) -> String {
         .collect()
 }
 
+/// The line that filters the rows by `f` on register array `c{k}`.
+fn filter(body: &mut String, k: usize, f: &Filter) {
+    let _ = writeln!(
+        body,
+        "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
+        predicate(f),
+        f.column
+    );
+}
+
 /// The build kernel `ssb_build_{index}` of one join: filter the dimension's rows, insert
 /// (key, payload).
 pub fn build_kernel(j: &DimJoin, index: usize, codecs: Codecs<'_>, loader: Loader) -> Kernel {
@@ -240,12 +250,7 @@ pub fn build_kernel(j: &DimJoin, index: usize, codecs: Codecs<'_>, loader: Loade
         if new {
             load(&mut body, k, &f.column);
         }
-        let _ = writeln!(
-            body,
-            "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
-            predicate(f),
-            f.column
-        );
+        filter(&mut body, k, f);
     }
     if !j.filters.is_empty() {
         body.push_str("        if (!SsbAny(pass)) continue;\n");
@@ -350,12 +355,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
                 if new {
                     load(&mut body, k, &f.column);
                 }
-                let _ = writeln!(
-                    body,
-                    "        SsbFilter(c{k}, pass, [](u32 x) {{ return {}; }});  // {}",
-                    predicate(f),
-                    f.column
-                );
+                filter(&mut body, k, f);
             }
             Step::Join(i) => {
                 let j = &p.joins[i];

@@ -68,9 +68,14 @@ pub struct ArrowDeviceArray {
 }
 
 /// What an exported array owns: the buffer address table its `buffers` points to, its
-/// dictionary's struct, and the device buffers themselves.
+/// children and the table of their addresses, its dictionary's struct, and whatever keeps the
+/// device buffers alive. Dropped in field order on release: children and dictionary (each
+/// released unless the consumer moved it out) before the owner.
 struct Private {
     buffers: Vec<*const c_void>,
+    /// Never pushed to once built: `child_ptrs` point into its buffer.
+    children: Vec<ArrowArray>,
+    child_ptrs: Vec<*mut ArrowArray>,
     dictionary: Option<Box<ArrowArray>>,
     _owner: Box<dyn Any>,
 }
@@ -86,8 +91,8 @@ unsafe extern "C" fn release(array: *mut ArrowArray) {
         return;
     }
     if !a.private_data.is_null() {
-        // Dropping the dictionary's box releases it unless the consumer moved it out (then its
-        // release is already null).
+        // Dropping the children and the dictionary's box releases each one unless the
+        // consumer moved it out (then its release is already null).
         drop(unsafe { Box::from_raw(a.private_data.cast::<Private>()) });
     }
     a.private_data = std::ptr::null_mut();
@@ -98,6 +103,22 @@ impl ArrowArray {
     /// Whether the array was released.
     pub fn is_released(&self) -> bool {
         self.release.is_none()
+    }
+
+    /// An array of `length` rows over `buffers` (addresses, 0 for an absent buffer), with
+    /// `children` and `dictionary`, that owns `owner` until it is released: how a caller
+    /// exports more arrays over buffers an [`export_device`]ed array holds (a view that keeps
+    /// that array alive through `owner`, or a struct array whose children are such views: a
+    /// record batch). The addresses are not checked: they must stay valid while `owner` lives.
+    pub fn from_parts(
+        length: i64,
+        null_count: i64,
+        buffers: &[u64],
+        children: Vec<ArrowArray>,
+        dictionary: Option<ArrowArray>,
+        owner: Box<dyn Any + Send>,
+    ) -> ArrowArray {
+        assemble(length, null_count, buffers, children, dictionary, owner)
     }
 }
 
@@ -116,14 +137,28 @@ fn assemble(
     length: i64,
     null_count: i64,
     buffers: &[u64],
+    children: Vec<ArrowArray>,
     dictionary: Option<ArrowArray>,
     owner: Box<dyn Any>,
 ) -> ArrowArray {
     let mut p = Box::new(Private {
         buffers: buffers.iter().map(|&b| b as *const c_void).collect(),
+        children,
+        child_ptrs: Vec::new(),
         dictionary: dictionary.map(Box::new),
         _owner: owner,
     });
+    p.child_ptrs = p
+        .children
+        .iter_mut()
+        .map(|c| c as *mut ArrowArray)
+        .collect();
+    let n_children = p.child_ptrs.len() as i64;
+    let children_ptr = if p.child_ptrs.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        p.child_ptrs.as_mut_ptr()
+    };
     let buffers_ptr = p.buffers.as_mut_ptr();
     let dict_ptr = p
         .dictionary
@@ -134,9 +169,9 @@ fn assemble(
         null_count,
         offset: 0,
         n_buffers: buffers.len() as i64,
-        n_children: 0,
+        n_children,
         buffers: buffers_ptr,
-        children: std::ptr::null_mut(),
+        children: children_ptr,
         dictionary: dict_ptr,
         release: Some(release),
         private_data: Box::into_raw(p).cast(),
@@ -175,6 +210,7 @@ fn export_array(gpu: &Gpu, a: GpuArrowArray) -> Result<ArrowArray> {
         length,
         null_count,
         &buffers,
+        Vec::new(),
         dictionary,
         Box::new(owner),
     ))
@@ -246,7 +282,7 @@ mod tests {
     #[test]
     fn release_frees_once_and_nulls_itself() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let mut a = assemble(3, 0, &[0, 0x1000], None, counted(&drops));
+        let mut a = assemble(3, 0, &[0, 0x1000], Vec::new(), None, counted(&drops));
         assert_eq!(a.n_buffers, 2);
         // SAFETY: the array's own buffer table, two entries.
         let b = unsafe { std::slice::from_raw_parts(a.buffers, 2) };
@@ -267,8 +303,8 @@ mod tests {
     #[test]
     fn dictionaries_go_with_their_parent_unless_moved_out() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let dict = assemble(2, 0, &[0, 1, 2], None, counted(&drops));
-        let a = assemble(5, -1, &[8, 9], Some(dict), counted(&drops));
+        let dict = assemble(2, 0, &[0, 1, 2], Vec::new(), None, counted(&drops));
+        let a = assemble(5, -1, &[8, 9], Vec::new(), Some(dict), counted(&drops));
         // SAFETY: `dictionary` points into the parent's private data, alive until release.
         assert_eq!(unsafe { (*a.dictionary).n_buffers }, 3);
         drop(a);
@@ -276,8 +312,8 @@ mod tests {
 
         // A consumer that moves the dictionary out takes over its release.
         let drops = Arc::new(AtomicUsize::new(0));
-        let dict = assemble(2, 0, &[0, 1, 2], None, counted(&drops));
-        let mut a = assemble(5, -1, &[8, 9], Some(dict), counted(&drops));
+        let dict = assemble(2, 0, &[0, 1, 2], Vec::new(), None, counted(&drops));
+        let mut a = assemble(5, -1, &[8, 9], Vec::new(), Some(dict), counted(&drops));
         // SAFETY: the move the interface describes: copy the struct, mark the source released.
         let moved = unsafe {
             let d = &mut *a.dictionary;
