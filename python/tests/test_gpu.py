@@ -353,3 +353,34 @@ def test_device_memory_outlives_the_table(source):
     assert text_view.get().tobytes() == text_want
     _release(imported_text)
     assert again.num_rows == ROWS
+
+
+def test_an_empty_table_and_no_columns(source, tmp_path):
+    """Zero rows and a selection of no columns: the same shapes as the CPU read, and capsules a
+    consumer can import (pyarrow rejects device arrays, so the schema side is what it imports)."""
+    path, cpu, _ = source
+    empty = pa.table({"a": pa.array([], pa.int32()), "s": pa.array([], pa.string())})
+    epath = tmp_path / "empty.tsr"
+    tessera.write_table(empty, epath)
+    table = tessera.read_device(epath)
+    assert table.num_rows == 0 and table.column_names == ["a", "s"]
+    assert table.to_arrow().equals(tessera.read_table(epath, device="cpu"))
+    for col in table.columns:
+        assert len(col) == 0
+        _, array_capsule = col.__arrow_c_device_array__()
+        d = ArrowDeviceArray.from_address(_capsule_pointer(array_capsule, b"arrow_device_array"))
+        assert d.array.length == 0 and d.device_type == ARROW_DEVICE_CUDA
+    schema_capsule, array_capsule = table.__arrow_c_device_array__()
+    assert pa.Schema._import_from_c_capsule(schema_capsule) == empty.schema
+    d = ArrowDeviceArray.from_address(_capsule_pointer(array_capsule, b"arrow_device_array"))
+    assert d.array.length == 0 and d.array.n_children == 2
+
+    none = tessera.read_device(path, columns=[])
+    assert none.num_columns == 0 and none.column_names == []
+    want = tessera.read_table(path, columns=[], device="cpu")
+    got = none.to_arrow()
+    assert got.num_columns == 0 and got.num_rows == want.num_rows
+    schema_capsule, array_capsule = none.__arrow_c_device_array__()
+    assert pa.Schema._import_from_c_capsule(schema_capsule) == pa.schema([])
+    d = ArrowDeviceArray.from_address(_capsule_pointer(array_capsule, b"arrow_device_array"))
+    assert d.array.n_children == 0 and d.array.length == none.num_rows
