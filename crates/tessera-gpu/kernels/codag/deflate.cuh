@@ -556,4 +556,391 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables
     }
 }
 
+// Lane-parallel blocks (kernel codag_deflate_sync): each Huffman block decoded by the 32 lanes
+// in parallel, by self-synchronisation (Weissenberger and Schmidt, "Massively parallel Huffman decoding on
+// GPUs", ICPP 2018; pugz): docs/gpu/codag.md, "Lane-parallel blocks". Block headers, tables and
+// stored blocks are the code above; tessera-codecs' deflate/lanes_model.rs is a CPU model of the
+// same algorithm, checked against the sequential decode.
+//
+// A block's symbols are decoded in rounds. A round splits the input bits from its first symbol
+// into 32 *subsequences* of `bits` bits (the glossary's term); lane i decodes tokens (a literal,
+// or a length and a distance with their extra bits) from the start of subsequence i to the first
+// token boundary at or past the start of subsequence i + 1, counting output bytes and
+// back-references without writing. Lane 0 starts right; the others start at arbitrary bits, but
+// prefix codes resynchronise after a few tokens, so in each synchronisation pass every lane whose
+// start differs from its predecessor's end decodes again from there. Each decode records
+// *checkpoints* (the first boundary at or past fixed offsets into the subsequence, with the counts
+// there); a later decode that meets an earlier one's checkpoint boundary is on the same path from
+// then on (decoding is a function of the bit position within a block), so it stops and takes the
+// rest from the earlier decode. After at most 32 passes every lane started right, as a sequential
+// decode would. The first lane that stopped at the end-of-block symbol or at a bad token ends the
+// round (lanes after it are discarded); only then is a bad token an error. The lanes whose
+// back-references fit the warp's shared list (DSYNC_REFS) are kept, the rest decoded by the next
+// round. Then an exclusive scan of the output counts places each lane, the lanes decode again
+// writing literals and listing references in output order, and the references are resolved 32 at a
+// time, a lane per reference: those whose source ends before the first unresolved destination
+// copy at once, the first unresolved one (whose source may overlap itself) too.
+//
+// Bounds: lanes read input words straight from global memory, only words of the chunk (zeros past
+// it); a token that ends past the input is a truncation; every write is checked against the
+// output capacity and every distance against the bytes before it, in output order, so the status
+// is the one of the first bad token, as the sequential decoder finds it.
+
+// References one round may list: what fits the warp's share of the 48 KiB of static shared
+// memory beside its tables and ring.
+#define DSYNC_REFS 672
+// A subsequence whose references always fit for one lane: a reference takes at least 2 bits and
+// a lane's last token ends at most 48 bits past its limit.
+#define DSYNC_SAFE_BITS (2 * DSYNC_REFS - 64)
+// Bits of a subsequence at most (bounds the counts' sums).
+#define DSYNC_MAX_BITS 65536u
+
+#define DSYNC_LIMIT 0u
+#define DSYNC_END 1u
+#define DSYNC_BADCODE 2u
+#define DSYNC_TRUNC 3u
+
+struct DsyncRefs {
+    u32 dst[DSYNC_REFS];  // output position in the chunk
+    u32 dl[DSYNC_REFS];   // distance | length << 16
+};
+
+__constant__ u32 DSYNC_CHECKS[3] = {64, 160, 400};
+
+// One lane's decode of its subsequence.
+struct DsyncLane {
+    u64 start, end;
+    u32 out, refs, stop, checks;
+    u64 cp[3];
+    u32 cpo[3], cpr[3];
+};
+
+__device__ __forceinline__ u32 dsync_word(const u32* w, u32 nw, u32 i) { return i < nw ? __ldg(w + i) : 0u; }
+
+// 64 bits from bit `pos` of the chunk's words, zeros past them.
+__device__ __forceinline__ u64 dsync_peek(const u32* w, u32 nw, u64 pos) {
+    u32 i = (u32)(pos >> 5), s = (u32)pos & 31;
+    u32 w0 = dsync_word(w, nw, i), w1 = dsync_word(w, nw, i + 1), w2 = dsync_word(w, nw, i + 2);
+    u64 v = ((u64)w1 << 32 | w0) >> s;
+    if (s) v |= (u64)w2 << (64 - s);
+    return v;
+}
+
+// Token kinds.
+#define DSYNC_T_LIT 0u
+#define DSYNC_T_COPY 1u
+#define DSYNC_T_END 2u
+#define DSYNC_T_BAD 3u
+
+// The token at `pos` (window `win` holds its bits, `avail` >= 48 of them): its kind, and either
+// n (1 or 2) literal bytes in `a`, or the length in `a` and the distance in `d`; `used` its bits.
+__device__ __forceinline__ u32 dsync_token(const DeflateTables& t, u64 win, u32& a, u32& d, u32& used) {
+    u32 e = t.lit[(u32)win & ((1u << DEFLATE_LIT_BITS) - 1)];
+    if (!(e & 15)) {
+        u32 s, len;
+        if (!deflate_walk(win, t.lcount, t.lsym, s, len)) return DSYNC_T_BAD;
+        e = deflate_entry(DEFLATE_T_LIT, s, len);
+    }
+    u32 kind = (e >> 8) & 3;
+    if (kind == DEFLATE_K_LIT) {
+        u32 two = (e >> 14) & 1;
+        a = two ? (e >> 16) & 0xffff : (e >> 16) & 0xff;
+        d = 1 + two;
+        used = two ? (e >> 10) & 15 : e & 15;
+        return DSYNC_T_LIT;
+    }
+    if (kind == DEFLATE_K_END) {
+        used = e & 15;
+        return DSYNC_T_END;
+    }
+    if (kind == DEFLATE_K_BAD) return DSYNC_T_BAD;
+    u32 L = e & 15, x = (e >> 4) & 15;
+    a = (e >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
+    win >>= L + x;
+    used = L + x;
+    u32 q = t.dist[(u32)win & ((1u << DEFLATE_DIST_BITS) - 1)];
+    if (!(q & 15)) {
+        u32 s, dl;
+        if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) return DSYNC_T_BAD;
+        q = deflate_entry(DEFLATE_T_DIST, s, dl);
+    }
+    if (((q >> 8) & 3) == DEFLATE_K_BAD) return DSYNC_T_BAD;
+    L = q & 15;
+    x = (q >> 4) & 15;
+    d = (q >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
+    used += L + x;
+    return DSYNC_T_COPY;
+}
+
+// Decodes this lane's subsequence [base, limit) from `start`; with `old` (an earlier decode of
+// it in r), stops at the first checkpoint boundary equal to the earlier one and takes the rest
+// from it.
+__device__ __forceinline__ void dsync_count(const DeflateTables& t, const u32* w, u32 nw, u64 lim, u64 base,
+                                            u64 limit, u64 start, bool old, DsyncLane& r) {
+    u64 pos = start, win = 0;
+    u32 avail = 0, out = 0, refs = 0, checks = 0, stop = DSYNC_LIMIT;
+    u64 next_cp = base + DSYNC_CHECKS[0];
+    u64 cp[3];
+    u32 cpo[3], cpr[3];
+    for (;;) {
+        if (pos >= next_cp) {
+            bool synced = false;
+#pragma unroll
+            for (u32 k = 0; k < 3; k++) {
+                if (!synced && checks == k && pos >= base + DSYNC_CHECKS[k]) {
+                    if (old && r.checks > k && r.cp[k] == pos) {
+                        // Same path as the earlier decode from here: its rest, its later
+                        // checkpoints' counts moved to this start.
+                        u32 o0 = r.cpo[k], r0 = r.cpr[k];
+#pragma unroll
+                        for (u32 j = 0; j < 3; j++) {
+                            if (j < k) {
+                                r.cp[j] = cp[j];
+                                r.cpo[j] = cpo[j];
+                                r.cpr[j] = cpr[j];
+                            } else {
+                                r.cpo[j] = r.cpo[j] - o0 + out;
+                                r.cpr[j] = r.cpr[j] - r0 + refs;
+                            }
+                        }
+                        r.out = r.out - o0 + out;
+                        r.refs = r.refs - r0 + refs;
+                        r.start = start;
+                        synced = true;
+                    } else {
+                        cp[k] = pos;
+                        cpo[k] = out;
+                        cpr[k] = refs;
+                        checks = k + 1;
+                    }
+                }
+            }
+            if (synced) return;
+            next_cp = checks < 3 ? base + DSYNC_CHECKS[checks] : ~0ull;
+        }
+        if (pos >= limit) break;
+        if (avail < 48) {
+            win = dsync_peek(w, nw, pos);
+            avail = 64;
+        }
+        u32 a, d, used;
+        u32 k = dsync_token(t, win, a, d, used);
+        if (k == DSYNC_T_BAD) { stop = DSYNC_BADCODE; break; }
+        // A token past the input ends the lane before it (a truncation, or a wrong start).
+        if (pos + used > lim) { stop = DSYNC_TRUNC; break; }
+        win >>= used;
+        avail -= used;
+        pos += used;
+        if (k == DSYNC_T_END) { stop = DSYNC_END; break; }
+        if (k == DSYNC_T_LIT) {
+            out += d;
+        } else {
+            out += a;
+            refs += 1;
+        }
+    }
+    r.start = start;
+    r.end = pos;
+    r.out = out;
+    r.refs = refs;
+    r.stop = stop;
+    r.checks = checks;
+#pragma unroll
+    for (u32 j = 0; j < 3; j++) {
+        if (j < checks) {
+            r.cp[j] = cp[j];
+            r.cpo[j] = cpo[j];
+            r.cpr[j] = cpr[j];
+        }
+    }
+}
+
+// Copies reference (dst, dist, len) one lane alone, its source written.
+__device__ __forceinline__ void dsync_copy(u8* o, u32 dst, u32 dist, u32 len) {
+    u8* p = o + dst;
+    const u8* s = p - dist;
+    u32 k = 0;
+    if (dist >= 8) {
+        // Eight loads, then eight stores: a group's source lies before its destination.
+        for (; k + 8 <= len; k += 8) {
+            u8 v[8];
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) v[j] = s[k + j];
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) p[k + j] = v[j];
+        }
+    }
+    for (; k < len; k++) p[k] = s[k];
+}
+
+// One Huffman block's symbols from in.bit on; in.bit ends after its end-of-block code. `est`:
+// the subsequence length to try, carried from block to block.
+__device__ u32 dsync_block(CodagInput& in, CodagOutput<u8>& out, const DeflateTables& t, DsyncRefs& R, u64& est) {
+    const u32 lane = codag_lane();
+    const u32 nw = (in.len + 3) >> 2;
+    const u64 lim = (u64)in.len * 8;
+    u64 pos = in.bit;
+    for (;;) {
+        u64 rem = lim > pos ? lim - pos : 0;
+        u64 bits = (rem + 31) / 32;
+        if (bits > est) bits = est;
+        if (bits > DSYNC_MAX_BITS) bits = DSYNC_MAX_BITS;
+        if (bits < 1) bits = 1;
+        u64 base = pos + lane * bits, limit = base + bits;
+        DsyncLane r;
+        r.checks = 0;
+        dsync_count(t, in.words, nw, lim, base, limit, base, false, r);
+        for (u32 pass = 1; pass < 32; pass++) {
+            u64 s = __shfl_up_sync(0xffffffffu, r.end, 1);
+            bool changed = lane > 0 && s != r.start;
+            if (!__any_sync(0xffffffffu, changed)) break;
+            if (changed) dsync_count(t, in.words, nw, lim, base, limit, s, true, r);
+        }
+        u32 stopped = __ballot_sync(0xffffffffu, r.stop != DSYNC_LIMIT);
+        u32 used = stopped ? (u32)__ffs(stopped) : 32;
+        // References that fit: an inclusive scan, a prefix of the lanes.
+        u32 incl = r.refs;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            u32 v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        u32 fit = __popc(__ballot_sync(0xffffffffu, incl <= DSYNC_REFS));
+        if (fit == 0) {
+            est = DSYNC_SAFE_BITS;
+            continue;
+        }
+        if (fit < used) {
+            used = fit;
+            est = bits * fit / 32 > 64 ? bits * fit / 32 : 64;
+        } else if (__shfl_sync(0xffffffffu, incl, used - 1) < DSYNC_REFS / 2 && est < DSYNC_MAX_BITS) {
+            est = est + est / 2;
+        }
+        bool mine = lane < used;
+        // Output offsets: an exclusive scan (u64: counts of hostile streams may be large).
+        u64 oin = mine ? r.out : 0;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            u64 v = __shfl_up_sync(0xffffffffu, oin, o);
+            if (lane >= o) oin += v;
+        }
+        u64 total = __shfl_sync(0xffffffffu, oin, 31);
+        u64 at = (u64)out.pos + oin - (mine ? r.out : 0);
+        u32 slot = incl - r.refs;
+        // Write: literals, references listed; the first error in output order per lane.
+        u32 err = 0;
+        if (mine) {
+            u64 p = r.start, win = 0;
+            u32 avail = 0;
+            while (p < r.end) {
+                if (avail < 48) {
+                    win = dsync_peek(in.words, nw, p);
+                    avail = 64;
+                }
+                u32 a, d, u;
+                u32 k = dsync_token(t, win, a, d, u);
+                if (k != DSYNC_T_LIT && k != DSYNC_T_COPY) break;  // the lane's last token
+                win >>= u;
+                avail -= u;
+                p += u;
+                if (k == DSYNC_T_LIT) {
+                    if (at + d > out.cap) { err = CODAG_ST_OUTPUT_OVERFLOW; break; }
+                    out.base[at] = (u8)a;
+                    if (d == 2) out.base[at + 1] = (u8)(a >> 8);
+                    at += d;
+                } else {
+                    if (d > at) { err = CODAG_ST_BAD_DISTANCE; break; }
+                    if (at + a > out.cap) { err = CODAG_ST_OUTPUT_OVERFLOW; break; }
+                    R.dst[slot] = (u32)at;
+                    R.dl[slot] = d | a << 16;
+                    slot++;
+                    at += a;
+                }
+            }
+        }
+        u32 bad = __ballot_sync(0xffffffffu, err != 0);
+        if (bad) return __shfl_sync(0xffffffffu, err, __ffs(bad) - 1);
+        __syncwarp();
+        // Resolve in output order, 32 at a time.
+        u32 nref = __shfl_sync(0xffffffffu, incl, used - 1);
+        for (u32 b0 = 0; b0 < nref; b0 += 32) {
+            u32 j = b0 + lane;
+            bool todo = j < nref;
+            u32 dst = todo ? R.dst[j] : 0, dl = todo ? R.dl[j] : 0;
+            u32 dist = dl & 0xffff, len = dl >> 16;
+            for (;;) {
+                u32 left = __ballot_sync(0xffffffffu, todo);
+                if (!left) break;
+                u32 f = __ffs(left) - 1;
+                u32 front = __shfl_sync(0xffffffffu, dst, f);
+                bool go = todo && (lane == f || dst - dist + len <= front);
+                if (go) {
+                    dsync_copy(out.base, dst, dist, len);
+                    todo = false;
+                }
+                __syncwarp();
+            }
+        }
+        __syncwarp();
+        out.pos += (u32)total;
+        u32 last = used - 1;
+        u32 st = __shfl_sync(0xffffffffu, r.stop, last);
+        pos = __shfl_sync(0xffffffffu, r.end, last);
+        if (st == DSYNC_END) {
+            in.bit = pos;
+            return CODAG_ST_OK;
+        }
+        if (st == DSYNC_BADCODE) return CODAG_ST_BAD_CODE;
+        if (st == DSYNC_TRUNC) return CODAG_ST_TRUNCATED;
+    }
+}
+
+// One raw Deflate stream, its Huffman blocks lane-parallel (deflate_stream's block loop
+// otherwise).
+__device__ u32 dsync_stream(CodagInput& in, CodagOutput<u8>& out, DeflateTables& t, DsyncRefs& R) {
+    DeflateBits b;
+    deflate_refill(in, b);
+    bool fixed_built = false;
+    u64 est = ~0ull;
+    for (;;) {
+        u32 hdr = deflate_take(in, b, 3);
+        if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
+        u32 type = hdr >> 1;
+        if (type == 0) {
+            in.bit = (in.bit + 7) & ~7ull;
+            u32 p = codag_pos(in);
+            if (!codag_fill(in, p + 4)) return CODAG_ST_TRUNCATED;
+            u32 len = codag_at(in, p) | codag_at(in, p + 1) << 8;
+            u32 nlen = codag_at(in, p + 2) | codag_at(in, p + 3) << 8;
+            if ((len ^ 0xffff) != nlen) return CODAG_ST_STORED_LEN;
+            if (p + 4 + len > in.len) return CODAG_ST_TRUNCATED;
+            if (!out.room(len)) return CODAG_ST_OUTPUT_OVERFLOW;
+            const u8* src = reinterpret_cast<const u8*>(in.words) + p + 4;
+            for (u32 k = codag_lane(); k < len; k += 32) out.base[out.pos + k] = src[k];
+            out.pos += len;
+            in.bit = (u64)(p + 4 + len) * 8;
+            deflate_refill(in, b);
+        } else if (type == 3) {
+            return CODAG_ST_BAD_BLOCK_TYPE;
+        } else {
+            if (type == 1) {
+                if (!fixed_built) deflate_fixed(t);
+                fixed_built = true;
+            } else {
+                u32 st = deflate_dynamic(in, b, t);
+                fixed_built = false;
+                if (st) return st;
+            }
+            __syncwarp();
+            u64 from = in.bit;
+            u32 st = dsync_block(in, out, t, R, est);
+            if (st) return st;
+            // The next block's subsequences from this one's length.
+            est = (in.bit - from + 31) / 32;
+            if (est < 64) est = 64;
+            __syncwarp();
+            deflate_refill(in, b);
+        }
+        if (hdr & 1) return deflate_past_end(in) ? CODAG_ST_TRUNCATED : CODAG_ST_OK;
+    }
+}
+
 #endif
