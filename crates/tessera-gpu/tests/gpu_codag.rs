@@ -656,7 +656,12 @@ fn short_blocks_and_late_synchronisation_match_the_cpu() {
         .collect();
     let got = codag::inflate_batch(gpu, &chunks).unwrap_or_else(|e| panic!("{e}"));
     for (k, ((_, d), g)) in set.iter().zip(&got).enumerate() {
-        assert!(g == d, "stream {k}: {} bytes, {} expected", g.len(), d.len());
+        assert!(
+            g == d,
+            "stream {k}: {} bytes, {} expected",
+            g.len(),
+            d.len()
+        );
     }
     let streams: Vec<Vec<u8>> = set.iter().map(|(c, _)| c.clone()).collect();
     let bad = damaged(&mut rng, &streams);

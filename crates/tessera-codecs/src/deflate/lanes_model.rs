@@ -151,6 +151,7 @@ fn decode(
 
 #[derive(Default, Debug)]
 struct Stats {
+    blocks: u64,
     rounds: u64,
     passes: u64,
     max_passes: u64,
@@ -322,6 +323,7 @@ fn inflate_lanes(data: &[u8], limit: usize, st: &mut Stats) -> Result<Vec<u8>> {
             }
         };
         let start = b.pos;
+        st.blocks += 1;
         let end = block_lanes(&codes, data, start, &mut out, limit, &mut est, st)?;
         est = (end - start).div_ceil(LANES as u64).max(64);
         b.seek(end);
@@ -343,6 +345,39 @@ fn model(data: &[u8], z: &[u8]) -> Stats {
     st
 }
 
+impl Stats {
+    fn add(&mut self, o: &Stats) {
+        self.blocks += o.blocks;
+        self.rounds += o.rounds;
+        self.passes += o.passes;
+        self.max_passes = self.max_passes.max(o.max_passes);
+        self.lanes_used += o.lanes_used;
+        self.tokens_first += o.tokens_first;
+        self.tokens_sync += o.tokens_sync;
+        self.cut_by_refs += o.cut_by_refs;
+        self.refs += o.refs;
+        self.resolve_steps += o.resolve_steps;
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} blocks, {:.1} rounds a block, {:.2} passes a round ({} at most), {:.1} of 32 \
+             lanes kept a round, {:.1} tokens a lane in the first pass, synchronisation tokens \
+             {:.1}% of the first pass's, {} rounds cut by references, {:.2} resolve steps per 32 \
+             references",
+            self.blocks,
+            self.rounds as f64 / self.blocks.max(1) as f64,
+            self.passes as f64 / self.rounds.max(1) as f64,
+            self.max_passes,
+            self.lanes_used as f64 / self.rounds.max(1) as f64,
+            self.tokens_first as f64 / (32 * self.rounds).max(1) as f64,
+            100.0 * self.tokens_sync as f64 / self.tokens_first.max(1) as f64,
+            self.cut_by_refs,
+            self.resolve_steps as f64 / (self.refs as f64 / 32.0).max(1.0),
+        )
+    }
+}
+
 #[test]
 fn lane_parallel_model_equals_the_sequential_decode() {
     let mut all = Stats::default();
@@ -359,27 +394,42 @@ fn lane_parallel_model_equals_the_sequential_decode() {
             let z = miniz_oxide::deflate::compress_to_vec(&data, level);
             let st = model(&data, &z);
             assert!(st.max_passes <= LANES as u64);
-            all.rounds += st.rounds;
-            all.passes += st.passes;
-            all.lanes_used += st.lanes_used;
-            all.tokens_first += st.tokens_first;
-            all.tokens_sync += st.tokens_sync;
-            all.cut_by_refs += st.cut_by_refs;
-            all.refs += st.refs;
-            all.resolve_steps += st.resolve_steps;
+            all.add(&st);
         }
     }
-    eprintln!(
-        "model: {} rounds, {:.2} passes a round, {:.1} of 32 lanes used, sync tokens {:.1}% of \
-         the first pass's, {} rounds cut by references, {:.2} resolve steps per 32 references",
-        all.rounds,
-        all.passes as f64 / all.rounds as f64,
-        all.lanes_used as f64 / all.rounds as f64,
-        100.0 * all.tokens_sync as f64 / all.tokens_first.max(1) as f64,
-        all.cut_by_refs,
-        all.resolve_steps as f64 / (all.refs as f64 / 32.0).max(1.0),
-    );
+    eprintln!("model: {}", all.line());
     assert!(all.rounds > 0);
+}
+
+/// The model over the chunks `tessera-bench codag --dump DIR` writes (DIR/<set>.deflate,
+/// .sizes, .bin), for the passes, kept lanes and resolve steps of the bench's own streams:
+/// `TESSERA_LANES_MODEL_DUMP=DIR cargo test -p tessera-codecs --release --lib lanes_model -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs a dump of the bench's Deflate chunks (TESSERA_LANES_MODEL_DUMP)"]
+fn lane_parallel_model_over_the_bench_chunks() {
+    let dir = std::path::PathBuf::from(
+        std::env::var("TESSERA_LANES_MODEL_DUMP").expect("TESSERA_LANES_MODEL_DUMP"),
+    );
+    let mut sets = 0;
+    for set in ["acgtn", "tpch-lineitem-text", "word-text"] {
+        let Ok(z) = std::fs::read(dir.join(format!("{set}.deflate"))) else {
+            continue;
+        };
+        let sizes = std::fs::read(dir.join(format!("{set}.sizes"))).expect("sizes");
+        let data = std::fs::read(dir.join(format!("{set}.bin"))).expect("data");
+        let (mut at, mut out) = (0usize, 0usize);
+        let mut st = Stats::default();
+        for s in sizes.chunks_exact(8) {
+            let c = u32::from_le_bytes(s[..4].try_into().expect("4")) as usize;
+            let o = u32::from_le_bytes(s[4..].try_into().expect("4")) as usize;
+            st.add(&model(&data[out..out + o], &z[at..at + c]));
+            at += c;
+            out += o;
+        }
+        eprintln!("{set}: {} chunks: {}", sizes.len() / 8, st.line());
+        sets += 1;
+    }
+    assert!(sets > 0, "no set in {}", dir.display());
 }
 
 /// Literals with codes of one length (7 bits, bytes 0..128 at random, no repeats): a wrong

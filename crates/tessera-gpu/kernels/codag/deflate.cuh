@@ -579,7 +579,8 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables
 // round. Then an exclusive scan of the output counts places each lane, the lanes decode again
 // writing literals and listing references in output order, and the references are resolved 32 at a
 // time, a lane per reference: those whose source ends before the first unresolved destination
-// copy at once, the first unresolved one (whose source may overlap itself) too.
+// copy at once, the first unresolved one (whose source may overlap itself) too; copies longer
+// than 32 bytes by the whole warp.
 //
 // Bounds: lanes read input words straight from global memory, only words of the chunk (zeros past
 // it); a token that ends past the input is a truncation; every write is checked against the
@@ -755,22 +756,32 @@ __device__ __forceinline__ void dsync_count(const DeflateTables& t, const u32* w
     }
 }
 
-// Copies reference (dst, dist, len) one lane alone, its source written.
+// Byte i of reference (dst, dist, len) comes from dst - dist + i, or dst - dist + i % dist when
+// it overlaps itself (the last `dist` bytes repeated): always a byte before dst, already final,
+// so a reference's loads never wait for its own stores.
+// One lane alone: eight loads, then eight stores.
 __device__ __forceinline__ void dsync_copy(u8* o, u32 dst, u32 dist, u32 len) {
     u8* p = o + dst;
     const u8* s = p - dist;
-    u32 k = 0;
-    if (dist >= 8) {
-        // Eight loads, then eight stores: a group's source lies before its destination.
-        for (; k + 8 <= len; k += 8) {
-            u8 v[8];
+    u32 r = 0;  // k % dist
+    for (u32 k = 0; k < len; k += 8) {
+        u8 v[8];
 #pragma unroll
-            for (u32 j = 0; j < 8; j++) v[j] = s[k + j];
-#pragma unroll
-            for (u32 j = 0; j < 8; j++) p[k + j] = v[j];
+        for (u32 j = 0; j < 8; j++) {
+            v[j] = k + j < len ? s[r] : (u8)0;
+            r = r + 1 == dist ? 0 : r + 1;
         }
+#pragma unroll
+        for (u32 j = 0; j < 8; j++)
+            if (k + j < len) p[k + j] = v[j];
     }
-    for (; k < len; k++) p[k] = s[k];
+}
+
+// The whole warp, for a long reference: consecutive lanes, consecutive bytes.
+__device__ __forceinline__ void dsync_warp_copy(u8* o, u32 dst, u32 dist, u32 len) {
+    u8* p = o + dst;
+    const u8* s = p - dist;
+    for (u32 i = codag_lane(); i < len; i += 32) p[i] = s[dist >= len ? i : i % dist];
 }
 
 // One Huffman block's symbols from in.bit on; in.bit ends after its end-of-block code. `est`:
@@ -872,10 +883,17 @@ __device__ u32 dsync_block(CodagInput& in, CodagOutput<u8>& out, const DeflateTa
                 u32 f = __ffs(left) - 1;
                 u32 front = __shfl_sync(0xffffffffu, dst, f);
                 bool go = todo && (lane == f || dst - dist + len <= front);
-                if (go) {
-                    dsync_copy(out.base, dst, dist, len);
-                    todo = false;
+                // Long ready copies by the whole warp, one after another (a lane alone would
+                // take a load round trip per 8 bytes); short ones a lane each.
+                u32 longs = __ballot_sync(0xffffffffu, go && len > 32);
+                while (longs) {
+                    u32 j = __ffs(longs) - 1;
+                    longs &= longs - 1;
+                    dsync_warp_copy(out.base, __shfl_sync(0xffffffffu, dst, j), __shfl_sync(0xffffffffu, dist, j),
+                                    __shfl_sync(0xffffffffu, len, j));
                 }
+                if (go && len <= 32) dsync_copy(out.base, dst, dist, len);
+                if (go) todo = false;
                 __syncwarp();
             }
         }
