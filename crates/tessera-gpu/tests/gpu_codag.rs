@@ -628,11 +628,11 @@ fn short_blocks(data: &[u8], piece: usize) -> Vec<u8> {
     out
 }
 
-/// Blocks short enough that most lanes are discarded, and literals whose codes all have one
-/// length (bytes 0..128 at random, no repeats: a wrong start stays misaligned far into the
-/// block before it synchronises), through the selected Deflate kernel
-/// (TESSERA_CODAG_DEFLATE_KERNEL; the device run takes this binary through each kernel), against
-/// miniz_oxide; damaged copies flagged like the CPU.
+/// Blocks short enough that most lanes of a lane-parallel round would be discarded, and
+/// literals whose codes all have one length (bytes 0..128 at random, no repeats: a decode from a
+/// wrong bit stays misaligned far into the block), through the Deflate kernel against
+/// miniz_oxide; damaged copies flagged like the CPU. (Written for the lane-parallel kernel of
+/// decision 0030, which passed it; kept for the warp-wide one.)
 #[test]
 fn short_blocks_and_late_synchronisation_match_the_cpu() {
     let Some(gpu) = gpu() else { return };

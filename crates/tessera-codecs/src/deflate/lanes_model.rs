@@ -1,6 +1,7 @@
-//! A CPU model of the GPU's lane-parallel Huffman block decoder (`codag_deflate_sync`,
-//! `kernels/codag/deflate_sync.cuh`, docs/gpu/codag.md "Lane-parallel blocks"): the same split
-//! into 32 subsequences, checkpointed synchronisation passes (all lanes at once, each from its
+//! A CPU model of lane-parallel Huffman block decoding by self-synchronisation, as a GPU warp
+//! would do it (the kernel `codag_deflate_sync` built on it was measured slower than the
+//! warp-wide loop and not kept: docs/decisions/0030-deflate-lane-parallel-blocks.md,
+//! docs/gpu/codag.md "Lane-parallel blocks"): the same split into 32 subsequences, checkpointed synchronisation passes (all lanes at once, each from its
 //! predecessor's end of the previous pass), the reference-capacity cut, the scan, literal writes
 //! and back-reference resolution 32 at a time in output order. It checks that the result equals
 //! the sequential decode and counts passes and discarded lanes, so the algorithm is debugged
@@ -9,7 +10,7 @@
 use super::*;
 
 const LANES: usize = 32;
-/// Back-references a round may hold (the kernel's per-warp shared array).
+/// Back-references a round may hold (the kernel's per-warp shared-memory list).
 const REFS: u32 = 672;
 /// A subsequence length whose references always fit for one lane: a reference takes at least
 /// 2 bits and a lane's last token ends at most 48 bits past its limit.
@@ -105,7 +106,7 @@ fn decode(
                 if o.checks > k && o.cps[k].0 == b.pos {
                     // Later checkpoints are the old decode's, its counts moved to this start.
                     let mut cps = o.cps;
-                    for cp in &mut cps[k..] {
+                    for cp in &mut cps[k..o.checks] {
                         cp.1 = cp.1 - o.cps[k].1 + l.out;
                         cp.2 = cp.2 - o.cps[k].2 + l.refs;
                     }

@@ -37,9 +37,6 @@ CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (
 // The batch decoder with the span path's block loop (deflate_block), kept to measure the
 // batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
-// Huffman blocks decoded by the 32 lanes in parallel, by self-synchronisation
-// (deflate.cuh, "Lane-parallel blocks"; TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_sync).
-CODAG_KERNEL(codag_deflate_sync, u8, __shared__ DeflateTables tables[CODAG_WARPS]; __shared__ DsyncRefs refs[CODAG_WARPS];, (dsync_stream(inp, o, tables[warp], refs[warp])))
 
 // One large Deflate stream cut into spans (docs/gpu/codag.md, "A single large gzip file on the
 // GPU"): chunk c is span c, decoded from its block candidate starts[c] (the chunk's in_start is

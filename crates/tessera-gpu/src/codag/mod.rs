@@ -65,7 +65,6 @@ impl Decoder {
             // The previous block loop stays selectable so a run can measure both on one build.
             Decoder::Deflate => match std::env::var("TESSERA_CODAG_DEFLATE_KERNEL").as_deref() {
                 Ok("codag_deflate_ref") => "codag_deflate_ref",
-                Ok("codag_deflate_sync") => "codag_deflate_sync",
                 _ => "codag_deflate",
             },
         }
