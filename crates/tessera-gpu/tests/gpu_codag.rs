@@ -604,3 +604,78 @@ fn gzip_members_decode_in_one_launch() {
         Err(tessera_format::Error::ChecksumMismatch { .. })
     ));
 }
+
+/// A raw Deflate stream of many short blocks: each piece of `data` ends a block (a sync flush
+/// also adds an empty stored block), so most lanes of a lane-parallel round are discarded.
+fn short_blocks(data: &[u8], piece: usize) -> Vec<u8> {
+    use miniz_oxide::deflate::core::{
+        compress, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush, TDEFLStatus,
+    };
+    let mut c = CompressorOxide::new(create_comp_flags_from_zip_params(6, -15, 0));
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let pieces: Vec<&[u8]> = data.chunks(piece).collect();
+    for (i, p) in pieces.iter().enumerate() {
+        let flush = if i + 1 == pieces.len() {
+            TDEFLFlush::Finish
+        } else {
+            TDEFLFlush::Sync
+        };
+        let (st, used, n) = compress(&mut c, p, &mut buf, flush);
+        assert!(st != TDEFLStatus::BadParam && used == p.len(), "{st:?}");
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// Blocks short enough that most lanes of a lane-parallel round would be discarded, and
+/// literals whose codes all have one length (bytes 0..128 at random, no repeats: a decode from a
+/// wrong bit stays misaligned far into the block), through the Deflate kernel against
+/// miniz_oxide; damaged copies flagged like the CPU. (Written for the lane-parallel kernel of
+/// decision 0030, which passed it; kept for the warp-wide one.)
+#[test]
+fn short_blocks_and_late_synchronisation_match_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = rng();
+    let mut set: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for piece in [1usize, 7, 60, 500, 4000] {
+        let d = text(&mut rng, 20_000);
+        let z = short_blocks(&d, piece);
+        let (cpu, _) = tessera_codecs::deflate::inflate(&z, d.len()).expect("cpu");
+        assert_eq!(cpu, d);
+        set.push((z, d));
+    }
+    let mut flat = vec![0u8; 131_072];
+    for b in &mut flat {
+        *b = rng.random_range(0..128u8);
+    }
+    set.push((miniz_oxide::deflate::compress_to_vec(&flat, 6), flat));
+    let chunks: Vec<(&[u8], usize)> = set
+        .iter()
+        .map(|(c, d)| (c.as_slice(), d.len() + 64))
+        .collect();
+    let got = codag::inflate_batch(gpu, &chunks).unwrap_or_else(|e| panic!("{e}"));
+    for (k, ((_, d), g)) in set.iter().zip(&got).enumerate() {
+        assert!(
+            g == d,
+            "stream {k}: {} bytes, {} expected",
+            g.len(),
+            d.len()
+        );
+    }
+    let streams: Vec<Vec<u8>> = set.iter().map(|(c, _)| c.clone()).collect();
+    let bad = damaged(&mut rng, &streams);
+    let per = bad.len() / streams.len();
+    let chunks: Vec<Chunk<'_>> = bad
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Chunk {
+            input: s,
+            out_cap: set[i / per].1.len(),
+            signed: false,
+        })
+        .collect();
+    let (flagged, total) = check_hostile(gpu, Decoder::Deflate, &chunks);
+    eprintln!("short blocks: {flagged} of {total} damaged streams rejected");
+    assert!(flagged > 0);
+}

@@ -633,10 +633,14 @@ fn resolve(symbols: &[u16], window: &[u8], out: &mut [u8], end_bit: u64) -> Resu
 }
 
 #[cfg(test)]
+#[path = "lanes_model.rs"]
+mod lanes_model;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn text(n: usize, seed: u64) -> Vec<u8> {
+    pub(super) fn text(n: usize, seed: u64) -> Vec<u8> {
         let words = [
             "tessera ", "span ", "block ", "GPU ", "warp ", "deflate ", "the ", "of ", "\n",
         ];
