@@ -485,3 +485,33 @@ fn staged_uploads_arrive_intact() {
         assert_eq!(&bytes(&gpu, d, s.len()), s, "upload {i}");
     }
 }
+
+/// Uploads staged after `Gpu::reserve_staging` arrive byte for byte: a reservation larger than
+/// the buffer replaces it, one that does not fit its free tail starts it over (after the
+/// copies queued from it are done), and uploads beyond what was reserved still wrap safely.
+#[test]
+fn reserved_staging_keeps_uploads_intact() {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let sources: Vec<Vec<u8>> = [3usize, 5000, 2 << 20, 700_001, 6 << 20]
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| (0..n).map(|i| (i * 13 + k * 5 + i / 997) as u8).collect())
+        .collect();
+    let total: usize = sources.iter().map(Vec::len).sum();
+    let staged = gpu.stage_uploads();
+    let mut on_device = Vec::new();
+    for reserve in [total + (1 << 20), total / 2, 64 << 20, 0] {
+        gpu.reserve_staging(reserve).expect("reserve");
+        for s in &sources {
+            on_device.push(gpu.upload(s).expect("staged upload"));
+        }
+    }
+    drop(staged);
+    gpu.synchronize().expect("sync");
+    for (i, d) in on_device.iter().enumerate() {
+        let s = &sources[i % sources.len()];
+        assert_eq!(&bytes(&gpu, d, s.len()), s, "upload {i}");
+    }
+}

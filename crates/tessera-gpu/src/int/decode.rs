@@ -242,12 +242,9 @@ impl HostColumn {
                 .into_iter()
                 .map(|c| (c, Vec::new(), 0, 0))
                 .collect();
-        let total_words: usize = chunks
-            .iter()
-            .filter(|c| c.codec != CodecId::Plain)
-            .map(|c| c.payload.len() / 4)
-            .sum();
-        col.words.reserve(total_words);
+        // Payload words are gathered after the headers are checked: on all cores when large.
+        let mut word_sources: Vec<&[u8]> = Vec::new();
+        let mut word_count = 0usize;
         for (i, c) in chunks.iter().enumerate() {
             let out_index = col.values;
             col.values += c.value_count as u64;
@@ -282,7 +279,7 @@ impl HostColumn {
                             ))
                         })?;
                     let desc = ChunkDesc {
-                        payload_word: col.words.len() as u64,
+                        payload_word: word_count as u64,
                         out_index,
                         payload_words: shape.payload_words,
                         total_count: shape.total_count,
@@ -295,11 +292,8 @@ impl HostColumn {
                         )
                     })?;
                     batch.3 += shape.slabs();
-                    col.words.extend(
-                        c.payload
-                            .chunks_exact(4)
-                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                    );
+                    word_count += c.payload.len() / 4;
+                    word_sources.push(c.payload);
                     batch.1.push(IntChunk {
                         column_index: i,
                         shape,
@@ -308,6 +302,7 @@ impl HostColumn {
                 }
             }
         }
+        col.words = gather_words(&word_sources, word_count);
         col.batches = per_codec
             .into_iter()
             .filter(|g| !g.1.is_empty())
@@ -315,6 +310,34 @@ impl HostColumn {
             .collect();
         Ok(col)
     }
+}
+
+/// Payloads from this many bytes on are gathered into words by all cores.
+const PARALLEL_GATHER_BYTES: usize = 1 << 20;
+
+/// The little-endian words of `sources` (each a multiple of 4 bytes long, `words` in all),
+/// back to back.
+fn gather_words(sources: &[&[u8]], words: usize) -> Vec<u32> {
+    use rayon::prelude::*;
+    let mut out = vec![0u32; words];
+    let mut pieces: Vec<(&mut [u32], &[u8])> = Vec::with_capacity(sources.len());
+    let mut rest: &mut [u32] = &mut out;
+    for s in sources {
+        let (piece, tail) = rest.split_at_mut(s.len() / 4);
+        pieces.push((piece, s));
+        rest = tail;
+    }
+    let fill = |(d, s): &mut (&mut [u32], &[u8])| {
+        for (w, b) in d.iter_mut().zip(s.chunks_exact(4)) {
+            *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+    };
+    if words * 4 >= PARALLEL_GATHER_BYTES {
+        pieces.par_iter_mut().for_each(fill);
+    } else {
+        pieces.iter_mut().for_each(fill);
+    }
+    out
 }
 
 /// A column uploaded to the device, ready to decode or query any number of times.

@@ -87,6 +87,38 @@ impl Gpu {
         bytes > 0 && bytes <= STAGED_MAX_BYTES && self.staged.load(Ordering::Relaxed) > 0
     }
 
+    /// Makes the next `bytes` bytes of staged uploads fit the staging buffer without a wait:
+    /// a buffer too small is replaced by one that holds them, and one whose free tail is too
+    /// short starts over from its beginning (both after waiting for the stream, which a caller
+    /// does here, before it queues its work, rather than in the middle of it). For a caller
+    /// that knows what one round of uploads will take in all, so the buffer neither wraps nor
+    /// grows inside it.
+    pub fn reserve_staging(&self, bytes: usize) -> Result<()> {
+        if bytes == 0 || bytes > STAGED_MAX_BYTES {
+            return Ok(());
+        }
+        self.with_state::<Staging, _>(|state| {
+            match state.as_mut() {
+                Some(s) if s.used + bytes <= s.host.len() => return Ok(()),
+                Some(s) if bytes <= s.host.len() => {
+                    // Every copy queued from the buffer completes before it is written again.
+                    self.synchronize()?;
+                    s.used = 0;
+                    return Ok(());
+                }
+                Some(_) => self.synchronize()?,
+                None => {}
+            }
+            let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
+            // SAFETY: uninitialised page-locked memory; the host writes each byte before a
+            // queued copy reads it.
+            let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
+                .map_err(cuda("allocating pinned host memory"))?;
+            *state = Some(Staging { host, used: 0 });
+            Ok(())
+        })
+    }
+
     /// Copies `src` into the staging buffer and queues its copy to the start of `dst` (which
     /// holds at least `src.len()` values) on the main stream.
     pub(crate) fn upload_staged<T: DeviceRepr>(
