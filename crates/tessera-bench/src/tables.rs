@@ -593,7 +593,7 @@ fn markdown(r: &Report) -> String {
              (so they need not add up to the read's median). On the calling thread, in order: \
              locate (payloads found in the file), upload (headers checked, payloads and tables \
              copied to page-locked staging and queued to the device; prepare: the part of upload \
-             spent on the decoders' host work, on the thread pool; staging: the part spent \
+             spent on the decoders' host work before any copy; staging: the part spent \
              copying into the staging buffer), queue (decoders, checks, \
              per-column copies, run expansion), wait (the one wait and the status words read \
              back), finish (status checked, fields assembled), join (waiting for the checksums). \
@@ -637,9 +637,10 @@ fn markdown(r: &Report) -> String {
     s.push_str(&format!(
         "\n## Host work: the GPU read's upload preparation\n\n\
          Every batch of a whole-table GPU read prepared on the host (payloads located, headers \
-         checked, payloads gathered into words, chunks no kernel serves decoded on the CPU, \
-         decoder tables; no GPU needed), median of {} runs, ms: the batches one after the other \
-         on one core, and on the thread pool as the read does.\n\n\
+         checked, descriptors, chunks no kernel serves decoded on the CPU, decoder tables; the \
+         payloads are not copied: the upload copies them once, into the staging buffer; no GPU \
+         needed), median of {} runs, ms: the batches one after the other on one core (as the \
+         read does), and on the thread pool.\n\n\
          | table | one core | thread pool ({} threads) |\n| --- | --- | --- |\n",
         r.runs, r.threads
     ));

@@ -541,13 +541,17 @@ impl GpuDecoder for IntDecoder {
         ty: LogicalType,
         chunks: &[ChunkRef<'a>],
     ) -> Option<Result<Box<dyn PreparedBatch<'a> + 'a>>> {
-        Some(crate::int::HostColumn::build(ty, chunks).map(|host| {
-            Box::new(PreparedInt {
-                ty,
-                host,
-                refs: chunks.to_vec(),
-            }) as Box<dyn PreparedBatch<'a> + 'a>
-        }))
+        Some(
+            crate::int::HostColumn::build_shapes(ty, chunks).map(|(host, sources, words)| {
+                Box::new(PreparedInt {
+                    ty,
+                    host,
+                    sources,
+                    words,
+                    refs: chunks.to_vec(),
+                }) as Box<dyn PreparedBatch<'a> + 'a>
+            }),
+        )
     }
 
     fn decode_to_host(
@@ -562,17 +566,23 @@ impl GpuDecoder for IntDecoder {
     }
 }
 
-/// An integer batch checked and laid out on the host ([`crate::int::HostColumn`]).
+/// An integer batch checked and laid out on the host ([`crate::int::HostColumn`]) with its
+/// payloads left where they are: they are copied once, straight into the upload.
 struct PreparedInt<'a> {
     ty: LogicalType,
     host: crate::int::HostColumn,
+    /// Indices in `refs` of the payloads whose words the column's words are, in order.
+    sources: Vec<usize>,
+    /// Words in those payloads.
+    words: usize,
     refs: Vec<ChunkRef<'a>>,
 }
 
 impl<'a> PreparedBatch<'a> for PreparedInt<'a> {
     fn upload(self: Box<Self>, gpu: &Gpu) -> Result<Box<dyn GpuBatch + 'a>> {
+        let pieces: Vec<&[u8]> = self.sources.iter().map(|&i| self.refs[i].payload).collect();
         Ok(Box::new(IntBatch {
-            col: gpu.upload_host_column(self.ty, &self.host)?,
+            col: gpu.upload_prepared_column(self.ty, &self.host, &pieces, self.words)?,
             refs: self.refs,
         }))
     }

@@ -515,3 +515,44 @@ fn reserved_staging_keeps_uploads_intact() {
         assert_eq!(&bytes(&gpu, d, s.len()), s, "upload {i}");
     }
 }
+
+/// Words uploaded from several pieces (`Gpu::upload_words`, what the integer decoder's
+/// prepared upload does with a column's chunk payloads) arrive back to back, byte for byte,
+/// staged (small and large, past the staging buffer's free tail) or not; pieces that are not
+/// whole words, or not the words announced, are refused.
+#[test]
+fn words_from_pieces_arrive_back_to_back() {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let file: Vec<u8> = (0..(12usize << 20))
+        .map(|i| (i * 7 + i / 251) as u8)
+        .collect();
+    let cases: [&[(usize, usize)]; 3] = [
+        &[(4, 8), (100, 40), (0, 4)],
+        &[(1 << 20, 3 << 20), (16, 2 << 20), (9 << 20, 4096)],
+        &[(0, 0), (8, 5 << 20), (0, 0)],
+    ];
+    for staged in [false, true] {
+        let guard = staged.then(|| gpu.stage_uploads());
+        let mut out = Vec::new();
+        for pieces in cases {
+            let refs: Vec<&[u8]> = pieces.iter().map(|&(at, n)| &file[at..at + n]).collect();
+            let want: Vec<u8> = refs.concat();
+            let words = gpu
+                .upload_words(&refs, want.len() / 4)
+                .expect("upload words");
+            out.push((words, want));
+        }
+        drop(guard);
+        gpu.synchronize().expect("sync");
+        for (i, (words, want)) in out.iter().enumerate() {
+            let mut got = vec![0u32; want.len() / 4];
+            gpu.download(words, &mut got).expect("download");
+            let got: Vec<u8> = got.iter().flat_map(|w| w.to_le_bytes()).collect();
+            assert!(got == *want, "case {i} staged {staged}");
+        }
+    }
+    assert!(gpu.upload_words(&[&file[..6]], 1).is_err());
+    assert!(gpu.upload_words(&[&file[..8]], 3).is_err());
+}

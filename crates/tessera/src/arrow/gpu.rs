@@ -82,10 +82,10 @@ impl ArrowTableReader<'_> {
 
 impl ArrowTableReader<'_> {
     /// The host work of [`Self::read_gpu`]'s uploads alone (payloads located, every batch
-    /// prepared: headers checked, payloads gathered into words, CPU-decoded chunks, decoder
-    /// tables), with no GPU, its batches one after the other or on the thread pool as the read
-    /// does: what `tessera-bench tables` times on a machine with or without a GPU. Returns the
-    /// batches prepared.
+    /// prepared: headers checked, descriptors, CPU-decoded chunks, decoder tables), with no
+    /// GPU, its batches one after the other (as the read does) or on the thread pool: what
+    /// `tessera-bench tables` times on a machine with or without a GPU. Returns the batches
+    /// prepared.
     #[doc(hidden)]
     pub fn prepare_gpu_uploads(&self, parallel: bool) -> Result<usize> {
         let t: &TableReader = self.table_reader();
@@ -215,7 +215,9 @@ impl ArrowTableReader<'_> {
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
         phases: &mut PhaseClock,
     ) -> Result<Vec<GpuField>> {
-        let (fixed, utf8) = prepare_batches(t, wanted, payloads, true)?;
+        // Preparation is header checks and descriptors (payloads are copied once, straight
+        // into the staging buffer, when uploaded): cheaper on this thread than handed out.
+        let (fixed, utf8) = prepare_batches(t, wanted, payloads, false)?;
         phases.mark_prepared();
         let mut fixed = fixed
             .into_iter()
@@ -370,8 +372,7 @@ pub struct GpuReadPhases {
     /// into words, chunks no kernel serves decoded on the CPU, decoder tables).
     pub upload_ms: f64,
     /// The part of `upload_ms` spent preparing the batches on the host (headers checked,
-    /// payloads gathered into words, CPU-decoded chunks, decoder tables; on the thread pool for
-    /// large reads), before any of their copies is queued.
+    /// descriptors, CPU-decoded chunks, decoder tables), before any of their copies is queued.
     pub prepare_ms: f64,
     /// The part of `upload_ms` spent copying sources into the page-locked staging buffer.
     pub staging_ms: f64,
@@ -559,9 +560,10 @@ struct PreparedUtf8<'t> {
 /// the work over costs more than it saves.
 const PARALLEL_PREPARE_BYTES: usize = 256 << 10;
 
-/// The host work of a read's uploads (headers checked, payloads gathered into words, chunks no
-/// kernel serves decoded on the CPU, decoder tables), every batch's on its own thread for
-/// large reads, no CUDA call: the fixed-size batches, one per logical type, then the utf8 one.
+/// The host work of a read's uploads (headers checked, descriptors laid out, chunks no kernel
+/// serves decoded on the CPU, decoder tables), with no CUDA call: the fixed-size batches, one
+/// per logical type, then the utf8 one; `parallel`: every batch on its own thread of the pool
+/// for large reads.
 /// A batch's failure is kept with it and reported, in batch order, when it is uploaded.
 #[allow(clippy::type_complexity)]
 fn prepare_batches<'t>(
