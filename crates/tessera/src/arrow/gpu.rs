@@ -68,8 +68,11 @@ impl ArrowTableReader<'_> {
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
+    /// Every batch is prepared on the host first (headers checked, descriptors, chunks no
+    /// kernel serves decoded on the CPU: [`ResidentColumn::prepare`]), then its copies are
+    /// queued; integer payloads are copied once, from the file bytes into the staging buffer.
     /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
-    /// stream), then every decoder, the utf8 end check, one copy launch that gives the columns
+    /// stream, and room for the whole read is reserved first), then every decoder, the utf8 end check, one copy launch that gives the columns
     /// of each batch their own buffers and one expansion launch for all run-encoded fields are
     /// queued back to back on one stream; their status words are read back together after one
     /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
