@@ -71,6 +71,10 @@ struct Row {
     /// measured with or without a GPU.
     verify_one_core_ms: f64,
     verify_all_cores_ms: f64,
+    /// The GPU read's upload preparation (host work, no GPU: `prepare_gpu_uploads`), its
+    /// batches one after the other and on the thread pool.
+    prepare_one_core_ms: f64,
+    prepare_all_cores_ms: f64,
     /// Fields stored with ALP.
     alp_fields: Vec<String>,
     /// Fields stored as runs (`table.md` §9).
@@ -87,6 +91,7 @@ struct GpuPhases {
     verify_ms: f64,
     locate_ms: f64,
     upload_ms: f64,
+    prepare_ms: f64,
     staging_ms: f64,
     queue_ms: f64,
     wait_ms: f64,
@@ -323,6 +328,7 @@ fn time_gpu(runs: usize, t: &TableReader, gpu: &tessera::gpu::Gpu) -> Result<(f6
         verify_ms: m(|p| p.verify_ms),
         locate_ms: m(|p| p.locate_ms),
         upload_ms: m(|p| p.upload_ms),
+        prepare_ms: m(|p| p.prepare_ms),
         staging_ms: m(|p| p.staging_ms),
         queue_ms: m(|p| p.queue_ms),
         wait_ms: m(|p| p.wait_ms),
@@ -349,6 +355,13 @@ fn verify_all(t: &TableReader, parallel: bool) -> Result<usize> {
         pairs.iter().try_for_each(one)?;
     }
     Ok(pairs.len())
+}
+
+fn one_thread_pool() -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .map_err(|e| Error::Gpu(format!("a thread pool of one: {e}")))
 }
 
 /// The fixed-cost operations of one GPU read, averaged over `runs` reads.
@@ -463,12 +476,17 @@ fn measure(
                 (None, None)
             }
         };
-    let (verify_one_core_ms, verify_all_cores_ms) = {
+    let (verify_one_core_ms, verify_all_cores_ms, prepare_one_core_ms, prepare_all_cores_ms) = {
         let bytes = std::fs::read(&tsr).map_err(io(&tsr))?;
         let t = TableReader::from_bytes(bytes)?;
+        let r = ArrowTableReader::new(&t, None)?;
         (
             time_ms(runs, || verify_all(&t, false))?,
             time_ms(runs, || verify_all(&t, true))?,
+            // One core: the batches in turn, inside a pool of one thread (so the words of a
+            // large batch are gathered on one core too).
+            one_thread_pool()?.install(|| time_ms(runs, || r.prepare_gpu_uploads(false)))?,
+            time_ms(runs, || r.prepare_gpu_uploads(true))?,
         )
     };
     let (read_tsr_gpu_ms, gpu_ops, gpu_phases) = match gpu {
@@ -503,6 +521,8 @@ fn measure(
         gpu_phases,
         verify_one_core_ms,
         verify_all_cores_ms,
+        prepare_one_core_ms,
+        prepare_all_cores_ms,
         alp_fields,
         run_fields,
         tsr_column_bytes,
@@ -572,22 +592,24 @@ fn markdown(r: &Report) -> String {
              `tessera::arrow::last_gpu_read_phases` of the timed runs, ms, each phase the median \
              (so they need not add up to the read's median). On the calling thread, in order: \
              locate (payloads found in the file), upload (headers checked, payloads and tables \
-             copied to page-locked staging and queued to the device; staging: the part of upload \
-             spent copying into the staging buffer, the rest is the decoders' host work), queue (decoders, checks, \
+             copied to page-locked staging and queued to the device; prepare: the part of upload \
+             spent on the decoders' host work before any copy; staging: the part spent \
+             copying into the staging buffer), queue (decoders, checks, \
              per-column copies, run expansion), wait (the one wait and the status words read \
              back), finish (status checked, fields assembled), join (waiting for the checksums). \
              verify (every payload's checksum) runs on the thread pool beside them.\n\n\
-             | table | GPU read ms | locate | upload | of it staging | queue | wait | finish | join | verify (beside) |\n\
-             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+             | table | GPU read ms | locate | upload | of it prepare | of it staging | queue | wait | finish | join | verify (beside) |\n\
+             | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
         );
         for x in &r.rows {
             if let Some(p) = &x.gpu_phases {
                 s.push_str(&format!(
-                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+                    "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
                     x.table,
                     opt2(x.read_tsr_gpu_ms),
                     p.locate_ms,
                     p.upload_ms,
+                    p.prepare_ms,
                     p.staging_ms,
                     p.queue_ms,
                     p.wait_ms,
@@ -610,6 +632,22 @@ fn markdown(r: &Report) -> String {
         s.push_str(&format!(
             "| {} | {} | {:.3} | {:.3} |\n",
             x.table, x.tsr_bytes, x.verify_one_core_ms, x.verify_all_cores_ms
+        ));
+    }
+    s.push_str(&format!(
+        "\n## Host work: the GPU read's upload preparation\n\n\
+         Every batch of a whole-table GPU read prepared on the host (payloads located, headers \
+         checked, descriptors, chunks no kernel serves decoded on the CPU, decoder tables; the \
+         payloads are not copied: the upload copies them once, into the staging buffer; no GPU \
+         needed), median of {} runs, ms: the batches one after the other on one core (as the \
+         read does), and on the thread pool.\n\n\
+         | table | one core | thread pool ({} threads) |\n| --- | --- | --- |\n",
+        r.runs, r.threads
+    ));
+    for x in &r.rows {
+        s.push_str(&format!(
+            "| {} | {:.3} | {:.3} |\n",
+            x.table, x.prepare_one_core_ms, x.prepare_all_cores_ms
         ));
     }
     s.push_str("\n## Bytes per column in the `.tsr` file\n\n");

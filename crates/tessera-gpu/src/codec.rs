@@ -34,6 +34,18 @@ pub trait GpuDecoder: Sync {
         chunks: &[ChunkRef<'a>],
     ) -> Result<Box<dyn GpuBatch + 'a>>;
 
+    /// The host part of [`Self::upload`] alone (headers checked, payloads laid out, decoder
+    /// tables built), with no CUDA call, so that a read can prepare its batches on the thread
+    /// pool and upload them from the thread that queues its work; `None` when this decoder has
+    /// no such split (its [`Self::upload`] then runs when the prepared batch is uploaded).
+    fn prepare<'a>(
+        &self,
+        _ty: LogicalType,
+        _chunks: &[ChunkRef<'a>],
+    ) -> Option<Result<Box<dyn PreparedBatch<'a> + 'a>>> {
+        None
+    }
+
     /// Decodes the chunks straight into host memory (`out` holds exactly their decoded bytes)
     /// when this decoder has a path faster than decoding on the device and downloading; `None`
     /// when it has not.
@@ -71,6 +83,14 @@ pub trait GpuBatch {
     fn check(&self, _gpu: &Gpu, _status: &[u8]) -> Result<()> {
         Ok(())
     }
+}
+
+/// A batch whose host work is done ([`GpuDecoder::prepare`]) and whose copies to the device
+/// are not queued yet: `Send`, so it may be prepared on another thread than the one uploading.
+pub trait PreparedBatch<'a>: Send {
+    /// Copies the prepared batch to the device: what [`GpuDecoder::upload`] does after its host
+    /// work.
+    fn upload(self: Box<Self>, gpu: &Gpu) -> Result<Box<dyn GpuBatch + 'a>>;
 }
 
 /// Every GPU decoder, in the order they are asked; [`HostDecoder`] last takes the rest.
@@ -144,6 +164,34 @@ impl std::fmt::Debug for ResidentColumn<'_> {
     }
 }
 
+/// One decoder's group of a [`PreparedColumn`]: prepared on the host, or (a decoder with no
+/// host/device split) its chunks, uploaded whole by [`PreparedColumn::upload`].
+enum Pending<'a> {
+    Prepared(Box<dyn PreparedBatch<'a> + 'a>),
+    Whole(usize, Vec<ChunkRef<'a>>),
+}
+
+/// A column's chunks grouped by decoder with every group's host work done and nothing on the
+/// device yet ([`ResidentColumn::prepare`]): `Send`, so a read prepares its columns on the
+/// thread pool; [`Self::upload`] then queues their copies from the thread that owns the stream.
+pub struct PreparedColumn<'a> {
+    groups: Vec<(Vec<usize>, Pending<'a>)>,
+    ty: LogicalType,
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+    total: usize,
+}
+
+impl std::fmt::Debug for PreparedColumn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedColumn")
+            .field("groups", &self.groups.len())
+            .field("chunks", &self.lens.len())
+            .field("decoded_bytes", &self.total)
+            .finish()
+    }
+}
+
 impl<'a> ResidentColumn<'a> {
     /// Groups `chunks` (a column of type `ty`, in order) by decoder and uploads each group.
     pub fn upload(
@@ -151,6 +199,15 @@ impl<'a> ResidentColumn<'a> {
         ty: LogicalType,
         chunks: &[ChunkRef<'a>],
     ) -> std::result::Result<Self, BatchError> {
+        Self::prepare(ty, chunks)?.upload(gpu)
+    }
+
+    /// The host part of [`Self::upload`]: chunks grouped by decoder and each group's headers
+    /// checked and payloads laid out ([`GpuDecoder::prepare`]), with no CUDA call.
+    pub fn prepare(
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> std::result::Result<PreparedColumn<'a>, BatchError> {
         let mut starts = Vec::with_capacity(chunks.len());
         let mut lens = Vec::with_capacity(chunks.len());
         let mut total = 0usize;
@@ -174,20 +231,53 @@ impl<'a> ResidentColumn<'a> {
                 None => groups.push((d, vec![k])),
             }
         }
-        let whole = groups.len() == 1;
-        let mut batches = Vec::with_capacity(groups.len());
+        let mut prepared = Vec::with_capacity(groups.len());
         for (d, ks) in groups {
-            let d = DECODERS[d];
             let refs: Vec<ChunkRef<'a>> = ks.iter().map(|&k| chunks[k]).collect();
-            let fail = |error| BatchError {
-                chunks: ks.clone(),
-                error,
+            let pending = match DECODERS[d].prepare(ty, &refs) {
+                Some(Ok(p)) => Pending::Prepared(p),
+                Some(Err(error)) => return Err(BatchError { chunks: ks, error }),
+                None => Pending::Whole(d, refs),
             };
-            let batch = d.upload(gpu, ty, &refs).map_err(fail)?;
+            prepared.push((ks, pending));
+        }
+        Ok(PreparedColumn {
+            groups: prepared,
+            ty,
+            starts,
+            lens,
+            total,
+        })
+    }
+}
+
+impl<'a> PreparedColumn<'a> {
+    /// Bytes the column decodes to.
+    pub fn decoded_bytes(&self) -> usize {
+        self.total
+    }
+
+    /// Queues every group's copies to the device (groups with no host/device split are
+    /// uploaded whole here): the column as [`ResidentColumn::upload`] gives it.
+    pub fn upload(self, gpu: &Gpu) -> std::result::Result<ResidentColumn<'a>, BatchError> {
+        let whole = self.groups.len() == 1;
+        let mut batches = Vec::with_capacity(self.groups.len());
+        for (ks, pending) in self.groups {
+            let batch = match pending {
+                Pending::Prepared(p) => p.upload(gpu),
+                Pending::Whole(d, refs) => DECODERS[d].upload(gpu, self.ty, &refs),
+            };
+            let batch = match batch {
+                Ok(b) => b,
+                Err(error) => return Err(BatchError { chunks: ks, error }),
+            };
             let scratch = if whole {
                 None
             } else {
-                Some(gpu.alloc::<u8>(batch.decoded_bytes()).map_err(fail)?)
+                match gpu.alloc::<u8>(batch.decoded_bytes()) {
+                    Ok(s) => Some(s),
+                    Err(error) => return Err(BatchError { chunks: ks, error }),
+                }
             };
             batches.push(Resident {
                 chunks: ks,
@@ -197,12 +287,14 @@ impl<'a> ResidentColumn<'a> {
         }
         Ok(ResidentColumn {
             batches,
-            starts,
-            lens,
-            total,
+            starts: self.starts,
+            lens: self.lens,
+            total: self.total,
         })
     }
+}
 
+impl<'a> ResidentColumn<'a> {
     /// Bytes the column decodes to.
     pub fn decoded_bytes(&self) -> usize {
         self.total
@@ -444,6 +536,24 @@ impl GpuDecoder for IntDecoder {
         }))
     }
 
+    fn prepare<'a>(
+        &self,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> Option<Result<Box<dyn PreparedBatch<'a> + 'a>>> {
+        Some(
+            crate::int::HostColumn::build_shapes(ty, chunks).map(|(host, sources, words)| {
+                Box::new(PreparedInt {
+                    ty,
+                    host,
+                    sources,
+                    words,
+                    refs: chunks.to_vec(),
+                }) as Box<dyn PreparedBatch<'a> + 'a>
+            }),
+        )
+    }
+
     fn decode_to_host(
         &self,
         gpu: &Gpu,
@@ -453,6 +563,28 @@ impl GpuDecoder for IntDecoder {
     ) -> Option<Result<()>> {
         // The coprocessor path: pinned staging and overlapped copies.
         Some(gpu.decode_column(ty, chunks, out))
+    }
+}
+
+/// An integer batch checked and laid out on the host ([`crate::int::HostColumn`]) with its
+/// payloads left where they are: they are copied once, straight into the upload.
+struct PreparedInt<'a> {
+    ty: LogicalType,
+    host: crate::int::HostColumn,
+    /// Indices in `refs` of the payloads whose words the column's words are, in order.
+    sources: Vec<usize>,
+    /// Words in those payloads.
+    words: usize,
+    refs: Vec<ChunkRef<'a>>,
+}
+
+impl<'a> PreparedBatch<'a> for PreparedInt<'a> {
+    fn upload(self: Box<Self>, gpu: &Gpu) -> Result<Box<dyn GpuBatch + 'a>> {
+        let pieces: Vec<&[u8]> = self.sources.iter().map(|&i| self.refs[i].payload).collect();
+        Ok(Box::new(IntBatch {
+            col: gpu.upload_prepared_column(self.ty, &self.host, &pieces, self.words)?,
+            refs: self.refs,
+        }))
     }
 }
 
@@ -506,22 +638,44 @@ impl GpuDecoder for HostDecoder {
         ty: LogicalType,
         chunks: &[ChunkRef<'a>],
     ) -> Result<Box<dyn GpuBatch + 'a>> {
-        let mut host = Vec::new();
-        for c in chunks {
-            let at = host.len();
-            host.resize(at + decoded_len(ty, c.value_count)?, 0);
-            tessera_codecs::column::decode_values(
-                ty,
-                c.codec,
-                c.payload,
-                c.value_count as u64,
-                &mut host[at..],
-            )?;
-        }
-        let values = gpu.upload(&host)?;
+        Box::new(host_decode(ty, chunks)?).upload(gpu)
+    }
+
+    fn prepare<'a>(
+        &self,
+        ty: LogicalType,
+        chunks: &[ChunkRef<'a>],
+    ) -> Option<Result<Box<dyn PreparedBatch<'a> + 'a>>> {
+        Some(host_decode(ty, chunks).map(|h| Box::new(h) as Box<dyn PreparedBatch<'a> + 'a>))
+    }
+}
+
+/// Chunks the CPU decoded, not yet on the device.
+struct HostDecoded(Vec<u8>);
+
+/// The CPU decoder's values of `chunks`, back to back (its checks and errors).
+fn host_decode(ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<HostDecoded> {
+    let mut host = Vec::new();
+    for c in chunks {
+        let at = host.len();
+        host.resize(at + decoded_len(ty, c.value_count)?, 0);
+        tessera_codecs::column::decode_values(
+            ty,
+            c.codec,
+            c.payload,
+            c.value_count as u64,
+            &mut host[at..],
+        )?;
+    }
+    Ok(HostDecoded(host))
+}
+
+impl<'a> PreparedBatch<'a> for HostDecoded {
+    fn upload(self: Box<Self>, gpu: &Gpu) -> Result<Box<dyn GpuBatch + 'a>> {
+        let values = gpu.upload(&self.0)?;
         Ok(Box::new(HostBatch {
             values,
-            len: host.len(),
+            len: self.0.len(),
         }))
     }
 }

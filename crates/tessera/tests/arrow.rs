@@ -1701,3 +1701,58 @@ fn gpu_read_reports_a_bad_checksum_first() {
     let r = ArrowTableReader::new(&t, None).expect("table");
     assert_eq!(r.read_gpu(gpu).expect("good file").len(), 3);
 }
+
+/// The GPU read's upload preparation (host work only, so this runs without a GPU) checks
+/// every chunk header as the read does, on the thread pool or one batch after another: a
+/// header the writer never wrote is the CPU decoder's error naming its column, whether the
+/// column shares its batch (`c` beside `a`) or not, and a good table prepares the same batches
+/// either way. The table is large enough for the read to prepare on the thread pool.
+#[test]
+fn gpu_upload_preparation_names_a_corrupt_header() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("t.tsr");
+    let n = 200_000usize;
+    let i32s = |m: i64| {
+        (0..n as i64)
+            .flat_map(|i| ((i * m % 1_000_003) as i32).to_le_bytes())
+            .collect()
+    };
+    let u64s: Vec<u8> = (0..n as u64)
+        .flat_map(|i| (i * 977 % 10_000_019).to_le_bytes())
+        .collect();
+    let fields = [
+        ("a", LogicalType::I32, i32s(7), n),
+        ("b", LogicalType::U64, u64s, n),
+        ("c", LogicalType::I32, i32s(13), n),
+    ];
+    common::for_file(&path, &fields, None);
+    let bytes = std::fs::read(&path).expect("read");
+    assert!(bytes.len() > 256 << 10, "{} bytes", bytes.len());
+    let t = TableReader::from_bytes(bytes.clone()).expect("open");
+    let r = ArrowTableReader::new(&t, None).expect("table");
+    assert_eq!(r.prepare_gpu_uploads(false).expect("one by one"), 2);
+    assert_eq!(r.prepare_gpu_uploads(true).expect("pool"), 2);
+    for (bad, col) in [("c", 2usize), ("b", 1)] {
+        let payload = t
+            .container()
+            .chunk_payload(col, 0)
+            .expect("payload")
+            .to_vec();
+        let at = bytes
+            .windows(payload.len())
+            .position(|w| w == payload.as_slice())
+            .expect("the payload is in the file");
+        let mut broken = bytes.clone();
+        // block_size, the header's first word: 128 for GPU-FOR.
+        broken[at..at + 4].copy_from_slice(&999u32.to_le_bytes());
+        let t = TableReader::from_bytes(broken).expect("open");
+        let r = ArrowTableReader::new(&t, None).expect("table");
+        for parallel in [false, true] {
+            let e = r
+                .prepare_gpu_uploads(parallel)
+                .expect_err("a bad block_size passes");
+            assert!(e.to_string().contains(&format!("'{bad}'")), "{e}");
+            assert!(e.to_string().contains("block_size"), "{e}");
+        }
+    }
+}

@@ -485,3 +485,74 @@ fn staged_uploads_arrive_intact() {
         assert_eq!(&bytes(&gpu, d, s.len()), s, "upload {i}");
     }
 }
+
+/// Uploads staged after `Gpu::reserve_staging` arrive byte for byte: a reservation larger than
+/// the buffer replaces it, one that does not fit its free tail starts it over (after the
+/// copies queued from it are done), and uploads beyond what was reserved still wrap safely.
+#[test]
+fn reserved_staging_keeps_uploads_intact() {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let sources: Vec<Vec<u8>> = [3usize, 5000, 2 << 20, 700_001, 6 << 20]
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| (0..n).map(|i| (i * 13 + k * 5 + i / 997) as u8).collect())
+        .collect();
+    let total: usize = sources.iter().map(Vec::len).sum();
+    let staged = gpu.stage_uploads();
+    let mut on_device = Vec::new();
+    for reserve in [total + (1 << 20), total / 2, 64 << 20, 0] {
+        gpu.reserve_staging(reserve).expect("reserve");
+        for s in &sources {
+            on_device.push(gpu.upload(s).expect("staged upload"));
+        }
+    }
+    drop(staged);
+    gpu.synchronize().expect("sync");
+    for (i, d) in on_device.iter().enumerate() {
+        let s = &sources[i % sources.len()];
+        assert_eq!(&bytes(&gpu, d, s.len()), s, "upload {i}");
+    }
+}
+
+/// Words uploaded from several pieces (`Gpu::upload_words`, what the integer decoder's
+/// prepared upload does with a column's chunk payloads) arrive back to back, byte for byte,
+/// staged (small and large, past the staging buffer's free tail) or not; pieces that are not
+/// whole words, or not the words announced, are refused.
+#[test]
+fn words_from_pieces_arrive_back_to_back() {
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let file: Vec<u8> = (0..(12usize << 20))
+        .map(|i| (i * 7 + i / 251) as u8)
+        .collect();
+    let cases: [&[(usize, usize)]; 3] = [
+        &[(4, 8), (100, 40), (0, 4)],
+        &[(1 << 20, 3 << 20), (16, 2 << 20), (9 << 20, 4096)],
+        &[(0, 0), (8, 5 << 20), (0, 0)],
+    ];
+    for staged in [false, true] {
+        let guard = staged.then(|| gpu.stage_uploads());
+        let mut out = Vec::new();
+        for pieces in cases {
+            let refs: Vec<&[u8]> = pieces.iter().map(|&(at, n)| &file[at..at + n]).collect();
+            let want: Vec<u8> = refs.concat();
+            let words = gpu
+                .upload_words(&refs, want.len() / 4)
+                .expect("upload words");
+            out.push((words, want));
+        }
+        drop(guard);
+        gpu.synchronize().expect("sync");
+        for (i, (words, want)) in out.iter().enumerate() {
+            let mut got = vec![0u32; want.len() / 4];
+            gpu.download(words, &mut got).expect("download");
+            let got: Vec<u8> = got.iter().flat_map(|w| w.to_le_bytes()).collect();
+            assert!(got == *want, "case {i} staged {staged}");
+        }
+    }
+    assert!(gpu.upload_words(&[&file[..6]], 1).is_err());
+    assert!(gpu.upload_words(&[&file[..8]], 3).is_err());
+}

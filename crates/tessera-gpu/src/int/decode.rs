@@ -235,6 +235,20 @@ pub(crate) struct HostColumn {
 
 impl HostColumn {
     pub fn build(ty: LogicalType, chunks: &[ChunkRef<'_>]) -> Result<HostColumn> {
+        let (mut col, sources, words) = Self::build_shapes(ty, chunks)?;
+        let pieces: Vec<&[u8]> = sources.iter().map(|&i| chunks[i].payload).collect();
+        col.words = gather_words(&pieces, words);
+        Ok(col)
+    }
+
+    /// [`Self::build`] without gathering the payload words (`words` stays empty): the column's
+    /// checks, descriptors and plain bytes, the indices in `chunks` of the payloads whose words
+    /// make up the column's words, in order, and how many words they hold. What a caller that
+    /// copies those payloads to the device itself takes ([`Gpu::upload_prepared_column`]).
+    pub fn build_shapes(
+        ty: LogicalType,
+        chunks: &[ChunkRef<'_>],
+    ) -> Result<(HostColumn, Vec<usize>, usize)> {
         let mut col = HostColumn::default();
         // (codec, its chunks, tiles so far, slabs so far)
         let mut per_codec: Vec<(CodecId, Vec<IntChunk>, u32, u32)> =
@@ -242,12 +256,8 @@ impl HostColumn {
                 .into_iter()
                 .map(|c| (c, Vec::new(), 0, 0))
                 .collect();
-        let total_words: usize = chunks
-            .iter()
-            .filter(|c| c.codec != CodecId::Plain)
-            .map(|c| c.payload.len() / 4)
-            .sum();
-        col.words.reserve(total_words);
+        let mut word_sources: Vec<usize> = Vec::new();
+        let mut word_count = 0usize;
         for (i, c) in chunks.iter().enumerate() {
             let out_index = col.values;
             col.values += c.value_count as u64;
@@ -282,7 +292,7 @@ impl HostColumn {
                             ))
                         })?;
                     let desc = ChunkDesc {
-                        payload_word: col.words.len() as u64,
+                        payload_word: word_count as u64,
                         out_index,
                         payload_words: shape.payload_words,
                         total_count: shape.total_count,
@@ -295,11 +305,8 @@ impl HostColumn {
                         )
                     })?;
                     batch.3 += shape.slabs();
-                    col.words.extend(
-                        c.payload
-                            .chunks_exact(4)
-                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                    );
+                    word_count += c.payload.len() / 4;
+                    word_sources.push(i);
                     batch.1.push(IntChunk {
                         column_index: i,
                         shape,
@@ -313,8 +320,21 @@ impl HostColumn {
             .filter(|g| !g.1.is_empty())
             .map(|(c, v, _, _)| (c, v))
             .collect();
-        Ok(col)
+        Ok((col, word_sources, word_count))
     }
+}
+
+/// The little-endian words of `sources` (each a multiple of 4 bytes long, `words` in all),
+/// back to back.
+pub(crate) fn gather_words(sources: &[&[u8]], words: usize) -> Vec<u32> {
+    let mut out = Vec::with_capacity(words);
+    for s in sources {
+        out.extend(
+            s.chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        );
+    }
+    out
 }
 
 /// A column uploaded to the device, ready to decode or query any number of times.
@@ -375,6 +395,30 @@ impl Gpu {
         host: &HostColumn,
     ) -> Result<DeviceColumn> {
         let words = self.upload(&host.words)?;
+        self.upload_host_column_with(ty, host, words, host.words.len())
+    }
+
+    /// [`Self::upload_host_column`] of a column from [`HostColumn::build_shapes`]: its words
+    /// are `pieces` (the payloads it named, `word_count` words in all), copied to the device in
+    /// one upload with no gathered host copy ([`Gpu::upload_words`]).
+    pub(crate) fn upload_prepared_column(
+        &self,
+        ty: LogicalType,
+        host: &HostColumn,
+        pieces: &[&[u8]],
+        word_count: usize,
+    ) -> Result<DeviceColumn> {
+        let words = self.upload_words(pieces, word_count)?;
+        self.upload_host_column_with(ty, host, words, word_count)
+    }
+
+    fn upload_host_column_with(
+        &self,
+        ty: LogicalType,
+        host: &HostColumn,
+        words: CudaSlice<u32>,
+        word_count: usize,
+    ) -> Result<DeviceColumn> {
         let plain = self.upload(&host.plain)?;
         let mut batches = Vec::new();
         let mut slots = 0;
@@ -404,8 +448,8 @@ impl Gpu {
             batches,
             status,
             status_slots: slots,
-            compressed_bytes: host.words.len() as u64 * 4 + host.plain.len() as u64,
-            word_count: host.words.len(),
+            compressed_bytes: word_count as u64 * 4 + host.plain.len() as u64,
+            word_count,
             plain_count: host.plain.len(),
         })
     }

@@ -24,6 +24,8 @@ mod transfer;
 pub use decode::DeviceColumn;
 // For the star-join executor (crate::ssb), which loads chunks with these loaders too.
 pub(crate) use decode::{chunk_shape, ChunkShape};
+// For the prepared uploads of `crate::codec` (host work apart from the device copies).
+pub(crate) use decode::HostColumn;
 pub use encode::{DeviceEncoded, EncodeScratch};
 pub(crate) use status::chunk_error;
 use tessera_format::CodecId;

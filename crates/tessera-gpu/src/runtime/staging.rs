@@ -87,6 +87,138 @@ impl Gpu {
         bytes > 0 && bytes <= STAGED_MAX_BYTES && self.staged.load(Ordering::Relaxed) > 0
     }
 
+    /// Copies `pieces` (each a multiple of 4 bytes long, `words` words in all) back to back into
+    /// a new device buffer of `u32` words, little-endian as the bytes are: through the staging
+    /// buffer with the host copying each piece into it once while a [`StagedUploads`] guard is
+    /// alive, else gathered on the host and uploaded. What a caller whose data sits in several
+    /// places (a column's chunk payloads) uploads without a host copy of its own first.
+    pub fn upload_words(&self, pieces: &[&[u8]], words: usize) -> Result<CudaSlice<u32>> {
+        let bytes: usize = pieces.iter().map(|p| p.len()).sum();
+        if bytes != words * 4 || pieces.iter().any(|p| p.len() % 4 != 0) {
+            return Err(Error::InvalidArgument(format!(
+                "{bytes} bytes in pieces are not {words} words"
+            )));
+        }
+        if !self.stages(bytes) {
+            let mut host: Vec<u32> = Vec::with_capacity(words);
+            for p in pieces {
+                host.extend(
+                    p.chunks_exact(4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                );
+            }
+            return self.upload(&host);
+        }
+        let dst = self.alloc::<u32>(words)?;
+        let base = self.ptr(&dst);
+        self.with_state::<Staging, _>(|state| {
+            let s = self.staging_room(state, bytes)?;
+            let at = s.used;
+            let host = s
+                .host
+                .as_mut_slice()
+                .map_err(cuda("writing pinned memory"))?;
+            let part = &mut host[at..at + bytes];
+            let start = std::time::Instant::now();
+            let mut targets: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pieces.len());
+            let mut rest: &mut [u8] = part;
+            for p in pieces {
+                let (d, tail) = rest.split_at_mut(p.len());
+                targets.push((d, p));
+                rest = tail;
+            }
+            if bytes >= PARALLEL_BYTES {
+                // Pieces of every payload, so one large payload is shared out too.
+                targets
+                    .par_iter_mut()
+                    .flat_map_iter(|(d, s)| d.chunks_mut(PIECE_BYTES).zip(s.chunks(PIECE_BYTES)))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+            } else {
+                for (d, s) in &mut targets {
+                    d.copy_from_slice(s);
+                }
+            }
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
+            count(Op::HostToDevice);
+            // SAFETY: `dst` holds `words` words = `bytes` bytes (checked above); the page-locked
+            // source is not written again before the stream has passed this copy.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(base, &*part, self.stream.cu_stream())
+            }
+            .map_err(cuda("copying to the device"))?;
+            s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
+            Ok(())
+        })?;
+        Ok(dst)
+    }
+
+    /// The staging buffer with `bytes` free at `used` (a new or larger buffer, or the same one
+    /// started over, after waiting for the copies queued from it).
+    fn staging_room<'s>(
+        &self,
+        state: &'s mut Option<Staging>,
+        bytes: usize,
+    ) -> Result<&'s mut Staging> {
+        let need_new = match state.as_ref() {
+            None => true,
+            Some(s) => bytes > s.host.len(),
+        };
+        if need_new {
+            if state.is_some() {
+                // The old buffer may still be read by queued copies.
+                self.synchronize()?;
+            }
+            let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
+            // SAFETY: uninitialised page-locked memory; the host writes each byte before a
+            // queued copy reads it.
+            let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
+                .map_err(cuda("allocating pinned host memory"))?;
+            *state = Some(Staging { host, used: 0 });
+        }
+        let Some(s) = state.as_mut() else {
+            return Err(Error::Gpu("staging buffer missing".into()));
+        };
+        if s.used + bytes > s.host.len() {
+            // Every copy queued from the buffer completes before the host writes it again.
+            self.synchronize()?;
+            s.used = 0;
+        }
+        Ok(s)
+    }
+
+    /// Makes the next `bytes` bytes of staged uploads fit the staging buffer without a wait:
+    /// a buffer too small is replaced by one that holds them, and one whose free tail is too
+    /// short starts over from its beginning (both after waiting for the stream, which a caller
+    /// does here, before it queues its work, rather than in the middle of it). For a caller
+    /// that knows what one round of uploads will take in all, so the buffer neither wraps nor
+    /// grows inside it.
+    pub fn reserve_staging(&self, bytes: usize) -> Result<()> {
+        if bytes == 0 || bytes > STAGED_MAX_BYTES {
+            return Ok(());
+        }
+        self.with_state::<Staging, _>(|state| {
+            match state.as_mut() {
+                Some(s) if s.used + bytes <= s.host.len() => return Ok(()),
+                Some(s) if bytes <= s.host.len() => {
+                    // Every copy queued from the buffer completes before it is written again.
+                    self.synchronize()?;
+                    s.used = 0;
+                    return Ok(());
+                }
+                Some(_) => self.synchronize()?,
+                None => {}
+            }
+            let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
+            // SAFETY: uninitialised page-locked memory; the host writes each byte before a
+            // queued copy reads it.
+            let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
+                .map_err(cuda("allocating pinned host memory"))?;
+            *state = Some(Staging { host, used: 0 });
+            Ok(())
+        })
+    }
+
     /// Copies `src` into the staging buffer and queues its copy to the start of `dst` (which
     /// holds at least `src.len()` values) on the main stream.
     pub(crate) fn upload_staged<T: DeviceRepr>(

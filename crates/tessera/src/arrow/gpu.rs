@@ -32,8 +32,9 @@ use tessera_format::container::{ChunkMeta, ColumnMeta};
 use tessera_format::table::{FieldMeta, FieldType, Role, ALP_VECTOR_ROWS};
 use tessera_format::{Error, LogicalType, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
+use tessera_gpu::codec::PreparedColumn;
 use tessera_gpu::codec::QueuedDecode;
-use tessera_gpu::{CudaSlice, Gpu, ResidentColumn};
+use tessera_gpu::{BatchError, ChunkRef, CudaSlice, Gpu, ResidentColumn};
 
 use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
@@ -67,8 +68,11 @@ impl ArrowTableReader<'_> {
     /// dictionaries, ALP digits, params and exceptions, run values and ends, validity and
     /// boolean bitmaps, binary bytes) one batch per logical type, utf8 columns in one batch of
     /// offsets and one of text (module docs). Run-encoded fields leave with one value a row.
+    /// Every batch is prepared on the host first (headers checked, descriptors, chunks no
+    /// kernel serves decoded on the CPU: [`ResidentColumn::prepare`]), then its copies are
+    /// queued; integer payloads are copied once, from the file bytes into the staging buffer.
     /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
-    /// stream), then every decoder, the utf8 end check, one copy launch that gives the columns
+    /// stream, and room for the whole read is reserved first), then every decoder, the utf8 end check, one copy launch that gives the columns
     /// of each batch their own buffers and one expansion launch for all run-encoded fields are
     /// queued back to back on one stream; their status words are read back together after one
     /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
@@ -76,6 +80,52 @@ impl ArrowTableReader<'_> {
     /// tables. Where the time went: [`last_gpu_read_phases`].
     pub fn read_gpu(&self, gpu: &Gpu) -> Result<Vec<GpuField>> {
         self.read_gpu_one_wait(gpu)
+    }
+}
+
+impl ArrowTableReader<'_> {
+    /// The host work of [`Self::read_gpu`]'s uploads alone (payloads located, every batch
+    /// prepared: headers checked, descriptors, CPU-decoded chunks, decoder tables), with no
+    /// GPU, its batches one after the other (as the read does) or on the thread pool: what
+    /// `tessera-bench tables` times on a machine with or without a GPU. Returns the batches
+    /// prepared.
+    #[doc(hidden)]
+    pub fn prepare_gpu_uploads(&self, parallel: bool) -> Result<usize> {
+        let t: &TableReader = self.table_reader();
+        let mut wanted: Vec<usize> = Vec::new();
+        for f in self.selected_fields() {
+            for &(_, c) in &f.columns {
+                let c = c as usize;
+                column_meta(t, c)?;
+                if !wanted.contains(&c) {
+                    wanted.push(c);
+                }
+            }
+        }
+        let payloads = located_payloads(t, &wanted)?;
+        let (fixed, utf8) = prepare_batches(t, &wanted, &payloads, parallel)?;
+        // Failures are reported as the read reports them: the first batch's, named.
+        let unprepared = || Error::Gpu("a batch was not prepared".into());
+        let mut n = 0usize;
+        for f in fixed {
+            let (ty, owner, all) = (f.ty, &f.owner, &f.payloads);
+            f.prepared
+                .ok_or_else(unprepared)?
+                .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, owner, all, i)).1)?;
+            n += 1;
+        }
+        if let Some(u) = utf8 {
+            let (owner, all) = (&u.owner, &u.payloads);
+            let cpu_data_error = |k: usize| {
+                Some(utf8_cpu_error(t, owner, all, k)).filter(|e| !matches!(e, Error::Gpu(_)))
+            };
+            for p in [u.ends, u.text] {
+                p.ok_or_else(unprepared)?
+                    .map_err(|be| locate(be, cpu_data_error).1)?;
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -141,6 +191,9 @@ impl ArrowTableReader<'_> {
             });
             // Uploads queue from page-locked memory: none waits for the stream.
             let _staged = gpu.stage_uploads();
+            // Room for the whole read's uploads, so the staging buffer neither wraps (a wait)
+            // nor grows (a page-locked allocation) in the middle of it.
+            gpu.reserve_staging(staged_estimate(&payloads))?;
             self.decode_batched(gpu, t, fields, &wanted, &payloads, &mut phases)
         });
         let verify_ms = match verified {
@@ -165,8 +218,15 @@ impl ArrowTableReader<'_> {
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
         phases: &mut PhaseClock,
     ) -> Result<Vec<GpuField>> {
-        let mut fixed = FixedBatch::upload(t, wanted, payloads, gpu)?;
-        let mut utf8 = Utf8Batch::upload(t, wanted, payloads, gpu)?;
+        // Preparation is header checks and descriptors (payloads are copied once, straight
+        // into the staging buffer, when uploaded): cheaper on this thread than handed out.
+        let (fixed, utf8) = prepare_batches(t, wanted, payloads, false)?;
+        phases.mark_prepared();
+        let mut fixed = fixed
+            .into_iter()
+            .map(|p| p.upload(t, gpu))
+            .collect::<Result<Vec<_>>>()?;
+        let mut utf8 = utf8.map(|p| p.upload(gpu)).transpose()?;
         phases.mark(1);
         let mut parts: Vec<(u64, usize)> = Vec::new();
         for g in &mut fixed {
@@ -314,6 +374,9 @@ pub struct GpuReadPhases {
     /// (`staging_ms` of it, the rest the decoders' host work: header checks, payloads gathered
     /// into words, chunks no kernel serves decoded on the CPU, decoder tables).
     pub upload_ms: f64,
+    /// The part of `upload_ms` spent preparing the batches on the host (headers checked,
+    /// descriptors, CPU-decoded chunks, decoder tables), before any of their copies is queued.
+    pub prepare_ms: f64,
     /// The part of `upload_ms` spent copying sources into the page-locked staging buffer.
     pub staging_ms: f64,
     /// Decoders, checks, per-column copies and run expansions queued.
@@ -328,7 +391,7 @@ pub struct GpuReadPhases {
 
 thread_local! {
     static LAST_PHASES: std::cell::Cell<GpuReadPhases> =
-        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, locate_ms: 0.0, upload_ms: 0.0, staging_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0, join_ms: 0.0 }) };
+        const { std::cell::Cell::new(GpuReadPhases { verify_ms: 0.0, locate_ms: 0.0, upload_ms: 0.0, prepare_ms: 0.0, staging_ms: 0.0, queue_ms: 0.0, wait_ms: 0.0, finish_ms: 0.0, join_ms: 0.0 }) };
 }
 
 /// This thread's last successful [`ArrowTableReader::read_gpu`]'s phases.
@@ -341,6 +404,8 @@ pub fn last_gpu_read_phases() -> GpuReadPhases {
 struct PhaseClock {
     start: std::time::Instant,
     at: [std::time::Instant; 6],
+    /// When the batches' host work was done (inside the upload phase).
+    prepared: std::time::Instant,
     /// [`tessera_gpu::staged_copy_ns`] at the upload phase's start and end.
     staged_ns: [u64; 2],
 }
@@ -351,6 +416,7 @@ impl PhaseClock {
         PhaseClock {
             start: now,
             at: [now; 6],
+            prepared: now,
             staged_ns: [0; 2],
         }
     }
@@ -362,6 +428,10 @@ impl PhaseClock {
         }
     }
 
+    fn mark_prepared(&mut self) {
+        self.prepared = std::time::Instant::now();
+    }
+
     fn finish(&self, verify_ms: f64) {
         let ms = |a: std::time::Instant, b: std::time::Instant| {
             b.saturating_duration_since(a).as_secs_f64() * 1e3
@@ -370,6 +440,7 @@ impl PhaseClock {
             verify_ms,
             locate_ms: ms(self.start, self.at[0]),
             upload_ms: ms(self.at[0], self.at[1]),
+            prepare_ms: ms(self.at[0], self.prepared),
             staging_ms: self.staged_ns[1].saturating_sub(self.staged_ns[0]) as f64 * 1e-6,
             queue_ms: ms(self.at[1], self.at[2]),
             wait_ms: ms(self.at[2], self.at[3]),
@@ -403,6 +474,22 @@ fn located_payloads<'t>(
         out.entry(c).or_default().push(p);
     }
     Ok(out)
+}
+
+/// What a read of `payloads` uploads through the staging buffer, about: the payloads (as
+/// words, offsets and text, or decoded on the CPU when plain, which is their size again), each
+/// chunk's descriptor and every upload's alignment in the buffer, with room to spare.
+fn staged_estimate(payloads: &HashMap<usize, Vec<&[u8]>>) -> usize {
+    let (bytes, chunks) = payloads
+        .values()
+        .flatten()
+        .fold((0usize, 0usize), |(b, n), p| {
+            (b.saturating_add(p.len()), n + 1)
+        });
+    bytes
+        .saturating_add(bytes / 8)
+        .saturating_add(chunks.saturating_mul(2048))
+        .saturating_add(1 << 20)
 }
 
 /// Verifies the checksums of every chunk of `cols`: the first mismatch in column and chunk
@@ -448,15 +535,111 @@ struct FixedBatch<'t> {
     queued: QueuedDecode,
 }
 
+/// A [`FixedBatch`] before its upload: its chunks grouped and prepared on the host
+/// ([`ResidentColumn::prepare`]), or the error its preparation gave.
+struct PreparedFixed<'t> {
+    ty: LogicalType,
+    cols: Vec<usize>,
+    owner: Vec<(usize, usize)>,
+    sizes: Vec<usize>,
+    payloads: Vec<&'t [u8]>,
+    refs: Vec<ChunkRef<'t>>,
+    prepared: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
+}
+
+/// A [`Utf8Batch`] before its upload: the offsets' and the text's prepared columns.
+struct PreparedUtf8<'t> {
+    group: Vec<usize>,
+    owner: Vec<(usize, usize)>,
+    payloads: Vec<&'t [u8]>,
+    metas: Vec<ChunkMeta>,
+    refs: crate::read::Utf8Refs<'t>,
+    ends: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
+    text: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
+    table: &'t TableReader,
+}
+
+/// Payload bytes from which a read prepares its batches on the thread pool; below it handing
+/// the work over costs more than it saves.
+const PARALLEL_PREPARE_BYTES: usize = 256 << 10;
+
+/// The host work of a read's uploads (headers checked, descriptors laid out, chunks no kernel
+/// serves decoded on the CPU, decoder tables), with no CUDA call: the fixed-size batches, one
+/// per logical type, then the utf8 one; `parallel`: every batch on its own thread of the pool
+/// for large reads.
+/// A batch's failure is kept with it and reported, in batch order, when it is uploaded.
+#[allow(clippy::type_complexity)]
+fn prepare_batches<'t>(
+    t: &'t TableReader,
+    cols: &[usize],
+    payloads: &HashMap<usize, Vec<&'t [u8]>>,
+    parallel: bool,
+) -> Result<(Vec<PreparedFixed<'t>>, Option<PreparedUtf8<'t>>)> {
+    use rayon::prelude::*;
+    let mut fixed = FixedBatch::plan_groups(t, cols, payloads)?;
+    let mut utf8 = Utf8Batch::plan_group(t, cols, payloads)?;
+    let mut jobs: Vec<(
+        LogicalType,
+        &[ChunkRef<'t>],
+        &mut Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
+    )> = Vec::new();
+    for f in &mut fixed {
+        jobs.push((f.ty, &f.refs, &mut f.prepared));
+    }
+    if let Some(u) = utf8.as_mut() {
+        jobs.push((LogicalType::U32, &u.refs.offsets, &mut u.ends));
+        jobs.push((LogicalType::Bytes, &u.refs.texts, &mut u.text));
+    }
+    let bytes: usize = jobs
+        .iter()
+        .flat_map(|j| j.1.iter())
+        .map(|c| c.payload.len())
+        .sum();
+    let run = |(ty, refs, out): &mut (
+        LogicalType,
+        &[ChunkRef<'t>],
+        &mut Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
+    )| **out = Some(ResidentColumn::prepare(*ty, refs));
+    if parallel && bytes >= PARALLEL_PREPARE_BYTES && jobs.len() > 1 {
+        jobs.par_iter_mut().for_each(run);
+    } else {
+        jobs.iter_mut().for_each(run);
+    }
+    Ok((fixed, utf8))
+}
+
+impl<'t> PreparedFixed<'t> {
+    /// Queues the prepared batch's copies to the device (headers were checked when it was
+    /// prepared: a bad one is its CPU error, named).
+    fn upload(self, t: &'t TableReader, gpu: &Gpu) -> Result<FixedBatch<'t>> {
+        let (ty, owner, all) = (self.ty, &self.owner, &self.payloads);
+        let prepared = self
+            .prepared
+            .ok_or_else(|| Error::Gpu("a batch uploaded before it was prepared".into()))?;
+        let resident = prepared
+            .and_then(|p| p.upload(gpu))
+            .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, owner, all, i)).1)?;
+        Ok(FixedBatch {
+            ty,
+            cols: self.cols,
+            owner: self.owner,
+            sizes: self.sizes,
+            payloads: self.payloads,
+            resident,
+            out: None,
+            queued: QueuedDecode::default(),
+        })
+    }
+}
+
 impl<'t> FixedBatch<'t> {
-    /// Groups the fixed-size columns among `cols` by logical type and uploads each group
-    /// (headers checked on the host: a bad one is its CPU error, named).
-    fn upload(
+    /// Groups the fixed-size columns among `cols` by logical type, each group's chunks in
+    /// column order (not prepared yet).
+    fn plan_groups(
         t: &'t TableReader,
         cols: &[usize],
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
-        gpu: &Gpu,
-    ) -> Result<Vec<FixedBatch<'t>>> {
+    ) -> Result<Vec<PreparedFixed<'t>>> {
         let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
         for &c in cols {
             let meta = column_meta(t, c)?;
@@ -492,17 +675,14 @@ impl<'t> FixedBatch<'t> {
                 }
                 sizes.push(bytes);
             }
-            let resident = ResidentColumn::upload(gpu, ty, &refs)
-                .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, &owner, &all, i)).1)?;
-            out.push(FixedBatch {
+            out.push(PreparedFixed {
                 ty,
                 cols: group,
                 owner,
                 sizes,
                 payloads: all,
-                resident,
-                out: None,
-                queued: QueuedDecode::default(),
+                refs,
+                prepared: None,
             });
         }
         Ok(out)
@@ -648,13 +828,55 @@ struct Utf8Batch<'t> {
     table: &'t TableReader,
 }
 
+impl<'t> PreparedUtf8<'t> {
+    /// Queues the prepared offsets' and text's copies to the device.
+    fn upload(self, gpu: &Gpu) -> Result<Utf8Batch<'t>> {
+        let t = self.table;
+        let (owner, all) = (&self.owner, &self.payloads);
+        let cpu_data_error = |k: usize| {
+            Some(utf8_cpu_error(t, owner, all, k)).filter(|e| !matches!(e, Error::Gpu(_)))
+        };
+        let unprepared = || Error::Gpu("a utf8 batch uploaded before it was prepared".into());
+        let ends = self.ends.ok_or_else(unprepared)?;
+        let ends_resident = ends
+            .and_then(|p| p.upload(gpu))
+            .map_err(|be| locate(be, cpu_data_error).1)?;
+        let text = self.text.ok_or_else(unprepared)?;
+        let text_resident = text
+            .and_then(|p| p.upload(gpu))
+            .map_err(|be| locate(be, cpu_data_error).1)?;
+        let mut value_starts = Vec::with_capacity(self.metas.len() + 1);
+        value_starts.push(0u64);
+        for m in &self.metas {
+            value_starts.push(value_starts[value_starts.len() - 1] + u64::from(m.value_count));
+        }
+        let text_sizes: Vec<u64> = self.refs.data_sizes.iter().map(|&d| d as u64).collect();
+        Ok(Utf8Batch {
+            group: self.group,
+            owner: self.owner,
+            payloads: self.payloads,
+            text_sizes,
+            value_starts,
+            ends_resident,
+            text_resident,
+            ends: None,
+            data: None,
+            ends_queued: QueuedDecode::default(),
+            text_queued: QueuedDecode::default(),
+            check: None,
+            table: t,
+        })
+    }
+}
+
 impl<'t> Utf8Batch<'t> {
-    fn upload(
+    /// The utf8 columns among `cols` and their chunks' parts (checked as the CPU decoder
+    /// checks them: a bad chunk is its CPU error, named), not prepared yet.
+    fn plan_group(
         t: &'t TableReader,
         cols: &[usize],
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
-        gpu: &Gpu,
-    ) -> Result<Option<Utf8Batch<'t>>> {
+    ) -> Result<Option<PreparedUtf8<'t>>> {
         let mut group: Vec<usize> = Vec::new();
         for &c in cols {
             if column_meta(t, c)?.logical_type == LogicalType::Utf8 && !group.contains(&c) {
@@ -677,30 +899,14 @@ impl<'t> Utf8Batch<'t> {
             .collect();
         let cpu_error = |i: usize| utf8_cpu_error(t, &owner, &all, i);
         let refs = utf8_refs(&metas, &all, cpu_error)?;
-        let cpu_data_error = |k: usize| Some(cpu_error(k)).filter(|e| !matches!(e, Error::Gpu(_)));
-        let ends_resident = ResidentColumn::upload(gpu, LogicalType::U32, &refs.offsets)
-            .map_err(|be| locate(be, cpu_data_error).1)?;
-        let text_resident = ResidentColumn::upload(gpu, LogicalType::Bytes, &refs.texts)
-            .map_err(|be| locate(be, cpu_data_error).1)?;
-        let mut value_starts = Vec::with_capacity(metas.len() + 1);
-        value_starts.push(0u64);
-        for m in &metas {
-            value_starts.push(value_starts[value_starts.len() - 1] + u64::from(m.value_count));
-        }
-        let text_sizes: Vec<u64> = refs.data_sizes.iter().map(|&d| d as u64).collect();
-        Ok(Some(Utf8Batch {
+        Ok(Some(PreparedUtf8 {
             group,
             owner,
             payloads: all,
-            text_sizes,
-            value_starts,
-            ends_resident,
-            text_resident,
+            metas,
+            refs,
             ends: None,
-            data: None,
-            ends_queued: QueuedDecode::default(),
-            text_queued: QueuedDecode::default(),
-            check: None,
+            text: None,
             table: t,
         }))
     }
