@@ -40,7 +40,8 @@ fn gpu_equals_cpu_on_all_13_queries() {
 }
 
 /// Every way of generating the loads (generic, a call of the codec's loader, inlined, inlined
-/// with the tiles ahead prefetched, RFOR keys probed per run with batched row probes) gives the
+/// with the tiles ahead prefetched, RFOR keys probed per run with batched row probes, the lean
+/// FOR loader: q1.1's lo_discount has 4-bit blocks, its one-shuffle path) gives the
 /// CPU's results, over stored columns (of one codec each or mixed: a mixed column keeps the
 /// generic loader) and plain ones.
 #[test]
@@ -59,6 +60,7 @@ fn every_loader_equals_the_cpu() {
             Loader::Inline,
             Loader::Prefetch,
             Loader::RunsBatch,
+            Loader::Lean,
         ] {
             g.ssb_set_options(Options {
                 loader,
@@ -71,6 +73,47 @@ fn every_loader_equals_the_cpu() {
                 let got = gpu::run(&g, &dev, &p).expect("gpu");
                 assert_eq!(got, want, "{name} {layout:?} {loader:?}");
             }
+        }
+    }
+}
+
+/// The lean FOR loader (`lean`, measured, not the default) over stored and plain columns gives
+/// the CPU's results on one query of each flight, TESSERA_SSB_LEAN_QUERIES naming others (e.g.
+/// one query under compute-sanitizer). At SF 0.05 lo_discount's blocks have bit_width 4 (the one-shuffle
+/// path) and lo_quantity's 6 (the two-shuffle path); both are checked to be FOR.
+#[test]
+fn lean_for_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
+    let Some(g) = gpu_or_skip() else { return };
+    g.ssb_set_options(Options {
+        loader: Loader::Lean,
+        min_blocks: 8,
+    })
+    .expect("options");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(0.05, 5).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    let fact = ds.table(queries::FACT).expect("lineorder");
+    for c in fact.columns() {
+        if c.name == "lo_discount" || c.name == "lo_quantity" {
+            assert!(
+                c.chunks.iter().all(|ch| ch.codec == tessera::CodecId::For),
+                "{} is not FOR throughout",
+                c.name
+            );
+        }
+    }
+    let names =
+        std::env::var("TESSERA_SSB_LEAN_QUERIES").unwrap_or_else(|_| "q1.1,q2.1,q3.1,q4.1".into());
+    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
+        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
+        for name in names.split(',') {
+            let p = queries::plan(name, &ds.dict).expect("plan");
+            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+            let got = gpu::run(&g, &dev, &p).expect("gpu");
+            assert_eq!(got, want, "{name} {layout:?}");
+            eprintln!("{name} {layout:?} lean: {} groups equal", got.groups.len());
         }
     }
 }
@@ -193,10 +236,24 @@ fn run_with_a_corrupt_block(
 
 #[test]
 fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
+    use tessera::gpu::ssb::codegen::{Loader, Options};
     let Some(g) = gpu_or_skip() else { return };
+    // The lean FOR loader reads lo_discount's 4-bit blocks by its one-shuffle path, after the
+    // same checks as the two-shuffle one (`runs`).
+    for loader in [Loader::Lean, Loader::Runs] {
+        g.ssb_set_options(Options {
+            loader,
+            min_blocks: 8,
+        })
+        .expect("options");
+        corrupt_discount_fails(&g);
+    }
+}
+
+fn corrupt_discount_fails(g: &Gpu) {
     // q1.1 loads lo_discount in every tile (its first filter), so the bad block is read.
     let r = run_with_a_corrupt_block(
-        &g,
+        g,
         "lo_discount",
         |codec| assert_ne!(codec, tessera::CodecId::Plain),
         "q1.1",

@@ -62,6 +62,7 @@ fn every_generated_query_kernel_compiles() {
             ("q1.2", Loader::Runs),
             ("q3.1", Loader::RunsFirst),
             ("q4.3", Loader::RunsBatch),
+            ("q1.1", Loader::Lean),
         ] {
             if name == q {
                 let o = Options { loader, ..inline };

@@ -120,6 +120,50 @@ __device__ __forceinline__ ForWarpSlab ssb_for_meta(const u32* __restrict__ g, c
     return LoadBitPackWarpSlab<TS_DFOR_TILE_BLOCKS>(g, c, local, status);
 }
 
+// The lean FOR loader (codegen::Loader::Lean; the program defines SSB_FOR_LEAN): as below,
+// but a block of an equal slab whose bit_width divides 32 (0, 1, 2, 4, 8, 16, 32: on SSB
+// lo_discount and lo_suppkey) takes each value from ONE shuffled word: no value of such a
+// block crosses a word edge, so the second shuffle of LoadBitPackWarpBlock is not needed, and
+// a rotate (a funnel shift of the word with itself) puts the value's bits at the bottom. Per
+// value a shuffle, a funnel shift, an AND and an add, against two shuffles and the same three.
+// The block's bit_width is warp-uniform, so the choice is a uniform branch per block. Reads and
+// checks are LoadBitPackWarpSlab's and LoadBitPackWarpBlock's. Not the default: measured no
+// faster over the 13 queries (decision 0031); kept as an option for measuring.
+#ifndef SSB_FOR_LEAN
+#define SSB_FOR_LEAN 0
+#endif
+
+__device__ __forceinline__ void ssb_for_block_equal(const u32* __restrict__ base, const ForWarpSlab& q, u32 k,
+                                                    u32 (&w)[TS_FOR_MINIBLOCKS], u32 (&items)[TS_FOR_MINIBLOCKS]) {
+    const u32 l = threadIdx.x & 31;
+    const u32 start = __shfl_sync(SSB_FULL, q.start, k);
+    const u32 ref = __shfl_sync(SSB_FULL, q.ref, k);
+    const u32 mask = __shfl_sync(SSB_FULL, q.bww, k);  // 2^bw - 1 (an equal slab)
+    const u32 bw = __popc(mask);
+    // As LoadBitPackWarpBlock<true>: lane l reads word min(l + 1, bw) - 1 of each miniblock
+    // (bw = 0: the bit-width word), all inside the block's checked range.
+    const u32* __restrict__ p = base + (start + ts_min(l + 1, bw));
+#pragma unroll
+    for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m, p += bw) w[m] = __ldg(p);
+    const u32 bit = l * bw;
+    const u32 src = bit >> 5;
+    if ((bw & (bw - 1)) == 0) {
+        // bw divides 32: value l lies in bits bit mod 32 .. bit mod 32 + bw - 1 of word src.
+#pragma unroll
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+            const u32 x = __shfl_sync(SSB_FULL, w[m], src);
+            items[m] = ref + (__funnelshift_r(x, x, bit) & mask);
+        }
+    } else {
+#pragma unroll
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+            const u32 lo_w = __shfl_sync(SSB_FULL, w[m], src);
+            const u32 hi_w = __shfl_sync(SSB_FULL, w[m], src + 1);
+            items[m] = ref + (__funnelshift_r(lo_w, hi_w, bit) & mask);
+        }
+    }
+}
+
 __device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
                                              u32 pass, u32 (&v)[SSB_ROWS]) {
     const ForWarpSlab q = ssb_for_meta(g, c, local, status);
@@ -128,8 +172,12 @@ __device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const Ch
 #pragma unroll
     for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
         if (k < q.blocks && ssb_stripe_any(pass, k)) {
-            if (q.equal) LoadBitPackWarpBlock<true>(base, q, k, w, items);
-            else LoadBitPackWarpBlock<false>(base, q, k, w, items);
+            if (q.equal) {
+                if (SSB_FOR_LEAN) ssb_for_block_equal(base, q, k, w, items);
+                else LoadBitPackWarpBlock<true>(base, q, k, w, items);
+            } else {
+                LoadBitPackWarpBlock<false>(base, q, k, w, items);
+            }
 #pragma unroll
             for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) v[4 * k + m] = items[m];
         }

@@ -90,6 +90,10 @@ pub enum Loader {
     /// As [`Loader::RunsFirst`], and the per-row probes read the first slots of a stripe's
     /// four rows together (`SsbProbe4`), not one after another.
     RunsBatch,
+    /// As [`Loader::Runs`], and the FOR loader takes each value of a block whose bit_width
+    /// divides 32 from one shuffled word, not two (`SSB_FOR_LEAN` in `ops.cuh`). Not the
+    /// default: measured no faster on an H200 (decision 0031).
+    Lean,
 }
 
 impl Loader {
@@ -102,6 +106,7 @@ impl Loader {
             "runs" => Some(Self::Runs),
             "runsfirst" => Some(Self::RunsFirst),
             "runsb" => Some(Self::RunsBatch),
+            "lean" => Some(Self::Lean),
             _ => None,
         }
     }
@@ -115,6 +120,7 @@ impl Loader {
             Self::Runs => "runs",
             Self::RunsFirst => "runsfirst",
             Self::RunsBatch => "runsb",
+            Self::Lean => "lean",
         }
     }
 }
@@ -189,7 +195,8 @@ fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
             | Loader::Prefetch
             | Loader::Runs
             | Loader::RunsFirst
-            | Loader::RunsBatch,
+            | Loader::RunsBatch
+            | Loader::Lean,
             Some(c),
         ) => {
             let inline = loader != Loader::Call;
@@ -311,7 +318,10 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
         |body: &mut String, k: usize, col: &str| load(body, k, codecs(Side::Fact, col), loader);
     let strides = p.strides();
     let names = p.aggregate.columns();
-    let runs = matches!(loader, Loader::Runs | Loader::RunsFirst | Loader::RunsBatch);
+    let runs = matches!(
+        loader,
+        Loader::Runs | Loader::RunsFirst | Loader::RunsBatch | Loader::Lean
+    );
     // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
     // (its row values are never formed).
     let per_run = |i: usize| {
@@ -332,7 +342,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // `runsfirst` / `runsb`: every per-run join.
     let ahead = |i: usize| match loader {
         Loader::RunsFirst | Loader::RunsBatch => per_run(i),
-        Loader::Runs => {
+        Loader::Runs | Loader::Lean => {
             per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
         }
         _ => false,
@@ -482,7 +492,7 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst` or `runsb`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
+/// `runs`, `runsfirst`, `runsb` or `lean`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
@@ -521,8 +531,13 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         .map(|(i, j)| build_kernel(j, i, codecs, opts.loader))
         .collect();
     let probe = probe_kernel(p, codecs, opts.loader);
+    let lean = if opts.loader == Loader::Lean {
+        "#define SSB_FOR_LEAN 1\n"
+    } else {
+        ""
+    };
     let mut source = format!(
-        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#define SSB_MIN_BLOCKS {}\n#include \"ops.cuh\"\n",
+        "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#define SSB_MIN_BLOCKS {}\n{lean}#include \"ops.cuh\"\n",
         p.name, opts.min_blocks
     );
     for k in builds.iter().chain([&probe]) {
