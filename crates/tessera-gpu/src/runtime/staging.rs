@@ -110,46 +110,8 @@ impl Gpu {
             return self.upload(&host);
         }
         let dst = self.alloc::<u32>(words)?;
-        let base = self.ptr(&dst);
-        self.with_state::<Staging, _>(|state| {
-            let s = self.staging_room(state, bytes)?;
-            let at = s.used;
-            let host = s
-                .host
-                .as_mut_slice()
-                .map_err(cuda("writing pinned memory"))?;
-            let part = &mut host[at..at + bytes];
-            let start = std::time::Instant::now();
-            let mut targets: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pieces.len());
-            let mut rest: &mut [u8] = part;
-            for p in pieces {
-                let (d, tail) = rest.split_at_mut(p.len());
-                targets.push((d, p));
-                rest = tail;
-            }
-            if bytes >= PARALLEL_BYTES {
-                // Pieces of every payload, so one large payload is shared out too.
-                targets
-                    .par_iter_mut()
-                    .flat_map_iter(|(d, s)| d.chunks_mut(PIECE_BYTES).zip(s.chunks(PIECE_BYTES)))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            } else {
-                for (d, s) in &mut targets {
-                    d.copy_from_slice(s);
-                }
-            }
-            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
-            count(Op::HostToDevice);
-            // SAFETY: `dst` holds `words` words = `bytes` bytes (checked above); the page-locked
-            // source is not written again before the stream has passed this copy.
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(base, &*part, self.stream.cu_stream())
-            }
-            .map_err(cuda("copying to the device"))?;
-            s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
-            Ok(())
-        })?;
+        // `dst` holds `words` words = `bytes` bytes (checked above).
+        self.staged_copy(pieces, bytes, self.ptr(&dst))?;
         Ok(dst)
     }
 
@@ -197,26 +159,7 @@ impl Gpu {
         if bytes == 0 || bytes > STAGED_MAX_BYTES {
             return Ok(());
         }
-        self.with_state::<Staging, _>(|state| {
-            match state.as_mut() {
-                Some(s) if s.used + bytes <= s.host.len() => return Ok(()),
-                Some(s) if bytes <= s.host.len() => {
-                    // Every copy queued from the buffer completes before it is written again.
-                    self.synchronize()?;
-                    s.used = 0;
-                    return Ok(());
-                }
-                Some(_) => self.synchronize()?,
-                None => {}
-            }
-            let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
-            // SAFETY: uninitialised page-locked memory; the host writes each byte before a
-            // queued copy reads it.
-            let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
-                .map_err(cuda("allocating pinned host memory"))?;
-            *state = Some(Staging { host, used: 0 });
-            Ok(())
-        })
+        self.with_state::<Staging, _>(|state| self.staging_room(state, bytes).map(|_| ()))
     }
 
     /// Copies `src` into the staging buffer and queues its copy to the start of `dst` (which
@@ -235,33 +178,15 @@ impl Gpu {
         // SAFETY: `T: DeviceRepr` values are plain bytes as the device sees them (what every
         // copy to the device relies on); the view covers exactly `src`'s memory.
         let src: &[u8] = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), bytes) };
-        let base = self.ptr(dst);
+        // `src` fits `dst` (checked above).
+        self.staged_copy(&[src], bytes, self.ptr(dst))
+    }
+
+    /// Copies `pieces` (`bytes` in all) back to back into the staging buffer and queues one copy
+    /// of them to device address `base`, which the caller has checked holds `bytes` bytes.
+    fn staged_copy(&self, pieces: &[&[u8]], bytes: usize, base: u64) -> Result<()> {
         self.with_state::<Staging, _>(|state| {
-            let fits = |s: &Staging| s.used + bytes <= s.host.len();
-            let need_new = match state.as_ref() {
-                None => true,
-                Some(s) => bytes > s.host.len(),
-            };
-            if need_new {
-                if state.is_some() {
-                    // The old buffer may still be read by queued copies.
-                    self.synchronize()?;
-                }
-                let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
-                // SAFETY: uninitialised page-locked memory; the host writes each byte before a
-                // queued copy reads it.
-                let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
-                    .map_err(cuda("allocating pinned host memory"))?;
-                *state = Some(Staging { host, used: 0 });
-            }
-            let Some(s) = state.as_mut() else {
-                return Err(Error::Gpu("staging buffer missing".into()));
-            };
-            if !fits(s) {
-                // Every copy queued from the buffer completes before the host writes it again.
-                self.synchronize()?;
-                s.used = 0;
-            }
+            let s = self.staging_room(state, bytes)?;
             let at = s.used;
             let host = s
                 .host
@@ -269,22 +194,32 @@ impl Gpu {
                 .map_err(cuda("writing pinned memory"))?;
             let part = &mut host[at..at + bytes];
             let start = std::time::Instant::now();
+            let mut targets: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pieces.len());
+            let mut rest: &mut [u8] = part;
+            for p in pieces {
+                let (d, tail) = rest.split_at_mut(p.len());
+                targets.push((d, p));
+                rest = tail;
+            }
             if bytes >= PARALLEL_BYTES {
-                part.par_chunks_mut(PIECE_BYTES)
-                    .zip(src.par_chunks(PIECE_BYTES))
+                // Pieces of every source, so one large source is shared out too.
+                targets
+                    .par_iter_mut()
+                    .flat_map_iter(|(d, s)| d.chunks_mut(PIECE_BYTES).zip(s.chunks(PIECE_BYTES)))
                     .for_each(|(d, s)| d.copy_from_slice(s));
             } else {
-                part.copy_from_slice(src);
+                for (d, s) in &mut targets {
+                    d.copy_from_slice(s);
+                }
             }
             let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
             count(Op::HostToDevice);
-            // SAFETY: `bytes` fit `dst` (checked above); the page-locked source is not written
-            // again before the stream has passed this copy (the invariant above).
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(base, &*part, self.stream.cu_stream())
-            }
-            .map_err(cuda("copying to the device"))?;
+            let part = &host[at..at + bytes];
+            // SAFETY: the caller checked that `base` holds `bytes` bytes; the page-locked source
+            // is not written again before the stream has passed this copy (module invariants).
+            unsafe { cudarc::driver::result::memcpy_htod_async(base, part, self.stream.cu_stream()) }
+                .map_err(cuda("copying to the device"))?;
             s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
             Ok(())
         })
