@@ -218,8 +218,10 @@ impl Gpu {
             let part = &host[at..at + bytes];
             // SAFETY: the caller checked that `base` holds `bytes` bytes; the page-locked source
             // is not written again before the stream has passed this copy (module invariants).
-            unsafe { cudarc::driver::result::memcpy_htod_async(base, part, self.stream.cu_stream()) }
-                .map_err(cuda("copying to the device"))?;
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(base, part, self.stream.cu_stream())
+            }
+            .map_err(cuda("copying to the device"))?;
             s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
             Ok(())
         })
