@@ -473,6 +473,20 @@ fn damaged(rng: &mut StdRng, streams: &[Vec<u8>]) -> Vec<Vec<u8>> {
     out
 }
 
+/// The chunks of `bad` (`damaged`'s output: the same number of damaged copies of each
+/// stream, in stream order), each with the output capacity of the stream it came from.
+fn damaged_chunks<'a>(bad: &'a [Vec<u8>], caps: &[usize], signed: bool) -> Vec<Chunk<'a>> {
+    let per = bad.len() / caps.len();
+    bad.iter()
+        .enumerate()
+        .map(|(i, s)| Chunk {
+            input: s,
+            out_cap: caps[i / per],
+            signed,
+        })
+        .collect()
+}
+
 #[test]
 fn hostile_chunks_are_flagged_like_the_cpu() {
     let Some(gpu) = gpu() else { return };
@@ -497,16 +511,7 @@ fn hostile_chunks_are_flagged_like_the_cpu() {
                 }
             }
             let bad = damaged(&mut rng, &streams);
-            let per = bad.len() / streams.len();
-            let mut chunks: Vec<Chunk<'_>> = bad
-                .iter()
-                .enumerate()
-                .map(|(i, s)| Chunk {
-                    input: s,
-                    out_cap: counts[i / per],
-                    signed,
-                })
-                .collect();
+            let mut chunks = damaged_chunks(&bad, &counts, signed);
             // Runs past the chunk: one value fewer than the stream holds.
             for (s, &n) in streams.iter().zip(&counts) {
                 chunks.push(Chunk {
@@ -523,31 +528,15 @@ fn hostile_chunks_are_flagged_like_the_cpu() {
     let data: Vec<Vec<u8>> = (0..4).map(|k| text(&mut rng, 1000 * (k + 1))).collect();
     let streams: Vec<Vec<u8>> = data.iter().map(|d| encode::byte_rle(d)).collect();
     let bad = damaged(&mut rng, &streams);
-    let per = bad.len() / streams.len();
-    let chunks: Vec<Chunk<'_>> = bad
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Chunk {
-            input: s,
-            out_cap: data[i / per].len(),
-            signed: false,
-        })
-        .collect();
+    let caps: Vec<usize> = data.iter().map(Vec::len).collect();
+    let chunks = damaged_chunks(&bad, &caps, false);
     assert!(check_hostile(gpu, Decoder::OrcByteRle, &chunks).0 > 0);
 
     let set = deflate_set(&mut rng);
     let streams: Vec<Vec<u8>> = set.iter().map(|(c, _)| c.clone()).collect();
     let bad = damaged(&mut rng, &streams);
-    let per = bad.len() / streams.len();
-    let mut chunks: Vec<Chunk<'_>> = bad
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Chunk {
-            input: s,
-            out_cap: set[i / per].1.len(),
-            signed: false,
-        })
-        .collect();
+    let caps: Vec<usize> = set.iter().map(|(_, d)| d.len()).collect();
+    let mut chunks = damaged_chunks(&bad, &caps, false);
     // Output one byte short of what the stream holds; a distance before the output's start
     // (fixed block: literal 'a', then length 3 distance 2).
     for (c, d) in &set {
@@ -665,16 +654,8 @@ fn short_blocks_and_late_synchronisation_match_the_cpu() {
     }
     let streams: Vec<Vec<u8>> = set.iter().map(|(c, _)| c.clone()).collect();
     let bad = damaged(&mut rng, &streams);
-    let per = bad.len() / streams.len();
-    let chunks: Vec<Chunk<'_>> = bad
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Chunk {
-            input: s,
-            out_cap: set[i / per].1.len(),
-            signed: false,
-        })
-        .collect();
+    let caps: Vec<usize> = set.iter().map(|(_, d)| d.len()).collect();
+    let chunks = damaged_chunks(&bad, &caps, false);
     let (flagged, total) = check_hostile(gpu, Decoder::Deflate, &chunks);
     eprintln!("short blocks: {flagged} of {total} damaged streams rejected");
     assert!(flagged > 0);

@@ -11,15 +11,61 @@ fn gpu_or_skip() -> Option<Gpu> {
         .ok()
 }
 
+/// SSB's tables generated at scale factor `sf` from `seed`, written in chunks of `chunk`
+/// values and opened (the folder lives as long as the returned guard).
+fn dataset(sf: f64, seed: u64, chunk: usize) -> (tempfile::TempDir, Dataset) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = gen::generate(sf, seed).expect("generates");
+    gen::write_tables(dir.path(), &data, Some(chunk)).expect("writes");
+    let ds = Dataset::open(dir.path()).expect("opens");
+    (dir, ds)
+}
+
+/// Generates the kernels of the following queries with `loader`, 8 thread blocks an SM.
+fn set_loader(g: &Gpu, loader: tessera::gpu::ssb::codegen::Loader) {
+    g.ssb_set_options(tessera::gpu::ssb::codegen::Options {
+        loader,
+        min_blocks: 8,
+    })
+    .expect("options");
+}
+
+/// Runs `p` on the GPU and on the CPU and asserts the results equal (`what` names the case);
+/// returns the number of groups.
+fn assert_gpu_equals_cpu(
+    g: &Gpu,
+    dev: &gpu::DeviceTables,
+    ds: &Dataset,
+    p: &tessera::gpu::ssb::plan::QueryPlan,
+    what: &str,
+) -> usize {
+    let want = cpu::run(ds, queries::FACT, p).expect("cpu");
+    let got = gpu::run(g, dev, p).expect("gpu");
+    assert_eq!(got, want, "{what}");
+    got.groups.len()
+}
+
+/// Asserts that every chunk of lineorder's `columns` has `codec`, so the path under test runs.
+fn assert_codec_throughout(ds: &Dataset, columns: &[&str], codec: tessera::CodecId) {
+    let fact = ds.table(queries::FACT).expect("lineorder");
+    for c in fact.columns() {
+        if columns.contains(&c.name.as_str()) {
+            assert!(
+                c.chunks.iter().all(|ch| ch.codec == codec),
+                "{} is not {} throughout",
+                c.name,
+                codec.name().to_uppercase()
+            );
+        }
+    }
+}
+
 #[test]
 fn gpu_equals_cpu_on_all_13_queries() {
     let Some(g) = gpu_or_skip() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
     // Chunks of 16,384 values: many chunks, each with auto's own codec, and a partial last
     // tile.
-    let data = gen::generate(0.1, 3).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
+    let (_dir, ds) = dataset(0.1, 3, 16_384);
     let mut codecs = std::collections::BTreeSet::new();
     for t in ds.tables.values() {
         for c in t.columns() {
@@ -31,10 +77,8 @@ fn gpu_equals_cpu_on_all_13_queries() {
         let dev = gpu::upload(&g, &ds, layout).expect("uploads");
         for name in queries::NAMES {
             let p = queries::plan(name, &ds.dict).expect("plan");
-            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
-            let got = gpu::run(&g, &dev, &p).expect("gpu");
-            assert_eq!(got, want, "{name} {layout:?}");
-            eprintln!("{name} {layout:?}: {} groups equal", got.groups.len());
+            let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
+            eprintln!("{name} {layout:?}: {n} groups equal");
         }
     }
 }
@@ -46,12 +90,9 @@ fn gpu_equals_cpu_on_all_13_queries() {
 /// generic loader) and plain ones.
 #[test]
 fn every_loader_equals_the_cpu() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.05, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
         let dev = gpu::upload(&g, &ds, layout).expect("uploads");
         for loader in [
@@ -62,16 +103,10 @@ fn every_loader_equals_the_cpu() {
             Loader::RunsBatch,
             Loader::Lean,
         ] {
-            g.ssb_set_options(Options {
-                loader,
-                min_blocks: 8,
-            })
-            .expect("options");
+            set_loader(&g, loader);
             for name in ["q1.1", "q4.1"] {
                 let p = queries::plan(name, &ds.dict).expect("plan");
-                let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
-                let got = gpu::run(&g, &dev, &p).expect("gpu");
-                assert_eq!(got, want, "{name} {layout:?} {loader:?}");
+                assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?} {loader:?}"));
             }
         }
     }
@@ -83,37 +118,19 @@ fn every_loader_equals_the_cpu() {
 /// path) and lo_quantity's 6 (the two-shuffle path); both are checked to be FOR.
 #[test]
 fn lean_for_loader_equals_the_cpu() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
-    g.ssb_set_options(Options {
-        loader: Loader::Lean,
-        min_blocks: 8,
-    })
-    .expect("options");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.05, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
-    let fact = ds.table(queries::FACT).expect("lineorder");
-    for c in fact.columns() {
-        if c.name == "lo_discount" || c.name == "lo_quantity" {
-            assert!(
-                c.chunks.iter().all(|ch| ch.codec == tessera::CodecId::For),
-                "{} is not FOR throughout",
-                c.name
-            );
-        }
-    }
+    set_loader(&g, Loader::Lean);
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    assert_codec_throughout(&ds, &["lo_discount", "lo_quantity"], tessera::CodecId::For);
     let names =
         std::env::var("TESSERA_SSB_LEAN_QUERIES").unwrap_or_else(|_| "q1.1,q2.1,q3.1,q4.1".into());
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
         let dev = gpu::upload(&g, &ds, layout).expect("uploads");
         for name in names.split(',') {
             let p = queries::plan(name, &ds.dict).expect("plan");
-            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
-            let got = gpu::run(&g, &dev, &p).expect("gpu");
-            assert_eq!(got, want, "{name} {layout:?}");
-            eprintln!("{name} {layout:?} lean: {} groups equal", got.groups.len());
+            let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
+            eprintln!("{name} {layout:?} lean: {n} groups equal");
         }
     }
 }
@@ -123,38 +140,20 @@ fn lean_for_loader_equals_the_cpu() {
 /// are checked to be RFOR in every chunk, so the per-run probe is what runs.
 #[test]
 fn run_probes_equal_the_cpu() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.05, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
-    let fact = ds.table(queries::FACT).expect("lineorder");
-    for c in fact.columns() {
-        if c.name == "lo_orderdate" || c.name == "lo_custkey" {
-            assert!(
-                c.chunks.iter().all(|ch| ch.codec == tessera::CodecId::Rfor),
-                "{} is not RFOR throughout",
-                c.name
-            );
-        }
-    }
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    assert_codec_throughout(&ds, &["lo_orderdate", "lo_custkey"], tessera::CodecId::Rfor);
     let dev = gpu::upload(&g, &ds, gpu::Layout::Compressed).expect("uploads");
     for (name, loader) in [
         ("q1.2", Loader::Runs),
         ("q3.1", Loader::RunsFirst),
         ("q4.3", Loader::RunsBatch),
     ] {
-        g.ssb_set_options(Options {
-            loader,
-            min_blocks: 8,
-        })
-        .expect("options");
+        set_loader(&g, loader);
         let p = queries::plan(name, &ds.dict).expect("plan");
-        let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
-        let got = gpu::run(&g, &dev, &p).expect("gpu");
-        assert_eq!(got, want, "{name} {loader:?}");
-        eprintln!("{name} {loader:?}: {} groups equal", got.groups.len());
+        let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {loader:?}"));
+        eprintln!("{name} {loader:?}: {n} groups equal");
     }
 }
 
@@ -163,18 +162,11 @@ fn run_probes_equal_the_cpu() {
 /// with tiles ahead that lie in the next chunk and past the last tile.
 #[test]
 fn prefetching_scans_equal_the_cpu() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     use tessera::gpu::ssb::plan::{Aggregate, QueryPlan};
     let Some(g) = gpu_or_skip() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.05, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
-    g.ssb_set_options(Options {
-        loader: Loader::Prefetch,
-        min_blocks: 8,
-    })
-    .expect("options");
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    set_loader(&g, Loader::Prefetch);
     let fact = ds.table(queries::FACT).expect("lineorder");
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
         let dev = gpu::upload(&g, &ds, layout).expect("uploads");
@@ -186,9 +178,7 @@ fn prefetching_scans_equal_the_cpu() {
                 group: vec![],
                 aggregate: Aggregate::Sum(c.name.clone()),
             };
-            let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
-            let got = gpu::run(&g, &dev, &p).expect("gpu");
-            assert_eq!(got, want, "{} {layout:?}", p.name);
+            assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{} {layout:?}", p.name));
         }
     }
 }
@@ -203,10 +193,7 @@ fn run_with_a_corrupt_block(
     check_codec: impl Fn(tessera::CodecId),
     query: &str,
 ) -> tessera::Result<tessera::gpu::ssb::plan::QueryResult> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.01, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(8_192)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
+    let (_dir, ds) = dataset(0.01, 5, 8_192);
     let lo = ds.table("lineorder").expect("table");
     let mut cols = Vec::new();
     for c in lo.columns() {
@@ -236,16 +223,12 @@ fn run_with_a_corrupt_block(
 
 #[test]
 fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
     // The lean FOR loader reads lo_discount's 4-bit blocks by its one-shuffle path, after the
     // same checks as the two-shuffle one (`runs`).
     for loader in [Loader::Lean, Loader::Runs] {
-        g.ssb_set_options(Options {
-            loader,
-            min_blocks: 8,
-        })
-        .expect("options");
+        set_loader(&g, loader);
         corrupt_discount_fails(&g);
     }
 }
@@ -269,13 +252,9 @@ fn corrupt_discount_fails(g: &Gpu) {
 /// data area) fails the query, never answers it.
 #[test]
 fn a_corrupt_rfor_key_probed_per_run_is_an_error() {
-    use tessera::gpu::ssb::codegen::{Loader, Options};
+    use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
-    g.ssb_set_options(Options {
-        loader: Loader::RunsFirst,
-        min_blocks: 8,
-    })
-    .expect("options");
+    set_loader(&g, Loader::RunsFirst);
     // RunsFirst probes lo_orderdate first, in every tile, so the bad block is read.
     let r = run_with_a_corrupt_block(
         &g,
@@ -304,11 +283,8 @@ fn lineorder_split_across_two_gpus_equals_the_cpu() {
         Gpu::open(0).expect("opens device 0 again")
     };
     let gpus = [first, second];
-    let dir = tempfile::tempdir().expect("temp dir");
     // 37 chunks of 16,384 rows and a partial last chunk: the parts differ in size.
-    let data = gen::generate(0.1, 7).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
+    let (_dir, ds) = dataset(0.1, 7, 16_384);
     let parts = gpu::upload_split(&gpus, &ds, gpu::Layout::Compressed).expect("uploads");
     assert!(parts.iter().all(|p| p.fact.rows() > 0));
     assert_eq!(
@@ -334,10 +310,7 @@ fn lineorder_split_across_two_gpus_equals_the_cpu() {
 #[test]
 fn coprocessor_mode_in_pieces_equals_the_cpu() {
     let Some(g) = gpu_or_skip() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let data = gen::generate(0.1, 5).expect("generates");
-    gen::write_tables(dir.path(), &data, Some(16_384)).expect("writes");
-    let ds = Dataset::open(dir.path()).expect("opens");
+    let (_dir, ds) = dataset(0.1, 5, 16_384);
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
         let host = gpu::pin(&g, &gpu::host_chunks(&ds, layout).expect("chunks")).expect("pins");
         for name in queries::NAMES {

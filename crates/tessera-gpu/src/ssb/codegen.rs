@@ -554,22 +554,11 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ssb::plan::{DimJoin, GroupKey};
+    use crate::ssb::plan::test_join as join;
 
     /// A fact filter on `f`, joins on `fk_a` (RFOR), `fk_b` (FOR) and `fk_c` (RFOR, also
     /// aggregated), in that order.
     fn plan() -> QueryPlan {
-        let join = |t: &str, card: Option<u32>| DimJoin {
-            fact_key: format!("fk_{t}"),
-            table: t.into(),
-            key: "k".into(),
-            filters: vec![],
-            payload: card.map(|card| GroupKey {
-                column: "v".into(),
-                base: 0,
-                card,
-            }),
-        };
         QueryPlan {
             name: "t".into(),
             fact_filters: vec![Filter::between("f", 1, 3)],

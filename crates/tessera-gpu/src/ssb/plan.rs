@@ -214,22 +214,29 @@ pub fn hash_slot(key: u32, bits: u32) -> u32 {
     key.wrapping_mul(0x9E37_79B1) >> (32 - bits)
 }
 
+/// A join of the unit tests' plans: fact key `fk_{t}` to dimension `t`'s key `k`, no filters,
+/// and with `card` a group key `v` of that many values.
+#[cfg(test)]
+pub(crate) fn test_join(t: &str, card: Option<u32>) -> DimJoin {
+    DimJoin {
+        fact_key: format!("fk_{t}"),
+        table: t.into(),
+        key: "k".into(),
+        filters: vec![],
+        payload: card.map(|card| GroupKey {
+            column: "v".into(),
+            base: 0,
+            card,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn plan() -> QueryPlan {
-        let join = |t: &str, card: Option<u32>| DimJoin {
-            fact_key: format!("fk_{t}"),
-            table: t.into(),
-            key: "k".into(),
-            filters: vec![],
-            payload: card.map(|card| GroupKey {
-                column: "v".into(),
-                base: 0,
-                card,
-            }),
-        };
+        let join = test_join;
         QueryPlan {
             name: "t".into(),
             fact_filters: vec![],

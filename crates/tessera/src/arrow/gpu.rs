@@ -105,23 +105,14 @@ impl ArrowTableReader<'_> {
         let payloads = located_payloads(t, &wanted)?;
         let (fixed, utf8) = prepare_batches(t, &wanted, &payloads, parallel)?;
         // Failures are reported as the read reports them: the first batch's, named.
-        let unprepared = || Error::Gpu("a batch was not prepared".into());
         let mut n = 0usize;
-        for f in fixed {
-            let (ty, owner, all) = (f.ty, &f.owner, &f.payloads);
-            f.prepared
-                .ok_or_else(unprepared)?
-                .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, owner, all, i)).1)?;
+        for (g, prepared) in fixed {
+            prepared.map_err(|be| g.named(t, be))?;
             n += 1;
         }
-        if let Some(u) = utf8 {
-            let (owner, all) = (&u.owner, &u.payloads);
-            let cpu_data_error = |k: usize| {
-                Some(utf8_cpu_error(t, owner, all, k)).filter(|e| !matches!(e, Error::Gpu(_)))
-            };
-            for p in [u.ends, u.text] {
-                p.ok_or_else(unprepared)?
-                    .map_err(|be| locate(be, cpu_data_error).1)?;
+        if let Some((u, prepared)) = utf8 {
+            for p in prepared {
+                p.map_err(|be| u.named(t, be))?;
                 n += 1;
             }
         }
@@ -224,9 +215,11 @@ impl ArrowTableReader<'_> {
         phases.mark_prepared();
         let mut fixed = fixed
             .into_iter()
-            .map(|p| p.upload(t, gpu))
+            .map(|(g, prepared)| g.upload(prepared, t, gpu))
             .collect::<Result<Vec<_>>>()?;
-        let mut utf8 = utf8.map(|p| p.upload(gpu)).transpose()?;
+        let mut utf8 = utf8
+            .map(|(u, prepared)| u.upload(prepared, t, gpu))
+            .transpose()?;
         phases.mark(1);
         let mut parts: Vec<(u64, usize)> = Vec::new();
         for g in &mut fixed {
@@ -523,6 +516,14 @@ fn payloads_of<'p, 't>(payloads: &'p HashMap<usize, Vec<&'t [u8]>>, c: usize) ->
 /// byte boundaries (`ceil(values / 8)` bytes each), so each column's bitmap starts on a byte,
 /// as it does when decoded alone.
 struct FixedBatch<'t> {
+    group: FixedGroup<'t>,
+    resident: ResidentColumn<'t>,
+    out: Option<CudaSlice<u8>>,
+    queued: QueuedDecode,
+}
+
+/// The columns of a [`FixedBatch`] and their chunks, before the batch is prepared and uploaded.
+struct FixedGroup<'t> {
     ty: LogicalType,
     cols: Vec<usize>,
     /// For each chunk of the batch: its column and its index there.
@@ -530,101 +531,99 @@ struct FixedBatch<'t> {
     /// Decoded bytes of each column.
     sizes: Vec<usize>,
     payloads: Vec<&'t [u8]>,
-    resident: ResidentColumn<'t>,
-    out: Option<CudaSlice<u8>>,
-    queued: QueuedDecode,
-}
-
-/// A [`FixedBatch`] before its upload: its chunks grouped and prepared on the host
-/// ([`ResidentColumn::prepare`]), or the error its preparation gave.
-struct PreparedFixed<'t> {
-    ty: LogicalType,
-    cols: Vec<usize>,
-    owner: Vec<(usize, usize)>,
-    sizes: Vec<usize>,
-    payloads: Vec<&'t [u8]>,
     refs: Vec<ChunkRef<'t>>,
-    prepared: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
 }
 
-/// A [`Utf8Batch`] before its upload: the offsets' and the text's prepared columns.
-struct PreparedUtf8<'t> {
+/// The columns of a [`Utf8Batch`] and their chunks' parts, before the batch is prepared and
+/// uploaded.
+struct Utf8Group<'t> {
     group: Vec<usize>,
     owner: Vec<(usize, usize)>,
     payloads: Vec<&'t [u8]>,
     metas: Vec<ChunkMeta>,
     refs: crate::read::Utf8Refs<'t>,
-    ends: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
-    text: Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
-    table: &'t TableReader,
 }
+
+/// A column of a batch prepared on the host ([`ResidentColumn::prepare`]), or the error its
+/// preparation gave, reported (named) when the batch is uploaded.
+type Prepared<'t> = std::result::Result<PreparedColumn<'t>, BatchError>;
 
 /// Payload bytes from which a read prepares its batches on the thread pool; below it handing
 /// the work over costs more than it saves.
 const PARALLEL_PREPARE_BYTES: usize = 256 << 10;
 
+/// The fixed-size batches of a read (one per logical type) and its utf8 batch (offsets, text),
+/// each with its preparation.
+type PreparedBatches<'t> = (
+    Vec<(FixedGroup<'t>, Prepared<'t>)>,
+    Option<(Utf8Group<'t>, [Prepared<'t>; 2])>,
+);
+
 /// The host work of a read's uploads (headers checked, descriptors laid out, chunks no kernel
 /// serves decoded on the CPU, decoder tables), with no CUDA call: the fixed-size batches, one
-/// per logical type, then the utf8 one; `parallel`: every batch on its own thread of the pool
-/// for large reads.
-/// A batch's failure is kept with it and reported, in batch order, when it is uploaded.
-#[allow(clippy::type_complexity)]
+/// per logical type, then the utf8 one; `parallel`: the batches on the thread pool for large
+/// reads. A batch's failure is kept with it and reported, in batch order, when it is uploaded.
 fn prepare_batches<'t>(
     t: &'t TableReader,
     cols: &[usize],
     payloads: &HashMap<usize, Vec<&'t [u8]>>,
     parallel: bool,
-) -> Result<(Vec<PreparedFixed<'t>>, Option<PreparedUtf8<'t>>)> {
+) -> Result<PreparedBatches<'t>> {
     use rayon::prelude::*;
-    let mut fixed = FixedBatch::plan_groups(t, cols, payloads)?;
-    let mut utf8 = Utf8Batch::plan_group(t, cols, payloads)?;
-    let mut jobs: Vec<(
-        LogicalType,
-        &[ChunkRef<'t>],
-        &mut Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
-    )> = Vec::new();
-    for f in &mut fixed {
-        jobs.push((f.ty, &f.refs, &mut f.prepared));
-    }
-    if let Some(u) = utf8.as_mut() {
-        jobs.push((LogicalType::U32, &u.refs.offsets, &mut u.ends));
-        jobs.push((LogicalType::Bytes, &u.refs.texts, &mut u.text));
-    }
-    let bytes: usize = jobs
+    let fixed = FixedBatch::plan_groups(t, cols, payloads)?;
+    let utf8 = Utf8Batch::plan_group(t, cols, payloads)?;
+    let bytes: usize = fixed
         .iter()
-        .flat_map(|j| j.1.iter())
+        .flat_map(|g| &g.refs)
+        .chain(
+            utf8.iter()
+                .flat_map(|u| u.refs.offsets.iter().chain(&u.refs.texts)),
+        )
         .map(|c| c.payload.len())
         .sum();
-    let run = |(ty, refs, out): &mut (
-        LogicalType,
-        &[ChunkRef<'t>],
-        &mut Option<std::result::Result<PreparedColumn<'t>, BatchError>>,
-    )| **out = Some(ResidentColumn::prepare(*ty, refs));
-    if parallel && bytes >= PARALLEL_PREPARE_BYTES && jobs.len() > 1 {
-        jobs.par_iter_mut().for_each(run);
+    let fixed_one = |g: FixedGroup<'t>| {
+        let p = ResidentColumn::prepare(g.ty, &g.refs);
+        (g, p)
+    };
+    let utf8_one = |u: Utf8Group<'t>| {
+        let p = [
+            ResidentColumn::prepare(LogicalType::U32, &u.refs.offsets),
+            ResidentColumn::prepare(LogicalType::Bytes, &u.refs.texts),
+        ];
+        (u, p)
+    };
+    Ok(if parallel && bytes >= PARALLEL_PREPARE_BYTES {
+        rayon::join(
+            || fixed.into_par_iter().map(fixed_one).collect(),
+            || utf8.map(utf8_one),
+        )
     } else {
-        jobs.iter_mut().for_each(run);
-    }
-    Ok((fixed, utf8))
+        (
+            fixed.into_iter().map(fixed_one).collect(),
+            utf8.map(utf8_one),
+        )
+    })
 }
 
-impl<'t> PreparedFixed<'t> {
+impl<'t> FixedGroup<'t> {
+    /// The CPU decoder's error for chunk `i` of the batch, named by column and chunk.
+    fn cpu_error(&self, t: &TableReader, i: usize) -> Option<Error> {
+        fixed_cpu_error(t, self.ty, &self.owner, &self.payloads, i)
+    }
+
+    /// A failure of the batch as the read reports it: the failing chunk's CPU error, named.
+    fn named(&self, t: &TableReader, be: BatchError) -> Error {
+        locate(be, |i| self.cpu_error(t, i)).1
+    }
+
     /// Queues the prepared batch's copies to the device (headers were checked when it was
     /// prepared: a bad one is its CPU error, named).
-    fn upload(self, t: &'t TableReader, gpu: &Gpu) -> Result<FixedBatch<'t>> {
-        let (ty, owner, all) = (self.ty, &self.owner, &self.payloads);
-        let prepared = self
-            .prepared
-            .ok_or_else(|| Error::Gpu("a batch uploaded before it was prepared".into()))?;
+    fn upload(self, prepared: Prepared<'t>, t: &TableReader, gpu: &Gpu) -> Result<FixedBatch<'t>> {
         let resident = prepared
             .and_then(|p| p.upload(gpu))
-            .map_err(|be| locate(be, |i| fixed_cpu_error(t, ty, owner, all, i)).1)?;
+            .map_err(|be| self.named(t, be))?;
         Ok(FixedBatch {
-            ty,
-            cols: self.cols,
-            owner: self.owner,
-            sizes: self.sizes,
-            payloads: self.payloads,
+            group: self,
             resident,
             out: None,
             queued: QueuedDecode::default(),
@@ -639,7 +638,7 @@ impl<'t> FixedBatch<'t> {
         t: &'t TableReader,
         cols: &[usize],
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
-    ) -> Result<Vec<PreparedFixed<'t>>> {
+    ) -> Result<Vec<FixedGroup<'t>>> {
         let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
         for &c in cols {
             let meta = column_meta(t, c)?;
@@ -675,14 +674,13 @@ impl<'t> FixedBatch<'t> {
                 }
                 sizes.push(bytes);
             }
-            out.push(PreparedFixed {
+            out.push(FixedGroup {
                 ty,
                 cols: group,
                 owner,
                 sizes,
                 payloads: all,
                 refs,
-                prepared: None,
             });
         }
         Ok(out)
@@ -693,20 +691,16 @@ impl<'t> FixedBatch<'t> {
         self.queued = self
             .resident
             .enqueue(gpu, &mut out, parts)
-            .map_err(|be| locate(be, |i| self.cpu_error(t, i)).1)?;
+            .map_err(|be| self.group.named(t, be))?;
         self.out = Some(out);
         Ok(())
-    }
-
-    fn cpu_error(&self, t: &TableReader, i: usize) -> Option<Error> {
-        fixed_cpu_error(t, self.ty, &self.owner, &self.payloads, i)
     }
 
     /// The first corrupt chunk's CPU error, named, from the status words read back.
     fn check(&self, t: &TableReader, gpu: &Gpu, read: &[Vec<u8>]) -> Result<()> {
         self.resident
             .check(gpu, &self.queued, read)
-            .map_err(|be| locate(be, |i| self.cpu_error(t, i)).1)
+            .map_err(|be| self.group.named(t, be))
     }
 
     /// Each column's values: a group of one column keeps the decoded buffer; the columns of a
@@ -717,18 +711,18 @@ impl<'t> FixedBatch<'t> {
         planned: &mut Vec<(usize, Planned)>,
         ranges: &mut Vec<arrow_layout::CopyPart<'s>>,
     ) -> Result<()> {
-        let ty = self.ty;
+        let ty = self.group.ty;
         let len = |c: usize| t.columns()[c].value_count;
         let unqueued = || Error::Gpu("a batch planned before it was queued".into());
-        if self.cols.len() == 1 {
+        if self.group.cols.len() == 1 {
             let all = self.out.take().ok_or_else(unqueued)?;
-            let c = self.cols[0];
+            let c = self.group.cols[0];
             planned.push((c, Planned::Raw(ty, len(c), Some(all))));
             return Ok(());
         }
         let src = self.out.as_ref().ok_or_else(unqueued)?;
         let mut at = 0usize;
-        for (&c, &bytes) in self.cols.iter().zip(&self.sizes) {
+        for (&c, &bytes) in self.group.cols.iter().zip(&self.group.sizes) {
             ranges.push(arrow_layout::CopyPart {
                 src,
                 at,
@@ -828,23 +822,30 @@ struct Utf8Batch<'t> {
     table: &'t TableReader,
 }
 
-impl<'t> PreparedUtf8<'t> {
+impl<'t> Utf8Group<'t> {
+    /// A failure of the offsets' or the text's batch as the read reports it: the failing
+    /// chunk's CPU error, named (a chunk the CPU decodes is not a data error of its own).
+    fn named(&self, t: &TableReader, be: BatchError) -> Error {
+        locate(be, |k| {
+            Some(utf8_cpu_error(t, &self.owner, &self.payloads, k))
+                .filter(|e| !matches!(e, Error::Gpu(_)))
+        })
+        .1
+    }
+
     /// Queues the prepared offsets' and text's copies to the device.
-    fn upload(self, gpu: &Gpu) -> Result<Utf8Batch<'t>> {
-        let t = self.table;
-        let (owner, all) = (&self.owner, &self.payloads);
-        let cpu_data_error = |k: usize| {
-            Some(utf8_cpu_error(t, owner, all, k)).filter(|e| !matches!(e, Error::Gpu(_)))
-        };
-        let unprepared = || Error::Gpu("a utf8 batch uploaded before it was prepared".into());
-        let ends = self.ends.ok_or_else(unprepared)?;
+    fn upload(
+        self,
+        [ends, text]: [Prepared<'t>; 2],
+        t: &'t TableReader,
+        gpu: &Gpu,
+    ) -> Result<Utf8Batch<'t>> {
         let ends_resident = ends
             .and_then(|p| p.upload(gpu))
-            .map_err(|be| locate(be, cpu_data_error).1)?;
-        let text = self.text.ok_or_else(unprepared)?;
+            .map_err(|be| self.named(t, be))?;
         let text_resident = text
             .and_then(|p| p.upload(gpu))
-            .map_err(|be| locate(be, cpu_data_error).1)?;
+            .map_err(|be| self.named(t, be))?;
         let mut value_starts = Vec::with_capacity(self.metas.len() + 1);
         value_starts.push(0u64);
         for m in &self.metas {
@@ -876,7 +877,7 @@ impl<'t> Utf8Batch<'t> {
         t: &'t TableReader,
         cols: &[usize],
         payloads: &HashMap<usize, Vec<&'t [u8]>>,
-    ) -> Result<Option<PreparedUtf8<'t>>> {
+    ) -> Result<Option<Utf8Group<'t>>> {
         let mut group: Vec<usize> = Vec::new();
         for &c in cols {
             if column_meta(t, c)?.logical_type == LogicalType::Utf8 && !group.contains(&c) {
@@ -899,15 +900,12 @@ impl<'t> Utf8Batch<'t> {
             .collect();
         let cpu_error = |i: usize| utf8_cpu_error(t, &owner, &all, i);
         let refs = utf8_refs(&metas, &all, cpu_error)?;
-        Ok(Some(PreparedUtf8 {
+        Ok(Some(Utf8Group {
             group,
             owner,
             payloads: all,
             metas,
             refs,
-            ends: None,
-            text: None,
-            table: t,
         }))
     }
 
