@@ -27,6 +27,7 @@ const ST_OFFSET_LIMIT: u64 = 3;
 const ST_ALP_PARAM: u64 = 4;
 const ST_EXCEPTION_ROW: u64 = 5;
 const ST_RUN_END: u64 = 6;
+const ST_UTF8_TEXT: u64 = 7;
 
 fn grid(n: u64) -> u32 {
     grid_for(n, THREADS)
@@ -47,6 +48,11 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
         ST_UTF8_END => Error::ValueOutOfRange {
             index,
             ty: "utf8 end offset (within its chunk's text)",
+            found: index,
+        },
+        ST_UTF8_TEXT => Error::ValueOutOfRange {
+            index,
+            ty: UTF8_TEXT,
             found: index,
         },
         ST_OFFSET_LIMIT => Error::InvalidArgument(format!(
@@ -314,36 +320,45 @@ pub fn widen_i64_to_i128(gpu: &Gpu, values: &CudaSlice<u8>, n: u64) -> Result<Cu
     Ok(out)
 }
 
-/// Checks on the device the utf8 end offsets (`ends`, u32, `n` of them) of chunks decoded back
-/// to back: chunk `k` holds strings `value_starts[k] .. value_starts[k + 1]` (`chunks + 1`
-/// entries from 0 to `n`, never decreasing) and `text_sizes[k]` bytes of text; within a chunk
-/// the ends never decrease and the last is the text size; an empty chunk has no text. One
-/// launch and one status word for any number of columns, instead of downloading the offsets.
-/// A fault is `Error::ValueOutOfRange` whose `index` is the lowest faulty string (the host
-/// names its chunk with [`chunk_of`]).
-pub fn check_utf8_ends(
+/// Checks on the device the utf8 columns of a read once decoded: the end offsets (`ends`, u32,
+/// `n` of them) and the text (`text`) of chunks decoded back to back. Chunk `k` holds strings
+/// `value_starts[k] .. value_starts[k + 1]` (`chunks + 1` entries from 0 to `n`, never
+/// decreasing) and `text_sizes[k]` bytes of text, after the chunks before it; within a chunk the
+/// ends never decrease and the last is the text size; an empty chunk has no text. The text is
+/// valid UTF-8 and no string starts or ends inside a character, what Arrow's `Utf8` and
+/// `LargeUtf8` arrays promise their readers. One launch and one status word for any number of
+/// columns, instead of downloading them. A fault is `Error::ValueOutOfRange` whose `index` is
+/// the lowest faulty string (an end offset) or the first string of the lowest chunk whose text
+/// is not UTF-8 (`ty` [`UTF8_TEXT`]); the host names its chunk with [`chunk_of`].
+pub fn check_utf8(
     gpu: &Gpu,
     ends: &CudaSlice<u8>,
     n: u64,
     value_starts: &[u64],
     text_sizes: &[u64],
+    text: &CudaSlice<u8>,
 ) -> Result<()> {
-    let Some(q) = check_utf8_ends_queued(gpu, ends, n, value_starts, text_sizes)? else {
+    let Some(q) = check_utf8_queued(gpu, ends, n, value_starts, text_sizes, text)? else {
         return Ok(());
     };
     let read = gpu.read_back_parts(&[q.part(gpu)])?;
     q.verdicts(&read[0]).remove(0)
 }
 
-/// [`check_utf8_ends`] queued without waiting: the host's checks are done (an error now), the
+/// What [`check_utf8`] calls text that is not UTF-8, or a string that starts or ends inside a
+/// character (the `ty` of its `Error::ValueOutOfRange`).
+pub const UTF8_TEXT: &str = "utf8 text (valid UTF-8, strings on character boundaries)";
+
+/// [`check_utf8`] queued without waiting: the host's checks are done (an error now), the
 /// device's come back through the returned status word (`None` when there are no strings).
-/// `ends` must live until the status is read back.
-pub fn check_utf8_ends_queued(
+/// `ends` and `text` must live until the status is read back.
+pub fn check_utf8_queued(
     gpu: &Gpu,
     ends: &CudaSlice<u8>,
     n: u64,
     value_starts: &[u64],
     text_sizes: &[u64],
+    text: &CudaSlice<u8>,
 ) -> Result<Option<QueuedCheck>> {
     let ok = value_starts.len() == text_sizes.len() + 1
         && value_starts.first() == Some(&0)
@@ -368,33 +383,48 @@ pub fn check_utf8_ends_queued(
     }
     let chunks = u32::try_from(text_sizes.len())
         .map_err(|_| Error::InvalidArgument("too many utf8 chunks for one launch".into()))?;
-    // Both tables in one upload: value_starts, then text_sizes.
-    let tables: Vec<u64> = value_starts.iter().chain(text_sizes).copied().collect();
+    // The three tables in one upload: value_starts, text_sizes, then data_starts (the sizes
+    // summed; a sum past the text is the kernel's TS_AL_SIZE, not an overflow here).
+    let mut tables: Vec<u64> = value_starts.iter().chain(text_sizes).copied().collect();
+    let mut at = 0u64;
+    tables.push(0);
+    for &size in text_sizes {
+        at = at.saturating_add(size);
+        tables.push(at);
+    }
     let d_tables = gpu.upload(&tables)?;
-    let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_utf8_ends")?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_utf8")?;
     let ends_len = (ends.len() / 4) as u64;
+    let text_len = text.len() as u64;
     let pe = gpu.ptr(ends);
     let pv = gpu.ptr(&d_tables);
     let pt = pv + 8 * value_starts.len() as u64;
-    let q = QueuedCheck::new(gpu, "ts_arrow_check_utf8_ends", 1)?;
+    let pd = pt + 8 * text_sizes.len() as u64;
+    let px = gpu.ptr(text);
+    // Threads cover the strings and the text bytes, whichever are more.
+    let work = n.max(at.min(text_len));
+    let q = QueuedCheck::new(gpu, "ts_arrow_check_utf8", 1)?;
     let ps = gpu.ptr(&q.status);
-    // SAFETY: matches ts_arrow_check_utf8_ends(ends, ends_len, value_starts, text_sizes,
-    // chunks, n, status); value_starts holds chunks + 1 entries ending at n (checked above),
-    // text_sizes chunks right after them, and ends_len is the live buffer's length. The tables
-    // are freed stream-ordered, after the kernel ran; `ends` and the status live on with the
+    // SAFETY: matches ts_arrow_check_utf8(ends, ends_len, value_starts, text_sizes,
+    // data_starts, chunks, n, text, text_len, status); value_starts holds chunks + 1 entries
+    // ending at n (checked above), text_sizes chunks and data_starts chunks + 1 right after
+    // them, and ends_len and text_len are the live buffers' lengths. The tables are freed
+    // stream-ordered, after the kernel ran; `ends`, `text` and the status live on with the
     // caller until it reads the status back.
     unsafe {
         gpu.launch(
             &f,
-            grid(n),
+            grid(work),
             THREADS,
-            &[&pe, &ends_len, &pv, &pt, &chunks, &n, &ps],
+            &[
+                &pe, &ends_len, &pv, &pt, &pd, &chunks, &n, &px, &text_len, &ps,
+            ],
         )?;
     }
     Ok(Some(q))
 }
 
-/// The chunk that string `index` belongs to under `value_starts` (as [`check_utf8_ends`] takes
+/// The chunk that string `index` belongs to under `value_starts` (as [`check_utf8`] takes
 /// them): the last chunk starting at or before it.
 pub fn chunk_of(value_starts: &[u64], index: u64) -> usize {
     value_starts

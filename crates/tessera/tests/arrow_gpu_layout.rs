@@ -458,6 +458,121 @@ fn byte_ranges_copy_out_in_one_launch() {
     ));
 }
 
+/// The utf8 check of a read (`arrow_layout::check_utf8`) says what `std::str::from_utf8` says
+/// of every string: texts of valid characters of every length and of hostile bytes (stray
+/// continuations, overlong forms, surrogates, leads past U+10FFFF or with too few
+/// continuations), cut into strings at any byte, in chunks of their own; a fault is reported at
+/// the lowest chunk that holds a string that is not UTF-8.
+#[test]
+fn utf8_check_agrees_with_std_on_hostile_text() {
+    use tessera_gpu::arrow_layout::{check_utf8, chunk_of, UTF8_TEXT};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let valid: [&str; 10] = [
+        "a",
+        "Z~",
+        "é",
+        "€",
+        "𝄞",
+        "\u{7ff}",
+        "\u{800}",
+        "\u{ffff}",
+        "\u{10000}",
+        "\u{10ffff}",
+    ];
+    let hostile: [&[u8]; 12] = [
+        &[0x80],
+        &[0xBF],
+        &[0xC0, 0x80],
+        &[0xC1, 0xBF],
+        &[0xE0, 0x80, 0x80],
+        &[0xED, 0xA0, 0x80],
+        &[0xF0, 0x80, 0x80, 0x80],
+        &[0xF4, 0x90, 0x80, 0x80],
+        &[0xF5, 0x80, 0x80, 0x80],
+        &[0xFF],
+        &[0xE2, 0x82],
+        &[0xF0, 0x9D, 0x84],
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let (mut clean, mut faulty) = (0, 0);
+    for trial in 0..400 {
+        // A third of the trials only valid characters cut between them; the others add hostile
+        // bytes and cut anywhere.
+        let bad = trial % 3 != 0;
+        let (mut text, mut ends) = (Vec::<u8>::new(), Vec::<u32>::new());
+        let (mut value_starts, mut text_sizes) = (vec![0u64], Vec::<u64>::new());
+        let mut strings: Vec<(usize, usize)> = Vec::new();
+        for _ in 0..1 + next(5) {
+            let chunk_start = text.len();
+            let count = if next(6) == 0 { 0 } else { 1 + next(12) };
+            let mut cuts = Vec::new();
+            if count > 0 {
+                for _ in 0..1 + next(40) {
+                    if bad && next(10) == 0 {
+                        text.extend_from_slice(hostile[next(hostile.len())]);
+                    } else {
+                        text.extend_from_slice(valid[next(valid.len())].as_bytes());
+                    }
+                    cuts.push(text.len() - chunk_start);
+                }
+                let size = text.len() - chunk_start;
+                let mut ends_here: Vec<usize> = (0..count - 1)
+                    .map(|_| {
+                        if bad {
+                            next(size + 1)
+                        } else {
+                            cuts[next(cuts.len())]
+                        }
+                    })
+                    .collect();
+                ends_here.sort_unstable();
+                ends_here.push(size);
+                let mut start = 0;
+                for e in ends_here {
+                    ends.push(e as u32);
+                    strings.push((chunk_start + start, chunk_start + e));
+                    start = e;
+                }
+            }
+            text_sizes.push((text.len() - chunk_start) as u64);
+            value_starts.push(ends.len() as u64);
+        }
+        if ends.is_empty() {
+            continue;
+        }
+        let expected = strings
+            .iter()
+            .position(|&(a, b)| std::str::from_utf8(&text[a..b]).is_err())
+            .map(|i| chunk_of(&value_starts, i as u64));
+        let ends_bytes: Vec<u8> = ends.iter().flat_map(|e| e.to_le_bytes()).collect();
+        let d_ends = gpu.upload(&ends_bytes).expect("ends");
+        let d_text = gpu.upload(&text).expect("text");
+        let n = ends.len() as u64;
+        let got = check_utf8(&gpu, &d_ends, n, &value_starts, &text_sizes, &d_text);
+        match (expected, got) {
+            (None, Ok(())) => clean += 1,
+            (Some(k), Err(Error::ValueOutOfRange { index, ty, .. })) if ty == UTF8_TEXT => {
+                assert_eq!(chunk_of(&value_starts, index), k, "trial {trial}");
+                faulty += 1;
+            }
+            (e, g) => panic!("trial {trial}: expected a fault in chunk {e:?}, got {g:?}"),
+        }
+    }
+    println!("utf8 check: {clean} clean texts accepted, {faulty} faulty ones placed");
+    assert!(
+        clean > 100 && faulty > 100,
+        "{clean} clean, {faulty} faulty"
+    );
+}
+
 /// Uploads staged through the handle's page-locked buffer (`Gpu::stage_uploads`) arrive byte
 /// for byte: many small ones, one larger than the buffer first allocated (it grows) and enough
 /// in all to wrap around it (the host waits before writing bytes a queued copy still reads).

@@ -24,6 +24,8 @@
 #define TS_AL_ALP_PARAM 4     // a row's vector has no (e, f), or an invalid one
 #define TS_AL_EXCEPTION_ROW 5 // an exception row past the rows, or not ascending
 #define TS_AL_RUN_END 6       // a run end not above the one before, or the last not the rows
+#define TS_AL_UTF8_TEXT 7     // a chunk's text is not UTF-8, or a string ends inside a character
+                              // (index: the chunk's first string)
 
 #define TS_AL_THREADS 256
 
@@ -295,23 +297,92 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
 // value_starts[k + 1], its text is text_sizes[k] bytes): within a chunk they never decrease and
 // the last equals the chunk's text size. A fault is reported at the string's index (TS_AL_UTF8_END)
 // for the host to name the chunk. Empty chunks hold no strings; the host checks their text size.
+// A UTF-8 continuation byte (10xxxxxx).
+__device__ __forceinline__ bool ts_al_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// The bytes of the character a lead byte starts (2-4), or 0 for a byte that starts none: a
+// continuation, the overlong leads C0 and C1, and F5-FF (past U+10FFFF).
+__device__ __forceinline__ u32 ts_al_utf8_len(unsigned char c) {
+    return c >= 0xC2 && c <= 0xDF ? 2 : (c & 0xF0) == 0xE0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+}
+
+// Whether byte j of `text` (len bytes) is well placed in UTF-8 (RFC 3629): an ASCII byte; a
+// lead whose character's bytes all follow inside the text, continuations, the second in the
+// range its lead allows (no overlong form, no surrogate, nothing past U+10FFFF); or a
+// continuation that the nearest non-continuation byte at most 3 back claims. Every byte
+// checked this way makes the whole text valid UTF-8: each lead checks its own character, and
+// each continuation belongs to one.
+__device__ __forceinline__ bool ts_al_utf8_byte_ok(const unsigned char* __restrict__ text, u64 len, u64 j) {
+    const unsigned char c = text[j];
+    if (c < 0x80) return true;
+    if (ts_al_continuation(c)) {
+        for (u32 d = 1; d <= 3 && d <= j; ++d) {
+            const unsigned char p = text[j - d];
+            if (!ts_al_continuation(p)) return ts_al_utf8_len(p) > d;
+        }
+        return false;
+    }
+    const u32 n = ts_al_utf8_len(c);
+    if (n == 0 || j + n > len) return false;
+    const unsigned char c1 = text[j + 1];
+    const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (c1 < lo || c1 > hi) return false;
+    for (u32 k = 2; k < n; ++k)
+        if (!ts_al_continuation(text[j + k])) return false;
+    return true;
+}
+
+// The last chunk starting at or before `i` under `starts` (chunks + 1 entries; empty chunks
+// share their start with the next).
+__device__ __forceinline__ u32 ts_al_chunk_of(const u64* __restrict__ starts, u32 chunks, u64 i) {
+    u32 lo = 0, hi = chunks - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi + 1) / 2;
+        if (starts[mid] <= i) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// The utf8 columns of a read, once their ends and text are decoded: per string, its end inside
+// its chunk's text, never below the one before, the chunk's last string ending at the text's
+// end (TS_AL_UTF8_END); per string and chunk start, no character cut (the byte at a string's
+// start or end, when inside the text, is no continuation); and per text byte, valid UTF-8
+// (TS_AL_UTF8_TEXT, reported at the chunk's first string). Chunk k's text starts at
+// data_starts[k] (the text_sizes summed before it). Every read is checked against ends_len and
+// text_len, the buffers' live lengths.
 extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
-    ts_arrow_check_utf8_ends(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
-                             const u64* __restrict__ text_sizes, u32 chunks, u64 n, u64* status) {
-    if (chunks == 0 || n > ends_len || value_starts[chunks] != n) {
+    ts_arrow_check_utf8(const u32* __restrict__ ends, u64 ends_len, const u64* __restrict__ value_starts,
+                        const u64* __restrict__ text_sizes, const u64* __restrict__ data_starts, u32 chunks,
+                        u64 n, const unsigned char* __restrict__ text, u64 text_len, u64* status) {
+    if (chunks == 0 || n > ends_len || value_starts[chunks] != n || data_starts[chunks] > text_len) {
         if (ts_al_thread() == 0) ts_al_report(status, 0, TS_AL_SIZE);
         return;
     }
-    for (u64 i = ts_al_thread(); i < n; i += ts_al_stride()) {
-        u32 lo = 0, hi = chunks - 1;
-        while (lo < hi) {
-            const u32 mid = (lo + hi + 1) / 2;
-            if (value_starts[mid] <= i) lo = mid; else hi = mid - 1;
+    const u64 text_end = data_starts[chunks];
+    const u64 work = n > text_end ? n : text_end;
+    for (u64 i = ts_al_thread(); i < work; i += ts_al_stride()) {
+        if (i < n) {
+            const u32 lo = ts_al_chunk_of(value_starts, chunks, i);
+            const u32 e = ends[i];
+            const bool descends = i > value_starts[lo] && ends[i - 1] > e;
+            const bool short_or_long = i + 1 == value_starts[lo + 1] && (u64)e != text_sizes[lo];
+            if (descends || short_or_long || (u64)e > text_sizes[lo]) {
+                ts_al_report(status, i, TS_AL_UTF8_END);
+            } else {
+                const u64 at = data_starts[lo] + e;
+                const bool cut_end = at < text_end && ts_al_continuation(text[at]);
+                const bool cut_start = i == value_starts[lo] && data_starts[lo] < text_end &&
+                                       ts_al_continuation(text[data_starts[lo]]);
+                if (cut_end || cut_start) ts_al_report(status, value_starts[lo], TS_AL_UTF8_TEXT);
+            }
         }
-        const u32 e = ends[i];
-        const bool descends = i > value_starts[lo] && ends[i - 1] > e;
-        const bool short_or_long = i + 1 == value_starts[lo + 1] && (u64)e != text_sizes[lo];
-        if (descends || short_or_long || (u64)e > text_sizes[lo]) ts_al_report(status, i, TS_AL_UTF8_END);
+        if (i < text_end && !ts_al_utf8_byte_ok(text, text_end, i)) {
+            // The chunk whose text holds byte i: the last with data_starts[k] <= i and text.
+            u32 k = ts_al_chunk_of(data_starts, chunks, i);
+            while (k > 0 && text_sizes[k] == 0) --k;
+            ts_al_report(status, value_starts[k], TS_AL_UTF8_TEXT);
+        }
     }
 }
 

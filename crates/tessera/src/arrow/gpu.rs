@@ -800,9 +800,10 @@ fn fixed_cpu_error(
 }
 
 /// The utf8 columns among a read's, decoded together: the end offsets of every chunk of every
-/// column in one batched DFOR decode, checked on the device by one launch
-/// ([`arrow_layout::check_utf8_ends_queued`], a status word instead of downloading the
-/// offsets), and the text of every chunk in one batch per decoder; then queued device copies
+/// column in one batched DFOR decode and the text of every chunk in one batch per decoder, both
+/// checked on the device by one launch ([`arrow_layout::check_utf8_queued`]: offsets inside
+/// the text, valid UTF-8, no string cut inside a character; a status word instead of
+/// downloading them); then queued device copies
 /// give each column its own buffers (a single utf8 column keeps the decoded ones). Errors name
 /// the column and chunk with the CPU decoder's own error, as [`TableReader::read_gpu`] does.
 struct Utf8Batch<'t> {
@@ -917,39 +918,54 @@ impl<'t> Utf8Batch<'t> {
         Some(self.cpu_error(i)).filter(|e| !matches!(e, Error::Gpu(_)))
     }
 
-    /// Queues the offsets decode, their check and the text decode.
+    /// Queues the offsets decode, the text decode and their check.
     fn enqueue(&mut self, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> Result<()> {
         let mut ends = gpu.alloc::<u8>(self.ends_resident.decoded_bytes())?;
         self.ends_queued = self
             .ends_resident
             .enqueue(gpu, &mut ends, parts)
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        let mut data = gpu.alloc::<u8>(self.text_resident.decoded_bytes())?;
+        self.text_queued = self
+            .text_resident
+            .enqueue(gpu, &mut data, parts)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
         let n = self.value_starts[self.value_starts.len() - 1];
-        // The offsets decide where consumers read: checked on the device, for every column.
-        let check = arrow_layout::check_utf8_ends_queued(
+        // The offsets decide where consumers read, and Arrow's utf8 arrays promise UTF-8:
+        // both checked on the device, for every column.
+        let check = arrow_layout::check_utf8_queued(
             gpu,
             &ends,
             n,
             &self.value_starts,
             &self.text_sizes,
+            &data,
         )
         .map_err(|e| self.end_error(e))?;
         self.check = check.map(|q| {
             parts.push(q.part(gpu));
             (q, parts.len() - 1)
         });
-        let mut data = gpu.alloc::<u8>(self.text_resident.decoded_bytes())?;
-        self.text_queued = self
-            .text_resident
-            .enqueue(gpu, &mut data, parts)
-            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
         self.ends = Some(ends);
         self.data = Some(data);
         Ok(())
     }
 
+    /// An error of the check, named by column and chunk: a faulty end offset is the chunk's CPU
+    /// decoder error; text that is not UTF-8 (which the CPU finds only when Arrow validates the
+    /// array) is the check's own.
     fn end_error(&self, e: Error) -> Error {
         match e {
+            Error::ValueOutOfRange { index, ty, .. } if ty == arrow_layout::UTF8_TEXT => {
+                let i = arrow_layout::chunk_of(&self.value_starts, index);
+                match self.owner.get(i) {
+                    Some(&(c, k)) => {
+                        let meta = &self.table.columns()[c];
+                        e.in_chunk(&meta.name, k, meta.chunks[k].codec.name())
+                    }
+                    None => e,
+                }
+            }
             Error::ValueOutOfRange { index, .. } => {
                 self.cpu_error(arrow_layout::chunk_of(&self.value_starts, index))
             }
@@ -957,20 +973,28 @@ impl<'t> Utf8Batch<'t> {
         }
     }
 
-    /// The offsets decode's, their check's and the text decode's verdicts, in that order.
+    /// The verdicts of the offsets decode, the offsets' check, the text decode and the text's
+    /// check, in that order (the check's one status word holds either kind of fault).
     fn check(&self, gpu: &Gpu, read: &[Vec<u8>]) -> Result<()> {
         self.ends_resident
             .check(gpu, &self.ends_queued, read)
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        let mut text_fault = None;
         if let Some((q, at)) = &self.check {
             let bytes = read.get(*at).map(Vec::as_slice).unwrap_or(&[]);
             for v in q.verdicts(bytes) {
-                v.map_err(|e| self.end_error(e))?;
+                match v {
+                    Err(e @ Error::ValueOutOfRange { ty, .. }) if ty == arrow_layout::UTF8_TEXT => {
+                        text_fault = Some(e)
+                    }
+                    v => v.map_err(|e| self.end_error(e))?,
+                }
             }
         }
         self.text_resident
             .check(gpu, &self.text_queued, read)
-            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)
+            .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        text_fault.map_or(Ok(()), |e| Err(self.end_error(e)))
     }
 
     /// Each column's offsets and text: a single utf8 column keeps the decoded buffers; the
