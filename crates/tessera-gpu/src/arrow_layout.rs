@@ -28,6 +28,7 @@ const ST_ALP_PARAM: u64 = 4;
 const ST_EXCEPTION_ROW: u64 = 5;
 const ST_RUN_END: u64 = 6;
 const ST_UTF8_TEXT: u64 = 7;
+const ST_DICT_CODE: u64 = 8;
 
 fn grid(n: u64) -> u32 {
     grid_for(n, THREADS)
@@ -55,6 +56,9 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
             ty: UTF8_TEXT,
             found: index,
         },
+        ST_DICT_CODE => Error::InvalidArgument(format!(
+            "row {index}: its dictionary code is negative or not below the dictionary's count"
+        )),
         ST_OFFSET_LIMIT => Error::InvalidArgument(format!(
             "string {index} ends past i32::MAX bytes of text: use large_utf8"
         )),
@@ -555,6 +559,76 @@ pub fn expand_runs_many(
         gpu.launch_2d(&f, (grid(widest), count), THREADS, &[&pt, &count, &ps])?;
     }
     Ok((outs, Some(q)))
+}
+
+/// A dictionary-encoded field's codes and validity on the device ([`check_codes_many`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CodeField<'a> {
+    /// One code a row, `width` bytes each.
+    pub codes: &'a CudaSlice<u8>,
+    /// Bytes a code: 1, 2, 4 or 8.
+    pub width: usize,
+    /// Whether codes are signed (two's complement).
+    pub signed: bool,
+    /// The rows' validity bits (least significant first); `None`: every row is valid.
+    pub validity: Option<&'a CudaSlice<u8>>,
+    /// Rows.
+    pub rows: u64,
+    /// Values in the dictionary.
+    pub dict_count: u64,
+}
+
+/// Checks on the device, for many dictionary-encoded fields in one launch, that every valid
+/// row's code indexes its dictionary (at least 0, below the count), as Arrow's dictionary
+/// arrays promise the readers that index with them; queued without waiting, one status word a
+/// field (a fault: `Error::InvalidArgument` naming the lowest faulty row). The inputs must live
+/// until the status is read back.
+pub fn check_codes_many(gpu: &Gpu, fields: &[CodeField<'_>]) -> Result<Option<QueuedCheck>> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let count = u32::try_from(fields.len())
+        .ok()
+        .filter(|&c| c <= u32::from(u16::MAX))
+        .ok_or_else(|| {
+            Error::InvalidArgument("too many dictionary fields for one launch".into())
+        })?;
+    let mut table: Vec<u64> = Vec::with_capacity(8 * fields.len());
+    let mut most = 1u64;
+    for f in fields {
+        if ![1, 2, 4, 8].contains(&f.width) {
+            return Err(Error::InvalidArgument(format!(
+                "dictionary codes of {} bytes (1, 2, 4 or 8)",
+                f.width
+            )));
+        }
+        // The row of `TsAlCodes`: codes, codes_len, validity, validity_len, rows, dict_count,
+        // width, is_signed; lengths are the live buffers'.
+        table.extend([
+            gpu.ptr(f.codes),
+            (f.codes.len() / f.width) as u64,
+            f.validity.map_or(0, |v| gpu.ptr(v)),
+            f.validity.map_or(0, |v| v.len() as u64),
+            f.rows,
+            f.dict_count,
+            f.width as u64,
+            u64::from(f.signed),
+        ]);
+        most = most.max(f.rows);
+    }
+    let d_table = gpu.upload(&table)?;
+    let q = QueuedCheck::new(gpu, "ts_arrow_check_codes_many", fields.len())?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_codes_many")?;
+    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_check_codes_many(fields, count, status): `d_table` holds `count`
+    // rows of TsAlCodes (eight 8-byte words each, as laid out above, a null validity pointer
+    // for none) whose lengths are those of live buffers, and `status` one word a field;
+    // blockIdx.y < count (the grid's y extent). The table is freed stream-ordered after the
+    // kernel; the inputs and the status live with the caller until it reads the status back.
+    unsafe {
+        gpu.launch_2d(&f, (grid(most), count), THREADS, &[&pt, &count, &ps])?;
+    }
+    Ok(Some(q))
 }
 
 /// A byte range of a device buffer to be copied into a buffer of its own

@@ -573,6 +573,98 @@ fn utf8_check_agrees_with_std_on_hostile_text() {
     );
 }
 
+/// The dictionary code check (`arrow_layout::check_codes_many`) finds, per field, the lowest
+/// valid row whose code is negative or not below the dictionary's count, for codes of every
+/// width, signed and unsigned, with and without validity, many fields in one launch.
+#[test]
+fn dictionary_codes_are_checked_field_by_field() {
+    use tessera_gpu::arrow_layout::{check_codes_many, CodeField};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let rows = 3000usize;
+    let mut specs = Vec::new();
+    for (f, &(width, signed)) in [
+        (1, false),
+        (1, true),
+        (2, false),
+        (4, true),
+        (8, false),
+        (8, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        for (bad_at, nullable) in [
+            (None, false),
+            (Some(2999usize), false),
+            (Some(17 + f), true),
+        ] {
+            let dict_count = 5 + 7 * f as u64;
+            let mut codes: Vec<i64> = (0..rows)
+                .map(|i| ((i * 31 + f) as u64 % dict_count) as i64)
+                .collect();
+            let valid: Vec<bool> = (0..rows).map(|i| !nullable || i % 5 != 1).collect();
+            // Bad codes on null rows are ignored; one bad code on a valid row is the fault.
+            codes[1] = -1;
+            codes[6] = dict_count as i64;
+            if let Some(r) = bad_at {
+                codes[r] = if signed { -3 } else { dict_count as i64 };
+            }
+            let expected =
+                (0..rows).find(|&i| valid[i] && (codes[i] < 0 || codes[i] as u64 >= dict_count));
+            let bytes: Vec<u8> = codes
+                .iter()
+                .flat_map(|&c| c.to_le_bytes()[..width].to_vec())
+                .collect();
+            let mut bits = vec![0u8; rows.div_ceil(8)];
+            for (i, _) in valid.iter().enumerate().filter(|(_, v)| **v) {
+                bits[i / 8] |= 1 << (i % 8);
+            }
+            specs.push((width, signed, nullable, dict_count, bytes, bits, expected));
+        }
+    }
+    let uploaded: Vec<_> = specs
+        .iter()
+        .map(|s| {
+            (
+                gpu.upload(&s.4).expect("codes"),
+                gpu.upload(&s.5).expect("validity"),
+            )
+        })
+        .collect();
+    let fields: Vec<CodeField<'_>> = specs
+        .iter()
+        .zip(&uploaded)
+        .map(|(s, (codes, validity))| CodeField {
+            codes,
+            width: s.0,
+            signed: s.1,
+            validity: s.2.then_some(validity),
+            rows: rows as u64,
+            dict_count: s.3,
+        })
+        .collect();
+    let q = check_codes_many(&gpu, &fields)
+        .expect("queued")
+        .expect("a status word a field");
+    let read = gpu.read_back_parts(&[q.part(&gpu)]).expect("read back");
+    let verdicts = q.verdicts(&read[0]);
+    assert_eq!(verdicts.len(), specs.len());
+    let mut faults = 0;
+    for (s, v) in specs.iter().zip(verdicts) {
+        match (s.6, v) {
+            (None, Ok(())) => {}
+            (Some(row), Err(Error::InvalidArgument(m))) => {
+                assert!(m.starts_with(&format!("row {row}:")), "{m}");
+                faults += 1;
+            }
+            (e, v) => panic!("width {} signed {}: expected {e:?}, got {v:?}", s.0, s.1),
+        }
+    }
+    assert!(faults >= 12, "{faults} faults found");
+}
+
 /// Uploads staged through the handle's page-locked buffer (`Gpu::stage_uploads`) arrive byte
 /// for byte: many small ones, one larger than the buffer first allocated (it grows) and enough
 /// in all to wrap around it (the host waits before writing bytes a queued copy still reads).

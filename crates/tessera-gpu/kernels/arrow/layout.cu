@@ -26,6 +26,7 @@
 #define TS_AL_RUN_END 6       // a run end not above the one before, or the last not the rows
 #define TS_AL_UTF8_TEXT 7     // a chunk's text is not UTF-8, or a string ends inside a character
                               // (index: the chunk's first string)
+#define TS_AL_DICT_CODE 8     // a valid row's dictionary code is negative or not below the count
 
 #define TS_AL_THREADS 256
 
@@ -293,10 +294,6 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
     }
 }
 
-// The utf8 end offsets of `chunks` chunks back to back (chunk k holds strings value_starts[k] ..
-// value_starts[k + 1], its text is text_sizes[k] bytes): within a chunk they never decrease and
-// the last equals the chunk's text size. A fault is reported at the string's index (TS_AL_UTF8_END)
-// for the host to name the chunk. Empty chunks hold no strings; the host checks their text size.
 // A UTF-8 continuation byte (10xxxxxx).
 __device__ __forceinline__ bool ts_al_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -383,6 +380,53 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
             while (k > 0 && text_sizes[k] == 0) --k;
             ts_al_report(status, value_starts[k], TS_AL_UTF8_TEXT);
         }
+    }
+}
+
+// Dictionary codes of many fields checked by one launch: field f is fields[f] (blockIdx.y picks
+// it, the x blocks stride over its rows) and reports in its own status word status[f]. A row is
+// valid when the field has no validity bitmap or the row's bit (least significant first) is
+// set; a valid row's code (`width` bytes, two's complement when `is_signed`) must be at least 0
+// and below `dict_count` (TS_AL_DICT_CODE at the row), what Arrow's dictionary arrays promise the
+// readers that index the dictionary with them. Lengths are the live buffers': codes_len in
+// codes, validity_len in bytes.
+struct TsAlCodes {
+    const void* codes;
+    u64 codes_len;
+    const unsigned char* validity;
+    u64 validity_len;
+    u64 rows;
+    u64 dict_count;
+    u64 width;
+    u64 is_signed;
+};
+
+template <typename U, typename S>
+__device__ void ts_al_check_codes(const TsAlCodes& f, u64* status) {
+    const U* codes = (const U*)f.codes;
+    for (u64 i = ts_al_thread(); i < f.rows; i += ts_al_stride()) {
+        if (f.validity != nullptr && !((f.validity[i / 8] >> (i % 8)) & 1)) continue;
+        const U c = codes[i];
+        const bool negative = f.is_signed && (S)c < 0;
+        if (negative || (u64)c >= f.dict_count) ts_al_report(status, i, TS_AL_DICT_CODE);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_check_codes_many(const TsAlCodes* __restrict__ fields, u32 count, u64* status) {
+    if (blockIdx.y >= count) return;
+    const TsAlCodes f = fields[blockIdx.y];
+    u64* st = status + blockIdx.y;
+    if (f.rows > f.codes_len || (f.validity != nullptr && (f.rows + 7) / 8 > f.validity_len)) {
+        if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
+        return;
+    }
+    switch (f.width) {
+        case 1: ts_al_check_codes<unsigned char, signed char>(f, st); break;
+        case 2: ts_al_check_codes<u16, short>(f, st); break;
+        case 4: ts_al_check_codes<u32, int>(f, st); break;
+        case 8: ts_al_check_codes<u64, long long>(f, st); break;
+        default: if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
     }
 }
 

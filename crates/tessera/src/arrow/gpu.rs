@@ -72,8 +72,10 @@ impl ArrowTableReader<'_> {
     /// kernel serves decoded on the CPU: [`ResidentColumn::prepare`]), then its copies are
     /// queued; integer payloads are copied once, from the file bytes into the staging buffer.
     /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
-    /// stream, and room for the whole read is reserved first), then every decoder, the utf8 end check, one copy launch that gives the columns
-    /// of each batch their own buffers and one expansion launch for all run-encoded fields are
+    /// stream, and room for the whole read is reserved first), then every decoder, the utf8
+    /// check (offsets inside the text, valid UTF-8), one copy launch that gives the columns of
+    /// each batch their own buffers, one expansion launch for all run-encoded fields and one
+    /// check that every dictionary code indexes its dictionary are
     /// queued back to back on one stream; their status words are read back together after one
     /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
     /// queued, each naming its column (and chunk). Checksums are verified on all cores for large
@@ -289,6 +291,48 @@ impl ArrowTableReader<'_> {
             parts.push(q.part(gpu));
             parts.len() - 1
         });
+        // Dictionary codes index their dictionaries (what Arrow's dictionary arrays promise
+        // whoever reads them): checked on the device, every dictionary-encoded field in one
+        // launch.
+        let mut dict_fields: Vec<usize> = Vec::new();
+        let mut code_fields: Vec<arrow_layout::CodeField<'_>> = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let (Some(v), Some(d)) = (f.column(Role::Values), f.column(Role::DictValues)) else {
+                continue;
+            };
+            let decoded = |c: usize| {
+                columns.get(&c).ok_or_else(|| {
+                    Error::Gpu(format!(
+                        "field '{}': column {c} was not decoded with its batch",
+                        f.name
+                    ))
+                })
+            };
+            let codes = decoded(v)?;
+            let validity = match f.column(Role::Validity) {
+                Some(c) => Some(raw_ref(&f.name, decoded(c)?)?),
+                None => None,
+            };
+            let dict_count = match f.column(Role::DictLengths) {
+                Some(c) => decoded(c)?.len,
+                None => decoded(d)?.len,
+            };
+            code_fields.push(arrow_layout::CodeField {
+                codes: raw_ref(&f.name, codes)?,
+                width: codes.logical_type.width(),
+                signed: codes.logical_type.signed(),
+                validity,
+                rows: codes.len,
+                dict_count,
+            });
+            dict_fields.push(i);
+        }
+        let code_check = arrow_layout::check_codes_many(gpu, &code_fields)?;
+        drop(code_fields);
+        let code_part = code_check.as_ref().map(|q| {
+            parts.push(q.part(gpu));
+            parts.len() - 1
+        });
         phases.mark(2);
         // The one wait: every status word of the read comes back together.
         let read = gpu.read_back_parts(&parts)?;
@@ -309,6 +353,12 @@ impl ArrowTableReader<'_> {
             let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
             for (v, (i, ..)) in q.verdicts(bytes).into_iter().zip(&runs) {
                 v.map_err(|e| in_field(&fields[*i].name, e))?;
+            }
+        }
+        if let (Some(q), Some(at)) = (&code_check, code_part) {
+            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
+            for (v, &i) in q.verdicts(bytes).into_iter().zip(&dict_fields) {
+                v.map_err(|e| in_field(&fields[i].name, e))?;
             }
         }
         drop(fixed);
