@@ -29,6 +29,7 @@ const ST_EXCEPTION_ROW: u64 = 5;
 const ST_RUN_END: u64 = 6;
 const ST_UTF8_TEXT: u64 = 7;
 const ST_DICT_CODE: u64 = 8;
+const ST_LENGTHS: u64 = 9;
 
 fn grid(n: u64) -> u32 {
     grid_for(n, THREADS)
@@ -59,6 +60,7 @@ fn status_error(kernel: &str, status: u64) -> Option<Error> {
         ST_DICT_CODE => Error::InvalidArgument(format!(
             "row {index}: its dictionary code is negative or not below the dictionary's count"
         )),
+        ST_LENGTHS => Error::InvalidArgument("its binary lengths sum past the bytes stored".into()),
         ST_OFFSET_LIMIT => Error::InvalidArgument(format!(
             "string {index} ends past i32::MAX bytes of text: use large_utf8"
         )),
@@ -627,6 +629,69 @@ pub fn check_codes_many(gpu: &Gpu, fields: &[CodeField<'_>]) -> Result<Option<Qu
     // kernel; the inputs and the status live with the caller until it reads the status back.
     unsafe {
         gpu.launch_2d(&f, (grid(most), count), THREADS, &[&pt, &count, &ps])?;
+    }
+    Ok(Some(q))
+}
+
+/// A binary field's lengths on the device and the bytes stored for them
+/// ([`check_lengths_many`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LengthsField<'a> {
+    /// One u32 length a value.
+    pub lengths: &'a CudaSlice<u8>,
+    /// Values (lengths).
+    pub rows: u64,
+    /// Bytes stored for them (the bytes column's value count).
+    pub bytes: u64,
+}
+
+/// Checks on the device, for many binary fields (or binary dictionaries) in one launch, that
+/// the lengths do not sum past the bytes stored, so offsets scanned from them stay inside the
+/// values; queued without waiting, one status word a field (a fault: `Error::InvalidArgument`).
+/// The lengths must live until the status is read back.
+pub fn check_lengths_many(gpu: &Gpu, fields: &[LengthsField<'_>]) -> Result<Option<QueuedCheck>> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let count = u32::try_from(fields.len())
+        .ok()
+        .filter(|&c| c <= u32::from(u16::MAX))
+        .ok_or_else(|| Error::InvalidArgument("too many binary fields for one launch".into()))?;
+    let mut table: Vec<u64> = Vec::with_capacity(4 * fields.len());
+    let mut most = 1u64;
+    for f in fields {
+        // The row of `TsAlLengths`: lengths, lengths_len (in lengths, the live buffer's), rows,
+        // bytes.
+        table.extend([
+            gpu.ptr(f.lengths),
+            (f.lengths.len() / 4) as u64,
+            f.rows,
+            f.bytes,
+        ]);
+        most = most.max(f.rows);
+    }
+    let d_table = gpu.upload(&table)?;
+    // Per field a u64 sum and a u32 arrival count (in u64 words), zeroed.
+    let mut scratch = gpu.alloc::<u64>(2 * fields.len())?;
+    gpu.fill_bytes(&mut scratch, 0)?;
+    let q = QueuedCheck::new(gpu, "ts_arrow_check_lengths_many", fields.len())?;
+    let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_lengths_many")?;
+    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
+    let sums = gpu.ptr(&scratch);
+    let arrived = sums + 8 * fields.len() as u64;
+    // SAFETY: matches ts_arrow_check_lengths_many(fields, count, sums, arrived, status):
+    // `d_table` holds `count` rows of TsAlLengths (four 8-byte words each, as laid out above)
+    // whose lengths are those of live buffers, `scratch` a zeroed u64 sum then a zeroed u32
+    // count (within the second half's words) a field, `status` one word a field;
+    // blockIdx.y < count. The table and scratch are freed stream-ordered after the kernel; the
+    // lengths and the status live with the caller until it reads the status back.
+    unsafe {
+        gpu.launch_2d(
+            &f,
+            (grid(most), count),
+            THREADS,
+            &[&pt, &count, &sums, &arrived, &ps],
+        )?;
     }
     Ok(Some(q))
 }

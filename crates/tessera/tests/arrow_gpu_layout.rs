@@ -665,6 +665,64 @@ fn dictionary_codes_are_checked_field_by_field() {
     assert!(faults >= 12, "{faults} faults found");
 }
 
+/// The binary lengths check (`arrow_layout::check_lengths_many`) sums each field's lengths
+/// across many thread blocks and flags exactly the fields whose lengths sum past the bytes
+/// stored (one past, far past), not those that sum to them or below.
+#[test]
+fn binary_lengths_are_summed_field_by_field() {
+    use tessera_gpu::arrow_layout::{check_lengths_many, LengthsField};
+    let Some(gpu) = gpu() else {
+        return;
+    };
+    let sizes = [0usize, 1, 255, 256, 257, 100_000, 1_000_003];
+    let lengths: Vec<Vec<u32>> = sizes
+        .iter()
+        .map(|&n| (0..n as u32).map(|i| i % 97 + (i >> 13)).collect())
+        .collect();
+    let sums: Vec<u64> = lengths
+        .iter()
+        .map(|l| l.iter().map(|&x| u64::from(x)).sum())
+        .collect();
+    let uploaded: Vec<_> = lengths
+        .iter()
+        .map(|l| {
+            let b: Vec<u8> = l.iter().flat_map(|x| x.to_le_bytes()).collect();
+            gpu.upload(&b).expect("lengths")
+        })
+        .collect();
+    let mut fields = Vec::new();
+    let mut expect_fault = Vec::new();
+    for (k, d) in uploaded.iter().enumerate() {
+        for stored in [sums[k] + 5, sums[k], sums[k].wrapping_sub(1), sums[k] / 2] {
+            if stored > sums[k] + 5 {
+                continue; // an empty field has nothing to sum past
+            }
+            fields.push(LengthsField {
+                lengths: d,
+                rows: sizes[k] as u64,
+                bytes: stored,
+            });
+            expect_fault.push(sums[k] > stored);
+        }
+    }
+    let q = check_lengths_many(&gpu, &fields)
+        .expect("queued")
+        .expect("a status word a field");
+    let read = gpu.read_back_parts(&[q.part(&gpu)]).expect("read back");
+    let verdicts = q.verdicts(&read[0]);
+    assert_eq!(verdicts.len(), fields.len());
+    for ((f, fault), v) in fields.iter().zip(&expect_fault).zip(verdicts) {
+        assert_eq!(
+            v.is_err(),
+            *fault,
+            "{} rows, {} bytes: {v:?}",
+            f.rows,
+            f.bytes
+        );
+    }
+    assert!(expect_fault.iter().filter(|&&f| f).count() >= 10);
+}
+
 /// Uploads staged through the handle's page-locked buffer (`Gpu::stage_uploads`) arrive byte
 /// for byte: many small ones, one larger than the buffer first allocated (it grows) and enough
 /// in all to wrap around it (the host waits before writing bytes a queued copy still reads).

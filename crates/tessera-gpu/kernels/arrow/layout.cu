@@ -27,6 +27,7 @@
 #define TS_AL_UTF8_TEXT 7     // a chunk's text is not UTF-8, or a string ends inside a character
                               // (index: the chunk's first string)
 #define TS_AL_DICT_CODE 8     // a valid row's dictionary code is negative or not below the count
+#define TS_AL_LENGTHS 9       // binary lengths sum past the bytes stored (index 0)
 
 #define TS_AL_THREADS 256
 
@@ -427,6 +428,46 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
         case 4: ts_al_check_codes<u32, int>(f, st); break;
         case 8: ts_al_check_codes<u64, long long>(f, st); break;
         default: if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
+    }
+}
+
+// Binary lengths of many fields summed by one launch: field f is fields[f] (blockIdx.y picks it,
+// the x blocks stride over its rows); its `rows` u32 lengths must not sum past `bytes`, the
+// values the field's bytes column holds (TS_AL_LENGTHS in the field's own status word). Each
+// block adds its part to sums[f] and counts itself in arrived[f] (both zeroed by the host); the
+// block that arrives last compares the total.
+struct TsAlLengths {
+    const u32* lengths;
+    u64 lengths_len;
+    u64 rows;
+    u64 bytes;
+};
+
+extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
+    ts_arrow_check_lengths_many(const TsAlLengths* __restrict__ fields, u32 count, u64* sums, u32* arrived,
+                                u64* status) {
+    __shared__ u64 warp_sums[TS_AL_THREADS / 32];
+    if (blockIdx.y >= count) return;
+    const TsAlLengths f = fields[blockIdx.y];
+    u64* st = status + blockIdx.y;
+    if (f.rows > f.lengths_len) {
+        if (ts_al_thread() == 0) ts_al_report(st, 0, TS_AL_SIZE);
+        return;
+    }
+    u64 local = 0;
+    for (u64 i = ts_al_thread(); i < f.rows; i += ts_al_stride()) local += f.lengths[i];
+    for (int d = 16; d > 0; d /= 2) local += __shfl_down_sync(0xffffffffu, local, d);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = local;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 block = 0;
+        for (int w = 0; w < TS_AL_THREADS / 32; ++w) block += warp_sums[w];
+        atomicAdd((unsigned long long*)&sums[blockIdx.y], (unsigned long long)block);
+        __threadfence();
+        if (atomicAdd(&arrived[blockIdx.y], 1u) == gridDim.x - 1) {
+            const u64 total = atomicAdd((unsigned long long*)&sums[blockIdx.y], 0ull);
+            if (total > f.bytes) ts_al_report(st, 0, TS_AL_LENGTHS);
+        }
     }
 }
 

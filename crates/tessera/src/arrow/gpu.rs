@@ -333,6 +333,38 @@ impl ArrowTableReader<'_> {
             parts.push(q.part(gpu));
             parts.len() - 1
         });
+        // Binary lengths (and binary dictionaries' lengths) must not sum past the bytes
+        // stored: offsets scanned from them index the values. One launch for all.
+        let mut length_owners: Vec<usize> = Vec::new();
+        let mut length_fields: Vec<arrow_layout::LengthsField<'_>> = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            for (lengths, bytes) in [
+                (Role::Lengths, Role::Values),
+                (Role::DictLengths, Role::DictValues),
+            ] {
+                let (Some(l), Some(b)) = (f.column(lengths), f.column(bytes)) else {
+                    continue;
+                };
+                let (Some(l), Some(b)) = (columns.get(&l), columns.get(&b)) else {
+                    return Err(Error::Gpu(format!(
+                        "field '{}': binary columns not decoded with their batch",
+                        f.name
+                    )));
+                };
+                length_fields.push(arrow_layout::LengthsField {
+                    lengths: raw_ref(&f.name, l)?,
+                    rows: l.len,
+                    bytes: b.len,
+                });
+                length_owners.push(i);
+            }
+        }
+        let length_check = arrow_layout::check_lengths_many(gpu, &length_fields)?;
+        drop(length_fields);
+        let length_part = length_check.as_ref().map(|q| {
+            parts.push(q.part(gpu));
+            parts.len() - 1
+        });
         phases.mark(2);
         // The one wait: every status word of the read comes back together.
         let read = gpu.read_back_parts(&parts)?;
@@ -353,6 +385,12 @@ impl ArrowTableReader<'_> {
             let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
             for (v, (i, ..)) in q.verdicts(bytes).into_iter().zip(&runs) {
                 v.map_err(|e| in_field(&fields[*i].name, e))?;
+            }
+        }
+        if let (Some(q), Some(at)) = (&length_check, length_part) {
+            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
+            for (v, &i) in q.verdicts(bytes).into_iter().zip(&length_owners) {
+                v.map_err(|e| in_field(&fields[i].name, e))?;
             }
         }
         if let (Some(q), Some(at)) = (&code_check, code_part) {
