@@ -3,7 +3,7 @@
 //! checksums each change breaks are recomputed (`container.md` §4-5), so the change reaches the
 //! directory, table and codec parsers instead of stopping at a checksum. Each file is read whole
 //! through the Arrow reader on the CPU and, when a GPU opens, through the GPU engine and into
-//! device memory (`read_gpu`). Nothing may panic; and the GPU agrees with the CPU on every file:
+//! device memory as Arrow arrays (`read_gpu_arrow`). Nothing may panic; and the GPU agrees with the CPU on every file:
 //! both reject it, or both accept it and give the same batch.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -205,11 +205,13 @@ fn read_with(bytes: &[u8], engine: &mut Engine) -> Result<RecordBatch> {
     r.read_all(engine)
 }
 
-/// Every field decoded into device memory; `Ok` with the field count.
+/// Every field decoded into device memory in Arrow's layout (`read_gpu_arrow`: what leaves
+/// through the Arrow C Device Data Interface); `Ok` with the field count. (`read_gpu` alone
+/// leaves ALP fields as stored, checked when `into_arrow` decodes them.)
 fn read_device(bytes: &[u8], gpu: &tessera::gpu::Gpu) -> Result<usize> {
     let t = TableReader::from_bytes(bytes.to_vec())?;
     let r = ArrowTableReader::new(&t, None)?;
-    Ok(r.read_gpu(gpu)?.len())
+    Ok(r.read_gpu_arrow(gpu)?.len())
 }
 
 /// A read's outcome in a line: what it read, or its error.
