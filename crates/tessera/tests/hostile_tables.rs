@@ -3,8 +3,9 @@
 //! checksums each change breaks are recomputed (`container.md` §4-5), so the change reaches the
 //! directory, table and codec parsers instead of stopping at a checksum. Each file is read whole
 //! through the Arrow reader on the CPU and, when a GPU opens, through the GPU engine and into
-//! device memory as Arrow arrays (`read_gpu_arrow`). Nothing may panic; and the GPU agrees with the CPU on every file:
-//! both reject it, or both accept it and give the same batch.
+//! device memory as Arrow arrays (`read_gpu_arrow`). Nothing may panic; and the GPU agrees with
+//! the CPU on every file: both reject it, or both accept it (the GPU engine giving the same
+//! batch).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
