@@ -263,9 +263,9 @@ fn gpu_time(
 }
 
 /// `TESSERA_CODAG_COMPARE_REF`: the same batch also through every other Deflate kernel
-/// (`codag::DEFLATE_VARIANTS`, picked by `TESSERA_CODAG_DEFLATE_KERNEL`; the previous block loop
-/// and the loops with several copies in flight), each checked byte for byte, timed and printed
-/// beside the default's time, so one run measures them all on the same chunks.
+/// (`codag::DEFLATE_VARIANTS`, picked by `TESSERA_CODAG_DEFLATE_KERNEL`: the previous block loop
+/// and any variant under measurement), each checked byte for byte, timed and printed beside the
+/// default's time, so one run measures them all on the same chunks.
 fn ref_kernel(
     gpu: &Gpu,
     batch: &DeviceBatch,

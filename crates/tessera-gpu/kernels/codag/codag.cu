@@ -5,10 +5,8 @@
 #include "orc.cuh"
 #include "deflate.cuh"
 
-// BOUNDS: the kernel's __launch_bounds__ arguments (threads, and for some kernels the thread
-// blocks an SM must hold, which caps the registers a thread may use).
-#define CODAG_KERNEL_BOUNDS(NAME, BOUNDS, T, SHARED_DECL, BODY)                                   \
-    extern "C" __global__ void __launch_bounds__ BOUNDS                                           \
+#define CODAG_KERNEL(NAME, T, SHARED_DECL, BODY)                                                  \
+    extern "C" __global__ void __launch_bounds__(CODAG_THREADS)                                   \
         NAME(const u8* in, const CodagChunk* chunks, u32 n, T* out, u32* status, u32* out_lens,    \
              u32* in_used) {                                                                       \
         __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_BYTES];                          \
@@ -31,7 +29,6 @@
             __syncwarp();                                                                          \
         }                                                                                          \
     }
-#define CODAG_KERNEL(NAME, T, SHARED_DECL, BODY) CODAG_KERNEL_BOUNDS(NAME, (CODAG_THREADS), T, SHARED_DECL, BODY)
 
 CODAG_KERNEL(codag_orc_rle_v1, u64, , orc_rle_v1(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
@@ -40,18 +37,6 @@ CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (
 // The batch decoder with the span path's block loop (deflate_block), kept to measure the
 // batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
-// The batch loop with several deferred copies in flight (deflate_block_queue<SLOTS, WIDE>),
-// measured against the default (docs/decisions/0033): qS holds S copies of up to 32 bytes,
-// qSwW S copies of up to 32 * W bytes; 8 blocks an SM (32 warps) as the default has.
-#define CODAG_DEFLATE_QUEUE(NAME, BLOCKS, SLOTS, WIDE)                                             \
-    CODAG_KERNEL_BOUNDS(NAME, (CODAG_THREADS, BLOCKS), u8, __shared__ DeflateTables tables[CODAG_WARPS];,                \
-                        (deflate_stream<u8, false, true, SLOTS, WIDE>(inp, o, tables[warp], nullptr)))
-CODAG_DEFLATE_QUEUE(codag_deflate_q2, 8, 2, 1)
-CODAG_DEFLATE_QUEUE(codag_deflate_q3, 8, 3, 1)
-CODAG_DEFLATE_QUEUE(codag_deflate_q4, 8, 4, 1)
-CODAG_DEFLATE_QUEUE(codag_deflate_q4b7, 7, 4, 1)
-CODAG_DEFLATE_QUEUE(codag_deflate_q2w2, 8, 2, 2)
-CODAG_DEFLATE_QUEUE(codag_deflate_q2w4b7, 7, 2, 4)
 
 // One large Deflate stream cut into spans (docs/gpu/codag.md, "A single large gzip file on the
 // GPU"): chunk c is span c, decoded from its block candidate starts[c] (the chunk's in_start is

@@ -501,154 +501,10 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
     return st;
 }
 
-// A deferred copy of at most 32 * WIDE bytes: lane k < len holds byte k + 32 w in v[w], to be
-// stored at pos + k + 32 w. len == 0: empty (nothing in flight).
-template <typename T, u32 WIDE>
-struct DeflateSlot {
-    u32 pos, len;
-    T v[WIDE];
-};
-
-template <typename T, u32 WIDE>
-__device__ __forceinline__ void deflate_slot_store(T* base, DeflateSlot<T, WIDE>& s, u32 lane) {
-#pragma unroll
-    for (u32 w = 0; w < WIDE; w++)
-        if (lane + 32 * w < s.len) base[s.pos + lane + 32 * w] = s.v[w];
-    s.len = 0;
-}
-
-// deflate_block_fast with SLOTS copies in flight instead of one, each of up to 32 * WIDE bytes
-// (kernels codag_deflate_q*, measured against the default: docs/decisions/0033). Word text is a
-// chain of short copies with no literal between them, so the one deferred copy of
-// deflate_block_fast is stored, waiting for its load, at the very next copy, one symbol later.
-// Here the copies take the slots in turn and a slot is stored only when its turn comes round
-// again (SLOTS copies later), when a later copy's source overlaps its bytes, before a longer
-// copy or at the block's end; a copy's load therefore overlaps the decoding of SLOTS symbols.
-// Pending literals are still stored at every copy, and the warp synchronized before its loads,
-// so a load never reads a byte that is not yet stored: the literals are, the slots it overlaps
-// are. Copies of 33..32 * WIDE bytes that do not overlap themselves are deferred the same way
-// (lane k loads bytes k, k + 32, ...); longer ones and long self-overlapping ones take
-// CodagOutput::memcpy after every slot is stored.
-template <typename T, u32 SLOTS, u32 WIDE>
-__device__ __forceinline__ u32 deflate_block_queue(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
-                                                   const DeflateTables& t) {
-    const u32 lane = codag_lane();
-    const u64 lim = (u64)in.len * 8;
-    u64 win = b.win;
-    u32 avail = b.avail;
-    u64 top = in.bit + avail;
-    u32 pend = 0, mine = 0;
-    DeflateSlot<T, WIDE> q[SLOTS];
-#pragma unroll
-    for (u32 j = 0; j < SLOTS; j++) {
-        q[j].len = 0;
-        q[j].pos = 0;
-    }
-    u32 turn = 0;  // the slot the next deferred copy takes
-    u32 st = CODAG_ST_OK;
-    for (;;) {
-        if (avail < 48) {
-            u64 at = top - avail;
-            in.bit = at;
-            if (at > lim) return CODAG_ST_TRUNCATED;
-            win = codag_peek64(in);
-            avail = 64;
-            top = at + 64;
-        }
-        u32 e = t.lit[(u32)win & ((1u << DEFLATE_LIT_BITS) - 1)];
-        if (!(e & 15)) {
-            u32 s, len;
-            if (!deflate_walk(win, t.lcount, t.lsym, s, len)) { st = CODAG_ST_BAD_CODE; break; }
-            e = deflate_entry(DEFLATE_T_LIT, s, len);
-        }
-        if (!(e & 0x300u)) {  // one or two literals
-            u32 two = (e >> 14) & 1, k = lane - pend;
-            if (k <= two) mine = (e >> (16 + 8 * k)) & 0xff;
-            pend += 1 + two;
-            out.pos += 1 + two;
-            u32 n = two ? (e >> 10) & 15 : e & 15;
-            win >>= n;
-            avail -= n;
-            if (pend >= 31) {
-                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-                pend = 0;
-            }
-            continue;
-        }
-        if (e & 0x200u) {
-            if ((e & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
-            // End of block.
-            u32 n = e & 15;
-            win >>= n;
-            avail -= n;
-            if (top - avail > lim) { st = CODAG_ST_TRUNCATED; break; }
-            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-#pragma unroll
-            for (u32 j = 0; j < SLOTS; j++) deflate_slot_store(out.base, q[j], lane);
-            if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-            break;
-        }
-        u32 L = e & 15, x = (e >> 4) & 15;
-        u32 len = (e >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
-        win >>= L + x;
-        avail -= L + x;
-        u32 d = t.dist[(u32)win & ((1u << DEFLATE_DIST_BITS) - 1)];
-        if (!(d & 15)) {
-            u32 s, dl;
-            if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) { st = CODAG_ST_BAD_CODE; break; }
-            d = deflate_entry(DEFLATE_T_DIST, s, dl);
-        }
-        if ((d & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
-        L = d & 15;
-        x = (d >> 4) & 15;
-        u32 dist = (d >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
-        win >>= L + x;
-        avail -= L + x;
-        if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
-        if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-        pend = 0;
-        bool defer = len <= 32 || (dist >= len && len <= 32 * WIDE);
-        // The bytes the copy reads: [src0, src1).
-        u32 src0 = out.pos - dist, src1 = src0 + (dist < len ? dist : len);
-#pragma unroll
-        for (u32 j = 0; j < SLOTS; j++)
-            if (!defer || j == turn || (src0 < q[j].pos + q[j].len && q[j].pos < src1))
-                deflate_slot_store(out.base, q[j], lane);
-        __syncwarp();  // the stores above are visible to every lane's load below
-        if (defer) {
-            const T* src = out.base + src0;
-#pragma unroll
-            for (u32 j = 0; j < SLOTS; j++) {
-                if (j != turn) continue;
-                if (dist < len) {
-                    if (lane < len) q[j].v[0] = src[lane % dist];
-                } else {
-#pragma unroll
-                    for (u32 w = 0; w < WIDE; w++)
-                        if (lane + 32 * w < len) q[j].v[w] = src[lane + 32 * w];
-                }
-                q[j].pos = out.pos;
-                q[j].len = len;
-            }
-            turn = turn + 1 == SLOTS ? 0 : turn + 1;
-            out.pos += len;
-        } else {
-            out.memcpy(dist, len);  // checked above: cannot fail
-        }
-    }
-    in.bit = top - avail;
-    b.win = win;
-    b.avail = avail;
-    return st;
-}
-
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts).
-template <typename T, bool SPAN, bool FAST = false, u32 SLOTS = 0, u32 WIDE = 1>
+template <typename T, bool SPAN, bool FAST = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -689,8 +545,7 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables
                 if (st) return st;
             }
             u32 st;
-            if constexpr (FAST && SLOTS > 0) st = deflate_block_queue<T, SLOTS, WIDE>(in, b, out, t);
-            else if constexpr (FAST) st = deflate_block_fast<T>(in, b, out, t);
+            if constexpr (FAST) st = deflate_block_fast<T>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
         }
