@@ -254,7 +254,7 @@ fn gpu_time(
     }
     let ms = gpu.median_ms(runs, || codag::enqueue(gpu, &batch, &mut out))?;
     if decoder == Decoder::Deflate && std::env::var_os("TESSERA_CODAG_COMPARE_REF").is_some() {
-        ref_kernel(gpu, &batch, &mut out, expect, runs)?;
+        ref_kernel(gpu, &batch, &mut out, expect, runs, ms)?;
     }
     let src = gpu.alloc::<u8>(batch.out_bytes())?;
     let mut dst = gpu.alloc::<u8>(batch.out_bytes())?;
@@ -262,37 +262,48 @@ fn gpu_time(
     Ok((gbps(batch.out_bytes(), ms), copy))
 }
 
-/// `TESSERA_CODAG_COMPARE_REF`: the same batch also through the previous Deflate block loop
-/// (kernel `codag_deflate_ref`, picked by `TESSERA_CODAG_DEFLATE_KERNEL`), checked, timed and
-/// printed, so one run measures both loops on the same chunks.
+/// `TESSERA_CODAG_COMPARE_REF`: the same batch also through every other Deflate kernel
+/// (`codag::DEFLATE_VARIANTS`, picked by `TESSERA_CODAG_DEFLATE_KERNEL`: the previous block loop
+/// and any variant under measurement), each checked byte for byte, timed and printed beside the
+/// default's time, so one run measures them all on the same chunks.
 fn ref_kernel(
     gpu: &Gpu,
     batch: &DeviceBatch,
     out: &mut tessera::gpu::CudaSlice<u8>,
     expect: &[u8],
     runs: usize,
+    default_ms: f64,
 ) -> Result<()> {
     const VAR: &str = "TESSERA_CODAG_DEFLATE_KERNEL";
     let before = std::env::var_os(VAR);
-    std::env::set_var(VAR, "codag_deflate_ref");
-    let r = (|| {
-        gpu.fill_bytes(out, 0xA5)?;
-        codag::enqueue(gpu, batch, out)?;
-        let mut host = vec![0u8; batch.out_bytes()];
-        gpu.download(out, &mut host)?;
-        if host != expect {
-            return Err(Error::Gpu("codag_deflate_ref: output differs".into()));
+    for name in codag::DEFLATE_VARIANTS {
+        std::env::set_var(VAR, name);
+        let r = (|| {
+            gpu.fill_bytes(out, 0xA5)?;
+            codag::enqueue(gpu, batch, out)?;
+            let mut host = vec![0u8; batch.out_bytes()];
+            gpu.download(out, &mut host)?;
+            if host != expect {
+                return Err(Error::Gpu(format!("{name}: output differs")));
+            }
+            gpu.median_ms(runs, || codag::enqueue(gpu, batch, out))
+        })();
+        match &before {
+            Some(v) => std::env::set_var(VAR, v),
+            None => std::env::remove_var(VAR),
         }
-        gpu.median_ms(runs, || codag::enqueue(gpu, batch, out))
-    })();
-    match before {
-        Some(v) => std::env::set_var(VAR, v),
-        None => std::env::remove_var(VAR),
+        // A variant that fails is reported and the others still run: one device run measures
+        // them all.
+        match r {
+            Ok(ms) => eprintln!(
+                "deflate kernel {name}: {:.1} GB/s, {:.3}x the default ({:.1} GB/s)",
+                gbps(batch.out_bytes(), ms),
+                default_ms / ms,
+                gbps(batch.out_bytes(), default_ms)
+            ),
+            Err(e) => eprintln!("deflate kernel {name}: FAILED: {e}"),
+        }
     }
-    eprintln!(
-        "deflate ref kernel (previous block loop): {:.1} GB/s",
-        gbps(batch.out_bytes(), r?)
-    );
     Ok(())
 }
 

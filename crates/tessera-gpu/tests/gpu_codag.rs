@@ -249,7 +249,49 @@ fn deflate_set(rng: &mut StdRng) -> Vec<(Vec<u8>, Vec<u8>)> {
         let d = skewed(rng, 131072);
         set.push((miniz_oxide::deflate::compress_to_vec(&d, level), d));
     }
+    for level in [6u8, 9] {
+        let d = words(rng, 131072);
+        set.push((miniz_oxide::deflate::compress_to_vec(&d, level), d));
+        let d = rows(rng, 131072);
+        set.push((miniz_oxide::deflate::compress_to_vec(&d, level), d));
+    }
     set
+}
+
+/// Words of a small vocabulary, a few much more frequent (the bench's word text): chains of
+/// short copies with no literal between them, some reading the bytes of the copy just before.
+fn words(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    const W: [&str; 8] = ["the ", "of ", "and ", "a ", "to ", "in ", "is ", "you "];
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        v.extend_from_slice(
+            W[(rng.random_range(0.0f64..1.0).powi(3) * 8.0) as usize % 8].as_bytes(),
+        );
+        if rng.random_range(0..12) == 0 {
+            v.extend_from_slice(b".\n");
+        }
+    }
+    v.truncate(n);
+    v
+}
+
+/// Rows with random numbers between fixed text (TPC-H-like): copies of 33 to 128 bytes after
+/// runs of literals.
+fn rows(rng: &mut StdRng, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 128);
+    while v.len() < n {
+        let row = format!(
+            "{}|{}|{}.00|1995-{:02}-{:02}|DELIVER IN PERSON|TRUCK|carefully final deposits\n",
+            rng.random_range(1..200000),
+            rng.random_range(1..8),
+            rng.random_range(1..50000),
+            rng.random_range(1..13),
+            rng.random_range(1..29)
+        );
+        v.extend_from_slice(row.as_bytes());
+    }
+    v.truncate(n);
+    v
 }
 
 /// Bytes whose k-th most frequent value is about 1.6 times rarer than the one before, with

@@ -43,6 +43,12 @@ pub const STATUS_NAMES: [&str; 11] = [
     "distance before the start of the output",
 ];
 
+/// Deflate kernels other than the default `codag_deflate` that `TESSERA_CODAG_DEFLATE_KERNEL`
+/// selects, for measurements: the previous block loop (`codag_deflate_ref`). Variants under
+/// measurement are added here and to `kernels/codag/codag.cu`; the bench times every one
+/// against the default (`TESSERA_CODAG_COMPARE_REF`).
+pub const DEFLATE_VARIANTS: [&str; 1] = ["codag_deflate_ref"];
+
 /// Which decoder a batch runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoder {
@@ -62,10 +68,15 @@ impl Decoder {
             Decoder::OrcRleV1 => "codag_orc_rle_v1",
             Decoder::OrcRleV2 => "codag_orc_rle_v2",
             Decoder::OrcByteRle => "codag_orc_byte_rle",
-            // The previous block loop stays selectable so a run can measure both on one build.
-            Decoder::Deflate => match std::env::var("TESSERA_CODAG_DEFLATE_KERNEL").as_deref() {
-                Ok("codag_deflate_ref") => "codag_deflate_ref",
-                _ => "codag_deflate",
+            // The previous block loop and the measured variants stay selectable so a run can
+            // time them against the default on one build.
+            Decoder::Deflate => match std::env::var("TESSERA_CODAG_DEFLATE_KERNEL") {
+                Ok(k) => DEFLATE_VARIANTS
+                    .iter()
+                    .find(|v| **v == k)
+                    .copied()
+                    .unwrap_or("codag_deflate"),
+                Err(_) => "codag_deflate",
             },
         }
     }
