@@ -385,8 +385,74 @@ fn gpu_ops(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<GpuO
     };
     if std::env::var_os("TESSERA_TRACE").is_some() {
         eprintln!("{ops:?}");
+        op_costs(t, gpu, runs)?;
     }
     Ok(ops)
+}
+
+/// Under `TESSERA_TRACE`, printed: the host time of each kind of operation of one GPU read
+/// (the runtime's operation timing on), the time its outputs take to drop (their frees), and
+/// the device time of its queued work when it runs behind a long fill, so that the span holds
+/// no gaps of the host's queueing: what tells per-operation host cost from device work.
+fn op_costs(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<()> {
+    use tessera::gpu::{OpTimes, TraceCounts};
+    tessera::gpu::set_op_timing(true);
+    OpTimes::take();
+    TraceCounts::take();
+    let (mut read_ms, mut drop_ms) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for _ in 0..runs {
+        let r = ArrowTableReader::new(t, None)?;
+        let start = Instant::now();
+        let fields = r.read_gpu(gpu)?;
+        let read = Instant::now();
+        drop(fields);
+        drop_ms.push(read.elapsed().as_secs_f64() * 1e3);
+        read_ms.push(read.duration_since(start).as_secs_f64() * 1e3);
+        gpu.synchronize()?;
+    }
+    let host = OpTimes::take();
+    let c = TraceCounts::take();
+    let per = |ns: u64, n: u64| {
+        format!(
+            "{:.3} ms ({n} ops, {:.2} us each)",
+            ns as f64 * 1e-6 / runs as f64,
+            if n == 0 {
+                0.0
+            } else {
+                ns as f64 * 1e-3 / n as f64
+            }
+        )
+    };
+    eprintln!(
+        "per read, host: read {:.3} ms, outputs dropped {:.3} ms; launch {}; alloc {}; \
+         host-to-device {}; device-to-device {}; fill {}; device-to-host {}; wait {}; \
+         device span (host-paced) {:.3} ms",
+        median(read_ms),
+        median(drop_ms),
+        per(host.launch_ns, c.launches),
+        per(host.alloc_ns, c.allocs),
+        per(host.host_to_device_ns, c.host_to_device),
+        per(host.device_to_device_ns, c.device_to_device),
+        per(host.fill_ns, c.fills),
+        per(host.device_to_host_ns, c.device_to_host),
+        per(host.wait_ns, c.waits),
+        host.span_ns as f64 * 1e-6 / host.spans.max(1) as f64,
+    );
+    // The same reads queued behind a fill long enough to outlast their queueing: the span is
+    // then the device's own time for the read's work.
+    if let Ok(mut hold) = gpu.alloc::<u8>(16 << 30) {
+        for _ in 0..runs {
+            gpu.fill_bytes(&mut hold, 0)?;
+            read_tsr_gpu(t, gpu)?;
+        }
+        let d = OpTimes::take();
+        eprintln!(
+            "per read, device (behind a fill): {:.3} ms",
+            d.span_ns as f64 * 1e-6 / d.spans.max(1) as f64
+        );
+    }
+    tessera::gpu::set_op_timing(false);
+    Ok(())
 }
 
 /// pyarrow's median read times of `paths`, or why there are none.

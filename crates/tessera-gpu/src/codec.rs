@@ -15,6 +15,7 @@ use cudarc::driver::CudaSlice;
 use tessera_codecs::bitmap::{self as cpu_bitmap, Flavor};
 use tessera_format::{CodecId, Error, LogicalType, Result};
 
+use crate::primitives::copy::DeviceCopy;
 use crate::{bitmap, huffman, lll, ChunkRef, DeviceColumn, Gpu};
 
 /// A decoder of some codecs' chunks on the GPU.
@@ -383,6 +384,10 @@ impl ResidentColumn<'_> {
     ) -> std::result::Result<QueuedDecode, BatchError> {
         self.check_output(out)?;
         let mut queued = QueuedDecode::default();
+        // Chunks decoded into a batch's scratch buffer, placed in the column by one copy list
+        // once every batch is queued.
+        let mut placed: Vec<DeviceCopy> = Vec::new();
+        let out_ptr = gpu.ptr(out);
         for r in &mut self.batches {
             let fail = |error| BatchError {
                 chunks: r.chunks.clone(),
@@ -392,11 +397,23 @@ impl ResidentColumn<'_> {
                 None => r.batch.enqueue(gpu, out).map_err(fail)?,
                 Some(scratch) => {
                     let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
+                    let scratch_ptr = gpu.ptr(scratch);
                     let mut at = 0usize;
                     for &k in &r.chunks {
-                        gpu.copy_within_device(scratch, at, out, self.starts[k], self.lens[k])
-                            .map_err(fail)?;
-                        at += self.lens[k];
+                        let len = self.lens[k];
+                        // Both ranges checked here: the scratch holds the batch's chunks back
+                        // to back, `out` the whole column (checked above).
+                        if at + len > scratch.len() || self.starts[k] + len > out.len() {
+                            return Err(fail(Error::Gpu(
+                                "a chunk's place lies outside its buffers".into(),
+                            )));
+                        }
+                        placed.push(DeviceCopy {
+                            dst: out_ptr + self.starts[k] as u64,
+                            src: scratch_ptr + at as u64,
+                            len,
+                        });
+                        at += len;
                     }
                     status
                 }
@@ -406,6 +423,13 @@ impl ResidentColumn<'_> {
                 parts.len() - 1
             }));
         }
+        // SAFETY: every range was checked against its live buffer above; chunks' places in
+        // `out` do not overlap; the scratch buffers and `out` live until the caller has read
+        // the status back (this method's contract).
+        unsafe { gpu.copy_list(&placed) }.map_err(|error| BatchError {
+            chunks: Vec::new(),
+            error,
+        })?;
         Ok(queued)
     }
 

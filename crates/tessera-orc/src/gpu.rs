@@ -1110,9 +1110,9 @@ fn to_device(
             array: GpuArrowArray {
                 data_type,
                 len: row,
-                validity: any_present.then_some(v.bits),
-                offsets,
-                values,
+                validity: any_present.then_some(v.bits.into()),
+                offsets: offsets.map(Into::into),
+                values: values.into(),
                 dictionary: None,
             },
             null_count,

@@ -4,7 +4,7 @@
 use tessera_codecs::{column, text};
 use tessera_format::container::ColumnMeta;
 use tessera_format::{Error, LogicalType, Result};
-use tessera_gpu::{codec, CudaSlice, Gpu, ResidentColumn};
+use tessera_gpu::{codec, Gpu, GpuBuffer, ResidentColumn};
 
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
 
@@ -23,8 +23,9 @@ pub struct GpuColumn {
 #[derive(Debug)]
 pub enum GpuData {
     /// Integer values, little-endian at the type's width; bytes, one a value; bits packed least
-    /// significant bit first (`ceil(len / 8)` bytes). Buffers may be longer than that.
-    Raw(CudaSlice<u8>),
+    /// significant bit first (`ceil(len / 8)` bytes). Buffers may be longer than that, and
+    /// may be views of a buffer the read's other columns share ([`GpuBuffer`]).
+    Raw(GpuBuffer),
     /// Strings: per chunk, `u32` end offsets relative to the chunk's first byte, and the text.
     /// String `i` of chunk `k` (its index `chunk_value_starts[k] + i` in the column) is
     /// `data[chunk_data_starts[k] + ends[v - 1] .. chunk_data_starts[k] + ends[v]]` with
@@ -33,9 +34,9 @@ pub enum GpuData {
     /// this is returned.
     Utf8 {
         /// `len` end offsets, `u32` little-endian (4 bytes each).
-        ends: CudaSlice<u8>,
+        ends: GpuBuffer,
         /// The text of every chunk, back to back.
-        data: CudaSlice<u8>,
+        data: GpuBuffer,
         /// Index of each chunk's first string, then `len` (`chunks + 1` entries).
         chunk_value_starts: Vec<u64>,
         /// Byte offset of each chunk's text in `data`, then its length (`chunks + 1` entries).
@@ -73,7 +74,8 @@ impl TableReader {
                 };
                 GpuData::Raw(
                     codec::decode_to_device(gpu, ty, &refs)
-                        .map_err(|be| named(meta, locate(be, cpu_error)))?,
+                        .map_err(|be| named(meta, locate(be, cpu_error)))?
+                        .into(),
                 )
             }
         };
@@ -137,8 +139,8 @@ fn utf8_to_gpu(gpu: &Gpu, meta: &ColumnMeta, payloads: &[&[u8]]) -> Result<GpuDa
     let data = codec::decode_to_device(gpu, LogicalType::Bytes, &refs.texts)
         .map_err(|be| locate(be, cpu_data_error).1)?;
     Ok(GpuData::Utf8 {
-        ends: ends_bytes,
-        data,
+        ends: ends_bytes.into(),
+        data: data.into(),
         chunk_value_starts: value_starts,
         chunk_data_starts: data_starts,
     })

@@ -174,10 +174,11 @@ fn read_words(gpu: &Gpu, src: &CudaSlice<u32>, at: usize, n: usize) -> Result<Ve
         return Ok(out);
     }
     let view = src.slice(at..at + n);
-    crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
+    let op = crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
     gpu.stream
         .memcpy_dtoh(&view, &mut out)
         .map_err(cuda("copying from the device"))?;
+    drop(op);
     gpu.synchronize()?;
     Ok(out)
 }
@@ -185,10 +186,11 @@ fn read_words(gpu: &Gpu, src: &CudaSlice<u32>, at: usize, n: usize) -> Result<Ve
 fn read_u64(gpu: &Gpu, src: &CudaSlice<u64>, at: usize) -> Result<u64> {
     let mut out = [0u64];
     let view = src.slice(at..at + 1);
-    crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
+    let op = crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToHost);
     gpu.stream
         .memcpy_dtoh(&view, &mut out)
         .map_err(cuda("copying from the device"))?;
+    drop(op);
     gpu.synchronize()?;
     Ok(out[0])
 }
@@ -539,7 +541,7 @@ impl crate::codec::GpuBatch for BitmapBatch {
             let mut to = out
                 .try_slice_mut(at..at + *bytes)
                 .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
-            crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
+            let _op = crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
             gpu.stream
                 .memcpy_dtod(&src, &mut to)
                 .map_err(cuda("copying a decompressed bitmap"))?;

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::kernels::Module;
 use crate::primitives::scan;
+use crate::runtime::buffer::{GpuBuffer, Pack};
 use crate::runtime::{cuda, Gpu};
 
 /// A chunk status that reports nothing (`TS_STATUS_OK` in common.cuh).
@@ -32,17 +33,30 @@ const MAX_COUNTS_GRID: u32 = 1 << 16;
 #[derive(Debug)]
 pub struct DecodePlan {
     huff: Vec<usize>,
-    d_huff: Option<CudaSlice<HfDecChunk>>,
-    d_raw: Option<CudaSlice<HfRawChunk>>,
+    d_huff: Option<GpuBuffer<HfDecChunk>>,
+    d_raw: Option<GpuBuffer<HfRawChunk>>,
     n_raw: u32,
     total_blocks: u32,
     total_slabs: u32,
     total_pieces: u32,
-    tables: CudaSlice<u32>,
-    counts: CudaSlice<u32>,
-    offsets: CudaSlice<u32>,
-    partials: CudaSlice<u32>,
-    status: CudaSlice<u64>,
+    tables: GpuBuffer<u32>,
+    counts: GpuBuffer<u32>,
+    offsets: GpuBuffer<u32>,
+    partials: GpuBuffer<u32>,
+    status: GpuBuffer<u64>,
+    /// Whether `status` still holds the all-ones it was uploaded with (a packed upload,
+    /// [`upload_packed`]): the first decode then needs no fill.
+    status_fresh: bool,
+}
+
+/// The host part of a [`DecodePlan`]: the chunk rows of each kind and their totals.
+struct HostPlan {
+    huff: Vec<usize>,
+    hd: Vec<HfDecChunk>,
+    rd: Vec<HfRawChunk>,
+    blocks: u64,
+    slabs: u64,
+    pieces: u64,
 }
 
 fn word(b: &[u8], i: usize) -> u32 {
@@ -117,7 +131,7 @@ pub fn upload_chunks(gpu: &Gpu, payloads: &[&[u8]], counts: &[usize]) -> Result<
     }
     let bytes = counts.iter().sum();
     Ok(HuffmanEncoded {
-        words: gpu.upload(&all)?,
+        words: gpu.upload(&all)?.into(),
         total_words: all.len(),
         chunk_bytes: counts.first().copied().unwrap_or(0),
         bytes,
@@ -127,12 +141,132 @@ pub fn upload_chunks(gpu: &Gpu, payloads: &[&[u8]], counts: &[usize]) -> Result<
 
 /// Prepares the decode of `enc`: chunk tables on the device, scratch.
 pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
+    let HostPlan {
+        huff,
+        hd,
+        rd,
+        blocks,
+        slabs,
+        pieces,
+    } = plan_host(&enc.chunks, enc.total_words)?;
+    let n_huff = huff.len();
+    Ok(DecodePlan {
+        d_huff: if hd.is_empty() {
+            None
+        } else {
+            Some(gpu.upload(&hd)?.into())
+        },
+        d_raw: if rd.is_empty() {
+            None
+        } else {
+            Some(gpu.upload(&rd)?.into())
+        },
+        n_raw: rd.len() as u32,
+        total_blocks: blocks as u32,
+        total_slabs: slabs as u32,
+        total_pieces: pieces as u32,
+        tables: gpu.alloc(n_huff * TABLE_WORDS)?.into(),
+        counts: gpu.alloc(blocks as usize)?.into(),
+        offsets: gpu.alloc(blocks as usize + 1)?.into(),
+        partials: gpu.alloc(scan::partials_len(blocks))?.into(),
+        status: gpu.alloc(n_huff)?.into(),
+        status_fresh: false,
+        huff,
+    })
+}
+
+/// [`upload_chunks`] and [`plan_decode`] in one while uploads are staged: the payloads, the
+/// chunk rows, the decoder's scratch and its status words (all ones) in one device allocation
+/// filled by one staged copy, each a view of it, instead of an allocation and a copy each.
+/// `None` when uploads are not staged.
+fn upload_packed(
+    gpu: &Gpu,
+    payloads: &[&[u8]],
+    counts: &[usize],
+) -> Result<Option<(HuffmanEncoded, DecodePlan)>> {
+    if payloads.len() != counts.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{} payloads for {} chunk sizes",
+            payloads.len(),
+            counts.len()
+        )));
+    }
+    let mut chunks = Vec::with_capacity(payloads.len());
+    let mut pieces: Vec<&[u8]> = Vec::with_capacity(payloads.len());
+    let mut total_words = 0usize;
+    for (&p, &count) in payloads.iter().zip(counts) {
+        let Some((mode, stream_bits)) = check_header(p, count) else {
+            return Err(cpu_error(p, count, "header"));
+        };
+        let words = p.len() / 4;
+        chunks.push(ChunkInfo {
+            word_offset: total_words,
+            words,
+            count,
+            mode,
+            stream_bits,
+        });
+        // The payload's whole words, as `upload_chunks` takes them.
+        pieces.push(&p[..words * 4]);
+        total_words += words;
+    }
+    let h = plan_host(&chunks, total_words)?;
+    let n_huff = h.huff.len();
+    let blocks = h.blocks as usize;
+    let status = vec![0xFFu8; n_huff.max(1) * 8];
+    let mut pack = Pack::default();
+    let words_at = pack.place(&pieces, 4);
+    let hd_at = pack.place_values(&h.hd);
+    let rd_at = pack.place_values(&h.rd);
+    let tables_at = pack.reserve::<u32>(n_huff * TABLE_WORDS);
+    let counts_at = pack.reserve::<u32>(blocks);
+    let offsets_at = pack.reserve::<u32>(blocks + 1);
+    let partials_at = pack.reserve::<u32>(scan::partials_len(h.blocks));
+    let status_at = pack.place(&[&status], 8);
+    let Some(arena) = gpu.upload_pack(&pack)? else {
+        return Ok(None);
+    };
+    let enc = HuffmanEncoded {
+        words: gpu.view(&arena, words_at, total_words.max(1))?,
+        total_words,
+        chunk_bytes: counts.first().copied().unwrap_or(0),
+        bytes: counts.iter().sum(),
+        chunks,
+    };
+    let plan = DecodePlan {
+        d_huff: if h.hd.is_empty() {
+            None
+        } else {
+            Some(gpu.view(&arena, hd_at, h.hd.len())?)
+        },
+        d_raw: if h.rd.is_empty() {
+            None
+        } else {
+            Some(gpu.view(&arena, rd_at, h.rd.len())?)
+        },
+        n_raw: h.rd.len() as u32,
+        total_blocks: h.blocks as u32,
+        total_slabs: h.slabs as u32,
+        total_pieces: h.pieces as u32,
+        tables: gpu.view(&arena, tables_at, (n_huff * TABLE_WORDS).max(1))?,
+        counts: gpu.view(&arena, counts_at, blocks.max(1))?,
+        offsets: gpu.view(&arena, offsets_at, blocks + 1)?,
+        partials: gpu.view(&arena, partials_at, scan::partials_len(h.blocks))?,
+        status: gpu.view(&arena, status_at, n_huff.max(1))?,
+        status_fresh: true,
+        huff: h.huff,
+    };
+    Ok(Some((enc, plan)))
+}
+
+/// The chunk rows of a decode of `chunks` (payloads in `total_words` words), checked.
+fn plan_host(chunks: &[ChunkInfo], total_words: usize) -> Result<HostPlan> {
     let mut huff = Vec::new();
     let mut hd = Vec::new();
     let mut rd = Vec::new();
     let (mut blocks, mut slabs, mut pieces, mut out) = (0u64, 0u64, 0u64, 0u64);
-    for (c, ch) in enc.chunks.iter().enumerate() {
-        if ch.word_offset + ch.words > enc.total_words || ch.count > MAX_CHUNK_VALUES as usize {
+    for (c, ch) in chunks.iter().enumerate() {
+        if ch.word_offset + ch.words > total_words || ch.count > MAX_CHUNK_VALUES as usize {
             return Err(Error::InvalidArgument("inconsistent chunk table".into()));
         }
         if ch.mode == cpu::MODE_HUFFMAN || ch.mode == cpu::MODE_HUFFMAN_V1 {
@@ -176,28 +310,13 @@ pub fn plan_decode(gpu: &Gpu, enc: &HuffmanEncoded) -> Result<DecodePlan> {
             "column too large for one GPU decode".into(),
         ));
     }
-    let n_huff = huff.len();
-    Ok(DecodePlan {
-        d_huff: if hd.is_empty() {
-            None
-        } else {
-            Some(gpu.upload(&hd)?)
-        },
-        d_raw: if rd.is_empty() {
-            None
-        } else {
-            Some(gpu.upload(&rd)?)
-        },
-        n_raw: rd.len() as u32,
-        total_blocks: blocks as u32,
-        total_slabs: slabs as u32,
-        total_pieces: pieces as u32,
-        tables: gpu.alloc(n_huff * TABLE_WORDS)?,
-        counts: gpu.alloc(blocks as usize)?,
-        offsets: gpu.alloc(blocks as usize + 1)?,
-        partials: gpu.alloc(scan::partials_len(blocks))?,
-        status: gpu.alloc(n_huff)?,
+    Ok(HostPlan {
         huff,
+        hd,
+        rd,
+        blocks,
+        slabs,
+        pieces,
     })
 }
 
@@ -242,7 +361,10 @@ pub(crate) fn enqueue_planned(
     }
     let (p_words, p_out) = (gpu.ptr(&enc.words), gpu.ptr(out));
     if let Some(d_huff) = &plan.d_huff {
-        gpu.fill_bytes(&mut plan.status, 0xFF)?;
+        // A packed upload left the words all ones for the first decode; later ones refill them.
+        if !std::mem::take(&mut plan.status_fresh) {
+            gpu.fill_bytes(&mut plan.status, 0xFF)?;
+        }
         let f_tables = gpu.function(Module::Huffman, "huff_decode_tables")?;
         let f_counts = gpu.function(Module::Huffman, "huff_decode_counts")?;
         let f_blocks = gpu.function(Module::Huffman, "huff_decode_blocks")?;
@@ -285,7 +407,7 @@ pub(crate) fn enqueue_planned(
                 )?;
                 // Each block's output offset (`offsets[nb]` the total).
                 scan::offsets_u32(gpu, p_counts, u64::from(nb), p_offsets, p_partials)?;
-                crate::runtime::trace::count(crate::runtime::trace::Op::Launch);
+                let _op = crate::runtime::trace::count(crate::runtime::trace::Op::Launch);
                 let mut b = gpu.stream.launch_builder(&f_blocks);
                 b.arg(&p_chunks)
                     .arg(&n_huff)
@@ -448,6 +570,12 @@ impl crate::codec::GpuDecoder for HuffmanDecoder {
     ) -> Result<Box<dyn crate::codec::GpuBatch + 'a>> {
         let payloads: Vec<&[u8]> = chunks.iter().map(|c| c.payload).collect();
         let counts: Vec<usize> = chunks.iter().map(|c| c.value_count as usize).collect();
+        if let Some((enc, plan)) = upload_packed(gpu, &payloads, &counts)? {
+            return Ok(Box::new(HuffmanBatch {
+                enc,
+                plan: Box::new(plan),
+            }));
+        }
         let enc = upload_chunks(gpu, &payloads, &counts)?;
         let plan = Box::new(plan_decode(gpu, &enc)?);
         Ok(Box::new(HuffmanBatch { enc, plan }))

@@ -256,7 +256,7 @@ pub(crate) fn encode_device_phases(
     scratch.tables = Some(d_table);
     scratch.edges = Some(edges);
     let enc = HuffmanEncoded {
-        words: out,
+        words: out.into(),
         total_words,
         chunk_bytes,
         bytes: n,

@@ -183,7 +183,7 @@ pub struct ChunkInfo {
 /// Chunk payloads on the device, back to back, with their checked headers on the host.
 #[derive(Debug)]
 pub struct HuffmanEncoded {
-    pub words: CudaSlice<u32>,
+    pub words: crate::GpuBuffer<u32>,
     /// Words used in `words`.
     pub total_words: usize,
     /// Bytes per chunk (the last may hold fewer).

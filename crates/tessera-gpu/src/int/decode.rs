@@ -17,7 +17,10 @@ use super::layout::{self, ChunkDesc, StatusKey, HEADER_WORDS, TILE_VALUES};
 use super::status;
 use super::ChunkRef;
 use crate::kernels::Module;
+use crate::primitives::copy::DeviceCopy;
+use crate::runtime::buffer::{GpuBuffer, Pack};
 use crate::runtime::{cuda, Gpu};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the host learnt about one integer chunk from its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,11 +345,14 @@ pub(crate) fn gather_words(sources: &[&[u8]], words: usize) -> Vec<u32> {
 pub struct DeviceColumn {
     pub(crate) ty: LogicalType,
     pub(crate) values: u64,
-    pub(crate) words: CudaSlice<u32>,
-    pub(crate) plain: CudaSlice<u8>,
+    pub(crate) words: GpuBuffer<u32>,
+    pub(crate) plain: GpuBuffer<u8>,
     pub(crate) plain_chunks: Vec<PlainChunk>,
     pub(crate) batches: Vec<DeviceBatch>,
-    pub(crate) status: CudaSlice<u64>,
+    pub(crate) status: GpuBuffer<u64>,
+    /// Whether the status slots still hold the all-ones they were uploaded with (a packed
+    /// upload, [`Gpu::upload_prepared_column`]): the first decode then needs no fill.
+    pub(crate) status_fresh: AtomicBool,
     pub(crate) status_slots: usize,
     pub(crate) compressed_bytes: u64,
     pub(crate) word_count: usize,
@@ -356,7 +362,7 @@ pub struct DeviceColumn {
 #[derive(Debug)]
 pub(crate) struct DeviceBatch {
     pub codec: CodecId,
-    pub table: CudaSlice<ChunkDesc>,
+    pub table: GpuBuffer<ChunkDesc>,
     pub chunks: Vec<IntChunk>,
     pub total_slabs: u32,
     /// Index of the slab's first chunk in the status buffer.
@@ -408,8 +414,74 @@ impl Gpu {
         pieces: &[&[u8]],
         word_count: usize,
     ) -> Result<DeviceColumn> {
+        if let Some(col) = self.upload_packed_column(ty, host, pieces, word_count)? {
+            return Ok(col);
+        }
         let words = self.upload_words(pieces, word_count)?;
         self.upload_host_column_with(ty, host, words, word_count)
+    }
+
+    /// [`Self::upload_prepared_column`] while uploads are staged: the words, plain chunks,
+    /// every codec's chunk table and the status slots (all ones) in one device allocation
+    /// filled by one staged copy, each part a view of it ([`Gpu::view`]), instead of an
+    /// allocation and a copy each (and a fill for the status): what a small table's read pays
+    /// per operation, not per byte. `None` when uploads are not staged (or the column is too
+    /// large to stage): the caller uploads the parts one by one.
+    fn upload_packed_column(
+        &self,
+        ty: LogicalType,
+        host: &HostColumn,
+        pieces: &[&[u8]],
+        word_count: usize,
+    ) -> Result<Option<DeviceColumn>> {
+        let words_bytes = word_count * 4;
+        let given: usize = pieces.iter().map(|p| p.len()).sum();
+        if given != words_bytes || pieces.iter().any(|p| p.len() % 4 != 0) {
+            return Err(Error::InvalidArgument(format!(
+                "{given} bytes in pieces are not {word_count} words"
+            )));
+        }
+        let descs: Vec<Vec<ChunkDesc>> = host
+            .batches
+            .iter()
+            .map(|(_, chunks)| chunks.iter().map(|c| c.desc).collect())
+            .collect();
+        let slots: usize = host.batches.iter().map(|(_, c)| c.len()).sum();
+        let status_bytes = vec![0xFFu8; slots.max(1) * 8];
+        let mut pack = Pack::default();
+        let words_at = pack.place(pieces, 4);
+        let plain_at = pack.place(&[&host.plain], 1);
+        let table_at: Vec<usize> = descs.iter().map(|d| pack.place_values(d)).collect();
+        let status_at = pack.place(&[&status_bytes], 8);
+        let Some(arena) = self.upload_pack(&pack)? else {
+            return Ok(None);
+        };
+        let mut batches = Vec::with_capacity(host.batches.len());
+        let mut base = 0usize;
+        for (((codec, chunks), at), d) in host.batches.iter().zip(table_at).zip(&descs) {
+            batches.push(DeviceBatch {
+                codec: *codec,
+                table: self.view::<ChunkDesc>(&arena, at, d.len().max(1))?,
+                chunks: chunks.clone(),
+                total_slabs: chunks.iter().map(|c| c.shape.slabs()).sum(),
+                status_base: base,
+            });
+            base += chunks.len();
+        }
+        Ok(Some(DeviceColumn {
+            ty,
+            values: host.values,
+            words: self.view::<u32>(&arena, words_at, word_count.max(1))?,
+            plain: self.view::<u8>(&arena, plain_at, host.plain.len().max(1))?,
+            plain_chunks: host.plain_chunks.clone(),
+            batches,
+            status: self.view::<u64>(&arena, status_at, slots.max(1))?,
+            status_fresh: AtomicBool::new(true),
+            status_slots: slots,
+            compressed_bytes: words_bytes as u64 + host.plain.len() as u64,
+            word_count,
+            plain_count: host.plain.len(),
+        }))
     }
 
     fn upload_host_column_with(
@@ -427,7 +499,7 @@ impl Gpu {
             let total_slabs = chunks.iter().map(|c| c.shape.slabs()).sum();
             batches.push(DeviceBatch {
                 codec: *codec,
-                table: self.upload(&descs)?,
+                table: self.upload(&descs)?.into(),
                 chunks: chunks.clone(),
                 total_slabs,
                 status_base: slots,
@@ -442,11 +514,12 @@ impl Gpu {
         Ok(DeviceColumn {
             ty,
             values: host.values,
-            words,
-            plain,
+            words: words.into(),
+            plain: plain.into(),
             plain_chunks: host.plain_chunks.clone(),
             batches,
-            status,
+            status: status.into(),
+            status_fresh: AtomicBool::new(false),
             status_slots: slots,
             compressed_bytes: word_count as u64 * 4 + host.plain.len() as u64,
             word_count,
@@ -474,7 +547,10 @@ impl Gpu {
         let words = self.ptr(&col.words);
         let plain = self.ptr(&col.plain);
         let status = self.ptr(&col.status);
-        self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        // A packed upload left the slots all ones for the first decode; later ones refill them.
+        if !col.status_fresh.swap(false, Ordering::Relaxed) {
+            self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        }
         let flip = sign_flip(col.ty);
         for g in &col.batches {
             let (module, name) = decode_kernel(g.codec, col.ty)?;
@@ -503,30 +579,25 @@ impl Gpu {
                 )?;
             }
         }
-        for p in &col.plain_chunks {
-            if p.bytes > 0 {
-                crate::runtime::trace::count(crate::runtime::trace::Op::DeviceToDevice);
-                // SAFETY: the source range lies in `col.plain`, the destination in `out` (the
-                // chunk's values are part of the column checked above).
-                unsafe {
-                    cudarc::driver::result::memcpy_dtod_async(
-                        out_ptr + p.out_byte,
-                        plain + p.src_byte,
-                        p.bytes as usize,
-                        self.stream.cu_stream(),
-                    )
-                }
-                .map_err(cuda("copying a plain chunk"))?;
-            }
-        }
-        Ok(())
+        let copies: Vec<DeviceCopy> = col
+            .plain_chunks
+            .iter()
+            .map(|p| DeviceCopy {
+                dst: out_ptr + p.out_byte,
+                src: plain + p.src_byte,
+                len: p.bytes as usize,
+            })
+            .collect();
+        // SAFETY: each source range lies in `col.plain`, each destination in `out` (the
+        // chunk's values are part of the column checked above), chunks apart from each other.
+        unsafe { self.copy_list(&copies) }
     }
 
     pub(crate) fn fill_bytes_raw(&self, ptr: u64, value: u8, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
-        crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
+        let _op = crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
         // SAFETY: callers pass a pointer to at least `bytes` bytes of a live device buffer.
         unsafe {
             cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())

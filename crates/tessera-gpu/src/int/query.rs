@@ -63,6 +63,9 @@ impl Gpu {
         self.fill_bytes_raw(res, 0, 8)?;
         let status = self.ptr(&col.status);
         self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        // The query writes the slots: the next decode fills them again.
+        col.status_fresh
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let words = self.ptr(&col.words);
         for g in &col.batches {
             let f = self.function(Module::Query, query_kernel(g.codec)?)?;
@@ -138,6 +141,9 @@ impl Gpu {
         self.fill_bytes_raw(res, 0, 8)?;
         let status = self.ptr(&col.status);
         self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+        // The query writes the slots: the next decode fills them again.
+        col.status_fresh
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let words = self.ptr(&col.words);
         for g in &col.batches {
             let name = match g.codec {

@@ -22,6 +22,9 @@
 //! checks is long enough. Nothing is allocated from a header field: table sizes come from
 //! strip counts checked against the payload length, output lengths from the caller.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::runtime::buffer::{GpuBuffer, Pack};
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use tessera_codecs::lll as cpu;
 use tessera_format::{Error, Result, MAX_CHUNK_VALUES};
@@ -92,10 +95,13 @@ struct ChunkSpan {
 
 /// LLL chunks on the device, ready to decode: payloads back to back, the strip table, status.
 pub struct DeviceLll {
-    bytes: CudaSlice<u8>,
-    strips: CudaSlice<StripDesc>,
-    status: CudaSlice<u32>,
-    first_bad: CudaSlice<u32>,
+    bytes: GpuBuffer<u8>,
+    strips: GpuBuffer<StripDesc>,
+    status: GpuBuffer<u32>,
+    first_bad: GpuBuffer<u32>,
+    /// Whether `first_bad` still holds the all-ones it was uploaded with (a packed upload):
+    /// the first decode then needs no fill.
+    first_bad_fresh: AtomicBool,
     chunks: Vec<ChunkSpan>,
     strip_count: u32,
     in_len: usize,
@@ -174,6 +180,30 @@ impl DeviceLll {
     /// each payload with its decoded length (at most 2^24 bytes); outputs follow each other.
     pub fn upload(gpu: &Gpu, chunks: &[(&[u8], usize)]) -> Result<DeviceLll> {
         let (strips, spans, in_len, out_len) = plan(chunks)?;
+        // While uploads are staged: the payloads (and their padding), the strip table, the
+        // status words and the first-bad word (all ones) in one allocation filled by one
+        // staged copy, each a view of it, instead of an allocation and a copy each.
+        let payloads: Vec<&[u8]> = chunks.iter().map(|(p, _)| *p).collect();
+        let all_ones = [0xFFu8; 4];
+        let mut pack = Pack::default();
+        let bytes_at = pack.place(&payloads, in_len + INPUT_PADDING);
+        let strips_at = pack.place_values(&strips);
+        let status_at = pack.reserve::<u32>(strips.len());
+        let first_bad_at = pack.place(&[&all_ones], 4);
+        if let Some(arena) = gpu.upload_pack(&pack)? {
+            let strip_count = strips.len() as u32;
+            return Ok(DeviceLll {
+                bytes: gpu.view(&arena, bytes_at, in_len + INPUT_PADDING)?,
+                strips: gpu.view(&arena, strips_at, strips.len().max(1))?,
+                status: gpu.view(&arena, status_at, strips.len().max(1))?,
+                first_bad: gpu.view(&arena, first_bad_at, 1)?,
+                first_bad_fresh: AtomicBool::new(true),
+                chunks: spans,
+                strip_count,
+                in_len,
+                out_len,
+            });
+        }
         let mut bytes = Vec::with_capacity(in_len + INPUT_PADDING);
         for (p, _) in chunks {
             bytes.extend_from_slice(p);
@@ -192,10 +222,11 @@ impl DeviceLll {
     ) -> Result<DeviceLll> {
         let strip_count = strips.len() as u32;
         Ok(DeviceLll {
-            bytes,
-            strips: gpu.upload(&strips)?,
-            status: gpu.alloc::<u32>(strips.len())?,
-            first_bad: gpu.alloc::<u32>(1)?,
+            bytes: bytes.into(),
+            strips: gpu.upload(&strips)?.into(),
+            status: gpu.alloc::<u32>(strips.len())?.into(),
+            first_bad: gpu.alloc::<u32>(1)?.into(),
+            first_bad_fresh: AtomicBool::new(false),
             chunks,
             strip_count,
             in_len,
@@ -258,10 +289,17 @@ pub(crate) fn enqueue_decode_kernel(
         )));
     }
     let first_bad = gpu.ptr(&input.first_bad);
-    crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
-    // SAFETY: `first_bad` addresses one live u32; ordered on the main stream before the launch.
-    unsafe { cudarc::driver::result::memset_d8_async(first_bad, 0xFF, 4, gpu.stream.cu_stream()) }
+    // A packed upload left the word all ones for the first decode; later ones clear it again.
+    if !input.first_bad_fresh.swap(false, Ordering::Relaxed) {
+        let op = crate::runtime::trace::count(crate::runtime::trace::Op::Fill);
+        // SAFETY: `first_bad` addresses one live u32; ordered on the main stream before the
+        // launch.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(first_bad, 0xFF, 4, gpu.stream.cu_stream())
+        }
         .map_err(cuda("clearing the LLL status"))?;
+        drop(op);
+    }
     if input.strip_count == 0 {
         return Ok(());
     }

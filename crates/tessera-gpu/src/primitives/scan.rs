@@ -116,6 +116,18 @@ pub(crate) fn offsets_u32(
     if n == 0 {
         return Ok(());
     }
+    if n <= TILE {
+        // One tile: its prefix is 0, so the apply pass alone scans it (the reduce and partials
+        // passes only give later tiles their prefixes): one launch instead of three.
+        gpu.fill_bytes_raw(partials, 0, 4)?;
+        let f_a = gpu.function(Module::Primitives, Item::U32.kernels().2)?;
+        let inc = 1u32;
+        let out = offsets + 4;
+        // SAFETY: matches ds_apply_u32(in, n, partials, out, inclusive) (scan.cuh): `sizes`
+        // holds n items, `offsets + 4` n more, `partials` at least one (partials_len(n) >= 2),
+        // its first the prefix of the one tile.
+        return unsafe { gpu.launch(&f_a, 1, THREADS, &[&sizes, &n, &partials, &out, &inc]) };
+    }
     // The inclusive scan, written one entry on: the exclusive scan with the total at the end.
     sum(gpu, Item::U32, sizes, n, offsets + 4, true, partials)
 }

@@ -30,6 +30,7 @@ use tessera_format::{Error, Result};
 
 use crate::kernels::{self, Module};
 
+pub mod buffer;
 pub mod pinned;
 pub mod staging;
 pub mod timing;
@@ -269,7 +270,7 @@ impl Gpu {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
-        count(Op::Launch);
+        let _op = count(Op::Launch);
         // SAFETY: upheld by the caller (see above).
         unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
         Ok(())
@@ -295,7 +296,7 @@ impl Gpu {
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         };
-        count(Op::Launch);
+        let _op = count(Op::Launch);
         // SAFETY: upheld by the caller (see above).
         unsafe { b.launch(cfg) }.map_err(cuda("launching a kernel"))?;
         Ok(())
@@ -318,7 +319,7 @@ impl Gpu {
 
     /// Waits for all work queued on the main stream.
     pub fn synchronize(&self) -> Result<()> {
-        count(Op::Wait);
+        let _op = count(Op::Wait);
         self.stream
             .synchronize()
             .map_err(cuda("waiting for the GPU"))
@@ -326,7 +327,7 @@ impl Gpu {
 
     /// Device memory for `len` values of `T`, contents undefined.
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<CudaSlice<T>> {
-        count(Op::Alloc);
+        let _op = count(Op::Alloc);
         // SAFETY: the buffer is uninitialised device memory; every user writes before reading.
         unsafe { self.stream.alloc::<T>(len.max(1)) }.map_err(cuda("allocating device memory"))
     }
@@ -339,7 +340,7 @@ impl Gpu {
             self.upload_staged(src, &mut dst)?;
         } else if !src.is_empty() {
             let mut view = dst.slice_mut(..src.len());
-            count(Op::HostToDevice);
+            let _op = count(Op::HostToDevice);
             self.stream
                 .memcpy_htod(src, &mut view)
                 .map_err(cuda("copying to the device"))?;
@@ -358,10 +359,11 @@ impl Gpu {
             ));
         }
         let view = src.slice(..dst.len());
-        count(Op::DeviceToHost);
+        let op = count(Op::DeviceToHost);
         self.stream
             .memcpy_dtoh(&view, dst)
             .map_err(cuda("copying from the device"))?;
+        drop(op);
         self.synchronize()
     }
 
@@ -384,7 +386,7 @@ impl Gpu {
         let mut to = dst
             .try_slice_mut(dst_at..dst_at.saturating_add(len))
             .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
-        count(Op::DeviceToDevice);
+        let _op = count(Op::DeviceToDevice);
         self.stream
             .memcpy_dtod(&from, &mut to)
             .map_err(cuda("copying on the device"))
@@ -402,24 +404,19 @@ impl Gpu {
         }
         let gather = self.alloc::<u8>(total)?;
         let base = self.ptr(&gather);
+        let mut copies = Vec::with_capacity(parts.len());
         let mut at = 0usize;
-        for &(src, n) in parts {
-            if n > 0 {
-                count(Op::DeviceToDevice);
-                // SAFETY: `src` addresses `n` live device bytes (the caller's contract) and
-                // `gather` holds `total` bytes, of which `at .. at + n` are this part's.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtod_async(
-                        base + at as u64,
-                        src,
-                        n,
-                        self.stream.cu_stream(),
-                    )
-                }
-                .map_err(cuda("gathering status words"))?;
-            }
-            at += n;
+        for &(src, len) in parts {
+            copies.push(crate::primitives::copy::DeviceCopy {
+                dst: base + at as u64,
+                src,
+                len,
+            });
+            at += len;
         }
+        // SAFETY: each `src` addresses its `len` live device bytes (the caller's contract) and
+        // `gather` holds `total` bytes, each part its own `at .. at + len` of them.
+        unsafe { self.copy_list(&copies)? };
         let mut host = vec![0u8; total];
         self.download(&gather, &mut host)?;
         let mut out = Vec::with_capacity(parts.len());
@@ -435,7 +432,7 @@ impl Gpu {
     pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
         let bytes = buf.len() * std::mem::size_of::<T>();
         let ptr = self.ptr(buf);
-        count(Op::Fill);
+        let _op = count(Op::Fill);
         // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.
         unsafe {
             cudarc::driver::result::memset_d8_async(ptr, value, bytes, self.stream.cu_stream())

@@ -58,7 +58,7 @@ impl Gpu {
         }
         let host = src.as_slice()?;
         let d = self.ptr(dst);
-        super::trace::count(super::trace::Op::HostToDevice);
+        let _op = super::trace::count(super::trace::Op::HostToDevice);
         // SAFETY: `len` bytes fit both buffers (checked); the pinned source outlives the copy
         // because every caller waits for the stream before dropping or rewriting it.
         unsafe {

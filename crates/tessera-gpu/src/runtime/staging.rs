@@ -184,7 +184,7 @@ impl Gpu {
 
     /// Copies `pieces` (`bytes` in all) back to back into the staging buffer and queues one copy
     /// of them to device address `base`, which the caller has checked holds `bytes` bytes.
-    fn staged_copy(&self, pieces: &[&[u8]], bytes: usize, base: u64) -> Result<()> {
+    pub(crate) fn staged_copy(&self, pieces: &[&[u8]], bytes: usize, base: u64) -> Result<()> {
         self.with_state::<Staging, _>(|state| {
             let s = self.staging_room(state, bytes)?;
             let at = s.used;
@@ -214,7 +214,7 @@ impl Gpu {
             }
             let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
-            count(Op::HostToDevice);
+            let _op = count(Op::HostToDevice);
             let part = &host[at..at + bytes];
             // SAFETY: the caller checked that `base` holds `bytes` bytes; the page-locked source
             // is not written again before the stream has passed this copy (module invariants).

@@ -97,3 +97,50 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
+
+/// Two events around a stretch of queued work, recorded only while operation timing is on
+/// ([`super::trace::set_op_timing`]): the device time of that stretch, summed into
+/// [`super::trace::OpTimes::span_ns`].
+#[derive(Debug)]
+pub struct TraceSpan {
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+}
+
+impl Gpu {
+    /// Records a span's start on the main stream when operation timing is on (`None` else).
+    pub fn trace_span_start(&self) -> Result<Option<TraceSpan>> {
+        if !super::trace::op_timing() {
+            return Ok(None);
+        }
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let event = || self.ctx.new_event(flags).map_err(cuda("creating an event"));
+        let (start, end) = (event()?, event()?);
+        start
+            .record(&self.stream)
+            .map_err(cuda("recording an event"))?;
+        Ok(Some(TraceSpan { start, end }))
+    }
+
+    /// Records the span's end after the work queued so far.
+    pub fn trace_span_end(&self, span: &Option<TraceSpan>) -> Result<()> {
+        if let Some(s) = span {
+            s.end
+                .record(&self.stream)
+                .map_err(cuda("recording an event"))?;
+        }
+        Ok(())
+    }
+
+    /// Adds the span's device time to the trace (call after the stream has passed its end).
+    pub fn trace_span_add(&self, span: Option<TraceSpan>) -> Result<()> {
+        if let Some(s) = span {
+            let ms = s
+                .start
+                .elapsed_ms(&s.end)
+                .map_err(cuda("reading an event timer"))?;
+            super::trace::add_span((f64::from(ms) * 1e6) as u64);
+        }
+        Ok(())
+    }
+}

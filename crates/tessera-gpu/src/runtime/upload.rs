@@ -78,7 +78,7 @@ impl Gpu {
         }
         if src.len() < RING_MIN_BYTES {
             let mut view = dst.slice_mut(..src.len());
-            count(Op::HostToDevice);
+            let _op = count(Op::HostToDevice);
             return self
                 .stream
                 .memcpy_htod(src, &mut view)
@@ -109,7 +109,7 @@ impl Gpu {
                     .zip(part.par_chunks(PIECE_BYTES))
                     .for_each(|(d, s)| d.copy_from_slice(s));
                 let at = (i * SLOT_BYTES) as u64;
-                count(Op::HostToDevice);
+                let _op = count(Op::HostToDevice);
                 // SAFETY: `part` ends at or before `src.len()`, which fits `dst` (checked), so
                 // the device range lies inside `dst`; the page-locked source is not written
                 // again before `done` (recorded next) has fired.

@@ -16,7 +16,7 @@ use std::ffi::c_void;
 
 use arrow_schema::{DataType, Field};
 use tessera_format::{Error, Result};
-use tessera_gpu::{arrow_layout, CudaSlice, Gpu};
+use tessera_gpu::{arrow_layout, Gpu, GpuBuffer};
 
 use super::gpu::GpuArrowArray;
 
@@ -178,13 +178,14 @@ fn assemble(
     }
 }
 
-/// The device buffers of one exported array, kept alive until its release.
-type Owned = (Option<CudaSlice<u8>>, Option<CudaSlice<u8>>, CudaSlice<u8>);
+/// The device buffers of one exported array, kept alive until its release (a view keeps the
+/// buffer it lies in alive with it, whatever the order the arrays sharing it are released in).
+type Owned = (Option<GpuBuffer>, Option<GpuBuffer>, GpuBuffer);
 
 fn export_array(gpu: &Gpu, a: GpuArrowArray) -> Result<ArrowArray> {
     let length = i64::try_from(a.len)
         .map_err(|_| Error::InvalidArgument(format!("{} rows exceed Arrow's i64", a.len)))?;
-    let addr = |b: &Option<CudaSlice<u8>>| {
+    let addr = |b: &Option<GpuBuffer>| {
         b.as_ref()
             .map_or(0, |b| arrow_layout::device_address(gpu, b))
     };

@@ -6,8 +6,10 @@
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
 //! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
-//! the device, a status word) and one of text; the columns of a batch then get buffers of their
-//! own by one copy launch for the whole read ([`arrow_layout::copy_parts_queued`]). Run-encoded
+//! the device, a status word) and one of text; the columns of a batch are then views of their
+//! ranges of the batch's buffer ([`GpuBuffer`]: no copy, no allocation a column; a range a view
+//! cannot take, a bitmap not on 8 bytes, is copied out by one launch for the whole read,
+//! [`arrow_layout::copy_parts_queued`]). Run-encoded
 //! fields (`table.md` §9) are expanded on the device, all in one launch. Uploads are staged
 //! through page-locked memory ([`Gpu::stage_uploads`]); every decoder, check, copy and expansion
 //! is queued on one stream and their status words are read back after one wait, while the
@@ -25,6 +27,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use arrow_schema::DataType;
 use tessera_codecs::{column, text};
@@ -34,7 +37,7 @@ use tessera_format::{Error, LogicalType, Result};
 use tessera_gpu::arrow_layout::{self, AlpColumns, AlpTables};
 use tessera_gpu::codec::PreparedColumn;
 use tessera_gpu::codec::QueuedDecode;
-use tessera_gpu::{BatchError, ChunkRef, CudaSlice, Gpu, ResidentColumn};
+use tessera_gpu::{BatchError, ChunkRef, CudaSlice, Gpu, GpuBuffer, ResidentColumn};
 
 use crate::gpu_column::{GpuColumn, GpuData};
 use crate::read::{chunk_refs, locate, utf8_refs, TableReader};
@@ -73,10 +76,11 @@ impl ArrowTableReader<'_> {
     /// queued; integer payloads are copied once, from the file bytes into the staging buffer.
     /// Uploads are staged through page-locked memory ([`Gpu::stage_uploads`]: none waits for the
     /// stream, and room for the whole read is reserved first), then every decoder, the utf8
-    /// check (offsets inside the text, valid UTF-8), one copy launch that gives the columns of
-    /// each batch their own buffers, one expansion launch for all run-encoded fields and one
-    /// check that every dictionary code indexes its dictionary are
-    /// queued back to back on one stream; their status words are read back together after one
+    /// check (offsets inside the text, valid UTF-8), one expansion launch for all run-encoded
+    /// fields and one check that every dictionary code indexes its dictionary (and one that
+    /// binary lengths stay inside their bytes) are queued back to back on one stream (the
+    /// columns of a batch are views of its buffer, a copy launch only for ranges a view cannot
+    /// take); their status words are read back together after one
     /// wait ([`Gpu::read_back_parts`]), and errors are reported in the order the batches were
     /// queued, each naming its column (and chunk). Checksums are verified on all cores for large
     /// tables. Where the time went: [`last_gpu_read_phases`].
@@ -187,7 +191,11 @@ impl ArrowTableReader<'_> {
             // Room for the whole read's uploads, so the staging buffer neither wraps (a wait)
             // nor grows (a page-locked allocation) in the middle of it.
             gpu.reserve_staging(staged_estimate(&payloads))?;
-            self.decode_batched(gpu, t, fields, &wanted, &payloads, &mut phases)
+            // The device span of the read's work, marked only while operations are traced.
+            phases.span = gpu.trace_span_start()?;
+            let out = self.decode_batched(gpu, t, fields, &wanted, &payloads, &mut phases);
+            gpu.trace_span_add(phases.span.take())?;
+            out
         });
         let verify_ms = match verified {
             Some((Ok(()), ms)) => ms,
@@ -235,10 +243,10 @@ impl ArrowTableReader<'_> {
         let mut planned: Vec<(usize, Planned)> = Vec::new();
         let mut ranges: Vec<arrow_layout::CopyPart<'_>> = Vec::new();
         for g in &mut fixed {
-            g.plan(t, &mut planned, &mut ranges)?;
+            g.plan(t, gpu, &mut planned, &mut ranges)?;
         }
         if let Some(u) = utf8.as_mut() {
-            u.plan(t, &mut planned, &mut ranges)?;
+            u.plan(t, gpu, &mut planned, &mut ranges)?;
         }
         let (copies, copy_check) = arrow_layout::copy_parts_queued(gpu, &ranges)?;
         drop(ranges);
@@ -365,6 +373,7 @@ impl ArrowTableReader<'_> {
             parts.push(q.part(gpu));
             parts.len() - 1
         });
+        gpu.trace_span_end(&phases.span)?;
         phases.mark(2);
         // The one wait: every status word of the read comes back together.
         let read = gpu.read_back_parts(&parts)?;
@@ -408,7 +417,7 @@ impl ArrowTableReader<'_> {
                 GpuColumn {
                     logical_type: values.logical_type,
                     len: self.rows(),
-                    data: GpuData::Raw(out),
+                    data: GpuData::Raw(out.into()),
                 },
             );
         }
@@ -489,6 +498,8 @@ struct PhaseClock {
     prepared: std::time::Instant,
     /// [`tessera_gpu::staged_copy_ns`] at the upload phase's start and end.
     staged_ns: [u64; 2],
+    /// The device span of the read's queued work (only while operations are traced).
+    span: Option<tessera_gpu::TraceSpan>,
 }
 
 impl PhaseClock {
@@ -499,6 +510,7 @@ impl PhaseClock {
             at: [now; 6],
             prepared: now,
             staged_ns: [0; 2],
+            span: None,
         }
     }
 
@@ -607,6 +619,8 @@ struct FixedBatch<'t> {
     group: FixedGroup<'t>,
     resident: ResidentColumn<'t>,
     out: Option<CudaSlice<u8>>,
+    /// The decoded buffer of a batch of several columns once planned: their views lie in it.
+    shared: Option<Arc<CudaSlice<u8>>>,
     queued: QueuedDecode,
 }
 
@@ -714,6 +728,7 @@ impl<'t> FixedGroup<'t> {
             group: self,
             resident,
             out: None,
+            shared: None,
             queued: QueuedDecode::default(),
         })
     }
@@ -792,10 +807,13 @@ impl<'t> FixedBatch<'t> {
     }
 
     /// Each column's values: a group of one column keeps the decoded buffer; the columns of a
-    /// larger group are byte ranges of it, appended to `ranges` to be copied out.
+    /// larger group are views of their byte ranges of it ([`Gpu::view`]: no copy, no
+    /// allocation), but for a range that is empty or does not start at its type's alignment
+    /// ([`view_align`]), which is appended to `ranges` to be copied into a buffer of its own.
     fn plan<'s>(
         &'s mut self,
         t: &TableReader,
+        gpu: &Gpu,
         planned: &mut Vec<(usize, Planned)>,
         ranges: &mut Vec<arrow_layout::CopyPart<'s>>,
     ) -> Result<()> {
@@ -805,32 +823,48 @@ impl<'t> FixedBatch<'t> {
         if self.group.cols.len() == 1 {
             let all = self.out.take().ok_or_else(unqueued)?;
             let c = self.group.cols[0];
-            planned.push((c, Planned::Raw(ty, len(c), Some(all))));
+            planned.push((c, Planned::Raw(ty, len(c), Some(all.into()))));
             return Ok(());
         }
-        let src = self.out.as_ref().ok_or_else(unqueued)?;
+        self.shared = Some(Arc::new(self.out.take().ok_or_else(unqueued)?));
+        let shared = self.shared.as_ref().ok_or_else(unqueued)?;
         let mut at = 0usize;
         for (&c, &bytes) in self.group.cols.iter().zip(&self.group.sizes) {
-            ranges.push(arrow_layout::CopyPart {
-                src,
-                at,
-                len: bytes,
-            });
+            let view = if bytes > 0 && at % view_align(ty) == 0 {
+                Some(gpu.view::<u8>(shared, at, bytes)?)
+            } else {
+                ranges.push(arrow_layout::CopyPart {
+                    src: shared,
+                    at,
+                    len: bytes,
+                });
+                None
+            };
             at += bytes;
-            planned.push((c, Planned::Raw(ty, len(c), None)));
+            planned.push((c, Planned::Raw(ty, len(c), view)));
         }
         Ok(())
+    }
+}
+
+/// The byte alignment a column of `ty` needs to be handed out as a view of its batch's
+/// buffer: its values' width (bytes need none), and 8 for bitmaps, which consumers read in
+/// words.
+fn view_align(ty: LogicalType) -> usize {
+    match ty {
+        LogicalType::Bits => 8,
+        ty => ty.width().max(1),
     }
 }
 
 /// A column of a batched read before its buffers exist: those a batch hands over whole, or
 /// `None` for one that comes from the read's copy launch (in the order the ranges were planned).
 enum Planned {
-    Raw(LogicalType, u64, Option<CudaSlice<u8>>),
+    Raw(LogicalType, u64, Option<GpuBuffer>),
     Utf8 {
         len: u64,
-        ends: Option<CudaSlice<u8>>,
-        data: Option<CudaSlice<u8>>,
+        ends: Option<GpuBuffer>,
+        data: Option<GpuBuffer>,
         chunk_value_starts: Vec<u64>,
         chunk_data_starts: Vec<u64>,
     },
@@ -839,8 +873,8 @@ enum Planned {
 impl Planned {
     /// The column, taking the buffers it does not own yet from `copies` in order.
     fn column(self, copies: &mut impl Iterator<Item = CudaSlice<u8>>) -> Result<GpuColumn> {
-        let mut own = |b: Option<CudaSlice<u8>>| {
-            b.or_else(|| copies.next())
+        let mut own = |b: Option<GpuBuffer>| {
+            b.or_else(|| copies.next().map(GpuBuffer::from))
                 .ok_or_else(|| Error::Gpu("a batch's copy launch gave too few buffers".into()))
         };
         Ok(match self {
@@ -904,6 +938,9 @@ struct Utf8Batch<'t> {
     text_resident: ResidentColumn<'t>,
     ends: Option<CudaSlice<u8>>,
     data: Option<CudaSlice<u8>>,
+    /// The decoded offsets and text of a batch of several columns once planned: their views
+    /// lie in them.
+    shared: Option<[Arc<CudaSlice<u8>>; 2]>,
     ends_queued: QueuedDecode,
     text_queued: QueuedDecode,
     /// The end check's status word and its index among the parts read back.
@@ -951,6 +988,7 @@ impl<'t> Utf8Group<'t> {
             text_resident,
             ends: None,
             data: None,
+            shared: None,
             ends_queued: QueuedDecode::default(),
             text_queued: QueuedDecode::default(),
             check: None,
@@ -1086,11 +1124,13 @@ impl<'t> Utf8Batch<'t> {
     }
 
     /// Each column's offsets and text: a single utf8 column keeps the decoded buffers; the
-    /// columns of a larger batch are byte ranges of them, appended to `ranges` (ends, then
-    /// text, a column) to be copied out.
+    /// columns of a larger batch are views of their byte ranges of them ([`Gpu::view`]), but
+    /// for an empty range, which is appended to `ranges` (ends, then text, a column) to be
+    /// copied into a buffer of its own.
     fn plan<'s>(
         &'s mut self,
         t: &TableReader,
+        gpu: &Gpu,
         planned: &mut Vec<(usize, Planned)>,
         ranges: &mut Vec<arrow_layout::CopyPart<'s>>,
     ) -> Result<()> {
@@ -1099,11 +1139,16 @@ impl<'t> Utf8Batch<'t> {
         let (mut whole_ends, mut whole_data) = (None, None);
         let (mut ends, mut data) = (None, None);
         if single {
-            whole_ends = Some(self.ends.take().ok_or_else(unqueued)?);
-            whole_data = Some(self.data.take().ok_or_else(unqueued)?);
+            whole_ends = Some(GpuBuffer::from(self.ends.take().ok_or_else(unqueued)?));
+            whole_data = Some(GpuBuffer::from(self.data.take().ok_or_else(unqueued)?));
         } else {
-            ends = Some(self.ends.as_ref().ok_or_else(unqueued)?);
-            data = Some(self.data.as_ref().ok_or_else(unqueued)?);
+            self.shared = Some([
+                Arc::new(self.ends.take().ok_or_else(unqueued)?),
+                Arc::new(self.data.take().ok_or_else(unqueued)?),
+            ]);
+            let [e, d] = self.shared.as_ref().ok_or_else(unqueued)?;
+            ends = Some(e);
+            data = Some(d);
         }
         let (mut chunk, mut value_at, mut text_at) = (0usize, 0usize, 0usize);
         for &c in &self.group {
@@ -1121,16 +1166,16 @@ impl<'t> Utf8Batch<'t> {
             let values = chunk_value_starts[chunk_value_starts.len() - 1] as usize;
             let text_len = chunk_data_starts[chunk_data_starts.len() - 1] as usize;
             if let (Some(ends), Some(data)) = (ends, data) {
-                ranges.push(arrow_layout::CopyPart {
-                    src: ends,
-                    at: value_at * 4,
-                    len: values * 4,
-                });
-                ranges.push(arrow_layout::CopyPart {
-                    src: data,
-                    at: text_at,
-                    len: text_len,
-                });
+                // u32 ends start on 4 bytes (the buffer's start is aligned); text needs none.
+                let mut part = |src: &'s Arc<CudaSlice<u8>>, at: usize, len: usize| {
+                    if len > 0 {
+                        return gpu.view::<u8>(src, at, len).map(Some);
+                    }
+                    ranges.push(arrow_layout::CopyPart { src, at, len });
+                    Ok(None)
+                };
+                whole_ends = part(ends, value_at * 4, values * 4)?;
+                whole_data = part(data, text_at, text_len)?;
             }
             value_at += values;
             text_at += text_len;
@@ -1186,12 +1231,12 @@ pub struct GpuArrowArray {
     pub len: u64,
     /// The validity bitmap (least significant bit first, at least `ceil(len / 8)` bytes);
     /// `None` when the field has no nulls.
-    pub validity: Option<CudaSlice<u8>>,
+    pub validity: Option<GpuBuffer>,
     /// `len + 1` offsets (i32, or i64 for large types) of variable-size values.
-    pub offsets: Option<CudaSlice<u8>>,
+    pub offsets: Option<GpuBuffer>,
     /// Values at the type's width, bits for booleans, text and bytes for variable-size types,
     /// codes for dictionaries. May be longer than the rows need.
-    pub values: CudaSlice<u8>,
+    pub values: GpuBuffer,
     /// The dictionary's values, for dictionary-encoded fields.
     pub dictionary: Option<Box<GpuArrowArray>>,
 }
@@ -1293,7 +1338,7 @@ fn plain(
                 large,
             )
             .map_err(|e| in_field(name, e))?;
-            (Some(offsets), data)
+            (Some(offsets.into()), data)
         }
         (FieldType::Binary | FieldType::LargeBinary, GpuData::Raw(data), _) => {
             // The bytes column counts bytes; the rows are the lengths.
@@ -1309,14 +1354,16 @@ fn plain(
                 data_type,
                 len: rows,
                 validity: None,
-                offsets: Some(offsets),
+                offsets: Some(offsets.into()),
                 values: data,
                 dictionary: None,
             });
         }
         (FieldType::Decimal128 { .. }, GpuData::Raw(v), _) => (
             None,
-            arrow_layout::widen_i64_to_i128(gpu, &v, len).map_err(|e| in_field(name, e))?,
+            arrow_layout::widen_i64_to_i128(gpu, &v, len)
+                .map_err(|e| in_field(name, e))?
+                .into(),
         ),
         (FieldType::Float32 | FieldType::Float64, GpuData::Raw(digits), Some([p, r, b])) => {
             let float = if *ty == FieldType::Float32 {
@@ -1324,7 +1371,10 @@ fn plain(
             } else {
                 Float::F64
             };
-            (None, alp_values(gpu, name, float, len, &digits, p, r, b)?)
+            (
+                None,
+                alp_values(gpu, name, float, len, &digits, p, r, b)?.into(),
+            )
         }
         (_, GpuData::Raw(v), None) => (None, v),
         _ => {
@@ -1418,14 +1468,14 @@ fn alp_tables_f32() -> (Vec<f32>, Vec<f32>) {
 
 fn raw_ref<'c>(name: &str, c: &'c GpuColumn) -> Result<&'c CudaSlice<u8>> {
     match &c.data {
-        GpuData::Raw(v) => Ok(v),
+        GpuData::Raw(v) => Ok(&**v),
         GpuData::Utf8 { .. } => Err(Error::InvalidArgument(format!(
             "field '{name}': a utf8 column where fixed-size values belong"
         ))),
     }
 }
 
-fn raw(name: &str, c: GpuColumn) -> Result<CudaSlice<u8>> {
+fn raw(name: &str, c: GpuColumn) -> Result<GpuBuffer> {
     match c.data {
         GpuData::Raw(v) => Ok(v),
         GpuData::Utf8 { .. } => Err(Error::InvalidArgument(format!(
