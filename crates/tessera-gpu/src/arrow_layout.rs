@@ -31,6 +31,15 @@ const ST_UTF8_TEXT: u64 = 7;
 const ST_DICT_CODE: u64 = 8;
 const ST_LENGTHS: u64 = 9;
 
+/// The rows of a launch that takes one row of a table per item (its grid's y extent, at most
+/// 65535): an error naming `what` when there are more.
+fn launch_rows(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&c| c <= u32::from(u16::MAX))
+        .ok_or_else(|| Error::InvalidArgument(format!("too many {what} for one launch")))
+}
+
 fn grid(n: u64) -> u32 {
     grid_for(n, THREADS)
 }
@@ -127,6 +136,18 @@ impl QueuedCheck {
     /// The device address and byte length of the status words (alive as long as `self`).
     pub fn part(&self, gpu: &Gpu) -> (u64, usize) {
         (gpu.ptr(&self.status), self.words * 8)
+    }
+
+    /// Appends this check's status words to the `parts` that one read-back gathers
+    /// ([`Gpu::read_back_parts`]); returns the check with its index among them.
+    pub fn queued(self, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> (QueuedCheck, usize) {
+        parts.push(self.part(gpu));
+        (self, parts.len() - 1)
+    }
+
+    /// [`Self::verdicts`] of part `at` of what [`Gpu::read_back_parts`] returned.
+    pub fn verdicts_at(&self, read: &[Vec<u8>], at: usize) -> Vec<Result<()>> {
+        self.verdicts(read.get(at).map(Vec::as_slice).unwrap_or(&[]))
     }
 
     /// What each status word says, from their bytes read back after the stream finished
@@ -515,12 +536,7 @@ pub fn expand_runs_many(
     if fields.is_empty() {
         return Ok((Vec::new(), None));
     }
-    let count = u32::try_from(fields.len())
-        .ok()
-        .filter(|&c| c <= u32::from(u16::MAX))
-        .ok_or_else(|| {
-            Error::InvalidArgument("too many run-encoded fields for one launch".into())
-        })?;
+    let count = launch_rows(fields.len(), "run-encoded fields")?;
     let mut outs = Vec::with_capacity(fields.len());
     let mut table: Vec<u64> = Vec::with_capacity(9 * fields.len());
     let mut widest = 1u64;
@@ -589,12 +605,7 @@ pub fn check_codes_many(gpu: &Gpu, fields: &[CodeField<'_>]) -> Result<Option<Qu
     if fields.is_empty() {
         return Ok(None);
     }
-    let count = u32::try_from(fields.len())
-        .ok()
-        .filter(|&c| c <= u32::from(u16::MAX))
-        .ok_or_else(|| {
-            Error::InvalidArgument("too many dictionary fields for one launch".into())
-        })?;
+    let count = launch_rows(fields.len(), "dictionary fields")?;
     let mut table: Vec<u64> = Vec::with_capacity(8 * fields.len());
     let mut most = 1u64;
     for f in fields {
@@ -653,10 +664,7 @@ pub fn check_lengths_many(gpu: &Gpu, fields: &[LengthsField<'_>]) -> Result<Opti
     if fields.is_empty() {
         return Ok(None);
     }
-    let count = u32::try_from(fields.len())
-        .ok()
-        .filter(|&c| c <= u32::from(u16::MAX))
-        .ok_or_else(|| Error::InvalidArgument("too many binary fields for one launch".into()))?;
+    let count = launch_rows(fields.len(), "binary fields")?;
     let mut table: Vec<u64> = Vec::with_capacity(4 * fields.len());
     let mut most = 1u64;
     for f in fields {
@@ -720,10 +728,7 @@ pub fn copy_parts_queued(
     if parts.is_empty() {
         return Ok((Vec::new(), None));
     }
-    let count = u32::try_from(parts.len())
-        .ok()
-        .filter(|&c| c <= u32::from(u16::MAX))
-        .ok_or_else(|| Error::InvalidArgument("too many parts for one copy launch".into()))?;
+    let count = launch_rows(parts.len(), "parts")?;
     let mut outs = Vec::with_capacity(parts.len());
     let mut table: Vec<u64> = Vec::with_capacity(6 * parts.len());
     let mut longest = 1u64;

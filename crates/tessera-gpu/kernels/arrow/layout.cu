@@ -485,15 +485,6 @@ struct TsAlCopy {
     u64 len;
 };
 
-template <typename W>
-__device__ __forceinline__ void ts_al_copy_words(const unsigned char* src, unsigned char* dst, u64 len) {
-    const u64 words = len / sizeof(W);
-    const W* s = (const W*)src;
-    W* d = (W*)dst;
-    for (u64 i = ts_al_thread(); i < words; i += ts_al_stride()) d[i] = s[i];
-    for (u64 i = words * sizeof(W) + ts_al_thread(); i < len; i += ts_al_stride()) dst[i] = src[i];
-}
-
 extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
     ts_arrow_copy_parts(const TsAlCopy* __restrict__ parts, u32 count, u64* status) {
     if (blockIdx.y >= count) return;
@@ -502,10 +493,5 @@ extern "C" __global__ void __launch_bounds__(TS_AL_THREADS)
         if (ts_al_thread() == 0) ts_al_report(status, blockIdx.y, TS_AL_SIZE);
         return;
     }
-    const unsigned char* src = p.src + p.at;
-    const u64 align = ((u64)src | (u64)p.dst);
-    if (align % 16 == 0) ts_al_copy_words<uint4>(src, p.dst, p.len);
-    else if (align % 8 == 0) ts_al_copy_words<u64>(src, p.dst, p.len);
-    else if (align % 4 == 0) ts_al_copy_words<u32>(src, p.dst, p.len);
-    else ts_al_copy_words<unsigned char>(src, p.dst, p.len);
+    ts_copy_aligned(p.src + p.at, p.dst, p.len, ts_al_thread(), ts_al_stride());
 }

@@ -241,4 +241,27 @@ template <> __device__ __forceinline__ u64 ts_read_lane<64>(const u32* w) {
     return (u64)w[0] | ((u64)w[1] << 32);
 }
 
+// Copies `len` bytes from src to dst with the grid's threads, thread t taking indices t,
+// t + stride, ...: in words of W (src and dst both aligned to W), then the tail byte by byte.
+template <typename W>
+__device__ __forceinline__ void ts_copy_words(const unsigned char* src, unsigned char* dst, u64 len, u64 t,
+                                              u64 stride) {
+    const u64 words = len / sizeof(W);
+    const W* s = (const W*)src;
+    W* d = (W*)dst;
+    for (u64 i = t; i < words; i += stride) d[i] = s[i];
+    for (u64 i = words * sizeof(W) + t; i < len; i += stride) dst[i] = src[i];
+}
+
+// ts_copy_words at the widest word (16, 8, 4 or 1 bytes) both ends are aligned to: what the
+// copy kernels (arrow layout's parts, the runtime's copy list) share.
+__device__ __forceinline__ void ts_copy_aligned(const unsigned char* src, unsigned char* dst, u64 len, u64 t,
+                                                u64 stride) {
+    const u64 align = (u64)src | (u64)dst;
+    if (align % 16 == 0) ts_copy_words<uint4>(src, dst, len, t, stride);
+    else if (align % 8 == 0) ts_copy_words<u64>(src, dst, len, t, stride);
+    else if (align % 4 == 0) ts_copy_words<u32>(src, dst, len, t, stride);
+    else ts_copy_words<unsigned char>(src, dst, len, t, stride);
+}
+
 #endif

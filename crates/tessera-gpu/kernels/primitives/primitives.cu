@@ -43,29 +43,12 @@ struct TsCopyList {
     u32 n;
 };
 
-template <typename W>
-__device__ __forceinline__ void ts_copy_range(const unsigned char* src, unsigned char* dst, u64 len) {
-    const u64 words = len / sizeof(W);
-    const W* s = (const W*)src;
-    W* d = (W*)dst;
-    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = t; i < words; i += stride) d[i] = s[i];
-    for (u64 i = words * sizeof(W) + t; i < len; i += stride) dst[i] = src[i];
-}
-
 // Copies range blockIdx.y of the list (blocks along x stride over it), at the widest word both
 // its ends are aligned to: what many small device-to-device copies cost as one launch. The
 // caller guarantees every range lies in live device memory (as for a device-to-device copy).
 extern "C" __global__ void __launch_bounds__(TS_COPY_LIST_THREADS) ts_copy_list(TsCopyList list) {
     const u32 i = blockIdx.y;
     if (i >= list.n || i >= TS_COPY_LIST_MAX) return;
-    const unsigned char* src = (const unsigned char*)list.src[i];
-    unsigned char* dst = (unsigned char*)list.dst[i];
-    const u64 len = list.len[i];
-    const u64 align = (list.src[i] | list.dst[i]);
-    if (align % 16 == 0) ts_copy_range<uint4>(src, dst, len);
-    else if (align % 8 == 0) ts_copy_range<u64>(src, dst, len);
-    else if (align % 4 == 0) ts_copy_range<u32>(src, dst, len);
-    else ts_copy_range<unsigned char>(src, dst, len);
+    ts_copy_aligned((const unsigned char*)list.src[i], (unsigned char*)list.dst[i], list.len[i],
+                    (u64)blockIdx.x * blockDim.x + threadIdx.x, (u64)gridDim.x * blockDim.x);
 }

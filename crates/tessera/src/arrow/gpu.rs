@@ -250,10 +250,7 @@ impl ArrowTableReader<'_> {
         }
         let (copies, copy_check) = arrow_layout::copy_parts_queued(gpu, &ranges)?;
         drop(ranges);
-        let copy_part = copy_check.as_ref().map(|q| {
-            parts.push(q.part(gpu));
-            parts.len() - 1
-        });
+        let copy_check = copy_check.map(|q| q.queued(gpu, &mut parts));
         let mut copies = copies.into_iter();
         let mut columns: HashMap<usize, GpuColumn> = HashMap::new();
         for (c, p) in planned {
@@ -295,10 +292,7 @@ impl ArrowTableReader<'_> {
             .collect::<Result<Vec<_>>>()?;
         let (expanded, run_check) = arrow_layout::expand_runs_many(gpu, &run_fields)?;
         drop(run_fields);
-        let run_part = run_check.as_ref().map(|q| {
-            parts.push(q.part(gpu));
-            parts.len() - 1
-        });
+        let run_check = run_check.map(|q| q.queued(gpu, &mut parts));
         // Dictionary codes index their dictionaries (what Arrow's dictionary arrays promise
         // whoever reads them): checked on the device, every dictionary-encoded field in one
         // launch.
@@ -337,10 +331,7 @@ impl ArrowTableReader<'_> {
         }
         let code_check = arrow_layout::check_codes_many(gpu, &code_fields)?;
         drop(code_fields);
-        let code_part = code_check.as_ref().map(|q| {
-            parts.push(q.part(gpu));
-            parts.len() - 1
-        });
+        let code_check = code_check.map(|q| q.queued(gpu, &mut parts));
         // Binary lengths (and binary dictionaries' lengths) must not sum past the bytes
         // stored: offsets scanned from them index the values. One launch for all.
         let mut length_owners: Vec<usize> = Vec::new();
@@ -369,10 +360,7 @@ impl ArrowTableReader<'_> {
         }
         let length_check = arrow_layout::check_lengths_many(gpu, &length_fields)?;
         drop(length_fields);
-        let length_part = length_check.as_ref().map(|q| {
-            parts.push(q.part(gpu));
-            parts.len() - 1
-        });
+        let length_check = length_check.map(|q| q.queued(gpu, &mut parts));
         gpu.trace_span_end(&phases.span)?;
         phases.mark(2);
         // The one wait: every status word of the read comes back together.
@@ -384,27 +372,23 @@ impl ArrowTableReader<'_> {
         if let Some(u) = &utf8 {
             u.check(gpu, &read)?;
         }
-        if let (Some(q), Some(at)) = (&copy_check, copy_part) {
-            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
-            for v in q.verdicts(bytes) {
+        if let Some((q, at)) = &copy_check {
+            for v in q.verdicts_at(&read, *at) {
                 v?;
             }
         }
-        if let (Some(q), Some(at)) = (&run_check, run_part) {
-            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
-            for (v, (i, ..)) in q.verdicts(bytes).into_iter().zip(&runs) {
+        if let Some((q, at)) = &run_check {
+            for (v, (i, ..)) in q.verdicts_at(&read, *at).into_iter().zip(&runs) {
                 v.map_err(|e| in_field(&fields[*i].name, e))?;
             }
         }
-        if let (Some(q), Some(at)) = (&length_check, length_part) {
-            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
-            for (v, &i) in q.verdicts(bytes).into_iter().zip(&length_owners) {
+        if let Some((q, at)) = &length_check {
+            for (v, &i) in q.verdicts_at(&read, *at).into_iter().zip(&length_owners) {
                 v.map_err(|e| in_field(&fields[i].name, e))?;
             }
         }
-        if let (Some(q), Some(at)) = (&code_check, code_part) {
-            let bytes = read.get(at).map(Vec::as_slice).unwrap_or(&[]);
-            for (v, &i) in q.verdicts(bytes).into_iter().zip(&dict_fields) {
+        if let Some((q, at)) = &code_check {
+            for (v, &i) in q.verdicts_at(&read, *at).into_iter().zip(&dict_fields) {
                 v.map_err(|e| in_field(&fields[i].name, e))?;
             }
         }
@@ -1068,10 +1052,7 @@ impl<'t> Utf8Batch<'t> {
             &data,
         )
         .map_err(|e| self.end_error(e))?;
-        self.check = check.map(|q| {
-            parts.push(q.part(gpu));
-            (q, parts.len() - 1)
-        });
+        self.check = check.map(|q| q.queued(gpu, parts));
         self.ends = Some(ends);
         self.data = Some(data);
         Ok(())
@@ -1107,8 +1088,7 @@ impl<'t> Utf8Batch<'t> {
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
         let mut text_fault = None;
         if let Some((q, at)) = &self.check {
-            let bytes = read.get(*at).map(Vec::as_slice).unwrap_or(&[]);
-            for v in q.verdicts(bytes) {
+            for v in q.verdicts_at(read, *at) {
                 match v {
                     Err(e @ Error::ValueOutOfRange { ty, .. }) if ty == arrow_layout::UTF8_TEXT => {
                         text_fault = Some(e)
