@@ -173,12 +173,17 @@ pub enum AutoRule {
     /// When its payload is smaller and at most `1 - num / den` of the first candidate's
     /// (exact integers): a slower codec must buy a real saving over the first one.
     SmallerThanFirstBy { num: usize, den: usize },
+    /// When its payload is smaller and the chunk holds at least `min_bytes` raw bytes: a codec
+    /// whose decode first builds tables of a fixed size per chunk is not worth them on a
+    /// chunk smaller than they are.
+    SmallerOnChunksOf { min_bytes: usize },
 }
 
 impl AutoRule {
-    fn replaces(self, size: usize, best: usize, first: usize) -> bool {
+    fn replaces(self, size: usize, best: usize, first: usize, raw: usize) -> bool {
         match self {
             AutoRule::Smaller => size < best,
+            AutoRule::SmallerOnChunksOf { min_bytes } => size < best && raw >= min_bytes,
             AutoRule::NotLarger => size <= best,
             AutoRule::SmallerThanFirstBy { num, den } => {
                 size < best && size.saturating_mul(den) <= first.saturating_mul(den - num)
@@ -214,13 +219,17 @@ pub fn auto_order(family: Family) -> &'static [(&'static dyn Codec, AutoRule)] {
 pub(crate) struct Choice<T> {
     first: usize,
     best: Option<(T, usize)>,
+    /// Raw bytes of the chunk chosen for ([`AutoRule::SmallerOnChunksOf`]).
+    raw: usize,
 }
 
 impl<T> Choice<T> {
-    pub(crate) fn new() -> Self {
+    /// A choice for a chunk of `raw` raw bytes.
+    pub(crate) fn new(raw: usize) -> Self {
         Choice {
             first: 0,
             best: None,
+            raw,
         }
     }
 
@@ -231,7 +240,7 @@ impl<T> Choice<T> {
                 self.first = size;
                 true
             }
-            Some((_, best)) => rule.replaces(size, *best, self.first),
+            Some((_, best)) => rule.replaces(size, *best, self.first, self.raw),
         };
         if replaces {
             self.best = Some((candidate, size));
@@ -258,7 +267,7 @@ pub(crate) fn encode_auto(
             chunk.ty().name()
         ))
     })?;
-    let mut choice = Choice::new();
+    let mut choice = Choice::new(chunk.raw().len());
     for &(codec, rule) in auto_order(family) {
         match codec.encoded_size(chunk)? {
             Some(size) => choice.offer((codec, None), rule, size),
@@ -566,13 +575,14 @@ mod tests {
     fn auto_picks_what_the_rules_say() {
         let slot = |c: CodecId, f: Family| get(c).and_then(|c| c.auto_slot(f)).map(|s| s.rule);
         // DFOR must beat FOR by 1/32; plain wins ties on integers and loses them on bytes.
-        let pick = |sizes: &[(CodecId, usize)], f: Family| {
-            let mut choice = Choice::new();
+        let pick_raw = |sizes: &[(CodecId, usize)], f: Family, raw: usize| {
+            let mut choice = Choice::new(raw);
             for &(c, size) in sizes {
                 choice.offer(c, slot(c, f).expect("a candidate"), size);
             }
             choice.chosen()
         };
+        let pick = |sizes: &[(CodecId, usize)], f: Family| pick_raw(sizes, f, 1 << 20);
         let ints = Family::Integers;
         assert_eq!(column::auto_choice([320, 311, 400, 500]), CodecId::For);
         assert_eq!(column::auto_choice([320, 310, 400, 500]), CodecId::Dfor);
@@ -609,6 +619,28 @@ mod tests {
                 ],
                 bytes
             ),
+            Some(CodecId::Huffman)
+        );
+        // Huffman's decode tables cost more than a chunk smaller than them: LLL keeps it, and
+        // plain still replaces a larger choice.
+        let small = crate::huffman::AUTO_MIN_BYTES - 1;
+        let lll_huffman_plain = |l, h, p| {
+            [
+                (CodecId::Lll, l),
+                (CodecId::Huffman, h),
+                (CodecId::Plain, p),
+            ]
+        };
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, small),
+            Some(CodecId::Lll)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 500, 800), bytes, small),
+            Some(CodecId::Plain)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, small + 1),
             Some(CodecId::Huffman)
         );
     }

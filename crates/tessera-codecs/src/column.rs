@@ -4,7 +4,8 @@
 //! - [`encode_values`] / [`decode_values`] serve every fixed-size type; [`encode_chunk`] /
 //!   [`decode_chunk`] are their forms for types whose value count follows from the raw length
 //!   (integers and bytes).
-//! - Bytes: plain, huffman or lll; auto keeps the smallest, ties to **lll, huffman, plain**.
+//! - Bytes: plain, huffman or lll; auto keeps the smallest, ties to **lll, huffman, plain**;
+//!   huffman only on chunks of at least [`crate::huffman::AUTO_MIN_BYTES`] bytes.
 //! - Bits: plain (`⌈n / 8⌉` bytes, padding bits zero), wah or plwah; auto keeps the smallest,
 //!   ties to **wah, plwah, plain**. A WAH/PLWAH payload's stored bit length must equal the chunk's
 //!   value count (`Error::CountMismatch`).
@@ -62,7 +63,8 @@ fn value_count(ty: LogicalType, bytes: usize, what: &str) -> Result<usize> {
 /// The automatic choice among `sizes` (payload bytes of for, dfor, rfor, plain in
 /// [`AUTO_ORDER`] order): see the module notes.
 pub fn auto_choice(sizes: [usize; 4]) -> CodecId {
-    let mut choice = Choice::new();
+    // Plain's payload is the chunk's raw bytes.
+    let mut choice = Choice::new(sizes[3]);
     for (&(codec, rule), size) in codec::auto_order(Family::Integers).iter().zip(sizes) {
         choice.offer(codec.id(), rule, size);
     }

@@ -9,11 +9,15 @@
 //! against the lengths they are given and report the lowest faulty one in a status word, which
 //! becomes an [`Error`] here.
 
+use std::sync::Arc;
+
 use cudarc::driver::CudaSlice;
 use tessera_format::{Error, Result};
 
 use crate::kernels::Module;
+use crate::runtime::buffer::Pack;
 use crate::runtime::Gpu;
+use crate::GpuBuffer;
 
 /// Threads per block of every layout kernel (`TS_AL_THREADS`).
 const THREADS: u32 = 256;
@@ -117,22 +121,12 @@ pub(crate) fn checked_with(
 /// then asks [`QueuedCheck::verdicts`] what they say.
 #[derive(Debug)]
 pub struct QueuedCheck {
-    status: CudaSlice<u64>,
+    status: GpuBuffer<u64>,
     words: usize,
     kernel: &'static str,
 }
 
 impl QueuedCheck {
-    fn new(gpu: &Gpu, kernel: &'static str, words: usize) -> Result<QueuedCheck> {
-        let mut status = gpu.alloc::<u64>(words)?;
-        gpu.fill_bytes(&mut status, 0xFF)?;
-        Ok(QueuedCheck {
-            status,
-            words,
-            kernel,
-        })
-    }
-
     /// The device address and byte length of the status words (alive as long as `self`).
     pub fn part(&self, gpu: &Gpu) -> (u64, usize) {
         (gpu.ptr(&self.status), self.words * 8)
@@ -165,6 +159,77 @@ impl QueuedCheck {
                 ))),
             })
             .collect()
+    }
+}
+
+/// What a batched launch (one row of a table per item) sends to the device, in one allocation
+/// filled by one copy (`Gpu::copy_pack`): its table of `u64` words, its status words
+/// (all ones, one a row), zeroed scratch words, and room for its outputs after them (never
+/// copied). Instead of an allocation and a copy for the table, an allocation and a fill for the
+/// status and for the scratch, and an allocation per output: what a small table's read pays
+/// per operation, not per byte.
+struct Packed {
+    /// Device address of the table.
+    table: u64,
+    /// Device address of the zeroed scratch words.
+    zeros: u64,
+    check: QueuedCheck,
+    /// Each output's room, a view of the allocation.
+    outs: Vec<GpuBuffer>,
+}
+
+impl Packed {
+    /// Lays out and uploads the pack; `table` is given the outputs' device addresses (the
+    /// allocation exists before the table is written) and returns the table's words, exactly
+    /// `table_words` of them.
+    fn upload(
+        gpu: &Gpu,
+        kernel: &'static str,
+        table_words: usize,
+        status_words: usize,
+        zero_words: usize,
+        outs: &[usize],
+        table: impl FnOnce(&[u64]) -> Vec<u64>,
+    ) -> Result<Packed> {
+        let status = vec![u64::MAX; status_words.max(1)];
+        let zeros = vec![0u64; zero_words.max(1)];
+        fn layout<'b>(parts: [&'b [u64]; 3], outs: &[usize]) -> (Pack<'b>, [usize; 3], Vec<usize>) {
+            let mut pack = Pack::default();
+            let at = parts.map(|p| pack.place_values(p));
+            let outs_at: Vec<usize> = outs.iter().map(|&n| pack.tail(n)).collect();
+            (pack, at, outs_at)
+        }
+        let sized = vec![0u64; table_words.max(1)];
+        let (pack, _, outs_at) = layout([&sized, &status, &zeros], outs);
+        let arena = Arc::new(gpu.alloc::<u8>(pack.len())?);
+        let base = gpu.ptr(&arena);
+        let addresses: Vec<u64> = outs_at.iter().map(|&at| base + at as u64).collect();
+        let mut words = table(&addresses);
+        if words.len() != table_words {
+            return Err(Error::Gpu(format!(
+                "{kernel}: a table of {} words, {table_words} laid out",
+                words.len()
+            )));
+        }
+        if words.is_empty() {
+            words.push(0);
+        }
+        let (pack, [table_at, status_at, zeros_at], _) = layout([&words, &status, &zeros], outs);
+        gpu.copy_pack(&pack, &arena)?;
+        Ok(Packed {
+            table: base + table_at as u64,
+            zeros: base + zeros_at as u64,
+            check: QueuedCheck {
+                status: gpu.view::<u64>(&arena, status_at, status_words.max(1))?,
+                words: status_words,
+                kernel,
+            },
+            outs: outs
+                .iter()
+                .zip(outs_at)
+                .map(|(&n, at)| gpu.view::<u8>(&arena, at, n.max(1)))
+                .collect::<Result<_>>()?,
+        })
     }
 }
 
@@ -419,25 +484,27 @@ pub fn check_utf8_queued(
         at = at.saturating_add(size);
         tables.push(at);
     }
-    let d_tables = gpu.upload(&tables)?;
+    let packed = Packed::upload(gpu, "ts_arrow_check_utf8", tables.len(), 1, 0, &[], |_| {
+        tables
+    })?;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_utf8")?;
     let ends_len = (ends.len() / 4) as u64;
     let text_len = text.len() as u64;
     let pe = gpu.ptr(ends);
-    let pv = gpu.ptr(&d_tables);
+    let pv = packed.table;
     let pt = pv + 8 * value_starts.len() as u64;
     let pd = pt + 8 * text_sizes.len() as u64;
     let px = gpu.ptr(text);
     // Threads cover the strings and the text bytes, whichever are more.
     let work = n.max(at.min(text_len));
-    let q = QueuedCheck::new(gpu, "ts_arrow_check_utf8", 1)?;
+    let q = packed.check;
     let ps = gpu.ptr(&q.status);
     // SAFETY: matches ts_arrow_check_utf8(ends, ends_len, value_starts, text_sizes,
     // data_starts, chunks, n, text, text_len, status); value_starts holds chunks + 1 entries
     // ending at n (checked above), text_sizes chunks and data_starts chunks + 1 right after
-    // them, and ends_len and text_len are the live buffers' lengths. The tables are freed
-    // stream-ordered, after the kernel ran; `ends`, `text` and the status live on with the
-    // caller until it reads the status back.
+    // them, and ends_len and text_len are the live buffers' lengths. The tables share the
+    // status's allocation, which lives with the caller (as do `ends` and `text`) until it reads
+    // the status back.
     unsafe {
         gpu.launch(
             &f,
@@ -532,13 +599,12 @@ pub struct RunField<'a> {
 pub fn expand_runs_many(
     gpu: &Gpu,
     fields: &[RunField<'_>],
-) -> Result<(Vec<CudaSlice<u8>>, Option<QueuedCheck>)> {
+) -> Result<(Vec<GpuBuffer>, Option<QueuedCheck>)> {
     if fields.is_empty() {
         return Ok((Vec::new(), None));
     }
     let count = launch_rows(fields.len(), "run-encoded fields")?;
-    let mut outs = Vec::with_capacity(fields.len());
-    let mut table: Vec<u64> = Vec::with_capacity(9 * fields.len());
+    let mut out_bytes = Vec::with_capacity(fields.len());
     let mut widest = 1u64;
     for f in fields {
         if ![1, 2, 4, 8].contains(&f.width) {
@@ -547,32 +613,46 @@ pub fn expand_runs_many(
                 f.width
             )));
         }
-        let out = gpu.alloc::<u8>(byte_len(f.n, f.width)?.max(1))?;
-        // The row of `TsAlRuns`: values, values_len, ends, ends_len, runs, n, out, out_len,
-        // width; lengths are the live buffers' in values of their own width.
-        table.extend([
-            gpu.ptr(f.values),
-            (f.values.len() / f.width) as u64,
-            gpu.ptr(f.ends),
-            (f.ends.len() / 8) as u64,
-            f.runs,
-            f.n,
-            gpu.ptr(&out),
-            (out.len() / f.width) as u64,
-            f.width as u64,
-        ]);
+        out_bytes.push(byte_len(f.n, f.width)?.max(1));
         widest = widest.max(f.n.max(f.runs));
-        outs.push(out);
     }
-    let d_table = gpu.upload(&table)?;
-    let q = QueuedCheck::new(gpu, "ts_arrow_expand_runs_many", fields.len())?;
+    // The outputs are views of the table's allocation.
+    let mut packed = Packed::upload(
+        gpu,
+        "ts_arrow_expand_runs_many",
+        9 * fields.len(),
+        fields.len(),
+        0,
+        &out_bytes,
+        |outs| {
+            let mut table: Vec<u64> = Vec::with_capacity(9 * fields.len());
+            for ((f, &out), &bytes) in fields.iter().zip(outs).zip(&out_bytes) {
+                // The row of `TsAlRuns`: values, values_len, ends, ends_len, runs, n, out,
+                // out_len, width; lengths are the live buffers' in values of their own width.
+                table.extend([
+                    gpu.ptr(f.values),
+                    (f.values.len() / f.width) as u64,
+                    gpu.ptr(f.ends),
+                    (f.ends.len() / 8) as u64,
+                    f.runs,
+                    f.n,
+                    out,
+                    (bytes / f.width) as u64,
+                    f.width as u64,
+                ]);
+            }
+            table
+        },
+    )?;
+    let outs = std::mem::take(&mut packed.outs);
+    let q = packed.check;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_expand_runs_many")?;
-    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
-    // SAFETY: matches ts_arrow_expand_runs_many(fields, count, status): `d_table` holds `count`
-    // rows of TsAlRuns (nine 8-byte words each, as laid out above) whose lengths are those of
-    // live buffers, and `status` one word a field; blockIdx.y < count (the grid's y extent).
-    // The table is freed stream-ordered after the kernel; inputs, outputs and the status live
-    // with the caller until it reads the status back.
+    let (pt, ps) = (packed.table, gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_expand_runs_many(fields, count, status): the table at `pt` holds
+    // `count` rows of TsAlRuns (nine 8-byte words each, as laid out above) whose lengths are
+    // those of live buffers, and `status` one word a field; blockIdx.y < count (the grid's y
+    // extent). The table and the outputs share the status's allocation; inputs, outputs and
+    // the status live with the caller until it reads the status back.
     unsafe {
         gpu.launch_2d(&f, (grid(widest), count), THREADS, &[&pt, &count, &ps])?;
     }
@@ -629,15 +709,23 @@ pub fn check_codes_many(gpu: &Gpu, fields: &[CodeField<'_>]) -> Result<Option<Qu
         ]);
         most = most.max(f.rows);
     }
-    let d_table = gpu.upload(&table)?;
-    let q = QueuedCheck::new(gpu, "ts_arrow_check_codes_many", fields.len())?;
+    let packed = Packed::upload(
+        gpu,
+        "ts_arrow_check_codes_many",
+        table.len(),
+        fields.len(),
+        0,
+        &[],
+        |_| table,
+    )?;
+    let q = packed.check;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_codes_many")?;
-    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
-    // SAFETY: matches ts_arrow_check_codes_many(fields, count, status): `d_table` holds `count`
+    let (pt, ps) = (packed.table, gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_check_codes_many(fields, count, status): the table at `pt` holds `count`
     // rows of TsAlCodes (eight 8-byte words each, as laid out above, a null validity pointer
     // for none) whose lengths are those of live buffers, and `status` one word a field;
-    // blockIdx.y < count (the grid's y extent). The table is freed stream-ordered after the
-    // kernel; the inputs and the status live with the caller until it reads the status back.
+    // blockIdx.y < count (the grid's y extent). The table shares the status's allocation; the
+    // inputs and the status live with the caller until it reads the status back.
     unsafe {
         gpu.launch_2d(&f, (grid(most), count), THREADS, &[&pt, &count, &ps])?;
     }
@@ -678,21 +766,27 @@ pub fn check_lengths_many(gpu: &Gpu, fields: &[LengthsField<'_>]) -> Result<Opti
         ]);
         most = most.max(f.rows);
     }
-    let d_table = gpu.upload(&table)?;
     // Per field a u64 sum and a u32 arrival count (in u64 words), zeroed.
-    let mut scratch = gpu.alloc::<u64>(2 * fields.len())?;
-    gpu.fill_bytes(&mut scratch, 0)?;
-    let q = QueuedCheck::new(gpu, "ts_arrow_check_lengths_many", fields.len())?;
+    let packed = Packed::upload(
+        gpu,
+        "ts_arrow_check_lengths_many",
+        table.len(),
+        fields.len(),
+        2 * fields.len(),
+        &[],
+        |_| table,
+    )?;
+    let q = packed.check;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_check_lengths_many")?;
-    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
-    let sums = gpu.ptr(&scratch);
+    let (pt, ps) = (packed.table, gpu.ptr(&q.status));
+    let sums = packed.zeros;
     let arrived = sums + 8 * fields.len() as u64;
     // SAFETY: matches ts_arrow_check_lengths_many(fields, count, sums, arrived, status):
-    // `d_table` holds `count` rows of TsAlLengths (four 8-byte words each, as laid out above)
-    // whose lengths are those of live buffers, `scratch` a zeroed u64 sum then a zeroed u32
+    // the table at `pt` holds `count` rows of TsAlLengths (four 8-byte words each, as laid out
+    // above) whose lengths are those of live buffers, the zeroed scratch a u64 sum then a u32
     // count (within the second half's words) a field, `status` one word a field;
-    // blockIdx.y < count. The table and scratch are freed stream-ordered after the kernel; the
-    // lengths and the status live with the caller until it reads the status back.
+    // blockIdx.y < count. Table and scratch share the status's allocation; the lengths and
+    // the status live with the caller until it reads the status back.
     unsafe {
         gpu.launch_2d(
             &f,
@@ -724,13 +818,11 @@ pub struct CopyPart<'a> {
 pub fn copy_parts_queued(
     gpu: &Gpu,
     parts: &[CopyPart<'_>],
-) -> Result<(Vec<CudaSlice<u8>>, Option<QueuedCheck>)> {
+) -> Result<(Vec<GpuBuffer>, Option<QueuedCheck>)> {
     if parts.is_empty() {
         return Ok((Vec::new(), None));
     }
     let count = launch_rows(parts.len(), "parts")?;
-    let mut outs = Vec::with_capacity(parts.len());
-    let mut table: Vec<u64> = Vec::with_capacity(6 * parts.len());
     let mut longest = 1u64;
     for p in parts {
         if p.at.checked_add(p.len).is_none_or(|end| end > p.src.len()) {
@@ -742,28 +834,42 @@ pub fn copy_parts_queued(
                 p.src.len()
             )));
         }
-        let out = gpu.alloc::<u8>(p.len.max(1))?;
-        // The row of `TsAlCopy`: src, src_len, at, dst, dst_len, len (bytes).
-        table.extend([
-            gpu.ptr(p.src),
-            p.src.len() as u64,
-            p.at as u64,
-            gpu.ptr(&out),
-            out.len() as u64,
-            p.len as u64,
-        ]);
         // The x blocks cover the longest part at 16 bytes a thread; the rest stride.
         longest = longest.max((p.len as u64).div_ceil(16));
-        outs.push(out);
     }
-    let d_table = gpu.upload(&table)?;
-    let q = QueuedCheck::new(gpu, "ts_arrow_copy_parts", 1)?;
+    // Each part's own buffer is a view of the table's allocation (at least one byte).
+    let out_bytes: Vec<usize> = parts.iter().map(|p| p.len.max(1)).collect();
+    let mut packed = Packed::upload(
+        gpu,
+        "ts_arrow_copy_parts",
+        6 * parts.len(),
+        1,
+        0,
+        &out_bytes,
+        |outs| {
+            let mut table: Vec<u64> = Vec::with_capacity(6 * parts.len());
+            for ((p, &out), &bytes) in parts.iter().zip(outs).zip(&out_bytes) {
+                // The row of `TsAlCopy`: src, src_len, at, dst, dst_len, len (bytes).
+                table.extend([
+                    gpu.ptr(p.src),
+                    p.src.len() as u64,
+                    p.at as u64,
+                    out,
+                    bytes as u64,
+                    p.len as u64,
+                ]);
+            }
+            table
+        },
+    )?;
+    let outs = std::mem::take(&mut packed.outs);
+    let q = packed.check;
     let f = gpu.function(Module::ArrowLayout, "ts_arrow_copy_parts")?;
-    let (pt, ps) = (gpu.ptr(&d_table), gpu.ptr(&q.status));
-    // SAFETY: matches ts_arrow_copy_parts(parts, count, status): `d_table` holds `count` rows of
+    let (pt, ps) = (packed.table, gpu.ptr(&q.status));
+    // SAFETY: matches ts_arrow_copy_parts(parts, count, status): the table at `pt` holds `count` rows of
     // TsAlCopy (six 8-byte words each, as laid out above) whose lengths are those of live
-    // buffers, and `status` one word; blockIdx.y < count (the grid's y extent). The table is
-    // freed stream-ordered after the kernel; sources, outputs and the status live with the
+    // buffers, and `status` one word; blockIdx.y < count (the grid's y extent). The table and
+    // the outputs share the status's allocation; sources, outputs and the status live with the
     // caller until it reads the status back.
     unsafe {
         gpu.launch_2d(&f, (grid(longest), count), THREADS, &[&pt, &count, &ps])?;

@@ -70,6 +70,14 @@ pub trait GpuBatch {
     /// chunk's error.
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()>;
 
+    /// The batch's decoded bytes, back to back, when they already lie on the device as they are
+    /// (chunks the CPU decoded at upload): a column served by several decoders then places
+    /// them from here, with no scratch buffer and no copy into one. `None` (the default) for a
+    /// batch that decodes on the device.
+    fn decoded_on_device(&self) -> Option<&CudaSlice<u8>> {
+        None
+    }
+
     /// Queues the decode into `out[..decoded_bytes()]` without waiting, for a caller that waits
     /// once for many batches ([`Gpu::read_back_parts`]): returns the device address and byte
     /// length of the batch's status words, to be read back once the stream has finished and
@@ -141,8 +149,11 @@ struct Resident<'a> {
     /// Column indices of the batch's chunks, in column order.
     chunks: Vec<usize>,
     batch: Box<dyn GpuBatch + 'a>,
-    /// Where the batch decodes when its chunks are not the whole column in order.
+    /// Where the batch decodes when its chunks are not the whole column in order (and it has
+    /// no [`GpuBatch::decoded_on_device`] bytes to place them from).
     scratch: Option<CudaSlice<u8>>,
+    /// The chunks are placed from the batch's [`GpuBatch::decoded_on_device`] bytes.
+    decoded: bool,
 }
 
 /// A column's chunks uploaded to the device, one batch per decoder: what
@@ -272,7 +283,8 @@ impl<'a> PreparedColumn<'a> {
                 Ok(b) => b,
                 Err(error) => return Err(BatchError { chunks: ks, error }),
             };
-            let scratch = if whole {
+            let decoded = !whole && batch.decoded_on_device().is_some();
+            let scratch = if whole || decoded {
                 None
             } else {
                 match gpu.alloc::<u8>(batch.decoded_bytes()) {
@@ -284,6 +296,7 @@ impl<'a> PreparedColumn<'a> {
                 chunks: ks,
                 batch,
                 scratch,
+                decoded,
             });
         }
         Ok(ResidentColumn {
@@ -320,6 +333,19 @@ impl<'a> ResidentColumn<'a> {
                 chunks: r.chunks.clone(),
                 error,
             };
+            if r.decoded {
+                let src = r
+                    .batch
+                    .decoded_on_device()
+                    .ok_or_else(|| fail(no_decoded()))?;
+                let mut at = 0usize;
+                for &k in &r.chunks {
+                    gpu.copy_within_device(src, at, out, self.starts[k], self.lens[k])
+                        .map_err(fail)?;
+                    at += self.lens[k];
+                }
+                continue;
+            }
             match r.scratch.as_mut() {
                 None => r.batch.decode(gpu, out).map_err(fail)?,
                 Some(scratch) => {
@@ -337,7 +363,11 @@ impl<'a> ResidentColumn<'a> {
             }
         }
         // Each batch's decode has waited for its own work; only the placing copies are queued.
-        if self.batches.iter().any(|r| r.scratch.is_some()) {
+        if self
+            .batches
+            .iter()
+            .any(|r| r.scratch.is_some() || r.decoded)
+        {
             gpu.synchronize().map_err(|error| BatchError {
                 chunks: Vec::new(),
                 error,
@@ -345,6 +375,11 @@ impl<'a> ResidentColumn<'a> {
         }
         Ok(())
     }
+}
+
+/// A batch marked as placed from its decoded bytes that has none (never, by construction).
+fn no_decoded() -> Error {
+    Error::Gpu("a batch placed from its decoded bytes has none".into())
 }
 
 impl ResidentColumn<'_> {
@@ -393,29 +428,41 @@ impl ResidentColumn<'_> {
                 chunks: r.chunks.clone(),
                 error,
             };
-            let status = match r.scratch.as_mut() {
-                None => r.batch.enqueue(gpu, out).map_err(fail)?,
-                Some(scratch) => {
-                    let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
-                    let scratch_ptr = gpu.ptr(scratch);
-                    let mut at = 0usize;
-                    for &k in &r.chunks {
-                        let len = self.lens[k];
-                        // Both ranges checked here: the scratch holds the batch's chunks back
-                        // to back, `out` the whole column (checked above).
-                        if at + len > scratch.len() || self.starts[k] + len > out.len() {
-                            return Err(fail(Error::Gpu(
-                                "a chunk's place lies outside its buffers".into(),
-                            )));
-                        }
-                        placed.push(DeviceCopy {
-                            dst: out_ptr + self.starts[k] as u64,
-                            src: scratch_ptr + at as u64,
-                            len,
-                        });
-                        at += len;
+            // The batch's chunks back to back in `src`, placed in `out` by the copy list.
+            let mut place = |src: &CudaSlice<u8>| -> Result<()> {
+                let src_ptr = gpu.ptr(src);
+                let mut at = 0usize;
+                for &k in &r.chunks {
+                    let len = self.lens[k];
+                    // Both ranges checked here: `src` holds the batch's chunks back to back,
+                    // `out` the whole column (checked above).
+                    if at + len > src.len() || self.starts[k] + len > out.len() {
+                        return Err(Error::Gpu(
+                            "a chunk's place lies outside its buffers".into(),
+                        ));
                     }
-                    status
+                    placed.push(DeviceCopy {
+                        dst: out_ptr + self.starts[k] as u64,
+                        src: src_ptr + at as u64,
+                        len,
+                    });
+                    at += len;
+                }
+                Ok(())
+            };
+            let status = if r.decoded {
+                // Decoded on the CPU at upload: nothing to decode, nothing to read back.
+                let src = r.batch.decoded_on_device().ok_or_else(no_decoded);
+                src.and_then(&mut place).map_err(fail)?;
+                None
+            } else {
+                match r.scratch.as_mut() {
+                    None => r.batch.enqueue(gpu, out).map_err(fail)?,
+                    Some(scratch) => {
+                        let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
+                        place(scratch).map_err(fail)?;
+                        status
+                    }
                 }
             };
             queued.parts.push(status.map(|s| {
@@ -718,6 +765,10 @@ impl GpuBatch for HostBatch {
         // The CPU decoder checked the chunks at upload: nothing to read back.
         gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
         Ok(None)
+    }
+
+    fn decoded_on_device(&self) -> Option<&CudaSlice<u8>> {
+        Some(&self.values)
     }
 }
 

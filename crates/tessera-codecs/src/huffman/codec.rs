@@ -20,7 +20,9 @@ impl Codec for Huffman {
     fn auto_slot(&self, family: Family) -> Option<AutoSlot> {
         (family == Family::Bytes).then_some(AutoSlot {
             rank: 1,
-            rule: AutoRule::Smaller,
+            rule: AutoRule::SmallerOnChunksOf {
+                min_bytes: super::AUTO_MIN_BYTES,
+            },
         })
     }
 

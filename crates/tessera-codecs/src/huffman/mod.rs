@@ -90,6 +90,13 @@ const _: () = assert!(MAX_BLOCK_SYMBOLS <= u16::MAX as u32);
 const _: () = assert!(SYMBOLS <= 1 << MAX_CODE_LENGTH_V1);
 const _: () = assert!(MAX_CODE_LENGTH <= 2 * MULTI_BITS);
 
+/// Raw bytes a chunk must hold for `auto` to try Huffman: the size of the tables a decoder
+/// builds per chunk before its first symbol (`docs/format/huffman.md` §8: 16 KiB + 16 KiB, on
+/// the CPU and on the GPU). Below it the tables cost more to build than the chunk's bytes
+/// cost to decode with LLL or plain, on every device; small dictionaries of a table are the
+/// common case (figures: `docs/decisions/0036-huffman-auto-on-small-chunks.md`).
+pub const AUTO_MIN_BYTES: usize = 32 << 10;
+
 /// Worst-case payload size for `n` input bytes: the raw payload, because the encoder stores
 /// raw whenever Huffman is not strictly smaller (§2).
 pub fn max_encoded_len(n: usize) -> usize {

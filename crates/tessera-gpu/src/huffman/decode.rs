@@ -218,11 +218,13 @@ fn upload_packed(
     let words_at = pack.place(&pieces, 4);
     let hd_at = pack.place_values(&h.hd);
     let rd_at = pack.place_values(&h.rd);
-    let tables_at = pack.reserve::<u32>(n_huff * TABLE_WORDS);
     let counts_at = pack.reserve::<u32>(blocks);
     let offsets_at = pack.reserve::<u32>(blocks + 1);
     let partials_at = pack.reserve::<u32>(scan::partials_len(h.blocks));
     let status_at = pack.place(&[&status], 8);
+    // The tables (32 KiB a chunk) are written whole by `huff_decode_tables` before any read:
+    // room after the copied parts, not zeros copied over.
+    let tables_at = pack.tail((n_huff * TABLE_WORDS).max(1) * 4);
     let Some(arena) = gpu.upload_pack(&pack)? else {
         return Ok(None);
     };

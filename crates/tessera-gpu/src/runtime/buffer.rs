@@ -123,6 +123,8 @@ const PACK_ALIGN: usize = 16;
 pub(crate) struct Pack<'b> {
     parts: Vec<&'b [u8]>,
     at: usize,
+    /// Bytes of uncopied room after the copied parts ([`Self::tail`]).
+    tail: usize,
 }
 
 impl<'b> Pack<'b> {
@@ -130,6 +132,7 @@ impl<'b> Pack<'b> {
     /// alignment; returns the byte where they start.
     pub(crate) fn place(&mut self, bytes: &[&'b [u8]], room: usize) -> usize {
         static PAD: [u8; 4096] = [0; 4096];
+        debug_assert_eq!(self.tail, 0, "a part placed after the pack's tail");
         let start = self.at;
         let given: usize = bytes.iter().map(|b| b.len()).sum();
         self.parts.extend(bytes.iter().filter(|b| !b.is_empty()));
@@ -160,8 +163,28 @@ impl<'b> Pack<'b> {
         self.place(&[], len.max(1).saturating_mul(std::mem::size_of::<T>()))
     }
 
-    /// Bytes of the pack.
+    /// Room for `len` bytes (at least one) after every copied part, allocated with the pack
+    /// and never copied (undefined until the device writes it): outputs a kernel fills, which
+    /// would otherwise be an allocation each. Called after the last [`Self::place`]; returns the
+    /// byte where the room starts.
+    pub(crate) fn tail(&mut self, len: usize) -> usize {
+        let start = self.at.saturating_add(self.tail);
+        // Saturating: a size past memory becomes an allocation that fails, never a wrap.
+        self.tail = self
+            .tail
+            .saturating_add(len.max(1))
+            .checked_next_multiple_of(PACK_ALIGN)
+            .unwrap_or(usize::MAX);
+        start
+    }
+
+    /// Bytes of the pack, its tail included.
     pub(crate) fn len(&self) -> usize {
+        self.at.saturating_add(self.tail)
+    }
+
+    /// Bytes copied to the device: the placed parts.
+    fn copied(&self) -> usize {
         self.at
     }
 }
@@ -175,7 +198,41 @@ impl Gpu {
             return Ok(None);
         }
         let arena = self.alloc::<u8>(pack.len())?;
-        self.staged_copy(&pack.parts, pack.len(), self.ptr(&arena))?;
+        if pack.copied() > 0 {
+            self.staged_copy(&pack.parts, pack.copied(), self.ptr(&arena))?;
+        }
         Ok(Some(Arc::new(arena)))
+    }
+
+    /// Copies `pack`'s parts to the start of `arena` (at least [`Pack::len`] bytes, checked):
+    /// by one staged copy while uploads are staged, else by one copy of the parts gathered on
+    /// the host. For a caller that needs the allocation's address before it writes the parts.
+    pub(crate) fn copy_pack(&self, pack: &Pack<'_>, arena: &CudaSlice<u8>) -> Result<()> {
+        if arena.len() < pack.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a {}-byte pack into a {}-byte buffer",
+                pack.len(),
+                arena.len()
+            )));
+        }
+        let bytes = pack.copied();
+        if bytes == 0 {
+            return Ok(());
+        }
+        if self.stages(bytes) {
+            return self.staged_copy(&pack.parts, bytes, self.ptr(arena));
+        }
+        let host: Vec<u8> = pack.parts.concat();
+        let _op = super::trace::count(super::trace::Op::HostToDevice);
+        // SAFETY: `arena` holds at least `host.len()` bytes (checked above); the source is
+        // pageable memory, which the driver has copied before the call returns.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(
+                self.ptr(arena),
+                &host,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(super::cuda("copying to the device"))
     }
 }

@@ -856,9 +856,9 @@ enum Planned {
 
 impl Planned {
     /// The column, taking the buffers it does not own yet from `copies` in order.
-    fn column(self, copies: &mut impl Iterator<Item = CudaSlice<u8>>) -> Result<GpuColumn> {
+    fn column(self, copies: &mut impl Iterator<Item = GpuBuffer>) -> Result<GpuColumn> {
         let mut own = |b: Option<GpuBuffer>| {
-            b.or_else(|| copies.next().map(GpuBuffer::from))
+            b.or_else(|| copies.next())
                 .ok_or_else(|| Error::Gpu("a batch's copy launch gave too few buffers".into()))
         };
         Ok(match self {
