@@ -38,18 +38,15 @@ CODAG_KERNEL(codag_orc_rle_v1, u64, , orc_rle_v1(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false, true>(inp, o, tables[warp], nullptr)))
-// The batch decoder with the span path's block loop (deflate_block), kept to measure the
-// batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
-// The occupancy variants (docs/gpu/codag.md, "Warps per SM"): the batch loop on the lean tables
-// (DeflateTablesLean: 17.3 KiB of shared memory a block instead of 26.2, room for 12 blocks of 4
-// warps an SM instead of 8). The registers then decide: `_w36` at ptxas' own choice (56: 9
-// blocks), `_w40` capped for 10 blocks (48), `_w48` for 12 (40, with spills in the symbol loop).
-CODAG_KERNEL(codag_deflate_w36, u8, __shared__ DeflateTablesLean tables[CODAG_WARPS];,
-             (deflate_stream<u8, false, true, DeflateTablesLean>(inp, o, tables[warp], nullptr)))
+// The occupancy variant (docs/gpu/codag.md, "Warps per SM"; decision 0034): the batch loop on
+// the lean tables (DeflateTablesLean: 17.3 KiB of shared memory a block instead of 26.2), the
+// registers capped at 48 so that 10 blocks of 4 warps fit an SM instead of 8. Full batches gain
+// about as much as the noise while a lone warp loses more (its walks and spills are on the
+// latency path), so it stays selectable and not the default.
 CODAG_KERNEL_BOUNDS(codag_deflate_w40, u8, (CODAG_THREADS, 10), __shared__ DeflateTablesLean tables[CODAG_WARPS];,
                     (deflate_stream<u8, false, true, DeflateTablesLean>(inp, o, tables[warp], nullptr)))
-CODAG_KERNEL_BOUNDS(codag_deflate_w48, u8, (CODAG_THREADS, 12), __shared__ DeflateTablesLean tables[CODAG_WARPS];,
-                    (deflate_stream<u8, false, true, DeflateTablesLean>(inp, o, tables[warp], nullptr)))
+// The batch decoder with the span path's block loop (deflate_block), kept to measure the
+// batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))
 
 // One large Deflate stream cut into spans (docs/gpu/codag.md, "A single large gzip file on the

@@ -48,7 +48,7 @@
 #define DEFLATE_TWO (1u << 14)
 
 // One warp's tables: the literal/length table indexed by LB bits, the distance table by DB.
-// LEAN (the occupancy variants, docs/gpu/codag.md "Warps per SM"): the code lengths, needed only
+// LEAN (the occupancy variant, docs/gpu/codag.md "Warps per SM"): the code lengths, needed only
 // while tables are built, live in the distance table's space behind the code-length table
 // (deflate_build reads every length before it writes a table entry), and a code longer than the
 // table takes the canonical walk from length LB + 1 (`lresume` / `dresume`: the first code and
@@ -76,7 +76,7 @@ struct DeflateTablesT {
     }
 };
 typedef DeflateTablesT<DEFLATE_LIT_BITS, DEFLATE_DIST_BITS, false> DeflateTables;
-// The occupancy variants' tables: a 9-bit literal/length table (2 KiB instead of 4) and the code
+// The occupancy variant's tables: a 9-bit literal/length table (2 KiB instead of 4) and the code
 // lengths behind the code-length table, 4.3 KiB a warp with the input ring instead of 6.5 KiB.
 typedef DeflateTablesT<9, DEFLATE_DIST_BITS, true> DeflateTablesLean;
 
