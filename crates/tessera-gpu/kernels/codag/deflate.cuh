@@ -47,16 +47,38 @@
 #define DEFLATE_K_BAD 3u
 #define DEFLATE_TWO (1u << 14)
 
-struct DeflateTables {
-    u32 lit[1 << DEFLATE_LIT_BITS];
-    u32 dist[1 << DEFLATE_DIST_BITS];
+// One warp's tables: the literal/length table indexed by LB bits, the distance table by DB.
+// LEAN (the occupancy variant, docs/gpu/codag.md "Warps per SM"): the code lengths, needed only
+// while tables are built, live in the distance table's space behind the code-length table
+// (deflate_build reads every length before it writes a table entry), and a code longer than the
+// table takes the canonical walk from length LB + 1 (`lresume` / `dresume`: the first code and
+// the symbol index at that length) instead of from length 1.
+template <u32 LB, u32 DB, bool LEAN>
+struct DeflateTablesT {
+    static constexpr u32 LIT_BITS = LB;
+    static constexpr u32 DIST_BITS = DB;
+    static constexpr bool IS_LEAN = LEAN;
+    static_assert(!LEAN || (4u << DB) >= 4u * (1u << DEFLATE_CL_BITS) + 288 + 32,
+                  "the code lengths must fit behind the code-length table");
+    u32 lit[1 << LB];
+    u32 dist[1 << DB];
     u16 lcount[16];
     u16 dcount[16];
     u16 next[16];
     u16 lsym[288];
     u16 dsym[32];
-    u8 lens[288 + 32];
+    u32 lresume;
+    u32 dresume;
+    u8 own_lens[LEAN ? 4 : 288 + 32];
+    __device__ __forceinline__ u8* lens() {
+        if constexpr (LEAN) return reinterpret_cast<u8*>(dist + (1u << DEFLATE_CL_BITS));
+        else return own_lens;
+    }
 };
+typedef DeflateTablesT<DEFLATE_LIT_BITS, DEFLATE_DIST_BITS, false> DeflateTables;
+// The occupancy variant's tables: a 9-bit literal/length table (2 KiB instead of 4) and the code
+// lengths behind the code-length table, 4.3 KiB a warp with the input ring instead of 6.5 KiB.
+typedef DeflateTablesT<9, DEFLATE_DIST_BITS, true> DeflateTablesLean;
 
 __constant__ u16 DEFLATE_LEN_BASE[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
                                          31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
@@ -95,7 +117,7 @@ __device__ __forceinline__ u32 deflate_entry(u32 table, u32 s, u32 len) {
 // required). All lanes: __match_any_sync groups the 32 symbols of a step by length, so counting
 // and placing take one step per 32 symbols; the table is filled entry by entry, lanes striding.
 __device__ bool deflate_build(const u8* lens, u32 n, u16* count, u16* next, u16* sym, u32* tab, u32 bits,
-                              u32 table, bool complete) {
+                              u32 table, bool complete, u32* resume = nullptr) {
     u32 lane = codag_lane();
     __syncwarp();
     if (lane < 16) count[lane] = 0;
@@ -113,6 +135,15 @@ __device__ bool deflate_build(const u8* lens, u32 n, u16* count, u16* next, u16*
         used += count[l];
     }
     if (left < 0 || (left != 0 && (used > 1 || complete))) return false;
+    if (resume && lane == 0) {
+        // Where the canonical walk stands at length bits + 1 (deflate_walk_from).
+        u32 first = 0, index = 0;
+        for (u32 l = 1; l <= bits; l++) {
+            first = (first + count[l]) << 1;
+            index += count[l];
+        }
+        *resume = first | index << 16;
+    }
     // next[len]: where the symbols of that length start in sym (then the running place).
     if (lane < 16) {
         u32 off = 0;
@@ -149,12 +180,13 @@ __device__ bool deflate_build(const u8* lens, u32 n, u16* count, u16* next, u16*
 // Literal entries whose code leaves room for a second literal's code in the index take that
 // literal too. Only the first-literal fields of an entry are read, which this never changes;
 // still, each step of 32 entries reads before any lane writes, so no access races.
+template <u32 LB = DEFLATE_LIT_BITS>
 __device__ void deflate_pair_literals(u32* tab) {
-    for (u32 b = 0; b < (1u << DEFLATE_LIT_BITS); b += 32) {
+    for (u32 b = 0; b < (1u << LB); b += 32) {
         u32 i = b + codag_lane(), e = tab[i], L = e & 15;
-        if (L && ((e >> 8) & 3) == DEFLATE_K_LIT && L < DEFLATE_LIT_BITS) {
+        if (L && ((e >> 8) & 3) == DEFLATE_K_LIT && L < LB) {
             u32 e2 = tab[i >> L], L2 = e2 & 15;
-            if (L2 && ((e2 >> 8) & 3) == DEFLATE_K_LIT && L + L2 <= DEFLATE_LIT_BITS)
+            if (L2 && ((e2 >> 8) & 3) == DEFLATE_K_LIT && L + L2 <= LB)
                 e |= DEFLATE_TWO | ((L + L2) << 10) | ((e2 >> 16) & 0xff) << 24;
         }
         __syncwarp();
@@ -180,6 +212,25 @@ __device__ __noinline__ bool deflate_walk(u64 bits, const u16* count, const u16*
         code <<= 1;
     }
     return false;
+}
+
+// deflate_walk for a code longer than the table's `from - 1` bits (the table entry of its first
+// from - 1 bits is 0, so no shorter code is a prefix of `bits`): the walk resumed at length
+// `from` from `resume` (deflate_build). Returns the code's length << 16 | its symbol, 0 for a bit
+// pattern that is no code; a value rather than references, so nothing goes through the stack.
+__device__ __noinline__ u32 deflate_walk_from(u64 bits, const u16* count, const u16* sym, u32 resume, u32 from) {
+    int code = (int)(__brev((u32)bits) >> (32 - from));
+    bits >>= from;
+    int first = (int)(resume & 0xffff), index = (int)(resume >> 16);
+    for (u32 len = from; len < 16; len++) {
+        int c = count[len];
+        if (code - first < c) return len << 16 | sym[index + code - first];
+        index += c;
+        first = (first + c) << 1;
+        code = code << 1 | (int)(bits & 1);
+        bits >>= 1;
+    }
+    return 0;
 }
 
 // The input bit window: `win` holds the bits from in.bit on, `avail` of them valid.
@@ -215,18 +266,24 @@ __device__ __forceinline__ u32 deflate_take(CodagInput& in, DeflateBits& b, u32 
 __device__ __forceinline__ bool deflate_past_end(const CodagInput& in) { return in.bit > (u64)in.len * 8; }
 
 // The fixed code (RFC 1951 §3.2.6).
-__device__ void deflate_fixed(DeflateTables& t) {
+template <typename TT>
+__device__ void deflate_fixed(TT& t) {
+    u8* lens = t.lens();
     __syncwarp();
     for (u32 s = codag_lane(); s < 288 + 32; s += 32)
-        t.lens[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : s < 288 ? 8 : 5;
+        lens[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : s < 288 ? 8 : 5;
     __syncwarp();
-    deflate_build(t.lens, 288, t.lcount, t.next, t.lsym, t.lit, DEFLATE_LIT_BITS, DEFLATE_T_LIT, false);
-    deflate_pair_literals(t.lit);
-    deflate_build(t.lens + 288, 32, t.dcount, t.next, t.dsym, t.dist, DEFLATE_DIST_BITS, DEFLATE_T_DIST, false);
+    deflate_build(lens, 288, t.lcount, t.next, t.lsym, t.lit, TT::LIT_BITS, DEFLATE_T_LIT, false,
+                  TT::IS_LEAN ? &t.lresume : nullptr);
+    deflate_pair_literals<TT::LIT_BITS>(t.lit);
+    deflate_build(lens + 288, 32, t.dcount, t.next, t.dsym, t.dist, TT::DIST_BITS, DEFLATE_T_DIST, false,
+                  TT::IS_LEAN ? &t.dresume : nullptr);
 }
 
 // A dynamic block's header (§3.2.7).
-__device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, DeflateTables& t) {
+template <typename TT>
+__device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, TT& t) {
+    u8* lens = t.lens();
     u32 h = deflate_take(in, b, 14);
     u32 hlit = (h & 31) + 257, hdist = ((h >> 5) & 31) + 1, hclen = (h >> 10) + 4;
     if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
@@ -237,12 +294,12 @@ __device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, DeflateTables& t)
     __syncwarp();
     if (lane < 19) {
         u32 v = lane < hclen ? (u32)(b.win >> (3 * lane)) & 7 : 0;
-        t.lens[DEFLATE_CL_ORDER[lane]] = (u8)v;
+        lens[DEFLATE_CL_ORDER[lane]] = (u8)v;
     }
     deflate_drop(in, b, 3 * hclen);
     if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
     u32* cl = t.dist;
-    if (!deflate_build(t.lens, 19, t.lcount, t.next, t.lsym, cl, DEFLATE_CL_BITS, DEFLATE_T_CL, true))
+    if (!deflate_build(lens, 19, t.lcount, t.next, t.lsym, cl, DEFLATE_CL_BITS, DEFLATE_T_CL, true))
         return CODAG_ST_BAD_TABLE;
     u32 n = hlit + hdist, i = 0;
     u8 prev = 0;
@@ -252,7 +309,7 @@ __device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, DeflateTables& t)
         u32 s = e >> 16;
         deflate_drop(in, b, e & 15);
         if (s < 16) {
-            if (lane == 0) t.lens[i] = (u8)s;
+            if (lane == 0) lens[i] = (u8)s;
             prev = (u8)s;
             i++;
             continue;
@@ -263,21 +320,22 @@ __device__ u32 deflate_dynamic(CodagInput& in, DeflateBits& b, DeflateTables& t)
         deflate_drop(in, b, extra);
         if (i + rep > n) return CODAG_ST_BAD_TABLE;
         u8 v = s == 16 ? prev : 0;
-        for (u32 k = lane; k < rep; k += 32) t.lens[i + k] = v;
+        for (u32 k = lane; k < rep; k += 32) lens[i + k] = v;
         prev = v;
         i += rep;
     }
     if (deflate_past_end(in)) return CODAG_ST_TRUNCATED;
     __syncwarp();
     // Distance lengths follow the literal/length ones in lens[]: move them to lens[288..].
-    u8 dl = lane < hdist ? t.lens[hlit + lane] : 0;
+    u8 dl = lane < hdist ? lens[hlit + lane] : 0;
     __syncwarp();
-    t.lens[288 + lane] = dl;
-    if (!deflate_build(t.lens, hlit, t.lcount, t.next, t.lsym, t.lit, DEFLATE_LIT_BITS, DEFLATE_T_LIT, false))
+    lens[288 + lane] = dl;
+    if (!deflate_build(lens, hlit, t.lcount, t.next, t.lsym, t.lit, TT::LIT_BITS, DEFLATE_T_LIT, false,
+                       TT::IS_LEAN ? &t.lresume : nullptr))
         return CODAG_ST_BAD_TABLE;
-    deflate_pair_literals(t.lit);
-    if (!deflate_build(t.lens + 288, hdist, t.dcount, t.next, t.dsym, t.dist, DEFLATE_DIST_BITS, DEFLATE_T_DIST,
-                       false))
+    deflate_pair_literals<TT::LIT_BITS>(t.lit);
+    if (!deflate_build(lens + 288, hdist, t.dcount, t.next, t.dsym, t.dist, TT::DIST_BITS, DEFLATE_T_DIST, false,
+                       TT::IS_LEAN ? &t.dresume : nullptr))
         return CODAG_ST_BAD_TABLE;
     return CODAG_ST_OK;
 }
@@ -403,32 +461,49 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
 //   L2 round trip overlaps the decoding of the symbols in between instead of stalling the warp.
 //   A copy's source may lie in the deferred bytes or the pending literals, so both are stored
 //   and the warp synchronized before any copy loads.
-template <typename T>
+template <typename T, typename TT>
 __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
-                                                  const DeflateTables& t) {
+                                                  const TT& t) {
     const u32 lane = codag_lane();
-    const u64 lim = (u64)in.len * 8;
+    const u64 lim_held = TT::IS_LEAN ? 0 : (u64)in.len * 8;
     u64 win = b.win;
     u32 avail = b.avail;
     u64 top = in.bit + avail;  // the absolute bit after the window's last valid bit
     u32 pend = 0, mine = 0;    // pending literals: lane k holds the k-th, at out.pos - pend + k
     u32 dlen = 0, dpos = 0;    // the deferred copy: lane k < dlen holds byte dpos + k in dval
     T dval = 0;
+    // LEAN (capped registers): the input's bit length and the deferred copy's position are
+    // recomputed where used instead of held; the deferred copy's bytes end where the pending
+    // literals begin, so dpos == out.pos - pend - dlen.
+    auto lim = [&]() -> u64 {
+        if constexpr (TT::IS_LEAN) return (u64)in.len * 8;
+        else return lim_held;
+    };
+    auto dstart = [&]() -> u32 {
+        if constexpr (TT::IS_LEAN) return out.pos - pend - dlen;
+        else return dpos;
+    };
     u32 st = CODAG_ST_OK;
     for (;;) {
         if (avail < 48) {
             u64 at = top - avail;
             in.bit = at;
-            if (at > lim) return CODAG_ST_TRUNCATED;
+            if (at > lim()) return CODAG_ST_TRUNCATED;
             win = codag_peek64(in);
             avail = 64;
             top = at + 64;
         }
-        u32 e = t.lit[(u32)win & ((1u << DEFLATE_LIT_BITS) - 1)];
+        u32 e = t.lit[(u32)win & ((1u << TT::LIT_BITS) - 1)];
         if (!(e & 15)) {
-            u32 s, len;
-            if (!deflate_walk(win, t.lcount, t.lsym, s, len)) { st = CODAG_ST_BAD_CODE; break; }
-            e = deflate_entry(DEFLATE_T_LIT, s, len);
+            if constexpr (TT::IS_LEAN) {
+                u32 w = deflate_walk_from(win, t.lcount, t.lsym, t.lresume, TT::LIT_BITS + 1);
+                if (!w) { st = CODAG_ST_BAD_CODE; break; }
+                e = deflate_entry(DEFLATE_T_LIT, w & 0xffff, w >> 16);
+            } else {
+                u32 s, len;
+                if (!deflate_walk(win, t.lcount, t.lsym, s, len)) { st = CODAG_ST_BAD_CODE; break; }
+                e = deflate_entry(DEFLATE_T_LIT, s, len);
+            }
         }
         if (!(e & 0x300u)) {  // one or two literals
             u32 two = (e >> 14) & 1, k = lane - pend;
@@ -440,7 +515,7 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
             avail -= n;
             if (pend >= 31) {
                 if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                if (lane < dlen) out.base[dpos + lane] = dval;
+                if (lane < dlen) out.base[dstart() + lane] = dval;
                 if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
                 pend = 0;
                 dlen = 0;
@@ -453,9 +528,9 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
             u32 n = e & 15;
             win >>= n;
             avail -= n;
-            if (top - avail > lim) { st = CODAG_ST_TRUNCATED; break; }
+            if (top - avail > lim()) { st = CODAG_ST_TRUNCATED; break; }
             if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-            if (lane < dlen) out.base[dpos + lane] = dval;
+            if (lane < dlen) out.base[dstart() + lane] = dval;
             if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
             break;
         }
@@ -463,11 +538,17 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
         u32 len = (e >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
         win >>= L + x;
         avail -= L + x;
-        u32 d = t.dist[(u32)win & ((1u << DEFLATE_DIST_BITS) - 1)];
+        u32 d = t.dist[(u32)win & ((1u << TT::DIST_BITS) - 1)];
         if (!(d & 15)) {
-            u32 s, dl;
-            if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) { st = CODAG_ST_BAD_CODE; break; }
-            d = deflate_entry(DEFLATE_T_DIST, s, dl);
+            if constexpr (TT::IS_LEAN) {
+                u32 w = deflate_walk_from(win, t.dcount, t.dsym, t.dresume, TT::DIST_BITS + 1);
+                if (!w) { st = CODAG_ST_BAD_CODE; break; }
+                d = deflate_entry(DEFLATE_T_DIST, w & 0xffff, w >> 16);
+            } else {
+                u32 s, dl;
+                if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) { st = CODAG_ST_BAD_CODE; break; }
+                d = deflate_entry(DEFLATE_T_DIST, s, dl);
+            }
         }
         if ((d & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
         L = d & 15;
@@ -478,7 +559,7 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
         if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
         if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
         if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (lane < dlen) out.base[dpos + lane] = dval;
+        if (lane < dlen) out.base[dstart() + lane] = dval;
         if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
         pend = 0;
         __syncwarp();  // the stores above are visible to every lane's load below
@@ -504,8 +585,8 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts).
-template <typename T, bool SPAN, bool FAST = false>
-__device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables& t, DeflateSpan* sp) {
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables>
+__device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
     bool fixed_built = false;
@@ -545,7 +626,7 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, DeflateTables
                 if (st) return st;
             }
             u32 st;
-            if constexpr (FAST) st = deflate_block_fast<T>(in, b, out, t);
+            if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
         }
