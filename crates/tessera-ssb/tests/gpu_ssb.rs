@@ -102,6 +102,7 @@ fn every_loader_equals_the_cpu() {
             Loader::Prefetch,
             Loader::RunsBatch,
             Loader::Lean,
+            Loader::Batch,
         ] {
             set_loader(&g, loader);
             for name in ["q1.1", "q4.1"] {
@@ -131,6 +132,41 @@ fn lean_for_loader_equals_the_cpu() {
             let p = queries::plan(name, &ds.dict).expect("plan");
             let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
             eprintln!("{name} {layout:?} lean: {n} groups equal");
+        }
+    }
+}
+
+/// The batched FOR loader (`batch`: every block's packed words requested before any is
+/// unpacked, in place in the value registers) over stored and plain columns gives the CPU's
+/// results on all 13 queries (TESSERA_SSB_BATCH_QUERIES naming fewer, e.g. under
+/// compute-sanitizer). The four columns below are checked to be FOR throughout: lo_discount's
+/// 4-bit slabs take the equal-width path (unpredicated loads), and the wide price columns,
+/// whose miniblocks mostly mix 23 and 24 bits, the mixed-width one (predicated loads); chunks
+/// of 16,384 values end in a partial tile.
+#[test]
+fn batch_for_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    set_loader(&g, Loader::Batch);
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    assert_codec_throughout(
+        &ds,
+        &[
+            "lo_discount",
+            "lo_quantity",
+            "lo_extendedprice",
+            "lo_revenue",
+        ],
+        tessera::CodecId::For,
+    );
+    let names =
+        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
+        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
+        for name in names.split(',') {
+            let p = queries::plan(name, &ds.dict).expect("plan");
+            let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
+            eprintln!("{name} {layout:?} batch: {n} groups equal");
         }
     }
 }
@@ -227,7 +263,8 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     let Some(g) = gpu_or_skip() else { return };
     // The lean FOR loader reads lo_discount's 4-bit blocks by its one-shuffle path, after the
     // same checks as the two-shuffle one (`runs`).
-    for loader in [Loader::Lean, Loader::Runs] {
+    // The batched one makes the same checks before it requests any packed word (`batch`).
+    for loader in [Loader::Lean, Loader::Runs, Loader::Batch] {
         set_loader(&g, loader);
         corrupt_discount_fails(&g);
     }

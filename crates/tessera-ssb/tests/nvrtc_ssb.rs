@@ -63,6 +63,8 @@ fn every_generated_query_kernel_compiles() {
             ("q3.1", Loader::RunsFirst),
             ("q4.3", Loader::RunsBatch),
             ("q1.1", Loader::Lean),
+            ("q1.1", Loader::Batch),
+            ("q4.1", Loader::Batch),
         ] {
             if name == q {
                 let o = Options { loader, ..inline };
@@ -120,7 +122,14 @@ fn every_generated_query_kernel_compiles() {
             sources.insert(program_with(&scan, &plain, o).source);
         }
     }
-    for src in &sources {
+    // TESSERA_SSB_SRC_DUMP=DIR: each program's source is also written to DIR (in compile
+    // order, 000.cu ...), for counting its instructions with scripts/sass.py.
+    let dump = std::env::var_os("TESSERA_SSB_SRC_DUMP").map(std::path::PathBuf::from);
+    for (i, src) in sources.iter().enumerate() {
+        if let Some(dir) = &dump {
+            std::fs::create_dir_all(dir).expect("dump folder");
+            std::fs::write(dir.join(format!("{i:03}.cu")), src).expect("dump");
+        }
         let t = std::time::Instant::now();
         let ptx = program_ptx(src, "sm_90").unwrap_or_else(|e| panic!("{e}\n{src}"));
         assert!(ptx.to_src().contains(".entry"), "{src}");

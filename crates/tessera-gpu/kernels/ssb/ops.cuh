@@ -99,10 +99,18 @@ __device__ __forceinline__ void ssb_report(u64* qs, u64 code, u32 detail) { atom
 // Row of the tile held as item i by this lane.
 __device__ __forceinline__ u32 ssb_row(u32 i) { return 128u * (i >> 2) + 32u * (i & 3u) + (threadIdx.x & 31u); }
 
+#ifndef SSB_FOR_BATCH
+#define SSB_FOR_BATCH 0
+#endif
+#define SSB_TILE_WHOLE SSB_FOR_BATCH
+
 __device__ __forceinline__ u32 SsbTileRows(const SsbChunk* __restrict__ chunks, u32 ci, u32 local) {
     const u32 count = __ldg(&chunks[ci].desc.total_count);
     const u32 first = local * TS_TILE_VALUES;
     const u32 n = first < count ? count - first : 0u;
+    // Every tile but a chunk's last is whole: one compare instead of sixteen (SSB_FOR_BATCH's
+    // programs; its loader is defined below).
+    if (SSB_TILE_WHOLE && n >= TS_TILE_VALUES) return (1u << SSB_ROWS) - 1u;
     u32 pass = 0;
 #pragma unroll
     for (u32 i = 0; i < SSB_ROWS; ++i) pass |= (u32)(ssb_row(i) < n) << i;
@@ -164,8 +172,82 @@ __device__ __forceinline__ void ssb_for_block_equal(const u32* __restrict__ base
     }
 }
 
+// The batched FOR loader (codegen::Loader::Batch; the program defines SSB_FOR_BATCH): the same
+// reads and checks as the loader below, in another order. That one reads a block's words and
+// unpacks them before it asks for the next block's (a block is skipped by a warp vote, a branch
+// the loads cannot be hoisted across), so a tile of four blocks waits four memory round trips
+// after its metadata. Here the words of every block that still holds a row are requested first,
+// straight into the value registers (v[4k + m] holds lane l's word of block k, miniblock m), and
+// then unpacked in place: one round trip for the tile's packed words, and no scratch registers
+// (the two shuffles of a value read v[i] in every lane before it is overwritten). Which stripes
+// hold rows is one OR-reduction of the lanes' pass words instead of a vote per stripe. The values
+// are still zeroed first (SsbLoadAs): left undefined where no block is unpacked, they made ptxas
+// spill in the query kernels. The same programs take SsbTileRows' one-compare path for a whole
+// tile.
+
+template <bool EQUAL>
+__device__ __forceinline__ void ssb_for_batch_words(const u32* __restrict__ base, const ForWarpSlab& q, u32 live,
+                                                    u32 (&v)[SSB_ROWS]) {
+    const u32 l = threadIdx.x & 31;
+#pragma unroll
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+        if (!((live >> k) & 1u)) continue;
+        const u32 start = __shfl_sync(SSB_FULL, q.start, k);
+        const u32 bww = __shfl_sync(SSB_FULL, q.bww, k);
+        if (EQUAL) {
+            // As LoadBitPackWarpBlock<true>: lane l reads word min(l + 1, bw) - 1 of each
+            // miniblock (bw = 0: the bit-width word), all inside the block's checked range.
+            const u32 bw = __popc(bww);
+            const u32* __restrict__ p = base + (start + ts_min(l + 1, bw));
+#pragma unroll
+            for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m, p += bw) v[4 * k + m] = __ldg(p);
+        } else {
+            // As LoadBitPackWarpBlock<false>: lane l loads word l of miniblock m only when
+            // l < its bit_width (a failed block, bit-width word 0, loads nothing).
+            const u32 offs = bww * 0x01010100u;
+            const u32* __restrict__ p = ts_opaque_ptr(base + (start + 1 + l));
+#pragma unroll
+            for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m)
+                ts_ldg_if(v[4 * k + m], p + __byte_perm(offs, 0u, 0x4440u + m), l < __byte_perm(bww, 0u, 0x4440u + m));
+        }
+    }
+#pragma unroll
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+        if (!((live >> k) & 1u)) continue;
+        const u32 ref = __shfl_sync(SSB_FULL, q.ref, k);
+        const u32 bww = __shfl_sync(SSB_FULL, q.bww, k);  // EQUAL: 2^bw - 1
+        const u32 bw_eq = EQUAL ? __popc(bww) : 0u;
+#pragma unroll
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+            // LoadBitPackWarpBlock's unpack: words a lane did not load only feed masked bits.
+            const u32 bw = EQUAL ? bw_eq : __byte_perm(bww, 0u, 0x4440u + m);
+            const u32 bit = l * bw;
+            const u32 lo_w = __shfl_sync(SSB_FULL, v[4 * k + m], bit >> 5);
+            const u32 hi_w = __shfl_sync(SSB_FULL, v[4 * k + m], (bit >> 5) + 1);
+            v[4 * k + m] = ref + (__funnelshift_r(lo_w, hi_w, bit) & (EQUAL ? bww : __funnelshift_lc(0xFFFFFFFFu, 0u, bw)));
+        }
+    }
+}
+
+__device__ __forceinline__ void ssb_load_for_batch(const u32* __restrict__ g, const ChunkDesc& c, u32 local,
+                                                   u64* status, u32 pass, u32 (&v)[SSB_ROWS]) {
+    const ForWarpSlab q = ssb_for_meta(g, c, local, status);
+    const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
+    // Bit k: block k exists and a lane still holds a row of its stripe (warp-uniform).
+    const u32 rows = __reduce_or_sync(SSB_FULL, pass);
+    u32 live = 0;
+#pragma unroll
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) live |= (u32)(k < q.blocks && ((rows >> (4 * k)) & 0xFu)) << k;
+    if (q.equal) ssb_for_batch_words<true>(base, q, live, v);
+    else ssb_for_batch_words<false>(base, q, live, v);
+}
+
 __device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
                                              u32 pass, u32 (&v)[SSB_ROWS]) {
+    if (SSB_FOR_BATCH) {
+        ssb_load_for_batch(g, c, local, status, pass, v);
+        return;
+    }
     const ForWarpSlab q = ssb_for_meta(g, c, local, status);
     const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
     u32 w[TS_FOR_MINIBLOCKS] = {0, 0, 0, 0}, items[TS_FOR_MINIBLOCKS];

@@ -94,6 +94,11 @@ pub enum Loader {
     /// divides 32 from one shuffled word, not two (`SSB_FOR_LEAN` in `ops.cuh`). Not the
     /// default: measured no faster on an H200 (decision 0031).
     Lean,
+    /// As [`Loader::Runs`], and the FOR loader requests the packed words of all the tile's
+    /// blocks that hold rows before it unpacks any (`SSB_FOR_BATCH` in `ops.cuh`): one memory
+    /// round trip a tile for them instead of one a block. The default: 1.08x faster than
+    /// `runs` over the 13 queries on an H200 (docs/gpu/ssb.md).
+    Batch,
 }
 
 impl Loader {
@@ -107,6 +112,7 @@ impl Loader {
             "runsfirst" => Some(Self::RunsFirst),
             "runsb" => Some(Self::RunsBatch),
             "lean" => Some(Self::Lean),
+            "batch" => Some(Self::Batch),
             _ => None,
         }
     }
@@ -121,6 +127,7 @@ impl Loader {
             Self::RunsFirst => "runsfirst",
             Self::RunsBatch => "runsb",
             Self::Lean => "lean",
+            Self::Batch => "batch",
         }
     }
 }
@@ -196,7 +203,8 @@ fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
             | Loader::Runs
             | Loader::RunsFirst
             | Loader::RunsBatch
-            | Loader::Lean,
+            | Loader::Lean
+            | Loader::Batch,
             Some(c),
         ) => {
             let inline = loader != Loader::Call;
@@ -320,7 +328,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     let names = p.aggregate.columns();
     let runs = matches!(
         loader,
-        Loader::Runs | Loader::RunsFirst | Loader::RunsBatch | Loader::Lean
+        Loader::Runs | Loader::RunsFirst | Loader::RunsBatch | Loader::Lean | Loader::Batch
     );
     // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
     // (its row values are never formed).
@@ -342,7 +350,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // `runsfirst` / `runsb`: every per-run join.
     let ahead = |i: usize| match loader {
         Loader::RunsFirst | Loader::RunsBatch => per_run(i),
-        Loader::Runs | Loader::Lean => {
+        Loader::Runs | Loader::Lean | Loader::Batch => {
             per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
         }
         _ => false,
@@ -492,11 +500,11 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb` or `lean`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
+/// `runs`, `runsfirst`, `runsb`, `lean` or `batch`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
-pub const LOADER: Loader = Loader::Runs;
+pub const LOADER: Loader = Loader::Batch;
 
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
@@ -531,10 +539,10 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         .map(|(i, j)| build_kernel(j, i, codecs, opts.loader))
         .collect();
     let probe = probe_kernel(p, codecs, opts.loader);
-    let lean = if opts.loader == Loader::Lean {
-        "#define SSB_FOR_LEAN 1\n"
-    } else {
-        ""
+    let lean = match opts.loader {
+        Loader::Lean => "#define SSB_FOR_LEAN 1\n",
+        Loader::Batch => "#define SSB_FOR_BATCH 1\n",
+        _ => "",
     };
     let mut source = format!(
         "// The kernels of {}, emitted by src/ssb/codegen.rs from kernels/ssb/ops.cuh.\n#define SSB_MIN_BLOCKS {}\n{lean}#include \"ops.cuh\"\n",
@@ -628,6 +636,21 @@ mod tests {
             .collect()
     }
 
+    /// Each loader's program defines the switches `ops.cuh` reads, and a name parses back.
+    #[test]
+    fn loader_switches_and_names() {
+        let opts = |loader| Options {
+            loader,
+            min_blocks: 8,
+        };
+        let src = |loader| program_with(&plan(), &codecs, opts(loader)).source;
+        assert!(src(Loader::Batch).contains("#define SSB_FOR_BATCH 1\n"));
+        assert!(!src(Loader::Runs).contains("SSB_FOR_BATCH"));
+        assert!(src(Loader::Lean).contains("#define SSB_FOR_LEAN 1\n"));
+        assert_eq!(Options::parse("batch:8"), Some(opts(Loader::Batch)));
+        assert_eq!(opts(Loader::Batch).to_string(), "batch:8");
+    }
+
     #[test]
     fn only_an_rfor_key_no_other_step_reads_is_probed_per_run() {
         assert_eq!(
@@ -647,6 +670,8 @@ mod tests {
             steps(Loader::RunsBatch),
             ["SsbProbeRuns", "SsbFilter", "SsbProbe4", "SsbProbe4"]
         );
+        // `batch` orders the steps as `runs` does; only the FOR loader differs.
+        assert_eq!(steps(Loader::Batch), steps(Loader::Runs));
         // Plain columns: nothing per run, whatever the loader.
         let plain = probe_kernel(&plan(), &|_, _| Some(0), Loader::RunsFirst);
         assert!(!plain.source.contains("SsbProbeRuns"));
