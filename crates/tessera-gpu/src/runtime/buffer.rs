@@ -34,6 +34,14 @@ impl<T> GpuBuffer<T> {
     pub fn is_view(&self) -> bool {
         self.arena.is_some()
     }
+
+    /// Whether this and `other` are views of one shared allocation.
+    pub fn shares_arena_with<U>(&self, other: &GpuBuffer<U>) -> bool {
+        match (&self.arena, &other.arena) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl<T> From<CudaSlice<T>> for GpuBuffer<T> {
