@@ -401,7 +401,7 @@ impl ArrowTableReader<'_> {
                 GpuColumn {
                     logical_type: values.logical_type,
                     len: self.rows(),
-                    data: GpuData::Raw(out.into()),
+                    data: GpuData::Raw(out),
                 },
             );
         }
