@@ -149,11 +149,47 @@ struct Resident<'a> {
     /// Column indices of the batch's chunks, in column order.
     chunks: Vec<usize>,
     batch: Box<dyn GpuBatch + 'a>,
-    /// Where the batch decodes when its chunks are not the whole column in order (and it has
-    /// no [`GpuBatch::decoded_on_device`] bytes to place them from).
-    scratch: Option<CudaSlice<u8>>,
-    /// The chunks are placed from the batch's [`GpuBatch::decoded_on_device`] bytes.
-    decoded: bool,
+    place: Place,
+}
+
+/// Where a batch's chunks reach their places in the column.
+enum Place {
+    /// The batch's chunks are the whole column in order: it decodes into the output.
+    Whole,
+    /// It decodes into this buffer, and its chunks are copied into place from there.
+    Scratch(CudaSlice<u8>),
+    /// Its chunks are copied into place from its [`GpuBatch::decoded_on_device`] bytes.
+    Decoded,
+}
+
+/// Appends to `placed` the copies that put `chunks` (back to back in `src`) at their places in
+/// `out` (`starts` and `lens` by column index); every range is checked against its buffer.
+fn place_chunks(
+    gpu: &Gpu,
+    chunks: &[usize],
+    starts: &[usize],
+    lens: &[usize],
+    src: &CudaSlice<u8>,
+    out: &CudaSlice<u8>,
+    placed: &mut Vec<DeviceCopy>,
+) -> Result<()> {
+    let (src_ptr, out_ptr) = (gpu.ptr(src), gpu.ptr(out));
+    let mut at = 0usize;
+    for &k in chunks {
+        let (start, len) = (starts[k], lens[k]);
+        if at + len > src.len() || start + len > out.len() {
+            return Err(Error::Gpu(
+                "a chunk's place lies outside its buffers".into(),
+            ));
+        }
+        placed.push(DeviceCopy {
+            dst: out_ptr + start as u64,
+            src: src_ptr + at as u64,
+            len,
+        });
+        at += len;
+    }
+    Ok(())
 }
 
 /// A column's chunks uploaded to the device, one batch per decoder: what
@@ -283,20 +319,20 @@ impl<'a> PreparedColumn<'a> {
                 Ok(b) => b,
                 Err(error) => return Err(BatchError { chunks: ks, error }),
             };
-            let decoded = !whole && batch.decoded_on_device().is_some();
-            let scratch = if whole || decoded {
-                None
+            let place = if whole {
+                Place::Whole
+            } else if batch.decoded_on_device().is_some() {
+                Place::Decoded
             } else {
                 match gpu.alloc::<u8>(batch.decoded_bytes()) {
-                    Ok(s) => Some(s),
+                    Ok(s) => Place::Scratch(s),
                     Err(error) => return Err(BatchError { chunks: ks, error }),
                 }
             };
             batches.push(Resident {
                 chunks: ks,
                 batch,
-                scratch,
-                decoded,
+                place,
             });
         }
         Ok(ResidentColumn {
@@ -320,64 +356,62 @@ impl<'a> ResidentColumn<'a> {
     }
 
     /// Decodes every batch into `out[..decoded_bytes()]` and waits. A column served by one
-    /// decoder decodes in place; otherwise each batch decodes into its scratch buffer and its
-    /// chunks are copied into place on the device.
+    /// decoder decodes in place; otherwise each batch decodes into its scratch buffer (or has
+    /// its bytes already, decoded on the CPU) and its chunks are copied into place on the
+    /// device.
     pub fn decode(
         &mut self,
         gpu: &Gpu,
         out: &mut CudaSlice<u8>,
     ) -> std::result::Result<(), BatchError> {
         self.check_output(out)?;
+        let mut placed: Vec<DeviceCopy> = Vec::new();
         for r in &mut self.batches {
             let fail = |error| BatchError {
                 chunks: r.chunks.clone(),
                 error,
             };
-            if r.decoded {
-                let src = r
+            let src = match &mut r.place {
+                Place::Whole => {
+                    r.batch.decode(gpu, out).map_err(fail)?;
+                    continue;
+                }
+                Place::Scratch(scratch) => {
+                    r.batch.decode(gpu, scratch).map_err(fail)?;
+                    &*scratch
+                }
+                Place::Decoded => r
                     .batch
                     .decoded_on_device()
-                    .ok_or_else(|| fail(no_decoded()))?;
-                let mut at = 0usize;
-                for &k in &r.chunks {
-                    gpu.copy_within_device(src, at, out, self.starts[k], self.lens[k])
-                        .map_err(fail)?;
-                    at += self.lens[k];
-                }
-                continue;
-            }
-            match r.scratch.as_mut() {
-                None => r.batch.decode(gpu, out).map_err(fail)?,
-                Some(scratch) => {
-                    r.batch.decode(gpu, scratch).map_err(fail)?;
-                    let mut at = 0usize;
-                    for &k in &r.chunks {
-                        gpu.copy_within_device(scratch, at, out, self.starts[k], self.lens[k])
-                            .map_err(|error| BatchError {
-                                chunks: r.chunks.clone(),
-                                error,
-                            })?;
-                        at += self.lens[k];
-                    }
-                }
-            }
+                    .ok_or_else(|| fail(no_decoded()))?,
+            };
+            place_chunks(
+                gpu,
+                &r.chunks,
+                &self.starts,
+                &self.lens,
+                src,
+                out,
+                &mut placed,
+            )
+            .map_err(fail)?;
         }
         // Each batch's decode has waited for its own work; only the placing copies are queued.
-        if self
-            .batches
-            .iter()
-            .any(|r| r.scratch.is_some() || r.decoded)
-        {
-            gpu.synchronize().map_err(|error| BatchError {
-                chunks: Vec::new(),
-                error,
-            })?;
+        if !placed.is_empty() {
+            // SAFETY: every range was checked against its live buffer; chunks' places in `out`
+            // do not overlap; the sources and `out` live until the wait below.
+            unsafe { gpu.copy_list(&placed) }
+                .and_then(|()| gpu.synchronize())
+                .map_err(|error| BatchError {
+                    chunks: Vec::new(),
+                    error,
+                })?;
         }
         Ok(())
     }
 }
 
-/// A batch marked as placed from its decoded bytes that has none (never, by construction).
+/// A batch placed from its decoded bytes that has none (never, by construction).
 fn no_decoded() -> Error {
     Error::Gpu("a batch placed from its decoded bytes has none".into())
 }
@@ -419,52 +453,41 @@ impl ResidentColumn<'_> {
     ) -> std::result::Result<QueuedDecode, BatchError> {
         self.check_output(out)?;
         let mut queued = QueuedDecode::default();
-        // Chunks decoded into a batch's scratch buffer, placed in the column by one copy list
-        // once every batch is queued.
+        // Chunks decoded into a batch's scratch buffer (or on the CPU), placed in the column by
+        // one copy list once every batch is queued.
         let mut placed: Vec<DeviceCopy> = Vec::new();
-        let out_ptr = gpu.ptr(out);
         for r in &mut self.batches {
             let fail = |error| BatchError {
                 chunks: r.chunks.clone(),
                 error,
             };
-            // The batch's chunks back to back in `src`, placed in `out` by the copy list.
-            let mut place = |src: &CudaSlice<u8>| -> Result<()> {
-                let src_ptr = gpu.ptr(src);
-                let mut at = 0usize;
-                for &k in &r.chunks {
-                    let len = self.lens[k];
-                    // Both ranges checked here: `src` holds the batch's chunks back to back,
-                    // `out` the whole column (checked above).
-                    if at + len > src.len() || self.starts[k] + len > out.len() {
-                        return Err(Error::Gpu(
-                            "a chunk's place lies outside its buffers".into(),
-                        ));
-                    }
-                    placed.push(DeviceCopy {
-                        dst: out_ptr + self.starts[k] as u64,
-                        src: src_ptr + at as u64,
-                        len,
-                    });
-                    at += len;
+            let (status, src) = match &mut r.place {
+                Place::Whole => (r.batch.enqueue(gpu, out).map_err(fail)?, None),
+                Place::Scratch(scratch) => {
+                    let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
+                    (status, Some(&*scratch))
                 }
-                Ok(())
-            };
-            let status = if r.decoded {
                 // Decoded on the CPU at upload: nothing to decode, nothing to read back.
-                let src = r.batch.decoded_on_device().ok_or_else(no_decoded);
-                src.and_then(&mut place).map_err(fail)?;
-                None
-            } else {
-                match r.scratch.as_mut() {
-                    None => r.batch.enqueue(gpu, out).map_err(fail)?,
-                    Some(scratch) => {
-                        let status = r.batch.enqueue(gpu, scratch).map_err(fail)?;
-                        place(scratch).map_err(fail)?;
-                        status
-                    }
+                Place::Decoded => {
+                    let src = r
+                        .batch
+                        .decoded_on_device()
+                        .ok_or_else(|| fail(no_decoded()))?;
+                    (None, Some(src))
                 }
             };
+            if let Some(src) = src {
+                place_chunks(
+                    gpu,
+                    &r.chunks,
+                    &self.starts,
+                    &self.lens,
+                    src,
+                    out,
+                    &mut placed,
+                )
+                .map_err(fail)?;
+            }
             queued.parts.push(status.map(|s| {
                 parts.push(s);
                 parts.len() - 1

@@ -126,12 +126,18 @@ fn lean_for_loader_equals_the_cpu() {
     assert_codec_throughout(&ds, &["lo_discount", "lo_quantity"], tessera::CodecId::For);
     let names =
         std::env::var("TESSERA_SSB_LEAN_QUERIES").unwrap_or_else(|_| "q1.1,q2.1,q3.1,q4.1".into());
+    queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "lean");
+}
+
+/// Each of the comma-separated queries `names`, over stored and over plain columns, gives the
+/// CPU's result (`loader`: the loader set, for the messages).
+fn queries_equal_the_cpu_in_both_layouts(g: &Gpu, ds: &Dataset, names: &str, loader: &str) {
     for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
-        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
+        let dev = gpu::upload(g, ds, layout).expect("uploads");
         for name in names.split(',') {
             let p = queries::plan(name, &ds.dict).expect("plan");
-            let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
-            eprintln!("{name} {layout:?} lean: {n} groups equal");
+            let n = assert_gpu_equals_cpu(g, &dev, ds, &p, &format!("{name} {layout:?}"));
+            eprintln!("{name} {layout:?} {loader}: {n} groups equal");
         }
     }
 }
@@ -161,14 +167,7 @@ fn batch_for_loader_equals_the_cpu() {
     );
     let names =
         std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
-    for layout in [gpu::Layout::Compressed, gpu::Layout::Plain] {
-        let dev = gpu::upload(&g, &ds, layout).expect("uploads");
-        for name in names.split(',') {
-            let p = queries::plan(name, &ds.dict).expect("plan");
-            let n = assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} {layout:?}"));
-            eprintln!("{name} {layout:?} batch: {n} groups equal");
-        }
-    }
+    queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "batch");
 }
 
 /// Joins probed per run (`SsbProbeRuns`: lo_orderdate in q1.2, lo_custkey and lo_orderdate in

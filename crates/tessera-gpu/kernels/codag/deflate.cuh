@@ -233,6 +233,21 @@ __device__ __noinline__ u32 deflate_walk_from(u64 bits, const u16* count, const 
     return 0;
 }
 
+// The table entry (deflate_entry of `type`) of a code longer than the table: its first table
+// bits had an entry with no length. The lean tables resume the canonical walk at length
+// `table_bits + 1`, the others walk from length 1. 0 for a bit pattern that is no code.
+template <bool LEAN>
+__device__ __forceinline__ u32 deflate_long_entry(u64 win, const u16* count, const u16* sym, u32 resume,
+                                                  u32 table_bits, u32 type) {
+    if constexpr (LEAN) {
+        u32 w = deflate_walk_from(win, count, sym, resume, table_bits + 1);
+        return w ? deflate_entry(type, w & 0xffff, w >> 16) : 0;
+    } else {
+        u32 s, len;
+        return deflate_walk(win, count, sym, s, len) ? deflate_entry(type, s, len) : 0;
+    }
+}
+
 // The input bit window: `win` holds the bits from in.bit on, `avail` of them valid.
 struct DeflateBits {
     u64 win;
@@ -495,15 +510,8 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
         }
         u32 e = t.lit[(u32)win & ((1u << TT::LIT_BITS) - 1)];
         if (!(e & 15)) {
-            if constexpr (TT::IS_LEAN) {
-                u32 w = deflate_walk_from(win, t.lcount, t.lsym, t.lresume, TT::LIT_BITS + 1);
-                if (!w) { st = CODAG_ST_BAD_CODE; break; }
-                e = deflate_entry(DEFLATE_T_LIT, w & 0xffff, w >> 16);
-            } else {
-                u32 s, len;
-                if (!deflate_walk(win, t.lcount, t.lsym, s, len)) { st = CODAG_ST_BAD_CODE; break; }
-                e = deflate_entry(DEFLATE_T_LIT, s, len);
-            }
+            e = deflate_long_entry<TT::IS_LEAN>(win, t.lcount, t.lsym, t.lresume, TT::LIT_BITS, DEFLATE_T_LIT);
+            if (!e) { st = CODAG_ST_BAD_CODE; break; }
         }
         if (!(e & 0x300u)) {  // one or two literals
             u32 two = (e >> 14) & 1, k = lane - pend;
@@ -540,15 +548,8 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
         avail -= L + x;
         u32 d = t.dist[(u32)win & ((1u << TT::DIST_BITS) - 1)];
         if (!(d & 15)) {
-            if constexpr (TT::IS_LEAN) {
-                u32 w = deflate_walk_from(win, t.dcount, t.dsym, t.dresume, TT::DIST_BITS + 1);
-                if (!w) { st = CODAG_ST_BAD_CODE; break; }
-                d = deflate_entry(DEFLATE_T_DIST, w & 0xffff, w >> 16);
-            } else {
-                u32 s, dl;
-                if (!deflate_walk(win, t.dcount, t.dsym, s, dl)) { st = CODAG_ST_BAD_CODE; break; }
-                d = deflate_entry(DEFLATE_T_DIST, s, dl);
-            }
+            d = deflate_long_entry<TT::IS_LEAN>(win, t.dcount, t.dsym, t.dresume, TT::DIST_BITS, DEFLATE_T_DIST);
+            if (!d) { st = CODAG_ST_BAD_CODE; break; }
         }
         if ((d & 0x300u) == 0x300u) { st = CODAG_ST_BAD_CODE; break; }
         L = d & 15;

@@ -101,9 +101,9 @@ fn cpu_error(payload: &[u8], count: usize, why: &str) -> Error {
     }
 }
 
-/// Uploads chunk payloads (chunk `c` decodes to `counts[c]` bytes) after checking each
-/// header and payload length on the host. A bad header gives the CPU decoder's error.
-pub fn upload_chunks(gpu: &Gpu, payloads: &[&[u8]], counts: &[usize]) -> Result<HuffmanEncoded> {
+/// Checks each chunk's header and payload length on the host (a bad header gives the CPU
+/// decoder's error) and lays the chunks' whole payload words back to back.
+fn check_chunks<'p>(payloads: &[&'p [u8]], counts: &[usize]) -> Result<CheckedChunks<'p>> {
     if payloads.len() != counts.len() {
         return Err(Error::InvalidArgument(format!(
             "{} payloads for {} chunk sizes",
@@ -112,29 +112,51 @@ pub fn upload_chunks(gpu: &Gpu, payloads: &[&[u8]], counts: &[usize]) -> Result<
         )));
     }
     let mut chunks = Vec::with_capacity(payloads.len());
-    let mut all = Vec::new();
+    let mut pieces: Vec<&[u8]> = Vec::with_capacity(payloads.len());
+    let mut total_words = 0usize;
     for (&p, &count) in payloads.iter().zip(counts) {
         let Some((mode, stream_bits)) = check_header(p, count) else {
             return Err(cpu_error(p, count, "header"));
         };
+        let words = p.len() / 4;
         chunks.push(ChunkInfo {
-            word_offset: all.len(),
-            words: p.len() / 4,
+            word_offset: total_words,
+            words,
             count,
             mode,
             stream_bits,
         });
-        all.extend(
-            p.chunks_exact(4)
-                .map(|q| u32::from_le_bytes([q[0], q[1], q[2], q[3]])),
-        );
+        pieces.push(&p[..words * 4]);
+        total_words += words;
     }
-    let bytes = counts.iter().sum();
+    Ok(CheckedChunks {
+        chunks,
+        pieces,
+        total_words,
+    })
+}
+
+/// [`check_chunks`]'s chunks and their payloads' whole words.
+struct CheckedChunks<'p> {
+    chunks: Vec<ChunkInfo>,
+    /// Each payload's whole words, in order.
+    pieces: Vec<&'p [u8]>,
+    total_words: usize,
+}
+
+/// Uploads chunk payloads (chunk `c` decodes to `counts[c]` bytes) after checking each
+/// header and payload length on the host. A bad header gives the CPU decoder's error.
+pub fn upload_chunks(gpu: &Gpu, payloads: &[&[u8]], counts: &[usize]) -> Result<HuffmanEncoded> {
+    let CheckedChunks {
+        chunks,
+        pieces,
+        total_words,
+    } = check_chunks(payloads, counts)?;
     Ok(HuffmanEncoded {
-        words: gpu.upload(&all)?.into(),
-        total_words: all.len(),
+        words: gpu.upload_words(&pieces, total_words)?.into(),
+        total_words,
         chunk_bytes: counts.first().copied().unwrap_or(0),
-        bytes,
+        bytes: counts.iter().sum(),
         chunks,
     })
 }
@@ -184,32 +206,11 @@ fn upload_packed(
     payloads: &[&[u8]],
     counts: &[usize],
 ) -> Result<Option<(HuffmanEncoded, DecodePlan)>> {
-    if payloads.len() != counts.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{} payloads for {} chunk sizes",
-            payloads.len(),
-            counts.len()
-        )));
-    }
-    let mut chunks = Vec::with_capacity(payloads.len());
-    let mut pieces: Vec<&[u8]> = Vec::with_capacity(payloads.len());
-    let mut total_words = 0usize;
-    for (&p, &count) in payloads.iter().zip(counts) {
-        let Some((mode, stream_bits)) = check_header(p, count) else {
-            return Err(cpu_error(p, count, "header"));
-        };
-        let words = p.len() / 4;
-        chunks.push(ChunkInfo {
-            word_offset: total_words,
-            words,
-            count,
-            mode,
-            stream_bits,
-        });
-        // The payload's whole words, as `upload_chunks` takes them.
-        pieces.push(&p[..words * 4]);
-        total_words += words;
-    }
+    let CheckedChunks {
+        chunks,
+        pieces,
+        total_words,
+    } = check_chunks(payloads, counts)?;
     let h = plan_host(&chunks, total_words)?;
     let n_huff = h.huff.len();
     let blocks = h.blocks as usize;

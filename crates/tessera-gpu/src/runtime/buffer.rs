@@ -206,9 +206,8 @@ impl Gpu {
             return Ok(None);
         }
         let arena = self.alloc::<u8>(pack.len())?;
-        if pack.copied() > 0 {
-            self.staged_copy(&pack.parts, pack.copied(), self.ptr(&arena))?;
-        }
+        // Staged: the copied parts are no longer than the pack.
+        self.copy_pack(pack, &arena)?;
         Ok(Some(Arc::new(arena)))
     }
 
