@@ -452,6 +452,28 @@ fn op_costs(t: &TableReader, gpu: &tessera::gpu::Gpu, runs: usize) -> Result<()>
         );
     }
     tessera::gpu::set_op_timing(false);
+    // One more read with every operation logged in order: where its host time goes.
+    let r = ArrowTableReader::new(t, None)?;
+    tessera::gpu::start_op_log();
+    tessera::gpu::log_mark("start");
+    let fields = r.read_gpu(gpu)?;
+    tessera::gpu::log_mark("returned");
+    drop(fields);
+    tessera::gpu::log_mark("dropped");
+    let log = tessera::gpu::take_op_log();
+    eprintln!("one read, operation by operation (start us, host us, what):");
+    let mut prev_end = 0u64;
+    for e in &log {
+        eprintln!(
+            "  {:8.1} {:6.1} (+{:5.1} gap) {} {}",
+            e.start_ns as f64 * 1e-3,
+            e.host_ns as f64 * 1e-3,
+            e.start_ns.saturating_sub(prev_end) as f64 * 1e-3,
+            e.what,
+            e.kernel
+        );
+        prev_end = e.start_ns + e.host_ns;
+    }
     Ok(())
 }
 

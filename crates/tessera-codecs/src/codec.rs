@@ -173,17 +173,43 @@ pub enum AutoRule {
     /// When its payload is smaller and at most `1 - num / den` of the first candidate's
     /// (exact integers): a slower codec must buy a real saving over the first one.
     SmallerThanFirstBy { num: usize, den: usize },
-    /// When its payload is smaller and the chunk holds at least `min_bytes` raw bytes: a codec
-    /// whose decode first builds tables of a fixed size per chunk is not worth them on a
-    /// chunk smaller than they are.
+    /// When its payload is smaller and the chunk holds at least `min_bytes` raw bytes (as the
+    /// first candidate too): a codec whose decode has a fixed cost per chunk (tables built
+    /// before the first symbol, a chain of dependent segments) is not worth it on a chunk
+    /// smaller than that cost.
     SmallerOnChunksOf { min_bytes: usize },
+    /// When its payload is smaller and, on a chunk of fewer than `min_bytes` raw bytes, at
+    /// most `num / den` of them (as the first candidate too): a codec whose decode has a
+    /// latency per chunk that its bytes do not hide on a small chunk must buy a large saving
+    /// there.
+    SmallerOnSmallChunksBy {
+        min_bytes: usize,
+        num: usize,
+        den: usize,
+    },
 }
 
 impl AutoRule {
+    /// Whether a candidate of `size` payload bytes under this rule may be chosen for a chunk of
+    /// `raw` raw bytes at all (also as the first candidate tried).
+    fn admits(self, size: usize, raw: usize) -> bool {
+        match self {
+            AutoRule::SmallerOnChunksOf { min_bytes } => raw >= min_bytes,
+            AutoRule::SmallerOnSmallChunksBy {
+                min_bytes,
+                num,
+                den,
+            } => raw >= min_bytes || size.saturating_mul(den) <= raw.saturating_mul(num),
+            _ => true,
+        }
+    }
+
     fn replaces(self, size: usize, best: usize, first: usize, raw: usize) -> bool {
         match self {
             AutoRule::Smaller => size < best,
-            AutoRule::SmallerOnChunksOf { min_bytes } => size < best && raw >= min_bytes,
+            AutoRule::SmallerOnChunksOf { .. } | AutoRule::SmallerOnSmallChunksBy { .. } => {
+                size < best && self.admits(size, raw)
+            }
             AutoRule::NotLarger => size <= best,
             AutoRule::SmallerThanFirstBy { num, den } => {
                 size < best && size.saturating_mul(den) <= first.saturating_mul(den - num)
@@ -236,10 +262,12 @@ impl<T> Choice<T> {
     /// Offers a candidate whose payload takes `size` bytes.
     pub(crate) fn offer(&mut self, candidate: T, rule: AutoRule, size: usize) {
         let replaces = match &self.best {
-            None => {
+            // A first candidate sets the bar, unless its rule keeps it off this chunk.
+            None if rule.admits(size, self.raw) => {
                 self.first = size;
                 true
             }
+            None => false,
             Some((_, best)) => rule.replaces(size, *best, self.first, self.raw),
         };
         if replaces {
@@ -621,9 +649,11 @@ mod tests {
             ),
             Some(CodecId::Huffman)
         );
-        // Huffman's decode tables cost more than a chunk smaller than them: LLL keeps it, and
-        // plain still replaces a larger choice.
-        let small = crate::huffman::AUTO_MIN_BYTES - 1;
+        // Huffman's decode tables cost more than a chunk smaller than them: below 32 KiB it is
+        // not tried. LLL's chain of segments is not hidden by a chunk smaller than a strip:
+        // there it is chosen (even as the first candidate) only when it halves the chunk.
+        let huffman_min = crate::huffman::AUTO_MIN_BYTES;
+        let lll_min = crate::lll::AUTO_MIN_BYTES;
         let lll_huffman_plain = |l, h, p| {
             [
                 (CodecId::Lll, l),
@@ -631,17 +661,34 @@ mod tests {
                 (CodecId::Plain, p),
             ]
         };
+        let raw = lll_min - 1;
         assert_eq!(
-            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, small),
+            pick_raw(&lll_huffman_plain(raw / 2, 100, raw), bytes, raw),
             Some(CodecId::Lll)
         );
         assert_eq!(
-            pick_raw(&lll_huffman_plain(900, 500, 800), bytes, small),
+            pick_raw(&lll_huffman_plain(raw / 2 + 1, 100, raw), bytes, raw),
             Some(CodecId::Plain)
         );
         assert_eq!(
-            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, small + 1),
+            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, 1000),
+            Some(CodecId::Plain)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(400, 300, 1000), bytes, 1000),
+            Some(CodecId::Lll)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 500, 800), bytes, huffman_min - 1),
+            Some(CodecId::Plain)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 500, 1000), bytes, lll_min),
             Some(CodecId::Huffman)
+        );
+        assert_eq!(
+            pick_raw(&lll_huffman_plain(900, 950, 1000), bytes, lll_min),
+            Some(CodecId::Lll)
         );
     }
 }

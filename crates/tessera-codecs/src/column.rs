@@ -5,7 +5,8 @@
 //!   [`decode_chunk`] are their forms for types whose value count follows from the raw length
 //!   (integers and bytes).
 //! - Bytes: plain, huffman or lll; auto keeps the smallest, ties to **lll, huffman, plain**;
-//!   huffman only on chunks of at least [`crate::huffman::AUTO_MIN_BYTES`] bytes.
+//!   huffman only on chunks of at least [`crate::huffman::AUTO_MIN_BYTES`] bytes, lll on
+//!   chunks under [`crate::lll::AUTO_MIN_BYTES`] only when it halves them.
 //! - Bits: plain (`⌈n / 8⌉` bytes, padding bits zero), wah or plwah; auto keeps the smallest,
 //!   ties to **wah, plwah, plain**. A WAH/PLWAH payload's stored bit length must equal the chunk's
 //!   value count (`Error::CountMismatch`).

@@ -78,6 +78,14 @@ pub trait GpuBatch {
         None
     }
 
+    /// Gives up the batch's [`Self::decoded_on_device`] bytes as a buffer of the caller's, for
+    /// a batch that serves a whole column: the column is then those bytes, with no buffer
+    /// allocated and no copy. `None` (the default) where the batch has no such bytes; after
+    /// `Some`, the batch has nothing left to decode or place.
+    fn take_decoded(&mut self) -> Option<CudaSlice<u8>> {
+        None
+    }
+
     /// Queues the decode into `out[..decoded_bytes()]` without waiting, for a caller that waits
     /// once for many batches ([`Gpu::read_back_parts`]): returns the device address and byte
     /// length of the batch's status words, to be read back once the stream has finished and
@@ -505,6 +513,32 @@ impl ResidentColumn<'_> {
 
     /// The first failing batch's error (in batch order, as [`Self::decode`] reports it) from
     /// the status words read back after [`Self::enqueue`]; `read` holds every part's bytes.
+    /// [`Self::enqueue`] into a buffer of the column's own, returned with the queued decode:
+    /// where one batch decoded on the CPU serves the whole column, the buffer is that batch's
+    /// upload (no allocation, no device copy, nothing queued); else a new buffer of
+    /// [`Self::decoded_bytes`] (at least one byte) decoded into.
+    pub fn enqueue_owned(
+        &mut self,
+        gpu: &Gpu,
+        parts: &mut Vec<(u64, usize)>,
+    ) -> std::result::Result<(CudaSlice<u8>, QueuedDecode), BatchError> {
+        if let [r] = self.batches.as_mut_slice() {
+            if matches!(r.place, Place::Whole) {
+                if let Some(values) = r.batch.take_decoded() {
+                    // Checked on the CPU at upload: no status words.
+                    let queued = QueuedDecode { parts: vec![None] };
+                    return Ok((values, queued));
+                }
+            }
+        }
+        let mut out = gpu.alloc::<u8>(self.total).map_err(|error| BatchError {
+            chunks: Vec::new(),
+            error,
+        })?;
+        let queued = self.enqueue(gpu, &mut out, parts)?;
+        Ok((out, queued))
+    }
+
     pub fn check(
         &self,
         gpu: &Gpu,
@@ -712,9 +746,18 @@ impl GpuBatch for IntBatch<'_> {
 pub struct HostDecoder;
 
 struct HostBatch {
-    /// At least `len` bytes (a device buffer is never empty).
-    values: CudaSlice<u8>,
+    /// At least `len` bytes (a device buffer is never empty); `None` once given up
+    /// ([`GpuBatch::take_decoded`]).
+    values: Option<CudaSlice<u8>>,
     len: usize,
+}
+
+impl HostBatch {
+    fn values(&self) -> Result<&CudaSlice<u8>> {
+        self.values
+            .as_ref()
+            .ok_or_else(|| Error::Gpu("a batch's decoded bytes were given up".into()))
+    }
 }
 
 impl GpuDecoder for HostDecoder {
@@ -768,7 +811,7 @@ impl<'a> PreparedBatch<'a> for HostDecoded {
     fn upload(self: Box<Self>, gpu: &Gpu) -> Result<Box<dyn GpuBatch + 'a>> {
         let values = gpu.upload(&self.0)?;
         Ok(Box::new(HostBatch {
-            values,
+            values: Some(values),
             len: self.0.len(),
         }))
     }
@@ -780,18 +823,22 @@ impl GpuBatch for HostBatch {
     }
 
     fn decode(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<()> {
-        gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
+        gpu.copy_within_device(self.values()?, 0, out, 0, self.len)?;
         gpu.synchronize()
     }
 
     fn enqueue(&mut self, gpu: &Gpu, out: &mut CudaSlice<u8>) -> Result<Option<(u64, usize)>> {
         // The CPU decoder checked the chunks at upload: nothing to read back.
-        gpu.copy_within_device(&self.values, 0, out, 0, self.len)?;
+        gpu.copy_within_device(self.values()?, 0, out, 0, self.len)?;
         Ok(None)
     }
 
     fn decoded_on_device(&self) -> Option<&CudaSlice<u8>> {
-        Some(&self.values)
+        self.values.as_ref()
+    }
+
+    fn take_decoded(&mut self) -> Option<CudaSlice<u8>> {
+        self.values.take()
     }
 }
 

@@ -78,8 +78,10 @@ pub use int::layout;
 pub use int::{ChunkRef, DeviceColumn, DeviceEncoded, EncodeScratch};
 pub use runtime::buffer::GpuBuffer;
 pub use runtime::pinned::PinnedBuffer;
-pub use runtime::staging::{staged_copy_ns, StagedUploads};
+pub use runtime::staging::{staged_copy_ns, StagedUploads, UploadGroup};
 pub use runtime::timing::TraceSpan;
-pub use runtime::trace::{op_timing, set_op_timing, OpTimes, TraceCounts};
+pub use runtime::trace::{
+    log_mark, op_timing, set_op_timing, start_op_log, take_op_log, LoggedOp, OpTimes, TraceCounts,
+};
 pub use runtime::upload::RING_MIN_BYTES as UPLOAD_RING_MIN_BYTES;
 pub use runtime::{DeviceInfo, Gpu};

@@ -14,11 +14,16 @@ impl Codec for Lll {
         CodecId::Lll
     }
 
-    /// First in the automatic choice for bytes (ties go to it).
+    /// First in the automatic choice for bytes (ties go to it); on chunks under
+    /// [`super::AUTO_MIN_BYTES`] bytes only when it halves them.
     fn auto_slot(&self, family: Family) -> Option<AutoSlot> {
         (family == Family::Bytes).then_some(AutoSlot {
             rank: 0,
-            rule: AutoRule::Smaller,
+            rule: AutoRule::SmallerOnSmallChunksBy {
+                min_bytes: super::AUTO_MIN_BYTES,
+                num: 1,
+                den: 2,
+            },
         })
     }
 

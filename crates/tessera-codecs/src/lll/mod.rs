@@ -47,6 +47,15 @@ pub const DEFAULT_SEGMENT_BYTES: usize = 512;
 pub const DICTIONARY_BYTES: usize = 4096;
 /// Bytes per strip (§2): 32 KiB, whatever the segment size.
 pub const STRIP_BYTES: usize = 32768;
+
+/// Below this many raw bytes (one strip) `auto` takes LLL only when it halves a chunk. A strip
+/// decodes as a chain of dependent segments (up to 64, each waiting for the one before), so a
+/// chunk's decode has a latency its bytes do not shrink: on the GPU one thread block works
+/// through the chain while the rest of the device idles. On a chunk smaller than a strip that
+/// latency costs a read more than a modest saving of bytes is worth; such chunks are mostly the
+/// dictionaries of small tables, whose reads are bound by latencies, not by bytes (figures:
+/// `docs/decisions/0038-lll-auto-on-small-chunks.md`).
+pub const AUTO_MIN_BYTES: usize = STRIP_BYTES;
 /// The first segment of a strip no larger than this (§3: the strip's first 512 bytes have no
 /// dictionary).
 pub const FIRST_SEGMENT_BYTES: usize = 512;

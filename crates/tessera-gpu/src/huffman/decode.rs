@@ -230,7 +230,7 @@ fn upload_packed(
         return Ok(None);
     };
     let enc = HuffmanEncoded {
-        words: gpu.view(&arena, words_at, total_words.max(1))?,
+        words: arena.view(gpu, words_at, total_words.max(1))?,
         total_words,
         chunk_bytes: counts.first().copied().unwrap_or(0),
         bytes: counts.iter().sum(),
@@ -240,22 +240,22 @@ fn upload_packed(
         d_huff: if h.hd.is_empty() {
             None
         } else {
-            Some(gpu.view(&arena, hd_at, h.hd.len())?)
+            Some(arena.view(gpu, hd_at, h.hd.len())?)
         },
         d_raw: if h.rd.is_empty() {
             None
         } else {
-            Some(gpu.view(&arena, rd_at, h.rd.len())?)
+            Some(arena.view(gpu, rd_at, h.rd.len())?)
         },
         n_raw: h.rd.len() as u32,
         total_blocks: h.blocks as u32,
         total_slabs: h.slabs as u32,
         total_pieces: h.pieces as u32,
-        tables: gpu.view(&arena, tables_at, (n_huff * TABLE_WORDS).max(1))?,
-        counts: gpu.view(&arena, counts_at, blocks.max(1))?,
-        offsets: gpu.view(&arena, offsets_at, blocks + 1)?,
-        partials: gpu.view(&arena, partials_at, scan::partials_len(h.blocks))?,
-        status: gpu.view(&arena, status_at, n_huff.max(1))?,
+        tables: arena.view(gpu, tables_at, (n_huff * TABLE_WORDS).max(1))?,
+        counts: arena.view(gpu, counts_at, blocks.max(1))?,
+        offsets: arena.view(gpu, offsets_at, blocks + 1)?,
+        partials: arena.view(gpu, partials_at, scan::partials_len(h.blocks))?,
+        status: arena.view(gpu, status_at, n_huff.max(1))?,
         status_fresh: true,
         huff: h.huff,
     };

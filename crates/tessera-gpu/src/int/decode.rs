@@ -461,7 +461,7 @@ impl Gpu {
         for (((codec, chunks), at), d) in host.batches.iter().zip(table_at).zip(&descs) {
             batches.push(DeviceBatch {
                 codec: *codec,
-                table: self.view::<ChunkDesc>(&arena, at, d.len().max(1))?,
+                table: arena.view::<ChunkDesc>(self, at, d.len().max(1))?,
                 chunks: chunks.clone(),
                 total_slabs: chunks.iter().map(|c| c.shape.slabs()).sum(),
                 status_base: base,
@@ -471,11 +471,11 @@ impl Gpu {
         Ok(Some(DeviceColumn {
             ty,
             values: host.values,
-            words: self.view::<u32>(&arena, words_at, word_count.max(1))?,
-            plain: self.view::<u8>(&arena, plain_at, host.plain.len().max(1))?,
+            words: arena.view::<u32>(self, words_at, word_count.max(1))?,
+            plain: arena.view::<u8>(self, plain_at, host.plain.len().max(1))?,
             plain_chunks: host.plain_chunks.clone(),
             batches,
-            status: self.view::<u64>(&arena, status_at, slots.max(1))?,
+            status: arena.view::<u64>(self, status_at, slots.max(1))?,
             status_fresh: AtomicBool::new(true),
             status_slots: slots,
             compressed_bytes: words_bytes as u64 + host.plain.len() as u64,

@@ -193,10 +193,10 @@ impl DeviceLll {
         if let Some(arena) = gpu.upload_pack(&pack)? {
             let strip_count = strips.len() as u32;
             return Ok(DeviceLll {
-                bytes: gpu.view(&arena, bytes_at, in_len + INPUT_PADDING)?,
-                strips: gpu.view(&arena, strips_at, strips.len().max(1))?,
-                status: gpu.view(&arena, status_at, strips.len().max(1))?,
-                first_bad: gpu.view(&arena, first_bad_at, 1)?,
+                bytes: arena.view(gpu, bytes_at, in_len + INPUT_PADDING)?,
+                strips: arena.view(gpu, strips_at, strips.len().max(1))?,
+                status: arena.view(gpu, status_at, strips.len().max(1))?,
+                first_bad: arena.view(gpu, first_bad_at, 1)?,
                 first_bad_fresh: AtomicBool::new(true),
                 chunks: spans,
                 strip_count,

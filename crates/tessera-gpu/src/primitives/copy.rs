@@ -53,6 +53,7 @@ impl Gpu {
     /// Every range must lie in live device memory until the copies complete, and no
     /// destination may overlap another range of the list.
     pub(crate) unsafe fn copy_list(&self, copies: &[DeviceCopy]) -> Result<()> {
+        self.flush_upload_group()?;
         let (short, long): (Vec<DeviceCopy>, Vec<DeviceCopy>) = copies
             .iter()
             .filter(|c| c.len > 0)

@@ -197,18 +197,60 @@ impl<'b> Pack<'b> {
     }
 }
 
+/// Where an uploaded [`Pack`] lies: `len` bytes at byte `at` of a device allocation (its own,
+/// or the range an upload group gave it, [`Gpu::begin_upload_group`]).
+#[derive(Debug)]
+pub(crate) struct PackArena {
+    arena: Arc<CudaSlice<u8>>,
+    at: usize,
+    len: usize,
+}
+
+impl PackArena {
+    /// A view of `len` values of `T` at byte `at` of the pack (inside it, checked).
+    pub(crate) fn view<T: DeviceRepr>(
+        &self,
+        gpu: &Gpu,
+        at: usize,
+        len: usize,
+    ) -> Result<GpuBuffer<T>> {
+        let end = len
+            .checked_mul(std::mem::size_of::<T>())
+            .and_then(|b| at.checked_add(b));
+        if end.is_none_or(|e| e > self.len) {
+            return Err(Error::InvalidArgument(format!(
+                "a view of {len} values at byte {at} of a {}-byte pack",
+                self.len
+            )));
+        }
+        gpu.view(&self.arena, self.at + at, len)
+    }
+}
+
 impl Gpu {
-    /// One device allocation holding `pack`'s bytes, copied by one staged copy; `None` when
-    /// uploads are not staged (or the pack is too large to stage), so that the caller uploads
-    /// its parts one by one.
-    pub(crate) fn upload_pack(&self, pack: &Pack<'_>) -> Result<Option<Arc<CudaSlice<u8>>>> {
+    /// One device allocation holding `pack`'s bytes, copied by one staged copy (or, inside an
+    /// upload group, a range of the group's allocation, copied with the group's other packs
+    /// by one copy when the group is flushed); `None` when uploads are not staged (or the pack
+    /// is too large to stage), so that the caller uploads its parts one by one.
+    pub(crate) fn upload_pack(&self, pack: &Pack<'_>) -> Result<Option<PackArena>> {
         if !self.stages(pack.len()) {
             return Ok(None);
+        }
+        if let Some((arena, at)) = self.group_pack(&pack.parts, pack.copied(), pack.len())? {
+            return Ok(Some(PackArena {
+                arena,
+                at,
+                len: pack.len(),
+            }));
         }
         let arena = self.alloc::<u8>(pack.len())?;
         // Staged: the copied parts are no longer than the pack.
         self.copy_pack(pack, &arena)?;
-        Ok(Some(Arc::new(arena)))
+        Ok(Some(PackArena {
+            arena: Arc::new(arena),
+            at: 0,
+            len: pack.len(),
+        }))
     }
 
     /// Copies `pack`'s parts to the start of `arena` (at least [`Pack::len`] bytes, checked):
@@ -241,5 +283,51 @@ impl Gpu {
             )
         }
         .map_err(super::cuda("copying to the device"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packs uploaded inside an upload group arrive byte for byte, those before an operation
+    /// on the stream (which flushes the group) and those after it (which go the usual way),
+    /// the group's packs as ranges of one allocation; a view past a pack is refused.
+    #[test]
+    fn packs_of_an_upload_group_arrive_whole() {
+        let Some(gpu) = crate::testing::gpu() else {
+            return;
+        };
+        let _staged = gpu.stage_uploads();
+        let data: Vec<Vec<u8>> = (0..6)
+            .map(|k| (0..1000 + 777 * k).map(|i| (i * 31 + k) as u8).collect())
+            .collect();
+        let group = gpu
+            .begin_upload_group(1 << 20)
+            .expect("a group")
+            .expect("uploads are staged");
+        let mut packs = Vec::new();
+        for (k, d) in data.iter().enumerate() {
+            let mut pack = Pack::default();
+            let at = pack.place(&[d.as_slice()], 1);
+            pack.tail(100 * k);
+            let arena = gpu.upload_pack(&pack).expect("an upload").expect("staged");
+            packs.push((arena, at, d.len()));
+            if k == 2 {
+                // Queued work flushes the group: packs 0-2 are on the device before it runs.
+                gpu.synchronize().expect("a wait");
+            }
+        }
+        group.flush().expect("a flush");
+        for ((arena, at, n), d) in packs.iter().zip(&data) {
+            let v: GpuBuffer<u8> = arena.view(gpu, *at, *n).expect("a view");
+            let mut host = vec![0u8; *n];
+            gpu.download(&v, &mut host).expect("a download");
+            assert_eq!(&host, d);
+            assert!(arena.view::<u8>(gpu, *at, arena.len + 1).is_err());
+        }
+        let shared = |a: usize, b: usize| Arc::ptr_eq(&packs[a].0.arena, &packs[b].0.arena);
+        assert!(shared(0, 1) && shared(1, 2));
+        assert!(!shared(2, 3) && !shared(3, 4));
     }
 }

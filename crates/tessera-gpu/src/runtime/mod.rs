@@ -18,7 +18,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -75,6 +75,9 @@ pub struct Gpu {
     state: Mutex<StateMap>,
     /// Live [`staging::StagedUploads`] guards: while above 0, uploads are staged.
     staged: AtomicU32,
+    /// Whether an upload group is open ([`Gpu::begin_upload_group`]): its packs' bytes are
+    /// not on the device until it is flushed, which any stream operation does first.
+    grouped: AtomicBool,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -84,6 +87,14 @@ impl std::fmt::Debug for Gpu {
             .finish_non_exhaustive()
     }
 }
+
+/// The handle's page-locked buffer for small read-backs ([`Gpu::download_pinned`]).
+struct ReadBack {
+    host: cudarc::driver::PinnedHostSlice<u8>,
+}
+
+/// The smallest read-back buffer.
+const READ_BACK_MIN_BYTES: usize = 64 << 10;
 
 /// Maps a driver error to [`Error::Gpu`], saying what was being done.
 pub(crate) fn cuda(what: &'static str) -> impl Fn(DriverError) -> Error {
@@ -164,6 +175,7 @@ impl Gpu {
             grid_limit: AtomicU32::new(0),
             state: Mutex::new(HashMap::new()),
             staged: AtomicU32::new(0),
+            grouped: AtomicBool::new(false),
         })
     }
 
@@ -225,6 +237,7 @@ impl Gpu {
     }
 
     pub(crate) fn function(&self, m: Module, name: &'static str) -> Result<CudaFunction> {
+        trace::note_kernel(name);
         if let Some(f) = self.functions.lock().map_err(|_| poisoned())?.get(name) {
             return Ok(f.clone());
         }
@@ -261,6 +274,7 @@ impl Gpu {
         block: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
+        self.flush_upload_group()?;
         let mut b = stream.launch_builder(f);
         for a in args {
             a.push(&mut b);
@@ -287,6 +301,7 @@ impl Gpu {
         block: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
+        self.flush_upload_group()?;
         let mut b = self.stream.launch_builder(f);
         for a in args {
             a.push(&mut b);
@@ -319,6 +334,7 @@ impl Gpu {
 
     /// Waits for all work queued on the main stream.
     pub fn synchronize(&self) -> Result<()> {
+        self.flush_upload_group()?;
         let _op = count(Op::Wait);
         self.stream
             .synchronize()
@@ -358,6 +374,7 @@ impl Gpu {
                 "download longer than the device buffer".into(),
             ));
         }
+        self.flush_upload_group()?;
         let view = src.slice(..dst.len());
         let op = count(Op::DeviceToHost);
         self.stream
@@ -386,6 +403,7 @@ impl Gpu {
         let mut to = dst
             .try_slice_mut(dst_at..dst_at.saturating_add(len))
             .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
+        self.flush_upload_group()?;
         let _op = count(Op::DeviceToDevice);
         self.stream
             .memcpy_dtod(&from, &mut to)
@@ -417,8 +435,7 @@ impl Gpu {
         // SAFETY: each `src` addresses its `len` live device bytes (the caller's contract) and
         // `gather` holds `total` bytes, each part its own `at .. at + len` of them.
         unsafe { self.copy_list(&copies)? };
-        let mut host = vec![0u8; total];
-        self.download(&gather, &mut host)?;
+        let host = self.download_pinned(&gather, total)?;
         let mut out = Vec::with_capacity(parts.len());
         let mut at = 0usize;
         for &(_, n) in parts {
@@ -428,9 +445,60 @@ impl Gpu {
         Ok(out)
     }
 
+    /// The first `len` bytes of `src`, read back through a page-locked buffer the handle keeps
+    /// (grown as needed): the copy is queued like any other and the host waits once, for the
+    /// stream, where a copy into pageable memory makes the driver wait for the stream and then
+    /// stage the bytes itself. For small read-backs on the critical path of a read.
+    pub(crate) fn download_pinned(&self, src: &CudaSlice<u8>, len: usize) -> Result<Vec<u8>> {
+        if len > src.len() {
+            return Err(Error::InvalidArgument(
+                "download longer than the device buffer".into(),
+            ));
+        }
+        if len == 0 {
+            self.synchronize()?;
+            return Ok(Vec::new());
+        }
+        self.flush_upload_group()?;
+        let from = self.ptr(src);
+        self.with_state::<ReadBack, _>(|rb| {
+            if rb.as_ref().is_none_or(|r| r.host.len() < len) {
+                // Dropped first: the old buffer is not read by any queued copy (each read-back
+                // waits for its copy before it returns).
+                *rb = None;
+                let bytes = len.next_power_of_two().max(READ_BACK_MIN_BYTES);
+                // SAFETY: page-locked memory the host reads only after the stream has passed
+                // the copy that writes it.
+                let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes, 0) }
+                    .map_err(cuda("allocating pinned host memory"))?;
+                *rb = Some(ReadBack { host });
+            }
+            let Some(r) = rb.as_mut() else {
+                return Err(Error::Gpu("read-back buffer missing".into()));
+            };
+            let host = r
+                .host
+                .as_mut_slice()
+                .map_err(cuda("reading pinned memory"))?;
+            let part = &mut host[..len];
+            let op = count(Op::DeviceToHost);
+            // SAFETY: `from` addresses at least `len` live device bytes (checked above) and
+            // `part` is `len` bytes of page-locked memory; the host reads it only after the
+            // wait below, and nothing else writes it (the state's lock is held).
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(part, from, self.stream.cu_stream())
+            }
+            .map_err(cuda("copying from the device"))?;
+            drop(op);
+            self.synchronize()?;
+            Ok(part.to_vec())
+        })
+    }
+
     /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
     pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
         let bytes = buf.len() * std::mem::size_of::<T>();
+        self.flush_upload_group()?;
         let ptr = self.ptr(buf);
         let _op = count(Op::Fill);
         // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.

@@ -18,6 +18,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
 use tessera_format::{Error, Result};
@@ -52,6 +54,48 @@ pub fn staged_copy_ns() -> u64 {
 struct Staging {
     host: PinnedHostSlice<u8>,
     used: usize,
+    /// The upload group in progress ([`Gpu::begin_upload_group`]).
+    group: Option<Group>,
+}
+
+/// An upload group: one device allocation that mirrors the staging buffer from `start` on, so
+/// that a pack staged at byte `start + k` lies at byte `k` of `arena`, and every pack of the
+/// group reaches the device by one copy of the staged span ([`UploadGroup::flush`]).
+struct Group {
+    arena: Arc<CudaSlice<u8>>,
+    start: usize,
+    /// Staged byte ranges to copy (packs' copied parts, neighbours merged), in order.
+    ranges: Vec<(usize, usize)>,
+}
+
+/// Packs whose uncopied room is larger than this keep an allocation of their own rather than
+/// spend the group's room (and staging room) on it.
+const GROUP_MAX_TAIL: usize = 64 << 10;
+/// Staged ranges of a group at most this far apart are copied as one, the bytes between
+/// included (alignment padding and small uncopied room): one copy is cheaper than two.
+const GROUP_MERGE_GAP: usize = 16 << 10;
+
+/// While alive, packs uploaded on its handle ([`Gpu::upload_pack`]) take ranges of one device
+/// allocation and are copied together by [`UploadGroup::flush`], one copy for the group instead
+/// of an allocation and a copy a pack. Any work queued on the handle's stream flushes it first,
+/// so nothing reads a pack before its bytes are there; dropping the guard flushes too.
+#[derive(Debug)]
+pub struct UploadGroup<'g> {
+    gpu: &'g Gpu,
+}
+
+impl UploadGroup<'_> {
+    /// Queues the copy of every pack of the group to the device and ends the group.
+    pub fn flush(self) -> Result<()> {
+        self.gpu.flush_upload_group()
+    }
+}
+
+impl Drop for UploadGroup<'_> {
+    fn drop(&mut self) {
+        // Errors surface at the handle's next operation, which reports its own.
+        let _ = self.gpu.flush_upload_group();
+    }
 }
 
 /// While alive, [`Gpu::upload`] on its handle goes through the page-locked staging buffer
@@ -127,8 +171,12 @@ impl Gpu {
             Some(s) => bytes > s.host.len(),
         };
         if need_new {
-            if state.is_some() {
-                // The old buffer may still be read by queued copies.
+            if let Some(s) = state.as_mut() {
+                // A group's bytes are copied from the old buffer first; it may still be read
+                // by queued copies.
+                if s.group.is_some() {
+                    self.flush_group_of(s)?;
+                }
                 self.synchronize()?;
             }
             let cap = bytes.next_power_of_two().max(MIN_STAGING_BYTES);
@@ -136,13 +184,21 @@ impl Gpu {
             // queued copy reads it.
             let host = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(cap, 0) }
                 .map_err(cuda("allocating pinned host memory"))?;
-            *state = Some(Staging { host, used: 0 });
+            *state = Some(Staging {
+                host,
+                used: 0,
+                group: None,
+            });
         }
         let Some(s) = state.as_mut() else {
             return Err(Error::Gpu("staging buffer missing".into()));
         };
         if s.used + bytes > s.host.len() {
-            // Every copy queued from the buffer completes before the host writes it again.
+            // Every copy queued from the buffer completes before the host writes it again (a
+            // group's bytes are copied first: they would be overwritten).
+            if s.group.is_some() {
+                self.flush_group_of(s)?;
+            }
             self.synchronize()?;
             s.used = 0;
         }
@@ -192,28 +248,7 @@ impl Gpu {
                 .host
                 .as_mut_slice()
                 .map_err(cuda("writing pinned memory"))?;
-            let part = &mut host[at..at + bytes];
-            let start = std::time::Instant::now();
-            let mut targets: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pieces.len());
-            let mut rest: &mut [u8] = part;
-            for p in pieces {
-                let (d, tail) = rest.split_at_mut(p.len());
-                targets.push((d, p));
-                rest = tail;
-            }
-            if bytes >= PARALLEL_BYTES {
-                // Pieces of every source, so one large source is shared out too.
-                targets
-                    .par_iter_mut()
-                    .flat_map_iter(|(d, s)| d.chunks_mut(PIECE_BYTES).zip(s.chunks(PIECE_BYTES)))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            } else {
-                for (d, s) in &mut targets {
-                    d.copy_from_slice(s);
-                }
-            }
-            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
+            fill(&mut host[at..at + bytes], pieces);
             let _op = count(Op::HostToDevice);
             let part = &host[at..at + bytes];
             // SAFETY: the caller checked that `base` holds `bytes` bytes; the page-locked source
@@ -225,5 +260,142 @@ impl Gpu {
             s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
             Ok(())
         })
+    }
+}
+
+/// Copies `pieces` back to back into `part` (exactly their length): on all cores for large
+/// sources.
+fn fill(part: &mut [u8], pieces: &[&[u8]]) {
+    let start = std::time::Instant::now();
+    let bytes = part.len();
+    let mut targets: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(pieces.len());
+    let mut rest: &mut [u8] = part;
+    for p in pieces {
+        let (d, tail) = rest.split_at_mut(p.len());
+        targets.push((d, p));
+        rest = tail;
+    }
+    if bytes >= PARALLEL_BYTES {
+        // Pieces of every source, so one large source is shared out too.
+        targets
+            .par_iter_mut()
+            .flat_map_iter(|(d, s)| d.chunks_mut(PIECE_BYTES).zip(s.chunks(PIECE_BYTES)))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    } else {
+        for (d, s) in &mut targets {
+            d.copy_from_slice(s);
+        }
+    }
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    STAGED_COPY_NS.fetch_add(ns, Ordering::Relaxed);
+}
+
+impl Gpu {
+    /// Starts an upload group (the returned guard's docs) for the next `bytes` of staged
+    /// uploads: room for them in the staging buffer (as [`Self::reserve_staging`]) and one
+    /// device allocation of `bytes` that the group's packs take ranges of. Packs that do not
+    /// fit what is left go the usual way. `None` when uploads are not staged or `bytes` is 0
+    /// or too large to stage.
+    pub fn begin_upload_group(&self, bytes: usize) -> Result<Option<UploadGroup<'_>>> {
+        if bytes == 0 || !self.stages(bytes) {
+            return Ok(None);
+        }
+        self.flush_upload_group()?;
+        let arena = Arc::new(self.alloc::<u8>(bytes)?);
+        self.with_state::<Staging, _>(|state| {
+            let s = self.staging_room(state, bytes)?;
+            s.group = Some(Group {
+                arena,
+                start: s.used,
+                ranges: Vec::new(),
+            });
+            Ok(())
+        })?;
+        self.grouped.store(true, Ordering::Relaxed);
+        Ok(Some(UploadGroup { gpu: self }))
+    }
+
+    /// Inside an upload group: stages `pieces` (`copied` bytes, the start of a pack of `len`
+    /// bytes) and returns the group's allocation with the byte where the pack lies in it;
+    /// nothing is copied to the device yet. `None` when no group is open or the pack does not
+    /// fit it.
+    pub(crate) fn group_pack(
+        &self,
+        pieces: &[&[u8]],
+        copied: usize,
+        len: usize,
+    ) -> Result<Option<(Arc<CudaSlice<u8>>, usize)>> {
+        if !self.grouped.load(Ordering::Relaxed) || len - copied > GROUP_MAX_TAIL {
+            return Ok(None);
+        }
+        self.with_state::<Staging, _>(|state| {
+            let Some(s) = state.as_mut() else {
+                return Ok(None);
+            };
+            let cap = s.host.len();
+            let Some(g) = s.group.as_mut() else {
+                return Ok(None);
+            };
+            let at = s.used;
+            let Some(off) = at.checked_sub(g.start) else {
+                return Ok(None);
+            };
+            let end = at.checked_add(len);
+            if end.is_none_or(|e| e > cap) || off.saturating_add(len) > g.arena.len() {
+                return Ok(None);
+            }
+            let host = s
+                .host
+                .as_mut_slice()
+                .map_err(cuda("writing pinned memory"))?;
+            fill(&mut host[at..at + copied], pieces);
+            match g.ranges.last_mut() {
+                Some(last) if at - last.1 <= GROUP_MERGE_GAP => last.1 = at + copied,
+                _ => g.ranges.push((at, at + copied)),
+            }
+            s.used = (at + len).next_multiple_of(ALIGN).min(cap);
+            Ok(Some((g.arena.clone(), off)))
+        })
+    }
+
+    /// Queues the copies of an open upload group's packs and ends the group (nothing when none
+    /// is open): what every operation that queues work on the stream does first.
+    pub(crate) fn flush_upload_group(&self) -> Result<()> {
+        if !self.grouped.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.with_state::<Staging, _>(|state| match state.as_mut() {
+            Some(s) => self.flush_group_of(s),
+            None => {
+                self.grouped.store(false, Ordering::Relaxed);
+                Ok(())
+            }
+        })
+    }
+
+    fn flush_group_of(&self, s: &mut Staging) -> Result<()> {
+        self.grouped.store(false, Ordering::Relaxed);
+        let Some(g) = s.group.take() else {
+            return Ok(());
+        };
+        let host = s.host.as_slice().map_err(cuda("reading pinned memory"))?;
+        let base = self.ptr(&g.arena);
+        for &(a, b) in &g.ranges {
+            let part = &host[a..b];
+            let _op = count(Op::HostToDevice);
+            // SAFETY: the range was staged at `a - start` of the arena's mirror and lies inside
+            // the arena (checked when the pack was placed); the page-locked source is not
+            // written again before the stream has passed this copy (module invariants: the
+            // buffer's bytes past `used` are written only after a wait).
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    base + (a - g.start) as u64,
+                    part,
+                    self.stream.cu_stream(),
+                )
+            }
+            .map_err(cuda("copying to the device"))?;
+        }
+        Ok(())
     }
 }

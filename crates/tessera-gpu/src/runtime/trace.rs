@@ -6,7 +6,9 @@
 //! summed too ([`OpTimes`]), and a read can mark its device-side span with events: what tells
 //! per-operation host cost from device work when a small table's read is cut down.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// One kind of counted operation.
@@ -28,6 +30,81 @@ static NANOS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 static SPAN_NANOS: AtomicU64 = AtomicU64::new(0);
 static SPANS: AtomicU64 = AtomicU64::new(0);
 static TIMING: AtomicBool = AtomicBool::new(false);
+/// Whether each counted operation is also logged, in order ([`start_op_log`]).
+static LOGGING: AtomicBool = AtomicBool::new(false);
+static LOG: Mutex<Vec<LoggedOp>> = Mutex::new(Vec::new());
+static LOG_EPOCH: OnceLock<Instant> = OnceLock::new();
+
+thread_local! {
+    /// The kernel this thread looked up last: the name a logged launch carries.
+    static KERNEL: Cell<&'static str> = const { Cell::new("") };
+}
+
+/// One entry of the operation log: a counted operation (or a caller's mark) in the order the
+/// host did it, with when it started (nanoseconds after the log started) and its host time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedOp {
+    /// `launch`, `wait`, `alloc`, `h2d`, `d2h`, `d2d`, `fill`, or a mark's label.
+    pub what: &'static str,
+    /// For a launch, the kernel looked up last on the launching thread.
+    pub kernel: &'static str,
+    /// Start, nanoseconds after [`start_op_log`].
+    pub start_ns: u64,
+    /// Host time of the driver call (0 for a mark).
+    pub host_ns: u64,
+}
+
+/// Starts logging every counted operation, process-wide, in order, with its host time (until
+/// [`take_op_log`]): what shows where a small table's read spends its host time operation by
+/// operation. Off by default; a diagnostic, not for timed runs.
+pub fn start_op_log() {
+    LOG_EPOCH.get_or_init(Instant::now);
+    if let Ok(mut log) = LOG.lock() {
+        log.clear();
+    }
+    LOGGING.store(true, Ordering::Relaxed);
+}
+
+/// Stops the log and returns its entries, start times relative to the first.
+pub fn take_op_log() -> Vec<LoggedOp> {
+    LOGGING.store(false, Ordering::Relaxed);
+    let mut v = LOG
+        .lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default();
+    let first = v.first().map_or(0, |e| e.start_ns);
+    for e in &mut v {
+        e.start_ns -= first;
+    }
+    v
+}
+
+/// Adds a caller's mark (a phase boundary) to the log while it runs.
+pub fn log_mark(label: &'static str) {
+    if LOGGING.load(Ordering::Relaxed) {
+        push(label, "", Instant::now(), 0);
+    }
+}
+
+/// Names the kernel the next logged launch on this thread runs.
+pub(crate) fn note_kernel(name: &'static str) {
+    if LOGGING.load(Ordering::Relaxed) {
+        KERNEL.with(|k| k.set(name));
+    }
+}
+
+fn push(what: &'static str, kernel: &'static str, start: Instant, host_ns: u64) {
+    let epoch = *LOG_EPOCH.get_or_init(Instant::now);
+    let start_ns = u64::try_from(start.saturating_duration_since(epoch).as_nanos()).unwrap_or(0);
+    if let Ok(mut log) = LOG.lock() {
+        log.push(LoggedOp {
+            what,
+            kernel,
+            start_ns,
+            host_ns,
+        });
+    }
+}
 
 /// Turns the timing of counted operations (and the marking of device spans) on or off,
 /// process-wide. Off by default: timed reads then pay only the counts.
@@ -48,6 +125,13 @@ impl Drop for Counted {
         if let Some((op, start)) = self.0 {
             let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             NANOS[op as usize].fetch_add(ns, Ordering::Relaxed);
+            if LOGGING.load(Ordering::Relaxed) {
+                let kernel = match op {
+                    Op::Launch => KERNEL.with(|k| k.get()),
+                    _ => "",
+                };
+                push(op.name(), kernel, start, ns);
+            }
         }
     }
 }
@@ -57,7 +141,22 @@ impl Drop for Counted {
 #[must_use = "the guard times the operation until it drops"]
 pub(crate) fn count(op: Op) -> Counted {
     COUNTS[op as usize].fetch_add(1, Ordering::Relaxed);
-    Counted(op_timing().then(|| (op, Instant::now())))
+    let timed = op_timing() || LOGGING.load(Ordering::Relaxed);
+    Counted(timed.then(|| (op, Instant::now())))
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Launch => "launch",
+            Op::Wait => "wait",
+            Op::Alloc => "alloc",
+            Op::HostToDevice => "h2d",
+            Op::DeviceToHost => "d2h",
+            Op::DeviceToDevice => "d2d",
+            Op::Fill => "fill",
+        }
+    }
 }
 
 /// Adds one device span of `ns` nanoseconds.

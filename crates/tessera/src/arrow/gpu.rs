@@ -223,6 +223,9 @@ impl ArrowTableReader<'_> {
         // into the staging buffer, when uploaded): cheaper on this thread than handed out.
         let (fixed, utf8) = prepare_batches(t, wanted, payloads, false)?;
         phases.mark_prepared();
+        // The batches' packs as ranges of one allocation, copied by one copy (or a few) when
+        // the group is flushed, before the first decoder is queued.
+        let group = gpu.begin_upload_group(staged_estimate(payloads))?;
         let mut fixed = fixed
             .into_iter()
             .map(|(g, prepared)| g.upload(prepared, t, gpu))
@@ -230,6 +233,9 @@ impl ArrowTableReader<'_> {
         let mut utf8 = utf8
             .map(|(u, prepared)| u.upload(prepared, t, gpu))
             .transpose()?;
+        if let Some(group) = group {
+            group.flush()?;
+        }
         phases.mark(1);
         let mut parts: Vec<(u64, usize)> = Vec::new();
         for g in &mut fixed {
@@ -248,6 +254,7 @@ impl ArrowTableReader<'_> {
         if let Some(u) = utf8.as_mut() {
             u.plan(t, gpu, &mut planned, &mut ranges)?;
         }
+        tessera_gpu::log_mark("planned");
         let (copies, copy_check) = arrow_layout::copy_parts_queued(gpu, &ranges)?;
         drop(ranges);
         let copy_check = copy_check.map(|q| q.queued(gpu, &mut parts));
@@ -277,6 +284,7 @@ impl ArrowTableReader<'_> {
                 runs.push((i, width, values, ends));
             }
         }
+        tessera_gpu::log_mark("runs found");
         let run_fields = runs
             .iter()
             .map(|(i, width, values, ends)| {
@@ -392,8 +400,10 @@ impl ArrowTableReader<'_> {
                 v.map_err(|e| in_field(&fields[i].name, e))?;
             }
         }
+        tessera_gpu::log_mark("checked");
         drop(fixed);
         drop(utf8);
+        tessera_gpu::log_mark("batches dropped");
         let mut expanded_values: HashMap<usize, GpuColumn> = HashMap::new();
         for ((i, _, values, _), out) in runs.into_iter().zip(expanded) {
             expanded_values.insert(
@@ -499,6 +509,10 @@ impl PhaseClock {
     }
 
     fn mark(&mut self, i: usize) {
+        const ENDS: [&str; 6] = [
+            "located", "uploaded", "queued", "waited", "finished", "joined",
+        ];
+        tessera_gpu::log_mark(ENDS[i]);
         self.at[i] = std::time::Instant::now();
         if i < 2 {
             self.staged_ns[i] = tessera_gpu::staged_copy_ns();
@@ -506,6 +520,7 @@ impl PhaseClock {
     }
 
     fn mark_prepared(&mut self) {
+        tessera_gpu::log_mark("prepared");
         self.prepared = std::time::Instant::now();
     }
 
@@ -774,11 +789,11 @@ impl<'t> FixedBatch<'t> {
     }
 
     fn enqueue(&mut self, t: &TableReader, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> Result<()> {
-        let mut out = gpu.alloc::<u8>(self.resident.decoded_bytes())?;
-        self.queued = self
+        let (out, queued) = self
             .resident
-            .enqueue(gpu, &mut out, parts)
+            .enqueue_owned(gpu, parts)
             .map_err(|be| self.group.named(t, be))?;
+        self.queued = queued;
         self.out = Some(out);
         Ok(())
     }
@@ -1030,16 +1045,16 @@ impl<'t> Utf8Batch<'t> {
 
     /// Queues the offsets decode, the text decode and their check.
     fn enqueue(&mut self, gpu: &Gpu, parts: &mut Vec<(u64, usize)>) -> Result<()> {
-        let mut ends = gpu.alloc::<u8>(self.ends_resident.decoded_bytes())?;
-        self.ends_queued = self
+        let (ends, ends_queued) = self
             .ends_resident
-            .enqueue(gpu, &mut ends, parts)
+            .enqueue_owned(gpu, parts)
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
-        let mut data = gpu.alloc::<u8>(self.text_resident.decoded_bytes())?;
-        self.text_queued = self
+        self.ends_queued = ends_queued;
+        let (data, text_queued) = self
             .text_resident
-            .enqueue(gpu, &mut data, parts)
+            .enqueue_owned(gpu, parts)
             .map_err(|be| locate(be, |i| self.cpu_data_error(i)).1)?;
+        self.text_queued = text_queued;
         let n = self.value_starts[self.value_starts.len() - 1];
         // The offsets decide where consumers read, and Arrow's utf8 arrays promise UTF-8:
         // both checked on the device, for every column.
