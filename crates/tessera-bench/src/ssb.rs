@@ -820,8 +820,10 @@ fn phases_markdown(m: &mut String, r: &Report) {
          to the last one's end (CUDA events on the copy stream; GB/s = payload bytes shipped \
          / copy); tail = device, last copy's end to the status words and groups in host \
          memory (last probe, compaction, read-back); finish = host, after the wait (checks, \
-         result, free); other = wall - the rest (queued work the device had not reached, \
-         the host's wake-up).\n",
+         result, free); other = wall - the rest: the copies start as soon as the first is \
+         queued, so queue overlaps copy and other is negative where the host was still \
+         queueing; queue + other is the time before the first copy started plus the host's \
+         wake-up at the end.\n",
         r.coproc_pieces
     );
     let _ = writeln!(
