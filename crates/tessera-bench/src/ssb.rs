@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera::gpu::ssb::codegen;
 use tessera::gpu::ssb::plan::QueryResult;
+use tessera::gpu::ssb::{codegen, CoprocPhases};
 use tessera::gpu::Gpu;
 use tessera::{Error, Result};
 use tessera_ssb::{cpu, dataset::Dataset, gen, gpu as sgpu, queries};
@@ -109,8 +109,43 @@ struct QueryRow {
     coproc_serial_plain_ms: f64,
     /// Coprocessor mode per number of pieces measured (`--pieces`), same run.
     coproc_pieces: Vec<PiecesRow>,
+    /// Where the overlapped coprocessor calls' time went (medians of the timed runs).
+    coproc_compressed_phases: PhasesRow,
+    coproc_plain_phases: PhasesRow,
     /// The columns the query reads, `table.column`.
     columns: Vec<String>,
+}
+
+/// Medians over timed coprocessor calls of each phase (`tessera::gpu::ssb::CoprocPhases`), ms,
+/// and the link rate over the copy span (bytes shipped / `copy_ms`).
+#[derive(Debug, Serialize, Clone, Copy, Default)]
+struct PhasesRow {
+    queue_ms: f64,
+    copy_ms: f64,
+    copy_gbps: f64,
+    tail_ms: f64,
+    finish_ms: f64,
+    other_ms: f64,
+    wall_ms: f64,
+}
+
+impl PhasesRow {
+    fn median_of(v: &[CoprocPhases], shipped: u64) -> PhasesRow {
+        let m = |f: fn(&CoprocPhases) -> f64| median(v.iter().map(f).collect());
+        if v.is_empty() {
+            return PhasesRow::default();
+        }
+        let copy_ms = m(|p| p.copy_ms);
+        PhasesRow {
+            queue_ms: m(|p| p.queue_ms),
+            copy_ms,
+            copy_gbps: shipped as f64 / copy_ms / 1e6,
+            tail_ms: m(|p| p.tail_ms),
+            finish_ms: m(|p| p.finish_ms),
+            other_ms: m(|p| p.other_ms()),
+            wall_ms: m(|p| p.wall_ms),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -434,28 +469,37 @@ fn run_paths(
         let (rp, p_ms, p_wall) = gpu_time(&plain)?;
         same(name, "GPU compressed and CPU", &rc, &want)?;
         same(name, "GPU plain and CPU", &rp, &want)?;
+        let phased =
+            |host: &PinnedColumns, pieces: usize| -> Result<(QueryResult, f64, u64, PhasesRow)> {
+                let mut last = coprocessor_run(&gpu, host, &p, pieces)?;
+                let mut v = Vec::new();
+                let mut phases = Vec::new();
+                for _ in 0..a.slow_runs.max(1) {
+                    last = coprocessor_run(&gpu, host, &p, pieces)?;
+                    v.push(last.1);
+                    phases.extend(gpu.ssb_coprocessor_phases());
+                }
+                let row = PhasesRow::median_of(&phases, last.2);
+                Ok((last.0, median(v), last.2, row))
+            };
         let cop = |host: &PinnedColumns, pieces: usize| -> Result<(QueryResult, f64, u64)> {
-            let mut last = coprocessor_run(&gpu, host, &p, pieces)?;
-            let mut v = Vec::new();
-            for _ in 0..a.slow_runs.max(1) {
-                last = coprocessor_run(&gpu, host, &p, pieces)?;
-                v.push(last.1);
-            }
-            Ok((last.0, median(v), last.2))
+            let (r, ms, bytes, _) = phased(host, pieces)?;
+            Ok((r, ms, bytes))
         };
-        let none = (want.clone(), 0.0, 0);
-        let ((kc, kc_ms, kc_bytes), (kp, kp_ms, kp_bytes)) = if a.resident_only {
-            (none.clone(), none.clone())
-        } else {
-            (
-                cop(&pinned_comp, report.coproc_pieces)?,
-                cop(&pinned_plain, report.coproc_pieces)?,
-            )
-        };
-        let ((sc, sc_ms, _), (sp, sp_ms, _)) = if a.resident_only {
+        let none = (want.clone(), 0.0, 0, PhasesRow::default());
+        let ((kc, kc_ms, kc_bytes, kc_phases), (kp, kp_ms, kp_bytes, kp_phases)) =
+            if a.resident_only {
+                (none.clone(), none.clone())
+            } else {
+                (
+                    phased(&pinned_comp, report.coproc_pieces)?,
+                    phased(&pinned_plain, report.coproc_pieces)?,
+                )
+            };
+        let ((sc, sc_ms, _, _), (sp, sp_ms, _, _)) = if a.resident_only {
             (none.clone(), none)
         } else {
-            (cop(&pinned_comp, 1)?, cop(&pinned_plain, 1)?)
+            (phased(&pinned_comp, 1)?, phased(&pinned_plain, 1)?)
         };
         let mut coproc_pieces = vec![PiecesRow {
             pieces: report.coproc_pieces,
@@ -508,6 +552,8 @@ fn run_paths(
             coproc_serial_compressed_ms: sc_ms,
             coproc_serial_plain_ms: sp_ms,
             coproc_pieces,
+            coproc_compressed_phases: kc_phases,
+            coproc_plain_phases: kp_phases,
             columns: read_columns(&p)
                 .into_iter()
                 .map(|(t, c)| format!("{t}.{c}"))
@@ -759,6 +805,54 @@ fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Where the overlapped coprocessor calls' wall time went, per query and layout.
+fn phases_markdown(m: &mut String, r: &Report) {
+    if r.queries
+        .iter()
+        .all(|q| q.coproc_compressed_phases.wall_ms == 0.0)
+    {
+        return;
+    }
+    let _ = writeln!(
+        m,
+        "### Coprocessor phases\n\nOverlapped calls ({} pieces), medians of the timed runs, ms: \
+         queue = host, call start to the last copy queued; copy = device, first copy's start \
+         to the last one's end (CUDA events on the copy stream; GB/s = payload bytes shipped \
+         / copy); tail = device, last copy's end to the status words and groups in host \
+         memory (last probe, compaction, read-back); finish = host, after the wait (checks, \
+         result, free); other = wall - the rest: the copies start as soon as the first is \
+         queued, so queue overlaps copy and other is negative where the host was still \
+         queueing; queue + other is the time before the first copy started plus the host's \
+         wake-up at the end.\n",
+        r.coproc_pieces
+    );
+    let _ = writeln!(
+        m,
+        "| query | layout | wall ms | queue ms | copy ms | GB/s | tail ms | finish ms | other ms |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for q in &r.queries {
+        for (layout, x) in [
+            ("compressed", &q.coproc_compressed_phases),
+            ("plain", &q.coproc_plain_phases),
+        ] {
+            let _ = writeln!(
+                m,
+                "| {} | {layout} | {:.2} | {:.3} | {:.2} | {:.1} | {:.3} | {:.3} | {:.3} |",
+                q.name,
+                x.wall_ms,
+                x.queue_ms,
+                x.copy_ms,
+                x.copy_gbps,
+                x.tail_ms,
+                x.finish_ms,
+                x.other_ms
+            );
+        }
+    }
+    let _ = writeln!(m);
+}
+
 /// Coprocessor mode per number of pieces (`--pieces` with several).
 fn pieces_markdown(m: &mut String, r: &Report) {
     let Some(first) = r.queries.first() else {
@@ -932,10 +1026,11 @@ fn markdown(r: &Report) -> String {
     let _ = writeln!(
         m,
         "\nGeometric mean over the queries measured of plain time / compressed time: resident \
-         **{g:.2}x**, coprocessor overlapped **{gc:.2}x** (serial {gs:.2}x). Kernels generated \
+         **{g:.2}x**, coprocessor overlapped **{gc:.3}x** (serial {gs:.3}x). Kernels generated \
          as `{}` (loader:thread blocks per SM).\n",
         r.options
     );
+    phases_markdown(&mut m, r);
     pieces_markdown(&mut m, r);
     variants_markdown(&mut m, r);
     let total_c: u64 = r.columns.iter().map(|c| c.compressed_bytes).sum();

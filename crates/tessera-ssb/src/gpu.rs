@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use tessera::gpu::ssb::plan::{QueryPlan, QueryResult};
-use tessera::gpu::ssb::{codegen, SsbColumn, SsbHostColumn, SsbTable};
+use tessera::gpu::ssb::{SsbColumn, SsbHostColumn, SsbTable};
 use tessera::gpu::{ChunkRef, Gpu};
 use tessera::{CodecId, Result, TableReader};
 
@@ -113,37 +113,30 @@ pub fn pin(gpu: &Gpu, host: &HostChunks) -> Result<PinnedColumns> {
         .collect()
 }
 
-fn host_table<'a>(
-    host: &'a PinnedColumns,
-    table: &str,
-    names: &[String],
-) -> Result<Vec<(String, &'a SsbHostColumn)>> {
-    names
-        .iter()
-        .map(|c| {
-            host.get(&(table.to_string(), c.clone()))
-                .map(|h| (c.clone(), h))
-                .ok_or_else(|| tessera::Error::InvalidArgument(format!("no column {table}.{c}")))
-        })
+/// Every pinned column of `table`, by name.
+fn host_table<'a>(host: &'a PinnedColumns, table: &str) -> Vec<(String, &'a SsbHostColumn)> {
+    host.iter()
+        .filter(|((t, _), _)| t == table)
+        .map(|((_, c), h)| (c.clone(), h))
         .collect()
 }
 
 /// Coprocessor mode: ships the columns `p` reads from page-locked host memory for this query,
 /// the fact table in `pieces` chunk ranges, each probed as soon as it has arrived
-/// (`Gpu::ssb_run_coprocessor`). Returns the result and the bytes shipped.
+/// (`Gpu::ssb_run_coprocessor`, which picks the columns the query's program reads from the
+/// tables it is given). Returns the result and the bytes shipped.
 pub fn run_coprocessor(
     gpu: &Gpu,
     host: &PinnedColumns,
     p: &QueryPlan,
     pieces: usize,
 ) -> Result<(QueryResult, u64)> {
-    let prog = codegen::program(p);
-    let mut dims = HashMap::new();
-    for (j, k) in p.joins.iter().zip(&prog.builds) {
-        dims.insert(j.table.clone(), host_table(host, &j.table, &k.columns)?);
-    }
-    let fact = host_table(host, FACT, &prog.probe.columns)?;
-    gpu.ssb_run_coprocessor(p, &fact, &dims, pieces)
+    let dims: HashMap<String, Vec<(String, &SsbHostColumn)>> = p
+        .joins
+        .iter()
+        .map(|j| (j.table.clone(), host_table(host, &j.table)))
+        .collect();
+    gpu.ssb_run_coprocessor(p, &host_table(host, FACT), &dims, pieces)
 }
 
 /// Chunk ranges of `chunks` chunks split into `parts` row ranges on chunk boundaries, as even

@@ -362,3 +362,58 @@ fn coprocessor_mode_in_pieces_equals_the_cpu() {
         }
     }
 }
+
+/// Coprocessor mode makes every check the resident path makes: a corrupt block in the first
+/// or the last chunk of lineorder (the first or the last piece) fails the query with the
+/// loader's report, and a dimension key that appears twice fails it with the query's status,
+/// whatever the piece count; the handle answers right afterwards.
+#[test]
+fn coprocessor_mode_reports_corrupt_chunks_and_bad_keys() {
+    let Some(g) = gpu_or_skip() else { return };
+    let (_dir, ds) = dataset(0.01, 5, 8_192);
+    let p = queries::plan("q1.1", &ds.dict).expect("plan");
+    let comp = gpu::host_chunks(&ds, gpu::Layout::Compressed).expect("chunks");
+    let discount = ("lineorder".to_string(), "lo_discount".to_string());
+    let n = comp[&discount].len();
+    assert!(n >= 4, "lineorder in {n} chunks");
+    for chunk in [0, n - 1] {
+        let mut bad = comp.clone();
+        let (codec, payload, _) = &mut bad.get_mut(&discount).expect("column")[chunk];
+        assert_ne!(*codec, tessera::CodecId::Plain);
+        // block_starts[1] far past the data area, as in run_with_a_corrupt_block.
+        payload[20..24].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        let host = gpu::pin(&g, &bad).expect("pins");
+        for pieces in [1, 3, 16] {
+            let r = gpu::run_coprocessor(&g, &host, &p, pieces);
+            assert!(r.is_err(), "corrupt chunk {chunk}, {pieces} pieces: {r:?}");
+            eprintln!(
+                "chunk {chunk}, {pieces} pieces: {}",
+                r.err().map(|e| e.to_string()).unwrap_or_default()
+            );
+        }
+    }
+    // A date key that passes q1.1's filter (d_year 1993) written over the next row's key.
+    let mut plain = gpu::host_chunks(&ds, gpu::Layout::Plain).expect("chunks");
+    let years = &plain[&("date".to_string(), "d_year".to_string())];
+    assert_eq!(years.len(), 1, "date in one chunk");
+    let row = years[0]
+        .1
+        .chunks_exact(4)
+        .position(|v| u32::from_le_bytes(v.try_into().expect("4 bytes")) == 1993)
+        .expect("a day of 1993");
+    let keys = &mut plain
+        .get_mut(&("date".to_string(), "d_datekey".to_string()))
+        .expect("column")[0]
+        .1;
+    let key: [u8; 4] = keys[4 * row..4 * row + 4].try_into().expect("4 bytes");
+    keys[4 * row + 4..4 * row + 8].copy_from_slice(&key);
+    let host = gpu::pin(&g, &plain).expect("pins");
+    for pieces in [1, 16] {
+        let e = gpu::run_coprocessor(&g, &host, &p, pieces).expect_err("a key appears twice");
+        assert!(e.to_string().contains("appears twice"), "{e}");
+    }
+    let good = gpu::pin(&g, &comp).expect("pins");
+    let want = cpu::run(&ds, queries::FACT, &p).expect("cpu");
+    let (got, _) = gpu::run_coprocessor(&g, &good, &p, 16).expect("coprocessor");
+    assert_eq!(got, want);
+}

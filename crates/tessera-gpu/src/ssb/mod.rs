@@ -11,7 +11,10 @@
 //!   into a dense array of (sum, count) per group. The decoded columns never exist in memory.
 
 pub mod codegen;
+mod coproc;
 pub mod plan;
+
+pub use coproc::CoprocPhases;
 
 use std::collections::HashMap;
 
@@ -22,6 +25,7 @@ use tessera_format::{CodecId, Error, LogicalType, Result};
 
 use crate::int::layout::{ChunkDesc, StatusKey, TILE_VALUES};
 use crate::int::{chunk_error, chunk_shape, ChunkRef, ChunkShape};
+use crate::runtime::buffer::GpuBuffer;
 use crate::runtime::{cuda, Gpu, KernelArg};
 use plan::{QueryPlan, QueryResult};
 
@@ -40,10 +44,11 @@ unsafe impl DeviceRepr for SsbChunk {}
 /// A u32 column on the device, chunks as stored.
 #[derive(Debug)]
 pub struct SsbColumn {
-    /// The chunks' payloads, 4-byte aligned (the kernels read them as u32 words).
-    words: CudaSlice<u8>,
-    chunks: CudaSlice<SsbChunk>,
-    status: CudaSlice<u64>,
+    /// The chunks' payloads, 4-byte aligned (the kernels read them as u32 words): a buffer of
+    /// its own when resident, a view of the call's one allocation in coprocessor mode.
+    words: GpuBuffer<u8>,
+    chunks: GpuBuffer<SsbChunk>,
+    status: GpuBuffer<u64>,
     shapes: Vec<Option<ChunkShape>>,
     counts: Vec<u32>,
     bytes: u64,
@@ -212,7 +217,7 @@ impl SsbTable {
 /// A join's hash table on the device.
 #[derive(Debug)]
 pub struct SsbHashTable {
-    slots: CudaSlice<u64>,
+    slots: GpuBuffer<u64>,
     bits: u32,
 }
 
@@ -297,9 +302,9 @@ impl Gpu {
 
     fn ssb_column(&self, words: CudaSlice<u8>, l: ColumnLayout) -> Result<SsbColumn> {
         Ok(SsbColumn {
-            words,
-            chunks: self.upload(&l.table)?,
-            status: self.alloc::<u64>(l.counts.len().max(1))?,
+            words: words.into(),
+            chunks: self.upload(&l.table)?.into(),
+            status: self.alloc::<u64>(l.counts.len().max(1))?.into(),
             uniform: l.uniform(),
             shapes: l.shapes,
             bytes: l.words as u64 * 4,
@@ -549,11 +554,6 @@ impl Gpu {
         Ok(())
     }
 
-    fn column_args(&self, t: &SsbTable, names: &[String], args: &mut Vec<Arg>) -> Result<()> {
-        self.reset_status(t, names)?;
-        self.column_args_from(t, names, 0, args)
-    }
-
     fn launch_args(&self, f: &CudaFunction, grid: u32, args: &[Arg]) -> Result<()> {
         let refs: Vec<&dyn KernelArg> = args
             .iter()
@@ -578,31 +578,64 @@ impl Gpu {
         dim: &SsbTable,
         qs: &CudaSlice<u64>,
     ) -> Result<SsbHashTable> {
-        let (j, k) = p
-            .joins
+        let k = prog
+            .builds
             .get(index)
-            .zip(prog.builds.get(index))
             .ok_or_else(|| Error::InvalidArgument(format!("{}: no join {index}", p.name)))?;
         let f = self.ssb_function(&prog.source, &format!("ssb_build_{index}"))?;
         let bits = plan::hash_bits(dim.rows as usize);
         let mut slots = self.alloc::<u64>(1usize << bits)?;
         self.fill_bytes(&mut slots, 0xFF)?;
+        self.reset_status(dim, &k.columns)?;
+        let table = SsbHashTable {
+            slots: slots.into(),
+            bits,
+        };
+        self.launch_build(&f, prog, p, index, dim, &table, self.ptr(qs))?;
+        Ok(table)
+    }
+
+    /// Launches build kernel `f` of join `index` from `dim` into `table` (its slots already
+    /// empty, the columns' status words already reset).
+    #[allow(clippy::too_many_arguments)]
+    fn launch_build(
+        &self,
+        f: &CudaFunction,
+        prog: &codegen::Program,
+        p: &QueryPlan,
+        index: usize,
+        dim: &SsbTable,
+        table: &SsbHashTable,
+        qs: u64,
+    ) -> Result<()> {
+        let (j, k) = p
+            .joins
+            .get(index)
+            .zip(prog.builds.get(index))
+            .ok_or_else(|| Error::InvalidArgument(format!("{}: no join {index}", p.name)))?;
+        if table.slots.len() < 1usize << table.bits {
+            return Err(Error::InvalidArgument(format!(
+                "a hash table of {} slots for 2^{} slots",
+                table.slots.len(),
+                table.bits
+            )));
+        }
         let mut args = Vec::new();
-        self.column_args(dim, &k.columns, &mut args)?;
+        self.column_args_from(dim, &k.columns, 0, &mut args)?;
         let (base, card) = j.payload.as_ref().map_or((0, 1), |g| (g.base, g.card));
         args.extend([
             Arg::U(dim.tiles_per_chunk),
             Arg::U(dim.total_tiles),
-            Arg::P(self.ptr(&slots)),
-            Arg::U(bits),
+            Arg::P(self.ptr(&table.slots)),
+            Arg::U(table.bits),
             Arg::U(base),
             Arg::U(card),
-            Arg::P(self.ptr(qs)),
+            Arg::P(qs),
         ]);
         if dim.total_tiles > 0 {
-            self.launch_args(&f, self.grid(dim.total_tiles), &args)?;
+            self.launch_args(f, self.grid(dim.total_tiles), &args)?;
         }
-        Ok(SsbHashTable { slots, bits })
+        Ok(())
     }
 
     /// Queues the probe of `p` over `fact` into `sums` and `counts` (zeroed here).
@@ -621,22 +654,24 @@ impl Gpu {
         self.fill_bytes(counts, 0)?;
         self.reset_status(fact, &prog.probe.columns)?;
         let chunks = fact.chunk_count();
-        self.enqueue_probe_chunks(prog, p, fact, tables, 0..chunks, sums, counts, qs)
+        let f = self.ssb_function(&prog.source, "ssb_probe")?;
+        let out = [self.ptr(sums), self.ptr(counts), self.ptr(qs)];
+        self.launch_probe(&f, prog, p, fact, tables, 0..chunks, out)
     }
 
-    /// Queues the probe of `p` over the chunks `range` of `fact`, adding into `sums` and
-    /// `counts` (not zeroed: the ranges of one query add up).
+    /// Launches probe kernel `f` of `p` over the chunks `range` of `fact`, adding into the
+    /// aggregate `[sums, counts, query status]` (device addresses of `p.groups()` sums and
+    /// counts, not zeroed: the ranges of one query add up, and the status word).
     #[allow(clippy::too_many_arguments)]
-    fn enqueue_probe_chunks(
+    fn launch_probe(
         &self,
+        f: &CudaFunction,
         prog: &codegen::Program,
         p: &QueryPlan,
         fact: &SsbTable,
         tables: &[SsbHashTable],
         range: std::ops::Range<usize>,
-        sums: &CudaSlice<u64>,
-        counts: &CudaSlice<u64>,
-        qs: &CudaSlice<u64>,
+        [sums, counts, qs]: [u64; 3],
     ) -> Result<()> {
         if tables.len() != p.joins.len() {
             return Err(Error::InvalidArgument(format!(
@@ -646,7 +681,6 @@ impl Gpu {
             )));
         }
         let tiles = fact.tiles_in(range.clone())?;
-        let f = self.ssb_function(&prog.source, "ssb_probe")?;
         let mut args = Vec::new();
         self.column_args_from(fact, &prog.probe.columns, range.start, &mut args)?;
         for t in tables {
@@ -656,13 +690,13 @@ impl Gpu {
         args.extend([
             Arg::U(fact.tiles_per_chunk),
             Arg::U(tiles),
-            Arg::P(self.ptr(sums)),
-            Arg::P(self.ptr(counts)),
+            Arg::P(sums),
+            Arg::P(counts),
             Arg::U(p.groups() as u32),
-            Arg::P(self.ptr(qs)),
+            Arg::P(qs),
         ]);
         if tiles > 0 {
-            self.launch_args(&f, self.grid(tiles), &args)?;
+            self.launch_args(f, self.grid(tiles), &args)?;
         }
         Ok(())
     }
@@ -728,24 +762,14 @@ impl Gpu {
         let out = self.alloc::<u64>(3 * groups)?;
         let mut n = self.alloc::<u32>(1)?;
         self.fill_bytes(&mut n, 0)?;
-        let f = self.function(crate::kernels::Module::Ssb, "ssb_compact_groups")?;
-        let (ps, pc, po, pn) = (
-            self.ptr(sums),
-            self.ptr(counts),
-            self.ptr(&out),
-            self.ptr(&n),
-        );
-        let grid = n_groups
-            .div_ceil(256)
-            .clamp(1, self.info.sm_count.max(1) * 8);
         // SAFETY: `sums` and `counts` hold `n_groups` values, `out` 3 * `n_groups` and `n`
-        // one; the kernel writes a triple only below its `capacity` argument (`n_groups`).
+        // one, all live until the download below has waited.
         unsafe {
-            self.launch(
-                &f,
-                grid,
-                256,
-                &[&ps as &dyn KernelArg, &pc, &n_groups, &po, &n_groups, &pn],
+            self.launch_compact(
+                [self.ptr(sums), self.ptr(counts)],
+                n_groups,
+                self.ptr(&out),
+                self.ptr(&n),
             )
         }?;
         let mut reached = [0u32];
@@ -758,174 +782,43 @@ impl Gpu {
         }
         let mut triples = vec![0u64; 3 * reached];
         self.download(&out, &mut triples)?;
-        let mut g: Vec<(u64, i64, u64)> = triples
-            .chunks_exact(3)
-            .map(|t| (t[0], t[1] as i64, t[2]))
-            .collect();
-        g.sort_unstable_by_key(|t| t.0);
-        Ok(QueryResult { groups: g })
+        Ok(groups_from(&triples))
     }
 
-    /// Coprocessor mode: runs `p` over columns that live in page-locked host memory (`fact`
-    /// and, by table name, `dims`: (column name, column) pairs), shipping for this query only
-    /// the columns it reads, and overlapping the copies with the query's kernels:
+    /// Queues the compaction of the dense aggregate `[sums, counts]` (device addresses of
+    /// `n_groups` values each) into `(group, sum, count)` triples at `out`, their number at the
+    /// u32 at `n` (zeroed by the caller).
     ///
-    /// - a copy stream ships the dimension columns, then the fact columns in `pieces` chunk
-    ///   ranges (each piece: every fact column's bytes of those chunks, one copy a column),
-    ///   recording an event after the dimensions and after each piece;
-    /// - the query stream builds the hash tables once the dimensions have arrived (while the
-    ///   fact table is still on its way), then probes each piece as soon as it has arrived,
-    ///   into the same aggregate.
-    ///
-    /// So the link is busy from the first copy to the last and the kernels hide behind it, but
-    /// the probe of the last piece. Each column is shipped as its bytes lie in host memory: the
-    /// chunk payloads back to back, nothing else (plain chunks start on 16-byte boundaries).
-    /// Returns the result and the bytes shipped.
-    pub fn ssb_run_coprocessor<'a>(
+    /// # Safety
+    /// `out` must address `3 * n_groups` live u64 values and the buffers must outlive the
+    /// kernel; the kernel writes a triple only below `n_groups`.
+    unsafe fn launch_compact(
         &self,
-        p: &QueryPlan,
-        fact: &[(String, &'a SsbHostColumn)],
-        dims: &HashMap<String, Vec<(String, &'a SsbHostColumn)>>,
-        pieces: usize,
-    ) -> Result<(QueryResult, u64)> {
-        p.check()?;
-        let codecs = |side: codegen::Side<'_>, col: &str| -> Option<u32> {
-            let host = match side {
-                codegen::Side::Fact => fact,
-                codegen::Side::Dim(name) => dims.get(name)?.as_slice(),
-            };
-            host.iter()
-                .find(|(n, _)| n == col)
-                .and_then(|(_, h)| h.layout.uniform())
-        };
-        let prog = codegen::program_with(p, &codecs, self.ssb_options());
-        // Device buffers first (stream-ordered on the query stream), chunk tables with them.
-        let device_table = |host: &[(String, &'a SsbHostColumn)], table: &str, names: &[String]| {
-            let mut cols = Vec::with_capacity(names.len());
-            let mut srcs = Vec::with_capacity(names.len());
-            for n in names {
-                let h = find_host(host, table, n)?;
-                let words = self.alloc::<u8>(h.layout.words * 4)?;
-                cols.push((n.clone(), self.ssb_column(words, h.layout.clone())?));
-                srcs.push(h);
-            }
-            Ok::<_, Error>((self.ssb_table(cols)?, srcs))
-        };
-        let mut dim_tables = Vec::with_capacity(p.joins.len());
-        for (j, k) in p.joins.iter().zip(&prog.builds) {
-            let host = dims.get(&j.table).ok_or_else(|| {
-                Error::InvalidArgument(format!("no table {} in host memory", j.table))
-            })?;
-            dim_tables.push(device_table(host, &j.table, &k.columns)?);
-        }
-        let (fact_table, fact_srcs) = device_table(fact, "lineorder", &prog.probe.columns)?;
-        let chunks = fact_table.chunk_count();
-        let pieces = pieces.clamp(1, chunks.max(1));
-        let ranges: Vec<std::ops::Range<usize>> = (0..pieces)
-            .map(|i| i * chunks / pieces..(i + 1) * chunks / pieces)
-            .collect();
-
-        let copy = self.ctx.new_stream().map_err(cuda("creating a stream"))?;
-        let ev = |s: &Arc<cudarc::driver::CudaStream>| {
-            s.record_event(None).map_err(cuda("recording an event"))
-        };
-        // The copy stream writes buffers the query stream allocated.
-        copy.join(&self.stream)
-            .map_err(cuda("ordering two streams"))?;
-        let mut shipped = 0u64;
-        // Queues the copy of chunks `range` of `h` into `dst`: the bytes from the first chunk's
-        // payload to the last one's end.
-        let ship = |h: &SsbHostColumn, dst: &SsbColumn, range: std::ops::Range<usize>| {
-            let (Some(first), Some(last)) = (
-                h.layout.table.get(range.start),
-                range.end.checked_sub(1).and_then(|e| h.layout.table.get(e)),
-            ) else {
-                return Ok(0u64);
-            };
-            let at = first.desc.payload_word as usize * 4;
-            let end = (last.desc.payload_word as usize + last.desc.payload_words as usize) * 4;
-            let host = h.pinned.as_slice().map_err(cuda("reading pinned memory"))?;
-            if at > end || end > host.len() || end > dst.words.len() {
-                return Err(Error::InvalidArgument(format!(
-                    "bytes {at}..{end} of a column of {} bytes",
-                    host.len()
-                )));
-            }
-            if end > at {
-                // SAFETY: `at..end` lies inside both buffers (checked); the pinned source and
-                // the device buffer outlive the copy: this function waits for both streams
-                // before it returns or drops them, error or not.
-                unsafe {
-                    cudarc::driver::result::memcpy_htod_async(
-                        self.ptr(&dst.words) + at as u64,
-                        &host[at..end],
-                        copy.cu_stream(),
-                    )
-                }
-                .map_err(cuda("copying to the device"))?;
-            }
-            Ok((end - at) as u64)
-        };
-        let queued = (|| -> Result<(QueryResult, u64)> {
-            for (t, srcs) in &dim_tables {
-                for ((_, dst), h) in t.columns.iter().zip(srcs) {
-                    shipped += ship(h, dst, 0..dst.counts.len())?;
-                }
-            }
-            let dims_here = ev(&copy)?;
-            let mut piece_events = Vec::with_capacity(ranges.len());
-            for r in &ranges {
-                for ((_, dst), h) in fact_table.columns.iter().zip(&fact_srcs) {
-                    shipped += ship(h, dst, r.clone())?;
-                }
-                piece_events.push(ev(&copy)?);
-            }
-
-            let groups = p.groups() as usize;
-            let mut sums = self.alloc::<u64>(groups)?;
-            let mut counts = self.alloc::<u64>(groups)?;
-            let mut qs = self.alloc::<u64>(1)?;
-            self.fill_bytes(&mut qs, 0xFF)?;
-            self.fill_bytes(&mut sums, 0)?;
-            self.fill_bytes(&mut counts, 0)?;
-            self.reset_status(&fact_table, &prog.probe.columns)?;
-            self.stream
-                .wait(&dims_here)
-                .map_err(cuda("waiting for an event"))?;
-            let mut tables = Vec::with_capacity(p.joins.len());
-            for (i, (d, _)) in dim_tables.iter().enumerate() {
-                tables.push(self.enqueue_build(&prog, p, i, d, &qs)?);
-            }
-            for (r, e) in ranges.iter().zip(&piece_events) {
-                self.stream.wait(e).map_err(cuda("waiting for an event"))?;
-                self.enqueue_probe_chunks(
-                    &prog,
-                    p,
-                    &fact_table,
-                    &tables,
-                    r.clone(),
-                    &sums,
+        [sums, counts]: [u64; 2],
+        n_groups: u32,
+        out: u64,
+        n: u64,
+    ) -> Result<()> {
+        let f = self.function(crate::kernels::Module::Ssb, "ssb_compact_groups")?;
+        let grid = n_groups
+            .div_ceil(256)
+            .clamp(1, self.info.sm_count.max(1) * 8);
+        // SAFETY: forwarded (the caller's contract).
+        unsafe {
+            self.launch(
+                &f,
+                grid,
+                256,
+                &[
+                    &sums as &dyn KernelArg,
                     &counts,
-                    &qs,
-                )?;
-            }
-            self.synchronize()?;
-            drop(tables);
-            for ((d, _), k) in dim_tables.iter().zip(&prog.builds) {
-                self.check_columns(d, &k.columns)?;
-            }
-            self.check_columns(&fact_table, &prog.probe.columns)?;
-            self.check_query_status(&qs, &p.name)?;
-            Ok((self.read_groups(&sums, &counts)?, shipped))
-        })();
-        // Nothing queued may outlive the buffers, whatever happened above.
-        let waited = copy
-            .synchronize()
-            .map_err(cuda("waiting for the copies"))
-            .and_then(|()| self.synchronize());
-        let out = queued?;
-        waited?;
-        Ok(out)
+                    &n_groups,
+                    &out,
+                    &n_groups,
+                    &n,
+                ],
+            )
+        }
     }
 
     /// The loaders' per-chunk reports of the columns a kernel read, as the decoders' errors.
@@ -934,15 +827,7 @@ impl Gpu {
             let c = t.column(n)?;
             let mut keys = vec![0u64; c.counts.len()];
             self.download(&c.status, &mut keys)?;
-            for (i, (&k, shape)) in keys.iter().zip(&c.shapes).enumerate() {
-                if let Some(shape) = shape {
-                    if let Some(e) =
-                        chunk_error(LogicalType::U32, shape, StatusKey::decode(k), None)
-                    {
-                        return Err(e.in_chunk(n, i, shape.codec.name()));
-                    }
-                }
-            }
+            column_status(n, c, &keys)?;
         }
         Ok(())
     }
@@ -950,22 +835,48 @@ impl Gpu {
     fn check_query_status(&self, qs: &CudaSlice<u64>, what: &str) -> Result<()> {
         let mut k = [0u64];
         self.download(qs, &mut k)?;
-        if k[0] == u64::MAX {
-            return Ok(());
-        }
-        let (code, detail) = (k[0] >> 32, k[0] as u32);
-        let why = match code {
-            1 => format!("dimension key {detail} appears twice"),
-            2 => format!("group key value {detail} outside its domain"),
-            3 => format!("hash table full inserting key {detail}"),
-            4 => format!("group index {detail} past the aggregate"),
-            5 => "dimension key 2^32 - 1 is reserved".to_string(),
-            6 => format!("unknown chunk codec {detail}"),
-            7 => format!(
-                "a chunk of codec {detail} where the program was generated for another codec"
-            ),
-            _ => format!("status {:#x}", k[0]),
-        };
-        Err(Error::InvalidArgument(format!("{what}: {why}")))
+        query_status(k[0], what)
     }
+}
+
+/// Column `name`'s per-chunk status words `keys` (as its loaders left them) as the decoders'
+/// errors: the first chunk that reported one.
+fn column_status(name: &str, c: &SsbColumn, keys: &[u64]) -> Result<()> {
+    for (i, (&k, shape)) in keys.iter().zip(&c.shapes).enumerate() {
+        if let Some(shape) = shape {
+            if let Some(e) = chunk_error(LogicalType::U32, shape, StatusKey::decode(k), None) {
+                return Err(e.in_chunk(name, i, shape.codec.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A query's status word (`u64::MAX`: nothing to report) as an error naming `what`.
+fn query_status(k: u64, what: &str) -> Result<()> {
+    if k == u64::MAX {
+        return Ok(());
+    }
+    let (code, detail) = (k >> 32, k as u32);
+    let why = match code {
+        1 => format!("dimension key {detail} appears twice"),
+        2 => format!("group key value {detail} outside its domain"),
+        3 => format!("hash table full inserting key {detail}"),
+        4 => format!("group index {detail} past the aggregate"),
+        5 => "dimension key 2^32 - 1 is reserved".to_string(),
+        6 => format!("unknown chunk codec {detail}"),
+        7 => format!("a chunk of codec {detail} where the program was generated for another codec"),
+        _ => format!("status {k:#x}"),
+    };
+    Err(Error::InvalidArgument(format!("{what}: {why}")))
+}
+
+/// The groups of `reached` (group, sum, count) triples the compaction wrote, sorted by group.
+fn groups_from(triples: &[u64]) -> QueryResult {
+    let mut g: Vec<(u64, i64, u64)> = triples
+        .chunks_exact(3)
+        .map(|t| (t[0], t[1] as i64, t[2]))
+        .collect();
+    g.sort_unstable_by_key(|t| t.0);
+    QueryResult { groups: g }
 }
