@@ -1311,6 +1311,36 @@ fn golden_tables_decode_and_regenerate() {
     }
 }
 
+/// `testdata/v1/tables-auto-0036/`: tables as the writer wrote them before `auto` stopped
+/// taking LLL on small chunks it does not halve (decision 0037), decode-only and never
+/// regenerated: they still decode to the tables the test builds, and differ from what the
+/// writer writes now (the test would be empty otherwise).
+#[test]
+fn golden_tables_of_the_previous_auto_still_decode() {
+    let d = golden_dir().join("../tables-auto-0036");
+    let set = golden_set();
+    let mut checked = 0;
+    for name in ["all-types-no-nulls", "all-types-some-nulls"] {
+        let (_, batches) = set
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("a golden table of that name");
+        let old = d.join(format!("{name}.tsr"));
+        assert_eq!(
+            read_all(&old),
+            concat(batches),
+            "{name}.tsr decodes to its table"
+        );
+        let current = golden_dir().join(format!("{name}.tsr"));
+        assert!(
+            std::fs::read(&old).expect("old") != std::fs::read(&current).expect("current"),
+            "{name}.tsr: the decode-only copy equals the current one"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+}
+
 /// An engine on the GPU when one opens; `None` (with the reason printed) otherwise, and a
 /// failure when TESSERA_REQUIRE_GPU=1.
 fn gpu_engine() -> Option<Engine> {

@@ -54,7 +54,7 @@ pub const STRIP_BYTES: usize = 32768;
 /// through the chain while the rest of the device idles. On a chunk smaller than a strip that
 /// latency costs a read more than a modest saving of bytes is worth; such chunks are mostly the
 /// dictionaries of small tables, whose reads are bound by latencies, not by bytes (figures:
-/// `docs/decisions/0038-lll-auto-on-small-chunks.md`).
+/// `docs/decisions/0037-lll-auto-on-small-chunks.md`).
 pub const AUTO_MIN_BYTES: usize = STRIP_BYTES;
 /// The first segment of a strip no larger than this (§3: the strip's first 512 bytes have no
 /// dictionary).

@@ -274,6 +274,8 @@ impl Gpu {
         block: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
+        // An open upload group's copy is queued on the main stream: a kernel on another stream
+        // that reads its packs must be ordered after the main stream by the caller.
         self.flush_upload_group()?;
         let mut b = stream.launch_builder(f);
         for a in args {

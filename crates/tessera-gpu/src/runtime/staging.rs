@@ -75,9 +75,9 @@ const GROUP_MAX_TAIL: usize = 64 << 10;
 /// included (alignment padding and small uncopied room): one copy is cheaper than two.
 const GROUP_MERGE_GAP: usize = 16 << 10;
 
-/// While alive, packs uploaded on its handle ([`Gpu::upload_pack`]) take ranges of one device
-/// allocation and are copied together by [`UploadGroup::flush`], one copy for the group instead
-/// of an allocation and a copy a pack. Any work queued on the handle's stream flushes it first,
+/// While alive, the packs the decoders upload on its handle (their batched uploads) take ranges
+/// of one device allocation and are copied together by [`UploadGroup::flush`], one copy for the
+/// group instead of an allocation and a copy a pack. Any work queued on the handle's stream flushes it first,
 /// so nothing reads a pack before its bytes are there; dropping the guard flushes too.
 #[derive(Debug)]
 pub struct UploadGroup<'g> {

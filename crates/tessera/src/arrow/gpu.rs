@@ -415,6 +415,7 @@ impl ArrowTableReader<'_> {
                 },
             );
         }
+        tessera_gpu::log_mark("runs placed");
         let batched = RefCell::new(columns);
         let out = fields
             .into_iter()
