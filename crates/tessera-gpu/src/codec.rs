@@ -170,43 +170,49 @@ enum Place {
     Decoded,
 }
 
-/// Appends to `placed` the copies that put `chunks` (back to back in `src`) at their places in
-/// `out` (`starts` and `lens` by column index); every range is checked against its buffer.
-fn place_chunks(
-    gpu: &Gpu,
-    chunks: &[usize],
-    starts: &[usize],
-    lens: &[usize],
-    src: &CudaSlice<u8>,
-    out: &CudaSlice<u8>,
-    placed: &mut Vec<DeviceCopy>,
-) -> Result<()> {
-    let (src_ptr, out_ptr) = (gpu.ptr(src), gpu.ptr(out));
-    let mut at = 0usize;
-    for &k in chunks {
-        let (start, len) = (starts[k], lens[k]);
-        if at + len > src.len() || start + len > out.len() {
-            return Err(Error::Gpu(
-                "a chunk's place lies outside its buffers".into(),
-            ));
+/// Where each chunk's decoded bytes lie in its column, by chunk index: byte offset and length.
+#[derive(Debug)]
+struct ChunkPlaces {
+    starts: Vec<usize>,
+    lens: Vec<usize>,
+}
+
+impl ChunkPlaces {
+    /// Appends to `placed` the copies that put `chunks` (back to back in `src`) at their places
+    /// in `out`; every range is checked against its buffer.
+    fn copies(
+        &self,
+        gpu: &Gpu,
+        chunks: &[usize],
+        src: &CudaSlice<u8>,
+        out: &CudaSlice<u8>,
+        placed: &mut Vec<DeviceCopy>,
+    ) -> Result<()> {
+        let (src_ptr, out_ptr) = (gpu.ptr(src), gpu.ptr(out));
+        let mut at = 0usize;
+        for &k in chunks {
+            let (start, len) = (self.starts[k], self.lens[k]);
+            if at + len > src.len() || start + len > out.len() {
+                return Err(Error::Gpu(
+                    "a chunk's place lies outside its buffers".into(),
+                ));
+            }
+            placed.push(DeviceCopy {
+                dst: out_ptr + start as u64,
+                src: src_ptr + at as u64,
+                len,
+            });
+            at += len;
         }
-        placed.push(DeviceCopy {
-            dst: out_ptr + start as u64,
-            src: src_ptr + at as u64,
-            len,
-        });
-        at += len;
+        Ok(())
     }
-    Ok(())
 }
 
 /// A column's chunks uploaded to the device, one batch per decoder: what
 /// [`ResidentColumn::decode`] turns into one buffer of decoded values.
 pub struct ResidentColumn<'a> {
     batches: Vec<Resident<'a>>,
-    /// Byte offset of each chunk's values in the decoded column.
-    starts: Vec<usize>,
-    lens: Vec<usize>,
+    places: ChunkPlaces,
     total: usize,
 }
 
@@ -214,7 +220,7 @@ impl std::fmt::Debug for ResidentColumn<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResidentColumn")
             .field("batches", &self.batches.len())
-            .field("chunks", &self.lens.len())
+            .field("chunks", &self.places.lens.len())
             .field("decoded_bytes", &self.total)
             .finish()
     }
@@ -233,8 +239,7 @@ enum Pending<'a> {
 pub struct PreparedColumn<'a> {
     groups: Vec<(Vec<usize>, Pending<'a>)>,
     ty: LogicalType,
-    starts: Vec<usize>,
-    lens: Vec<usize>,
+    places: ChunkPlaces,
     total: usize,
 }
 
@@ -242,7 +247,7 @@ impl std::fmt::Debug for PreparedColumn<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PreparedColumn")
             .field("groups", &self.groups.len())
-            .field("chunks", &self.lens.len())
+            .field("chunks", &self.places.lens.len())
             .field("decoded_bytes", &self.total)
             .finish()
     }
@@ -300,8 +305,7 @@ impl<'a> ResidentColumn<'a> {
         Ok(PreparedColumn {
             groups: prepared,
             ty,
-            starts,
-            lens,
+            places: ChunkPlaces { starts, lens },
             total,
         })
     }
@@ -345,8 +349,7 @@ impl<'a> PreparedColumn<'a> {
         }
         Ok(ResidentColumn {
             batches,
-            starts: self.starts,
-            lens: self.lens,
+            places: self.places,
             total: self.total,
         })
     }
@@ -393,16 +396,9 @@ impl<'a> ResidentColumn<'a> {
                     .decoded_on_device()
                     .ok_or_else(|| fail(no_decoded()))?,
             };
-            place_chunks(
-                gpu,
-                &r.chunks,
-                &self.starts,
-                &self.lens,
-                src,
-                out,
-                &mut placed,
-            )
-            .map_err(fail)?;
+            self.places
+                .copies(gpu, &r.chunks, src, out, &mut placed)
+                .map_err(fail)?;
         }
         // Each batch's decode has waited for its own work; only the placing copies are queued.
         if !placed.is_empty() {
@@ -485,16 +481,9 @@ impl ResidentColumn<'_> {
                 }
             };
             if let Some(src) = src {
-                place_chunks(
-                    gpu,
-                    &r.chunks,
-                    &self.starts,
-                    &self.lens,
-                    src,
-                    out,
-                    &mut placed,
-                )
-                .map_err(fail)?;
+                self.places
+                    .copies(gpu, &r.chunks, src, out, &mut placed)
+                    .map_err(fail)?;
             }
             queued.parts.push(status.map(|s| {
                 parts.push(s);

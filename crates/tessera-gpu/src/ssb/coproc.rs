@@ -118,9 +118,10 @@ impl Coproc {
     /// Makes the staging buffer at least `bytes` long.
     fn stage(&mut self, gpu: &Gpu, bytes: usize) -> Result<()> {
         if self.stage.as_ref().is_none_or(|s| s.len() < bytes) {
-            self.stage = None; // freed before the larger one is allocated
-                               // SAFETY: the host writes every byte it ships before the copy is queued and reads
-                               // only bytes a finished copy wrote. Not write-combined: the host reads it back.
+            // The old buffer is freed before the larger one is allocated.
+            self.stage = None;
+            // SAFETY: the host writes every byte it ships before the copy is queued and reads
+            // only bytes a finished copy wrote. Not write-combined: the host reads it back.
             let s = unsafe { gpu.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }
                 .map_err(cuda("allocating pinned host memory"))?;
             self.stage = Some(s);

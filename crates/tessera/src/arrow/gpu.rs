@@ -188,9 +188,6 @@ impl ArrowTableReader<'_> {
             });
             // Uploads queue from page-locked memory: none waits for the stream.
             let _staged = gpu.stage_uploads();
-            // Room for the whole read's uploads, so the staging buffer neither wraps (a wait)
-            // nor grows (a page-locked allocation) in the middle of it.
-            gpu.reserve_staging(staged_estimate(&payloads))?;
             // The device span of the read's work, marked only while operations are traced.
             phases.span = gpu.trace_span_start()?;
             let out = self.decode_batched(gpu, t, fields, &wanted, &payloads, &mut phases);
@@ -223,8 +220,10 @@ impl ArrowTableReader<'_> {
         // into the staging buffer, when uploaded): cheaper on this thread than handed out.
         let (fixed, utf8) = prepare_batches(t, wanted, payloads, false)?;
         phases.mark_prepared();
-        // The batches' packs as ranges of one allocation, copied by one copy (or a few) when
-        // the group is flushed, before the first decoder is queued.
+        // Room for the whole read's uploads, so the staging buffer neither wraps (a wait) nor
+        // grows (a page-locked allocation) in the middle of it, and the batches' packs as
+        // ranges of one allocation, copied by one copy (or a few) when the group is flushed,
+        // before the first decoder is queued.
         let group = gpu.begin_upload_group(staged_estimate(payloads))?;
         let mut fixed = fixed
             .into_iter()
