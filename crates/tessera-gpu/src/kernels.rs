@@ -29,6 +29,8 @@ pub enum Module {
     Dfor,
     /// GPU-RFOR decode and encode (`kernels/int/rfor.cu`).
     Rfor,
+    /// Several integer decodes (any codec, any width) in one launch (`kernels/int/jobs.cu`).
+    IntJobs,
     /// Fused decode-and-query kernels (`kernels/int/query.cu`).
     Query,
     /// The device-wide sum scans over arrays and the merge-path test kernel
@@ -57,10 +59,11 @@ pub enum Module {
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 12] = [
+    pub const ALL: [Module; 13] = [
         Module::For,
         Module::Dfor,
         Module::Rfor,
+        Module::IntJobs,
         Module::Query,
         Module::Primitives,
         Module::Huffman,
@@ -78,6 +81,7 @@ impl Module {
             Module::For => "int/for.cu",
             Module::Dfor => "int/dfor.cu",
             Module::Rfor => "int/rfor.cu",
+            Module::IntJobs => "int/jobs.cu",
             Module::Query => "int/query.cu",
             Module::Primitives => "primitives/primitives.cu",
             Module::Huffman => "huffman/huffman.cu",
@@ -95,6 +99,7 @@ impl Module {
             Module::For => include_str!("../kernels/int/for.cu"),
             Module::Dfor => include_str!("../kernels/int/dfor.cu"),
             Module::Rfor => include_str!("../kernels/int/rfor.cu"),
+            Module::IntJobs => include_str!("../kernels/int/jobs.cu"),
             Module::Query => include_str!("../kernels/int/query.cu"),
             Module::Primitives => include_str!("../kernels/primitives/primitives.cu"),
             Module::Huffman => include_str!("../kernels/huffman/huffman.cu"),
@@ -146,6 +151,10 @@ const HEADERS: &[(&str, &str)] = &[
     (
         "int/decode_for_column.cuh",
         include_str!("../kernels/int/decode_for_column.cuh"),
+    ),
+    (
+        "int/decode_rfor_column.cuh",
+        include_str!("../kernels/int/decode_rfor_column.cuh"),
     ),
     (
         "huffman/huffman.cuh",

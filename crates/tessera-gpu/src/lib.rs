@@ -75,7 +75,7 @@ pub mod testing;
 pub use codec::{BatchError, GpuBatch, GpuDecoder, ResidentColumn};
 pub use cudarc::driver::CudaSlice;
 pub use int::layout;
-pub use int::{ChunkRef, DeviceColumn, DeviceEncoded, EncodeScratch};
+pub use int::{ChunkRef, DeferredDecodes, DeviceColumn, DeviceEncoded, EncodeScratch};
 pub use runtime::buffer::GpuBuffer;
 pub use runtime::pinned::PinnedBuffer;
 pub use runtime::staging::{staged_copy_ns, StagedUploads, UploadGroup};

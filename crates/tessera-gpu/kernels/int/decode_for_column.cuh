@@ -11,13 +11,15 @@
 #include "load_bitpack.cuh"
 #include "store.cuh"
 
+// The loop of thread block `block` of `blocks` (the grid, or a job's share of one: jobs.cu) with
+// the caller's shared storage.
 template <int LANE, int OUT_BYTES, int G, bool DELTA>
-__device__ __forceinline__ void ts_decode_for_column(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks,
-                                                     u32 n_chunks, u32 total_slabs, u8* __restrict__ out, u64 flip,
-                                                     u64* __restrict__ status) {
-    __shared__ ForSlabStorage<LANE, G> s;
+__device__ __forceinline__ void ts_decode_for_column_in(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks,
+                                                        u32 n_chunks, u32 total_slabs, u8* __restrict__ out, u64 flip,
+                                                        u64* __restrict__ status, ForSlabStorage<LANE, G>& s, u32 block,
+                                                        u32 blocks) {
     typename Lane<LANE>::T items[TS_ITEMS];
-    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
+    for (u32 slab = block; slab < total_slabs; slab += blocks) {
         const u32 ci = ts_find_chunk(chunks, n_chunks, slab);
         const ChunkDesc c = ts_load_chunk(chunks, ci);
         const ForSlab q = DELTA ? LoadDBitPackSlab<LANE, G>(g, c, slab - c.first_slab, s, status + ci)
@@ -46,6 +48,15 @@ __device__ __forceinline__ void ts_decode_for_column(const u32* __restrict__ g, 
             if (ok && valid) ts_store_items<OUT_BYTES>(out, c.out_index + pos, items, valid, flip, status + ci, pos);
         }
     }
+}
+
+template <int LANE, int OUT_BYTES, int G, bool DELTA>
+__device__ __forceinline__ void ts_decode_for_column(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks,
+                                                     u32 n_chunks, u32 total_slabs, u8* __restrict__ out, u64 flip,
+                                                     u64* __restrict__ status) {
+    __shared__ ForSlabStorage<LANE, G> s;
+    ts_decode_for_column_in<LANE, OUT_BYTES, G, DELTA>(g, chunks, n_chunks, total_slabs, out, flip, status, s,
+                                                       blockIdx.x, gridDim.x);
 }
 
 #endif

@@ -18,36 +18,8 @@
 //         bit-width words and the 2m miniblocks (the last of each array holding only its real
 //         entries' bits).
 #include "../include/common.cuh"
-#include "load_rbitpack.cuh"
-#include "store.cuh"
+#include "decode_rfor_column.cuh"
 #include "bitpack.cuh"
-
-template <int LANE, int OUT_BYTES>
-__device__ __forceinline__ void rfor_decode(const u32* __restrict__ g, const ChunkDesc* __restrict__ chunks, u32 n_chunks,
-                                            u32 total_slabs, u8* __restrict__ out, u64 flip, u64* __restrict__ status) {
-    typedef typename Lane<LANE>::T T;
-    __shared__ RforWarpStorage<LANE> s[TS_THREADS / 32];
-    T items[TS_ITEMS];
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    // Signed types: flipping the top bit of a 32- or 64-bit output is adding it, folded into
-    // value_reference. Narrow outputs keep the flip at the store, after their range check.
-    const T add = OUT_BYTES >= 4 ? (T)flip : (T)0;
-    const u64 store_flip = OUT_BYTES >= 4 ? 0ull : flip;
-    for (u32 slab = blockIdx.x; slab < total_slabs; slab += gridDim.x) {
-        // One warp per block, no thread-block barrier.
-        const RforTask t = rfor_task(chunks, n_chunks, slab, warp);
-        if (!t.has_block) continue;
-        RforBlock<LANE> blk = LoadRBitPackWarp<LANE>(g, t.c, t.L, t.k, add, s[warp], status + t.ci);
-        if (blk.mode == TS_RFOR_CORRUPT) continue;
-#pragma unroll
-        for (u32 q = 0; q < 4; ++q) {
-            LoadRBitPackStripe<LANE>(blk, s[warp], q, items);
-            const u32 pos = t.k * TS_RFOR_BLOCK_VALUES + 128 * q + TS_ITEMS * lane;
-            const u32 valid = pos < t.c.total_count ? ts_min(TS_ITEMS, t.c.total_count - pos) : 0u;
-            if (valid) ts_store_items<OUT_BYTES>(out, t.c.out_index + pos, items, valid, store_flip, status + t.ci, pos);
-        }
-    }
-}
 
 extern "C" __global__ void TS_RFOR_BOUNDS rfor_decode_u8(TS_DECODE_ARGS) {
     rfor_decode<32, 1>(g, chunks, n_chunks, total_slabs, out, flip, status);

@@ -15,7 +15,7 @@ use tessera_format::{CodecId, Error, Lane, LogicalType, Result, MAX_CHUNK_VALUES
 
 use super::layout::{self, ChunkDesc, StatusKey, HEADER_WORDS, TILE_VALUES};
 use super::status;
-use super::ChunkRef;
+use super::{ChunkRef, IntJob};
 use crate::kernels::Module;
 use crate::primitives::copy::DeviceCopy;
 use crate::runtime::buffer::{GpuBuffer, Pack};
@@ -549,35 +549,26 @@ impl Gpu {
         let status = self.ptr(&col.status);
         // A packed upload left the slots all ones for the first decode; later ones refill them.
         if !col.status_fresh.swap(false, Ordering::Relaxed) {
-            self.fill_bytes_raw(status, 0xFF, col.status_slots * 8)?;
+            self.fill_bytes_now(status, 0xFF, col.status_slots * 8)?;
         }
         let flip = sign_flip(col.ty);
         for g in &col.batches {
-            let (module, name) = decode_kernel(g.codec, col.ty)?;
-            let f = self.function(module, name)?;
-            let table = self.ptr(&g.table);
-            let n_chunks = g.chunks.len() as u32;
-            let status_g = status + 8 * g.status_base as u64;
-            // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_slabs, out, flip,
-            // status)`: `words` holds every payload the table names (checked by chunk_shape),
-            // `table` has n_chunks rows, `out` holds the whole decoded column (checked above) and
-            // `status_g` has n_chunks slots; all live until the caller synchronizes.
-            unsafe {
-                self.launch(
-                    &f,
-                    self.tile_grid(g.total_slabs),
-                    layout::THREADS,
-                    &[
-                        &words,
-                        &table,
-                        &n_chunks,
-                        &g.total_slabs,
-                        &out_ptr,
-                        &flip,
-                        &status_g,
-                    ],
-                )?;
-            }
+            let (module, kernel, kind) = IntJob::kind_of(g.codec, col.ty)?;
+            // `words` holds every payload the table names (checked by chunk_shape), `table` has
+            // n_chunks rows, `out` holds the whole decoded column (checked above) and the status
+            // n_chunks slots from status_base; all live until the caller has read the status.
+            self.queue_int_job(IntJob {
+                module,
+                kernel,
+                kind,
+                words,
+                chunks: self.ptr(&g.table),
+                n_chunks: g.chunks.len() as u32,
+                total_slabs: g.total_slabs,
+                out: out_ptr,
+                flip,
+                status: status + 8 * g.status_base as u64,
+            })?;
         }
         let copies: Vec<DeviceCopy> = col
             .plain_chunks
@@ -594,6 +585,14 @@ impl Gpu {
     }
 
     pub(crate) fn fill_bytes_raw(&self, ptr: u64, value: u8, bytes: usize) -> Result<()> {
+        self.flush_upload_group()?;
+        self.fill_bytes_now(ptr, value, bytes)
+    }
+
+    /// [`Self::fill_bytes_raw`] with nothing flushed first: for a decode's status slots, whose
+    /// fill goes ahead of its deferred job (`int/jobs.rs`) and which only that column's jobs
+    /// write (a packed upload's slots arrive all ones, as the fill leaves them).
+    fn fill_bytes_now(&self, ptr: u64, value: u8, bytes: usize) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }

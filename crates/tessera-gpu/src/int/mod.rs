@@ -4,6 +4,7 @@
 //! - [`layout`]: the constants and structs shared with the kernels (`kernels/include/common.cuh`);
 //! - `decode`: batched decoding, every chunk of a codec in one launch ([`Gpu::upload_column`],
 //!   [`Gpu::decode_into`]), with the host-side header checks;
+//! - `jobs`: decodes deferred and sent together, several in one launch ([`Gpu::defer_decodes`]);
 //! - `status`: kernel status keys turned into the CPU decoders' `Error`s;
 //! - `coproc`: the coprocessor path for columns in host memory ([`Gpu::decode_column`]);
 //! - `transfer`: a device column's payload to pinned memory and back (the compressed upload);
@@ -16,6 +17,7 @@
 mod coproc;
 mod decode;
 mod encode;
+mod jobs;
 pub mod layout;
 mod query;
 mod status;
@@ -27,6 +29,8 @@ pub(crate) use decode::{chunk_shape, ChunkShape};
 // For the prepared uploads of `crate::codec` (host work apart from the device copies).
 pub(crate) use decode::HostColumn;
 pub use encode::{DeviceEncoded, EncodeScratch};
+pub use jobs::DeferredDecodes;
+pub(crate) use jobs::IntJob;
 pub(crate) use status::chunk_error;
 use tessera_format::CodecId;
 

@@ -47,12 +47,25 @@ pub(crate) struct DeviceCopy {
 impl Gpu {
     /// Queues `copies` on the main stream, in order with the work queued before and after:
     /// ranges shorter than [`LIST_BYTES`] by one launch for every [`LIST_MAX`] of them (a
-    /// single one by a copy call), longer ones by a copy each.
+    /// single one by a copy call), longer ones by a copy each. While a deferral is open
+    /// ([`Gpu::defer_decodes`]) they are recorded and queued with it, after its decodes.
     ///
     /// # Safety
     /// Every range must lie in live device memory until the copies complete, and no
     /// destination may overlap another range of the list.
     pub(crate) unsafe fn copy_list(&self, copies: &[DeviceCopy]) -> Result<()> {
+        if self.defer_copies(copies)? {
+            return Ok(());
+        }
+        // SAFETY: forwarded.
+        unsafe { self.copy_list_now(copies) }
+    }
+
+    /// [`Self::copy_list`], never deferred ([`Gpu::defer_decodes`]).
+    ///
+    /// # Safety
+    /// As for [`Self::copy_list`].
+    pub(crate) unsafe fn copy_list_now(&self, copies: &[DeviceCopy]) -> Result<()> {
         self.flush_upload_group()?;
         let (short, long): (Vec<DeviceCopy>, Vec<DeviceCopy>) = copies
             .iter()

@@ -78,6 +78,9 @@ pub struct Gpu {
     /// Whether an upload group is open ([`Gpu::begin_upload_group`]): its packs' bytes are
     /// not on the device until it is flushed, which any stream operation does first.
     grouped: AtomicBool,
+    /// Whether integer decodes and copies are being deferred ([`Gpu::defer_decodes`]): they
+    /// are not queued until any other stream operation, or the deferral's flush, sends them.
+    pub(crate) deferring: AtomicBool,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -176,6 +179,7 @@ impl Gpu {
             state: Mutex::new(HashMap::new()),
             staged: AtomicU32::new(0),
             grouped: AtomicBool::new(false),
+            deferring: AtomicBool::new(false),
         })
     }
 

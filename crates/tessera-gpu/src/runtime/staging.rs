@@ -361,6 +361,8 @@ impl Gpu {
     /// Queues the copies of an open upload group's packs and ends the group (nothing when none
     /// is open): what every operation that queues work on the stream does first.
     pub(crate) fn flush_upload_group(&self) -> Result<()> {
+        // Deferred decodes go first: their launches flush the group before they are queued.
+        self.flush_deferred()?;
         if !self.grouped.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -5,7 +5,8 @@
 //!
 //! The columns of all selected fields decode together, whatever the field count: the
 //! fixed-size ones (integers, validity and boolean bitmaps, binary bytes) one batch per logical
-//! type (one upload, one launch per codec), the utf8 ones in one batch of offsets (checked on
+//! type (one upload; the integer decoders of every batch deferred and sent together, one launch
+//! for all of them when they fit one wave of the GPU: [`Gpu::defer_decodes`]), the utf8 ones in one batch of offsets (checked on
 //! the device, a status word) and one of text; the columns of a batch are then views of their
 //! ranges of the batch's buffer ([`GpuBuffer`]: no copy, no allocation a column; a range a view
 //! cannot take, a bitmap not on 8 bytes, is copied out by one launch for the whole read,
@@ -237,12 +238,16 @@ impl ArrowTableReader<'_> {
         }
         phases.mark(1);
         let mut parts: Vec<(u64, usize)> = Vec::new();
+        // The integer decoders of every batch (and the copies placing chunks) go out together:
+        // one launch for all of them when they fit one wave of the GPU, then one copy list.
+        let deferred = gpu.defer_decodes()?;
         for g in &mut fixed {
             g.enqueue(t, gpu, &mut parts)?;
         }
         if let Some(u) = utf8.as_mut() {
             u.enqueue(gpu, &mut parts)?;
         }
+        deferred.flush()?;
         // Each column's buffers: a batch of one column keeps its decoded buffers, the columns
         // of larger batches get theirs by one copy launch for the whole read.
         let mut planned: Vec<(usize, Planned)> = Vec::new();
