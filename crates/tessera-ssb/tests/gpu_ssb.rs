@@ -170,6 +170,40 @@ fn batch_for_loader_equals_the_cpu() {
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "batch");
 }
 
+/// FOR columns checked once at upload and then loaded without the per-tile checks (`upfront`)
+/// give the CPU's results on all 13 queries over stored and plain columns (the queries
+/// TESSERA_SSB_BATCH_QUERIES names, if set). The FOR columns of the data are checked at upload
+/// (`for_checked`), so the unchecked path is what runs; a column of another codec is not.
+#[test]
+fn upfront_checked_for_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    set_loader(&g, Loader::Upfront);
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    let for_cols = [
+        "lo_discount",
+        "lo_quantity",
+        "lo_extendedprice",
+        "lo_revenue",
+    ];
+    assert_codec_throughout(&ds, &for_cols, tessera::CodecId::For);
+    let lo = ds.table(queries::FACT).expect("lineorder");
+    for name in for_cols {
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Compressed).expect("uploads");
+        assert!(c.for_checked(), "{name} was not checked at upload");
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Plain).expect("uploads");
+        assert!(!c.for_checked(), "plain {name} marked as checked FOR");
+    }
+    let c = gpu::upload_column(&g, lo, "lo_orderdate", gpu::Layout::Compressed).expect("uploads");
+    assert!(
+        !c.for_checked(),
+        "lo_orderdate (RFOR) marked as checked FOR"
+    );
+    let names =
+        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "upfront");
+}
+
 /// Joins probed per run (`SsbProbeRuns`: lo_orderdate in q1.2, lo_custkey and lo_orderdate in
 /// q3.1 and q4.3), in plan order and moved first, give the CPU's results; the data's RFOR keys
 /// are checked to be RFOR in every chunk, so the per-run probe is what runs.
@@ -246,7 +280,13 @@ fn run_with_a_corrupt_block(
                 value_count: *n,
             })
             .collect();
-        cols.push((c.name.clone(), g.ssb_upload_column(&refs).expect("uploads")));
+        let col = g.ssb_upload_column(&refs).expect("uploads");
+        // A corrupt FOR column fails the check at upload, so no program reads it unchecked.
+        assert!(
+            c.name != column || !col.for_checked(),
+            "corrupt {column} passed the upload check"
+        );
+        cols.push((c.name.clone(), col));
     }
     let fact = g.ssb_table(cols).expect("table");
     let dims = gpu::upload(g, &ds, gpu::Layout::Compressed)
@@ -263,7 +303,8 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     // The lean FOR loader reads lo_discount's 4-bit blocks by its one-shuffle path, after the
     // same checks as the two-shuffle one (`runs`).
     // The batched one makes the same checks before it requests any packed word (`batch`).
-    for loader in [Loader::Lean, Loader::Runs, Loader::Batch] {
+    // `upfront` loads it with the checks too: the check at upload found the corrupt block.
+    for loader in [Loader::Lean, Loader::Runs, Loader::Batch, Loader::Upfront] {
         set_loader(&g, loader);
         corrupt_discount_fails(&g);
     }

@@ -6,7 +6,7 @@
 //! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
 use tessera::gpu::kernels::nvrtc_available;
-use tessera::gpu::ssb::codegen::{program, program_with, Loader, Options, Side};
+use tessera::gpu::ssb::codegen::{program, program_with, Loader, Options, Side, FOR_CHECKED};
 use tessera::gpu::ssb::plan::{Aggregate, QueryPlan};
 use tessera::gpu::ssb::program_ptx;
 use tessera_ssb::{queries, schema::Dictionaries};
@@ -35,6 +35,10 @@ fn every_generated_query_kernel_compiles() {
         })
     };
     let plain = |_: Side<'_>, _: &str| Some(0u32);
+    // Resident FOR columns are checked at upload: the generator sees them as FOR_CHECKED (a
+    // clean column passes), which only `upfront` programs read differently.
+    let resident =
+        |side: Side<'_>, col: &str| stored(side, col).map(|c| if c == 1 { FOR_CHECKED } else { c });
     // Specialized programs take NVRTC several times longer than generic ones: one query of each
     // flight inlined on stored codecs, and q1.1 in the other three forms, cover every
     // SsbLoadAs instantiation in the CI time a run allows.
@@ -69,6 +73,13 @@ fn every_generated_query_kernel_compiles() {
             if name == q {
                 let o = Options { loader, ..inline };
                 sources.insert(program_with(&p, &stored, o).source);
+            }
+        }
+        // FOR columns checked at upload, loaded unchecked (SsbLoadAs<SSB_FOR_CHECKED, ..>).
+        for (q, loader) in [("q1.1", Loader::Upfront), ("q4.1", Loader::Upfront)] {
+            if name == q {
+                let o = Options { loader, ..inline };
+                sources.insert(program_with(&p, &resident, o).source);
             }
         }
         if name == "q1.1" {
@@ -107,7 +118,7 @@ fn every_generated_query_kernel_compiles() {
     for o in all {
         for name in queries::NAMES {
             let p = queries::plan(name, &d).expect("plan");
-            sources.insert(program_with(&p, &stored, o).source);
+            sources.insert(program_with(&p, &resident, o).source);
             sources.insert(program_with(&p, &plain, o).source);
         }
         for col in scans.split(',').filter(|c| !c.is_empty()) {
@@ -118,7 +129,7 @@ fn every_generated_query_kernel_compiles() {
                 group: vec![],
                 aggregate: Aggregate::Sum(col.into()),
             };
-            sources.insert(program_with(&scan, &stored, o).source);
+            sources.insert(program_with(&scan, &resident, o).source);
             sources.insert(program_with(&scan, &plain, o).source);
         }
     }

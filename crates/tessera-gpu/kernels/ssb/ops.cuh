@@ -128,6 +128,45 @@ __device__ __forceinline__ ForWarpSlab ssb_for_meta(const u32* __restrict__ g, c
     return LoadBitPackWarpSlab<TS_DFOR_TILE_BLOCKS>(g, c, local, status);
 }
 
+// A column whose FOR tiles were all checked when it became resident (SsbCheckFor below, run by
+// the host once per column; codegen::Loader::Upfront): the program loads it as SSB_FOR_CHECKED,
+// a codec of the generator's only (its chunks hold SSB_FOR). The host emits such loads only for
+// a column whose check found every block_starts entry and every block sound, and the column's
+// buffers are not written after, so the tile's metadata is read without the checks: no
+// neighbour entries, no length and bit-width tests, no report branches, and the reference and
+// bit-width loads wait on the block_starts entry alone. The reads are the ones the checked path
+// makes for a sound tile, so they stay inside each block's range.
+#define SSB_FOR_CHECKED 4u
+
+__device__ __forceinline__ ForWarpSlab ssb_for_meta_checked(const u32* __restrict__ g, const ChunkDesc c, u32 local) {
+    const u32 l = threadIdx.x & 31;
+    ForWarpSlab q;
+    q.L = ts_chunk_layout(c, TS_FOR_BLOCK_VALUES);
+    q.k0 = local * TS_DFOR_TILE_BLOCKS;
+    q.blocks = ts_min(TS_DFOR_TILE_BLOCKS, q.L.block_count - q.k0);
+    const bool mine = l < q.blocks;
+    const u32 e = mine ? __ldg(&g[q.L.block_starts + q.k0 + l]) : 0u;
+    q.start = e;
+    q.ref = mine ? __ldg(&g[q.L.data + e]) : 0u;
+    q.bww = mine ? __ldg(&g[q.L.data + e + 1]) : 0u;
+    q.ok = __ballot_sync(SSB_FULL, mine);
+    q.equal = __all_sync(SSB_FULL, !mine || q.bww == (q.bww & 0xFFu) * 0x01010101u);
+    if (q.equal) q.bww = __funnelshift_lc(0xFFFFFFFFu, 0u, q.bww & 0xFFu);
+    return q;
+}
+
+// The check SsbLoad's FOR loader makes per tile, for every tile of a column at once: the tile's
+// block_starts entries and blocks, reported into the chunk's status word with the loader's keys
+// (LoadBitPackWarpSlab), and nothing else read. A tile past its chunk's values is not a tile (the
+// query kernels never load it) and is skipped. Across the tiles every entry 0 ..= block_count and
+// every block is checked once.
+__device__ __forceinline__ void SsbCheckFor(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                            u64* __restrict__ status, u32 ci, u32 local) {
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    if (__ldg(&chunks[ci].codec) != SSB_FOR || (u64)local * TS_TILE_VALUES >= c.total_count) return;
+    (void)LoadBitPackWarpSlab<TS_DFOR_TILE_BLOCKS>(g, c, local, status + ci);
+}
+
 // The lean FOR loader (codegen::Loader::Lean; the program defines SSB_FOR_LEAN): as below,
 // but a block of an equal slab whose bit_width divides 32 (0, 1, 2, 4, 8, 16, 32: on SSB
 // lo_discount and lo_suppkey) takes each value from ONE shuffled word: no value of such a
@@ -229,9 +268,10 @@ __device__ __forceinline__ void ssb_for_batch_words(const u32* __restrict__ base
     }
 }
 
+template <bool CHECKED>
 __device__ __forceinline__ void ssb_load_for_batch(const u32* __restrict__ g, const ChunkDesc& c, u32 local,
                                                    u64* status, u32 pass, u32 (&v)[SSB_ROWS]) {
-    const ForWarpSlab q = ssb_for_meta(g, c, local, status);
+    const ForWarpSlab q = CHECKED ? ssb_for_meta_checked(g, c, local) : ssb_for_meta(g, c, local, status);
     const u32* __restrict__ base = ts_opaque_ptr(g + q.L.data + 1);
     // Bit k: block k exists and a lane still holds a row of its stripe (warp-uniform).
     const u32 rows = __reduce_or_sync(SSB_FULL, pass);
@@ -242,10 +282,13 @@ __device__ __forceinline__ void ssb_load_for_batch(const u32* __restrict__ g, co
     else ssb_for_batch_words<false>(base, q, live, v);
 }
 
+// CHECKED: the column's tiles were checked when it became resident (SSB_FOR_CHECKED above);
+// only the batched form has that path.
+template <bool CHECKED = false>
 __device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
                                              u32 pass, u32 (&v)[SSB_ROWS]) {
-    if (SSB_FOR_BATCH) {
-        ssb_load_for_batch(g, c, local, status, pass, v);
+    if (SSB_FOR_BATCH || CHECKED) {
+        ssb_load_for_batch<CHECKED>(g, c, local, status, pass, v);
         return;
     }
     const ForWarpSlab q = ssb_for_meta(g, c, local, status);
@@ -442,12 +485,13 @@ __device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const 
 #pragma unroll
     for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
     const u32 codec = __ldg(&chunks[ci].codec);
-    if (codec != CODEC) {
+    if (codec != (CODEC == SSB_FOR_CHECKED ? SSB_FOR : CODEC)) {
         if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_CODEC_MISMATCH, codec);
         return;
     }
     const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
-    if (CODEC == SSB_FOR) ssb_load_for(g, c, local, status + ci, pass, v);
+    if (CODEC == SSB_FOR_CHECKED) ssb_load_for<true>(g, c, local, status + ci, pass, v);
+    else if (CODEC == SSB_FOR) ssb_load_for(g, c, local, status + ci, pass, v);
     else if (CODEC == SSB_DFOR) ssb_load_dfor(g, c, local, status + ci, v);
     else if (CODEC == SSB_RFOR) ssb_load_rfor(g, c, local, status + ci, s, v);
     else ssb_load_plain(g, c, local, pass, v);

@@ -70,3 +70,15 @@ extern "C" __global__ void ssb_compact_groups(const unsigned long long* __restri
         }
     }
 }
+
+// Checks every FOR tile of a resident column once (SsbCheckFor), so that the query programs may
+// load it as SSB_FOR_CHECKED (codegen::Loader::Upfront): a warp a tile, reports into the
+// per-chunk status words as the query loaders would.
+extern "C" __global__ void SSB_BOUNDS ssb_check_for(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                                    u64* __restrict__ status, u32 tiles_per_chunk,
+                                                    u32 total_tiles) {
+    SSB_TILE_LOOP(total_tiles) {
+        const u32 ci = tile / tiles_per_chunk, local = tile - ci * tiles_per_chunk;
+        SsbCheckFor(g, chunks, status, ci, local);
+    }
+}

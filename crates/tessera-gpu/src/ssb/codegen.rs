@@ -99,7 +99,17 @@ pub enum Loader {
     /// round trip a tile for them instead of one a block. The default: 1.08x faster than
     /// `runs` over the 13 queries on an H200 (docs/gpu/ssb.md).
     Batch,
+    /// As [`Loader::Batch`], and a column whose FOR tiles were all checked when it became
+    /// resident (the codec [`FOR_CHECKED`]) is loaded without the per-tile checks of its
+    /// block_starts entries and blocks (`SSB_FOR_CHECKED` in `ops.cuh`): fewer instructions a
+    /// tile, and the reference and bit-width loads wait on the block_starts entry alone.
+    Upfront,
 }
+
+/// The codec [`Codecs`] gives a column of FOR chunks whose every tile passed the FOR loader's
+/// checks when it became resident (`Gpu::ssb_upload_column`): loaded as `SSB_FOR_CHECKED` by
+/// [`Loader::Upfront`], as FOR by every other loader. Never a chunk's codec.
+pub const FOR_CHECKED: u32 = 4;
 
 impl Loader {
     fn parse(s: &str) -> Option<Self> {
@@ -113,6 +123,7 @@ impl Loader {
             "runsb" => Some(Self::RunsBatch),
             "lean" => Some(Self::Lean),
             "batch" => Some(Self::Batch),
+            "upfront" => Some(Self::Upfront),
             _ => None,
         }
     }
@@ -128,6 +139,7 @@ impl Loader {
             Self::RunsBatch => "runsb",
             Self::Lean => "lean",
             Self::Batch => "batch",
+            Self::Upfront => "upfront",
         }
     }
 }
@@ -178,8 +190,9 @@ pub enum Side<'a> {
     Fact,
 }
 
-/// The codec every chunk of a column has (`SsbChunk::codec`: 0 plain, 1 FOR, 2 DFOR, 3 RFOR),
-/// or `None` when its chunks differ (or it is unknown): what the generator specializes loads to.
+/// The codec every chunk of a column has (`SsbChunk::codec`: 0 plain, 1 FOR, 2 DFOR, 3 RFOR;
+/// or [`FOR_CHECKED`], FOR checked at upload), or `None` when its chunks differ (or it is
+/// unknown): what the generator specializes loads to.
 pub type Codecs<'a> = &'a dyn Fn(Side<'_>, &str) -> Option<u32>;
 
 /// The `ops.cuh` name of a codec (`SsbChunk::codec`).
@@ -189,6 +202,7 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
         1 => Some("SSB_FOR"),
         2 => Some("SSB_DFOR"),
         3 => Some("SSB_RFOR"),
+        FOR_CHECKED => Some("SSB_FOR_CHECKED"),
         _ => None,
     })
 }
@@ -204,7 +218,8 @@ fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
             | Loader::RunsFirst
             | Loader::RunsBatch
             | Loader::Lean
-            | Loader::Batch,
+            | Loader::Batch
+            | Loader::Upfront,
             Some(c),
         ) => {
             let inline = loader != Loader::Call;
@@ -328,7 +343,12 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     let names = p.aggregate.columns();
     let runs = matches!(
         loader,
-        Loader::Runs | Loader::RunsFirst | Loader::RunsBatch | Loader::Lean | Loader::Batch
+        Loader::Runs
+            | Loader::RunsFirst
+            | Loader::RunsBatch
+            | Loader::Lean
+            | Loader::Batch
+            | Loader::Upfront
     );
     // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
     // (its row values are never formed).
@@ -350,7 +370,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // `runsfirst` / `runsb`: every per-run join.
     let ahead = |i: usize| match loader {
         Loader::RunsFirst | Loader::RunsBatch => per_run(i),
-        Loader::Runs | Loader::Lean | Loader::Batch => {
+        Loader::Runs | Loader::Lean | Loader::Batch | Loader::Upfront => {
             per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
         }
         _ => false,
@@ -500,7 +520,8 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb`, `lean` or `batch`, see [`Loader`]); unset, [`LOADER`]. A knob for measuring.
+/// `runs`, `runsfirst`, `runsb`, `lean`, `batch` or `upfront`, see [`Loader`]); unset, [`LOADER`].
+/// A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
@@ -532,6 +553,12 @@ pub fn program(p: &QueryPlan) -> Program {
 /// The program of `p` for columns of the codecs `codecs` gives: a load of a column of one codec
 /// is specialized to it as `opts.loader` says.
 pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program {
+    // Only `upfront` reads checked FOR columns unchecked; every other loader loads them as FOR.
+    let checked_as_for = |side: Side<'_>, col: &str| match codecs(side, col) {
+        Some(FOR_CHECKED) if opts.loader != Loader::Upfront => Some(1),
+        c => c,
+    };
+    let codecs: Codecs<'_> = &checked_as_for;
     let builds: Vec<Kernel> = p
         .joins
         .iter()
@@ -541,7 +568,7 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
     let probe = probe_kernel(p, codecs, opts.loader);
     let lean = match opts.loader {
         Loader::Lean => "#define SSB_FOR_LEAN 1\n",
-        Loader::Batch => "#define SSB_FOR_BATCH 1\n",
+        Loader::Batch | Loader::Upfront => "#define SSB_FOR_BATCH 1\n",
         _ => "",
     };
     let mut source = format!(
@@ -649,6 +676,39 @@ mod tests {
         assert!(src(Loader::Lean).contains("#define SSB_FOR_LEAN 1\n"));
         assert_eq!(Options::parse("batch:8"), Some(opts(Loader::Batch)));
         assert_eq!(opts(Loader::Batch).to_string(), "batch:8");
+        assert!(src(Loader::Upfront).contains("#define SSB_FOR_BATCH 1\n"));
+        assert_eq!(
+            Options::parse("upfront:12"),
+            Some(Options {
+                loader: Loader::Upfront,
+                min_blocks: 12
+            })
+        );
+    }
+
+    /// A FOR column checked at upload is loaded unchecked by `upfront` only; every other
+    /// loader, and a column not checked, gets the FOR loader with its checks.
+    #[test]
+    fn only_upfront_loads_checked_for_columns_unchecked() {
+        let checked = |_: Side<'_>, col: &str| match col {
+            "fk_a" | "fk_c" => Some(3),
+            "f" => Some(FOR_CHECKED),
+            _ => Some(1),
+        };
+        let opts = |loader| Options {
+            loader,
+            min_blocks: 8,
+        };
+        let up = program_with(&plan(), &checked, opts(Loader::Upfront)).source;
+        assert!(up.contains("SsbLoadAs<SSB_FOR_CHECKED, true>(w0,"), "{up}");
+        // fk_b: FOR, not checked.
+        assert!(up.contains("SsbLoadAs<SSB_FOR, true>"), "{up}");
+        for loader in [Loader::Batch, Loader::Runs, Loader::Prefetch, Loader::Call] {
+            let src = program_with(&plan(), &checked, opts(loader)).source;
+            assert!(!src.contains("SSB_FOR_CHECKED"), "{loader:?}: {src}");
+        }
+        // Same steps as `batch` otherwise.
+        assert_eq!(steps(Loader::Upfront), steps(Loader::Batch));
     }
 
     #[test]

@@ -457,6 +457,8 @@ impl Gpu {
                 counts: lay.counts.clone(),
                 bytes: lay.words as u64 * 4,
                 uniform: lay.uniform(),
+                // Shipped per call: its tiles are checked by the loaders as they are read.
+                for_checked: false,
             };
             cols.push((n.clone(), col));
         }

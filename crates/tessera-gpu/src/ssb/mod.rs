@@ -54,6 +54,10 @@ pub struct SsbColumn {
     bytes: u64,
     /// The codec of every chunk when they all have the same (`SsbChunk::codec`).
     uniform: Option<u32>,
+    /// Every chunk is FOR and every tile passed the FOR loader's checks when the column became
+    /// resident ([`Gpu::ssb_upload_column`]): programs of [`codegen::Loader::Upfront`] may read
+    /// its tiles' metadata unchecked (`SSB_FOR_CHECKED` in `ops.cuh`).
+    for_checked: bool,
 }
 
 impl SsbColumn {
@@ -64,6 +68,20 @@ impl SsbColumn {
     /// Values in the column.
     pub fn values(&self) -> u64 {
         self.counts.iter().map(|&c| c as u64).sum()
+    }
+    /// Whether every chunk is FOR and every tile passed the loader's checks at upload (the
+    /// column's FOR tiles may then be loaded without them).
+    pub fn for_checked(&self) -> bool {
+        self.for_checked
+    }
+    /// The codec the generator specializes this column's loads to: [`codegen::FOR_CHECKED`] for
+    /// a column whose FOR tiles were checked at upload, else the codec all chunks share.
+    fn codegen_codec(&self) -> Option<u32> {
+        if self.for_checked {
+            Some(codegen::FOR_CHECKED)
+        } else {
+            self.uniform
+        }
     }
 }
 
@@ -297,7 +315,51 @@ impl Gpu {
                     .map_err(cuda("copying to the device"))?;
             }
         }
-        self.ssb_column(dev, l)
+        let mut col = self.ssb_column(dev, l)?;
+        col.for_checked = self.ssb_check_for(&col)?;
+        Ok(col)
+    }
+
+    /// Checks every tile of a column of FOR chunks as the FOR loader does (`ssb_check_for` in
+    /// `kernels/ssb/ssb.cu`) and says whether all passed. A column that fails is kept: the
+    /// queries load it with the checks, which report the corrupt block as an error, so a
+    /// program reads a column's tiles unchecked only when this found every one sound. Other
+    /// codecs: false, nothing launched.
+    fn ssb_check_for(&self, c: &SsbColumn) -> Result<bool> {
+        if c.uniform != Some(1) || c.counts.is_empty() {
+            return Ok(false);
+        }
+        let tile = TILE_VALUES as u64;
+        // Chunks may differ in size here (the table's chunking is checked later): every chunk
+        // gets as many tile indexes as the largest has tiles, and the kernel skips the ones past
+        // a chunk's values.
+        let per_chunk = c
+            .counts
+            .iter()
+            .map(|&n| (n as u64).div_ceil(tile))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let total = u32::try_from(per_chunk * c.counts.len() as u64)
+            .map_err(|_| Error::InvalidArgument("more than 2^32 tiles".into()))?;
+        let per_chunk = per_chunk as u32;
+        let n = c.counts.len();
+        self.fill_bytes_raw(self.ptr(&c.status), 0xFF, n * 8)?;
+        let f = self.function(crate::kernels::Module::Ssb, "ssb_check_for")?;
+        let args = [
+            Arg::P(self.ptr(&c.words)),
+            Arg::P(self.ptr(&c.chunks)),
+            Arg::P(self.ptr(&c.status)),
+            Arg::U(per_chunk),
+            Arg::U(total),
+        ];
+        self.launch_args(&f, self.grid(total), &args)?;
+        let mut keys = vec![0u64; n];
+        self.download(&c.status, &mut keys)?;
+        // The queries reset the status words before each launch; reset them here too, so no
+        // report of this check is ever read as a query's.
+        self.fill_bytes_raw(self.ptr(&c.status), 0xFF, n * 8)?;
+        Ok(keys.iter().all(|&k| k == u64::MAX))
     }
 
     fn ssb_column(&self, words: CudaSlice<u8>, l: ColumnLayout) -> Result<SsbColumn> {
@@ -306,6 +368,7 @@ impl Gpu {
             chunks: self.upload(&l.table)?.into(),
             status: self.alloc::<u64>(l.counts.len().max(1))?.into(),
             uniform: l.uniform(),
+            for_checked: false,
             shapes: l.shapes,
             bytes: l.words as u64 * 4,
             counts: l.counts,
@@ -505,7 +568,7 @@ impl Gpu {
                 codegen::Side::Fact => fact,
                 codegen::Side::Dim(name) => dims.get(name)?,
             };
-            t.column(col).ok()?.uniform
+            t.column(col).ok()?.codegen_codec()
         };
         codegen::program_with(p, &codecs, self.ssb_options())
     }
