@@ -45,6 +45,17 @@ CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (
 // latency path), so it stays selectable and not the default.
 CODAG_KERNEL_BOUNDS(codag_deflate_w40, u8, (CODAG_THREADS, 10), __shared__ DeflateTablesLean tables[CODAG_WARPS];,
                     (deflate_stream<u8, false, true, DeflateTablesLean>(inp, o, tables[warp], nullptr)))
+// The speculative block loop (deflate_block_spec; docs/gpu/codag.md, "Speculative lookups by
+// the idle lanes"): every lane looks up the symbol at its own bit offset, the warp follows the
+// chain of symbol starts by shuffles, one literal lookup a step (`_spec`) or two (`_spec2`;
+// `_spec2_w40` on the occupancy variant's lean tables and register cap). Selectable for
+// measurements.
+CODAG_KERNEL(codag_deflate_spec, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true, DeflateTables, 1>(inp, o, tables[warp], nullptr)))
+CODAG_KERNEL(codag_deflate_spec2, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true, DeflateTables, 2>(inp, o, tables[warp], nullptr)))
+CODAG_KERNEL_BOUNDS(codag_deflate_spec2_w40, u8, (CODAG_THREADS, 10), __shared__ DeflateTablesLean tables[CODAG_WARPS];,
+                    (deflate_stream<u8, false, true, DeflateTablesLean, 2>(inp, o, tables[warp], nullptr)))
 // The batch decoder with the span path's block loop (deflate_block), kept to measure the
 // batch loop against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_ref, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false>(inp, o, tables[warp], nullptr)))

@@ -44,11 +44,20 @@ pub const STATUS_NAMES: [&str; 11] = [
 ];
 
 /// Deflate kernels other than the default `codag_deflate` that `TESSERA_CODAG_DEFLATE_KERNEL`
-/// selects, for measurements: the previous block loop (`codag_deflate_ref`) and the occupancy
+/// selects, for measurements: the previous block loop (`codag_deflate_ref`), the occupancy
 /// variant on the lean tables (`codag_deflate_w40`: 40 warps per SM instead of 32; decision
-/// 0034). Variants under measurement are added here and to `kernels/codag/codag.cu`; the bench
-/// times every one against the default (`TESSERA_CODAG_COMPARE_REF`).
-pub const DEFLATE_VARIANTS: [&str; 2] = ["codag_deflate_ref", "codag_deflate_w40"];
+/// 0034), and the speculative loop (`codag_deflate_spec`: the lanes look up the symbols at the
+/// next 32 bit offsets at once; `codag_deflate_spec2`: two literal lookups a step;
+/// `codag_deflate_spec2_w40`: that on the lean tables at 40 warps an SM). Variants under
+/// measurement are added here and to `kernels/codag/codag.cu`; the bench times every one
+/// against the default (`TESSERA_CODAG_COMPARE_REF`).
+pub const DEFLATE_VARIANTS: [&str; 5] = [
+    "codag_deflate_ref",
+    "codag_deflate_w40",
+    "codag_deflate_spec",
+    "codag_deflate_spec2",
+    "codag_deflate_spec2_w40",
+];
 
 /// Which decoder a batch runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
