@@ -461,8 +461,9 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
     }
 }
 
-// The batch path's block decoder: what deflate_block decodes, with less bookkeeping per symbol
-// and short copies' stores deferred (docs/gpu/codag.md, "Where the Deflate time goes"):
+// The batch loop (kernel `codag_deflate_batch`, the default before deflate_block_spec; and
+// `codag_deflate_w40` on the lean tables): what deflate_block decodes, with less bookkeeping per
+// symbol and short copies' stores deferred (docs/gpu/codag.md, "Where the Deflate time goes"):
 // - the window's end bit `top` stays fixed between refills, so a symbol only shifts the window
 //   and lowers `avail`; in.bit is brought up to date at refills and exits. The position is
 //   checked against the input length at every refill (at most 48 bits are consumed between two:
@@ -583,19 +584,20 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
     return st;
 }
 
-// The speculative block loop (kernel `codag_deflate_spec`; docs/gpu/codag.md, "Speculative
-// lookups by the idle lanes"): the lanes, which otherwise all decode the same symbol, look up the
-// symbols that would start at the next 32 bit offsets at once, and the warp then follows the
-// chain of real symbol starts by shuffles.
+// The speculative block loop (the batch kernel `codag_deflate`; docs/gpu/codag.md, "Speculative
+// lookups by the idle lanes"; decision 0039): the lanes, which in deflate_block_fast all decode
+// the same symbol, look up the symbols that would start at the next 32 bit offsets at once, and
+// the warp then follows the chain of real symbol starts by shuffles.
 // - A *round* starts at the absolute bit `base` of a symbol: lane k reads the 32 bits from
 //   base + k out of the ring and resolves what a literal/length code and what a distance code
 //   starting there would be, extra bits included, into one packed *word* each (`A`, `D`). The
 //   table loads of all 32 offsets are issued together, instead of one dependent load a symbol.
 // - The warp keeps `p`, the offset of the next symbol from `base`: a symbol is one
 //   `__shfl_sync` from lane p, whose word also holds the offset after the symbol (its code and
-//   extra bits), so a literal costs no window shift, mask or table load. A length is followed by
-//   the distance word of the lane at the offset it ends at. At p >= 32 the next round starts at
-//   base + p.
+//   extra bits), so a literal costs no window shift, mask or table load; a literal's word is
+//   followed in the same step by the word at the offset it ends at when that is a literal too.
+//   A length is followed by the distance word of the lane at the offset it ends at. At p >= 32
+//   the next round starts at base + p.
 // - The tables hold *spec entries* (deflate_spec_tables, after each build) from which a lane
 //   makes its word with one extract of the extra bits and one add.
 // - A code longer than the table, a bit pattern that is no code and the invalid symbols
@@ -686,15 +688,12 @@ __device__ __noinline__ u32 deflate_spec_resolve(const u8* ring, u32 bit, const 
     }
 }
 
-// STEPS: literal lookups a step of the chain, 1 or 2 (the second word's lane is known as soon as
-// the first is: one shuffle more, one pass through the loop less, up to 4 literals a step).
-template <typename T, typename TT, u32 STEPS>
+template <typename T, typename TT>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
                                                   const TT& t) {
-    static_assert(STEPS == 1 || STEPS == 2, "one or two literal lookups a step");
-    // Pending literals are stored once this many are pending, so that a step's literals (up to
-    // 2 * STEPS) still have a lane each.
-    constexpr u32 FLUSH_AT = 33 - 2 * STEPS;
+    // Pending literals are stored once this many are pending, so that a step's literals (two
+    // words of up to two each) still have a lane each.
+    constexpr u32 FLUSH_AT = 29;
     const u32 lane = codag_lane();
     const u64 lim = (u64)in.len * 8;
     u64 base = in.bit;       // the round's first bit
@@ -726,15 +725,15 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
             u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
             if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
             p = a & 63;
-            if constexpr (STEPS == 2) {
-                // The next word, taken when it is one or two literals starting in this round.
-                u32 c = __shfl_sync(0xffffffffu, A, p & 31);
-                if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
-                    u32 kc = k - na;
-                    if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
-                    na += 1 + ((c >> 8) & 1);
-                    p = c & 63;
-                }
+            // The next word, taken in the same step when it is one or two literals starting in
+            // this round: its lane is known as soon as this word is (one shuffle more, one pass
+            // through the loop less; up to 4 literals a step).
+            u32 c = __shfl_sync(0xffffffffu, A, p & 31);
+            if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
+                u32 kc = k - na;
+                if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
+                na += 1 + ((c >> 8) & 1);
+                p = c & 63;
             }
             pend += na;
             out.pos += na;
@@ -798,9 +797,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
 
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
-// sp->n_starts). FAST: the batch loop; SPEC (1, 2): the speculative loop with that many literal
-// lookups a step.
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, u32 SPEC = 0>
+// sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -845,7 +843,7 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
                 if constexpr (SPEC) deflate_spec_tables(t);
             }
             u32 st;
-            if constexpr (SPEC != 0) st = deflate_block_spec<T, TT, SPEC>(in, b, out, t);
+            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
