@@ -6,7 +6,7 @@
 #include "deflate.cuh"
 
 // BOUNDS: __launch_bounds__'s arguments. The one-argument form (CODAG_THREADS) for the kernels
-// that need no minimum: `(CODAG_THREADS, 1)` raised codag_deflate's registers from 64 to 72.
+// that need no minimum: `(CODAG_THREADS, 1)` raised the batch loop's registers from 64 to 72.
 #define CODAG_KERNEL_BOUNDS(NAME, T, BOUNDS, SHARED_DECL, BODY)                                  \
     extern "C" __global__ void __launch_bounds__ BOUNDS                                           \
         NAME(const u8* in, const CodagChunk* chunks, u32 n, T* out, u32* status, u32* out_lens,    \
@@ -37,12 +37,21 @@
 CODAG_KERNEL(codag_orc_rle_v1, u64, , orc_rle_v1(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
-CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];, (deflate_stream<u8, false, true>(inp, o, tables[warp], nullptr)))
+// The speculative block loop (deflate_block_spec; docs/gpu/codag.md, "Speculative lookups by
+// the idle lanes"; decision 0039): every lane looks up the symbol at its own bit offset, the warp
+// follows the chain of symbol starts by shuffles, up to two literal lookups a step.
+CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true, DeflateTables, true>(inp, o, tables[warp], nullptr)))
+// The batch loop (deflate_block_fast), the default before the speculative loop: kept to measure
+// against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_batch, src/codag/mod.rs).
+CODAG_KERNEL(codag_deflate_batch, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true>(inp, o, tables[warp], nullptr)))
 // The occupancy variant (docs/gpu/codag.md, "Warps per SM"; decision 0034): the batch loop on
 // the lean tables (DeflateTablesLean: 17.3 KiB of shared memory a block instead of 26.2), the
-// registers capped at 48 so that 10 blocks of 4 warps fit an SM instead of 8. Full batches gain
-// about as much as the noise while a lone warp loses more (its walks and spills are on the
-// latency path), so it stays selectable and not the default.
+// registers capped at 48 so that 10 blocks of 4 warps fit an SM instead of 8. Against the batch
+// loop full batches gain about as much as the noise while a lone warp loses more (its walks and
+// spills are on the latency path); the speculative loop gained nothing from 40 warps (decision
+// 0039). Selectable for measurements.
 CODAG_KERNEL_BOUNDS(codag_deflate_w40, u8, (CODAG_THREADS, 10), __shared__ DeflateTablesLean tables[CODAG_WARPS];,
                     (deflate_stream<u8, false, true, DeflateTablesLean>(inp, o, tables[warp], nullptr)))
 // The batch decoder with the span path's block loop (deflate_block), kept to measure the

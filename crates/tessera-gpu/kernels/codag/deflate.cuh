@@ -461,8 +461,9 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
     }
 }
 
-// The batch path's block decoder: what deflate_block decodes, with less bookkeeping per symbol
-// and short copies' stores deferred (docs/gpu/codag.md, "Where the Deflate time goes"):
+// The batch loop (kernel `codag_deflate_batch`, the default before deflate_block_spec; and
+// `codag_deflate_w40` on the lean tables): what deflate_block decodes, with less bookkeeping per
+// symbol and short copies' stores deferred (docs/gpu/codag.md, "Where the Deflate time goes"):
 // - the window's end bit `top` stays fixed between refills, so a symbol only shifts the window
 //   and lowers `avail`; in.bit is brought up to date at refills and exits. The position is
 //   checked against the input length at every refill (at most 48 bits are consumed between two:
@@ -583,10 +584,221 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
     return st;
 }
 
+// The speculative block loop (the batch kernel `codag_deflate`; docs/gpu/codag.md, "Speculative
+// lookups by the idle lanes"; decision 0039): the lanes, which in deflate_block_fast all decode
+// the same symbol, look up the symbols that would start at the next 32 bit offsets at once, and
+// the warp then follows the chain of real symbol starts by shuffles.
+// - A *round* starts at the absolute bit `base` of a symbol: lane k reads the 32 bits from
+//   base + k out of the ring and resolves what a literal/length code and what a distance code
+//   starting there would be, extra bits included, into one packed *word* each (`A`, `D`). The
+//   table loads of all 32 offsets are issued together, instead of one dependent load a symbol.
+// - The warp keeps `p`, the offset of the next symbol from `base`: a symbol is one
+//   `__shfl_sync` from lane p, whose word also holds the offset after the symbol (its code and
+//   extra bits), so a literal costs no window shift, mask or table load; a literal's word is
+//   followed in the same step by the word at the offset it ends at when that is a literal too.
+//   A length is followed by the distance word of the lane at the offset it ends at. At p >= 32
+//   the next round starts at base + p.
+// - The tables hold *spec entries* (deflate_spec_tables, after each build) from which a lane
+//   makes its word with one extract of the extra bits and one add.
+// - A code longer than the table, a bit pattern that is no code and the invalid symbols
+//   (286-287, distances 30-31) are *unresolved* words; when the chain reaches one it is decoded
+//   by the canonical walk from the ring (deflate_spec_resolve), and a bit pattern that is no code
+//   or an invalid symbol is CODAG_ST_BAD_CODE there.
+// Bounds are the batch loop's: the position is checked against the input length at every round
+// (at most 31 bits and one symbol of at most 28 bits, 59, are consumed between two) and at the
+// block's end; pending literals count in out.pos at once and are checked at their store; copies
+// are checked before anything is written. Ring reads past the chunk's end are zeros.
+//
+// Literal/length spec entry and word: bits 0-5 the bits the symbol takes (code and extra bits;
+// in a word, plus the lane's offset: the offset after the symbol, at most 31 + 20), bits 6-7
+// the kind, bit 8 two literals, bits 9-12 the code's length and 13-15 the extra bits (entry
+// only), bits 16-31 the value (a literal byte, two literal bytes, or the length: the base in an
+// entry, the base plus the extra bits in a word).
+#define DEFLATE_S_LEN (1u << 6)
+#define DEFLATE_S_END (2u << 6)
+#define DEFLATE_S_UNRESOLVED (3u << 6)
+// Distance spec entry and word: bits 0-5 as above (at most 31 + 28 in a word), bit 6
+// unresolved, bits 7-10 the code's length and 11-14 the extra bits (entry only), bits 16-31 the
+// distance (at most 32768).
+#define DEFLATE_S_DUNRESOLVED (1u << 6)
+
+// The spec entry of literal/length table entry `e` (deflate_entry, deflate_pair_literals).
+__device__ __forceinline__ u32 deflate_spec_entry_lit(u32 e) {
+    u32 L = e & 15, x = (e >> 4) & 15, kind = (e >> 8) & 3, two = (e >> 14) & 1;
+    if (!L || kind == DEFLATE_K_BAD) return DEFLATE_S_UNRESOLVED;
+    u32 n = two ? (e >> 10) & 15 : L;  // literal entries have no extra bits (x == 0)
+    return (e & 0xffff0000u) | x << 13 | L << 9 | two << 8 | kind << 6 | (n + x);
+}
+
+// The spec entry of distance table entry `d`.
+__device__ __forceinline__ u32 deflate_spec_entry_dist(u32 d) {
+    u32 L = d & 15, x = (d >> 4) & 15;
+    if (!L || ((d >> 8) & 3) == DEFLATE_K_BAD) return DEFLATE_S_DUNRESOLVED;
+    return (d & 0xffff0000u) | x << 11 | L << 7 | (L + x);
+}
+
+// The word of spec entry `s` at offset `at`, `bits` the input bits from there: the extra bits
+// (after the code's LSHIFT-placed length, XBITS wide at XSHIFT) added to the value, the offset
+// to the bits taken. An unresolved entry has no length and no extra bits and stays unresolved.
+template <u32 LSHIFT, u32 XSHIFT, u32 XMASK>
+__device__ __forceinline__ u32 deflate_spec_word(u32 s, u32 bits, u32 at) {
+    u32 L = (s >> LSHIFT) & 15, x = (s >> XSHIFT) & XMASK;
+    return s + (((bits >> L) & ((1u << x) - 1)) << 16) + at;
+}
+__device__ __forceinline__ u32 deflate_spec_lit(u32 s, u32 bits, u32 at) {
+    return deflate_spec_word<9, 13, 7>(s, bits, at);
+}
+__device__ __forceinline__ u32 deflate_spec_dist(u32 s, u32 bits, u32 at) {
+    return deflate_spec_word<7, 11, 15>(s, bits, at);
+}
+
+// Turns freshly built tables into spec entries, all lanes striding over the entries.
+template <typename TT>
+__device__ void deflate_spec_tables(TT& t) {
+    __syncwarp();
+    for (u32 i = codag_lane(); i < (1u << TT::LIT_BITS); i += 32) t.lit[i] = deflate_spec_entry_lit(t.lit[i]);
+    for (u32 i = codag_lane(); i < (1u << TT::DIST_BITS); i += 32) t.dist[i] = deflate_spec_entry_dist(t.dist[i]);
+    __syncwarp();
+}
+
+// 32 input bits from absolute bit `bit`, least significant first, out of a warp's input ring
+// (CodagInput::ring; its words loaded by codag_load before). The ring holds whole words at the
+// same place modulo its size, so the bit's low 32 bits suffice.
+__device__ __forceinline__ u32 deflate_ring32(const u8* ring, u32 bit) {
+    const u32* r = reinterpret_cast<const u32*>(ring);
+    const u32 m = CODAG_RING_BYTES / 4 - 1;
+    u32 wi = (bit >> 5) & m;
+    return __funnelshift_r(r[wi], r[(wi + 1) & m], bit & 31);
+}
+
+// The word of the symbol at absolute bit `bit` (offset `at`) for an unresolved word the chain
+// reached, by the canonical walk from length 1: a literal/length symbol, or (DIST) a distance.
+// Still unresolved: no code, or an invalid symbol. Not inlined: the chain rarely takes it, and
+// inlined its ring reads were hoisted into every symbol's path. Takes the ring pointer, not the
+// CodagInput, so that the caller's input state stays in registers.
+template <typename TT, bool DIST>
+__device__ __noinline__ u32 deflate_spec_resolve(const u8* ring, u32 bit, const TT& t, u32 at) {
+    u32 bits = deflate_ring32(ring, bit);
+    if constexpr (DIST) {
+        u32 d = deflate_long_entry<false>(bits, t.dcount, t.dsym, 0, 0, DEFLATE_T_DIST);
+        return deflate_spec_dist(deflate_spec_entry_dist(d), bits, at);
+    } else {
+        u32 e = deflate_long_entry<false>(bits, t.lcount, t.lsym, 0, 0, DEFLATE_T_LIT);
+        return deflate_spec_lit(deflate_spec_entry_lit(e), bits, at);
+    }
+}
+
+template <typename T, typename TT>
+__device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
+                                                  const TT& t) {
+    // Pending literals are stored once this many are pending, so that a step's literals (two
+    // words of up to two each) still have a lane each.
+    constexpr u32 FLUSH_AT = 29;
+    const u32 lane = codag_lane();
+    const u64 lim = (u64)in.len * 8;
+    u64 base = in.bit;       // the round's first bit
+    u32 p = 0;               // the next symbol's offset from base
+    u32 A = 0, D = 0;        // this lane's words for the symbols at base + lane
+    u32 pend = 0, mine = 0;  // pending literals, as in deflate_block_fast
+    u32 dlen = 0, dpos = 0;  // the deferred copy, as in deflate_block_fast
+    T dval = 0;
+    // A round at base + p: false when it starts past the input.
+    auto round = [&]() -> bool {
+        base += p;
+        p = 0;
+        in.bit = base;
+        if (base > lim) return false;
+        // The three words from base's word: every lane's 32 bits, and the 32 bits of any offset
+        // below 32 for the unresolved words.
+        codag_load(in, ((u32)(base >> 5) << 2) + 12);
+        u32 bits = deflate_ring32(in.ring, (u32)base + lane);
+        A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
+        D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
+        return true;
+    };
+    if (!round()) return CODAG_ST_TRUNCATED;
+    u32 st = CODAG_ST_OK;
+    for (;;) {
+        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+        u32 a = __shfl_sync(0xffffffffu, A, p);
+        if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
+            u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
+            if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
+            p = a & 63;
+            // The next word, taken in the same step when it is one or two literals starting in
+            // this round: its lane is known as soon as this word is (one shuffle more, one pass
+            // through the loop less; up to 4 literals a step).
+            u32 c = __shfl_sync(0xffffffffu, A, p & 31);
+            if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
+                u32 kc = k - na;
+                if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
+                na += 1 + ((c >> 8) & 1);
+                p = c & 63;
+            }
+            pend += na;
+            out.pos += na;
+            if (pend >= FLUSH_AT) {
+                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+                if (lane < dlen) out.base[dpos + lane] = dval;
+                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+                pend = 0;
+                dlen = 0;
+            }
+            continue;
+        }
+        if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
+            a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
+            if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
+            if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
+            continue;
+        }
+        p = a & 63;
+        if (a & DEFLATE_S_END) {
+            if (base + p > lim) { st = CODAG_ST_TRUNCATED; break; }
+            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+            if (lane < dlen) out.base[dpos + lane] = dval;
+            if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+            break;
+        }
+        // A length (3..258); its distance code starts at p.
+        u32 len = a >> 16;
+        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+        u32 dd = __shfl_sync(0xffffffffu, D, p);
+        if (dd & DEFLATE_S_DUNRESOLVED) {
+            dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + p, t, p);
+            if (dd & DEFLATE_S_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
+        }
+        u32 dist = dd >> 16;
+        p = dd & 63;
+        if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+        if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
+        if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+        if (lane < dlen) out.base[dpos + lane] = dval;
+        if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+        pend = 0;
+        __syncwarp();  // the stores above are visible to every lane's load below
+        if (len <= 32) {
+            const T* src = out.base + (out.pos - dist);
+            u32 k = lane;
+            if (dist < len) k = lane % dist;
+            if (lane < len) dval = src[k];
+            dlen = len;
+            dpos = out.pos;
+            out.pos += len;
+        } else {
+            dlen = 0;
+            out.memcpy(dist, len);  // checked above: cannot fail
+        }
+    }
+    in.bit = base + p;
+    if (st == CODAG_ST_OK) deflate_refill(in, b);
+    return st;
+}
+
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
-// sp->n_starts).
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables>
+// sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -619,15 +831,20 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
             return CODAG_ST_BAD_BLOCK_TYPE;
         } else {
             if (type == 1) {
-                if (!fixed_built) deflate_fixed(t);
+                if (!fixed_built) {
+                    deflate_fixed(t);
+                    if constexpr (SPEC) deflate_spec_tables(t);
+                }
                 fixed_built = true;
             } else {
                 u32 st = deflate_dynamic(in, b, t);
                 fixed_built = false;
                 if (st) return st;
+                if constexpr (SPEC) deflate_spec_tables(t);
             }
             u32 st;
-            if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
+            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
+            else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
         }
