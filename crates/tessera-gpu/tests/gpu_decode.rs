@@ -16,13 +16,7 @@ const POISON: u8 = 0xA5;
 /// against the CPU reference decoder.
 fn check_column(ty: LogicalType, chunks: &[(CodecId, Vec<u8>, u32)], what: &str) {
     let Some(gpu) = gpu() else { return };
-    let mut expected = Vec::new();
-    for (codec, payload, n) in chunks {
-        let mut out = vec![0u8; *n as usize * ty.width()];
-        column::decode_chunk_reference(ty, *codec, payload, &mut out)
-            .expect("CPU decodes its own payload");
-        expected.extend_from_slice(&out);
-    }
+    let expected = cpu_decoded(ty, chunks);
     let refs = chunk_refs(chunks);
 
     let mut host_out = vec![POISON; expected.len()];

@@ -38,17 +38,6 @@ fn column_of(rng: &mut rand::rngs::StdRng, ty: LogicalType, codec_hint: usize) -
         .collect()
 }
 
-fn expected_of(ty: LogicalType, chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<u8> {
-    let mut expected = Vec::new();
-    for (codec, payload, n) in chunks {
-        let mut out = vec![0u8; *n as usize * ty.width()];
-        column::decode_chunk_reference(ty, *codec, payload, &mut out)
-            .expect("CPU decodes its own payload");
-        expected.extend_from_slice(&out);
-    }
-    expected
-}
-
 #[test]
 fn deferred_decodes_of_every_codec_and_type_go_out_in_one_launch() {
     let Some(gpu) = gpu() else { return };
@@ -148,7 +137,7 @@ fn deferred_decodes_of_every_codec_and_type_go_out_in_one_launch() {
                 }
                 _ => panic!("round {round} column {i}: deferred {verdict:?}, alone {reference:?}"),
             }
-            let expected = expected_of(*ty, chunks);
+            let expected = cpu_decoded(*ty, chunks);
             let mut back = vec![0u8; expected.len() + 64];
             gpu.download(o, &mut back).expect("download");
             assert!(

@@ -129,6 +129,18 @@ pub fn lanes64(ty: LogicalType, raw: &[u8]) -> Vec<u64> {
         .collect()
 }
 
+/// The CPU reference decoder's output of `(codec, payload, value_count)` chunks, back to back.
+pub fn cpu_decoded(ty: LogicalType, chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<u8> {
+    let mut expected = Vec::new();
+    for (codec, payload, n) in chunks {
+        let mut out = vec![0u8; *n as usize * ty.width()];
+        column::decode_chunk_reference(ty, *codec, payload, &mut out)
+            .expect("CPU decodes its own payload");
+        expected.extend_from_slice(&out);
+    }
+    expected
+}
+
 /// The chunk references of `(codec, payload, value_count)` triples.
 pub fn chunk_refs(chunks: &[(CodecId, Vec<u8>, u32)]) -> Vec<tessera_gpu::ChunkRef<'_>> {
     chunks
