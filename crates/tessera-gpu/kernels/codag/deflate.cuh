@@ -477,6 +477,37 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
 //   L2 round trip overlaps the decoding of the symbols in between instead of stalling the warp.
 //   A copy's source may lie in the deferred bytes or the pending literals, so both are stored
 //   and the warp synchronized before any copy loads.
+// A match of `len` bytes from `dist` back, in the loops that defer copies
+// (deflate_block_fast, deflate_block_spec): checked against the output, then the deferred copy
+// (lane k < dlen holds byte at + k in dval) and the pending literals (lane k < pend holds the
+// k-th in mine) are stored, and the match becomes the deferred copy (up to 32 bytes, lane k
+// loading byte k, repeating the last dist bytes where they overlap) or is copied at once.
+// Returns the status (CODAG_ST_OK, or the error that ends the block).
+template <typename T>
+__device__ __forceinline__ u32 deflate_take_match(CodagOutput<T>& out, u32 lane, u32 dist, u32 len, u32 at, T& dval,
+                                                  u32& dlen, u32& dpos, u32& pend, u32 mine) {
+    if (out.pos > out.cap) return CODAG_ST_OUTPUT_OVERFLOW;
+    if (dist > out.pos) return CODAG_ST_BAD_DISTANCE;
+    if (!out.room(len)) return CODAG_ST_OUTPUT_OVERFLOW;
+    if (lane < dlen) out.base[at + lane] = dval;
+    if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
+    pend = 0;
+    __syncwarp();  // the stores above are visible to every lane's load below
+    if (len <= 32) {
+        const T* src = out.base + (out.pos - dist);
+        u32 k = lane;
+        if (dist < len) k = lane % dist;
+        if (lane < len) dval = src[k];
+        dlen = len;
+        dpos = out.pos;
+        out.pos += len;
+    } else {
+        dlen = 0;
+        out.memcpy(dist, len);  // checked above: cannot fail
+    }
+    return CODAG_ST_OK;
+}
+
 template <typename T, typename TT>
 __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
                                                   const TT& t) {
@@ -558,25 +589,8 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
         u32 dist = (d >> 16) + ((u32)(win >> L) & ((1u << x) - 1));
         win >>= L + x;
         avail -= L + x;
-        if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
-        if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (lane < dlen) out.base[dstart() + lane] = dval;
-        if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-        pend = 0;
-        __syncwarp();  // the stores above are visible to every lane's load below
-        if (len <= 32) {
-            const T* src = out.base + (out.pos - dist);
-            u32 k = lane;
-            if (dist < len) k = lane % dist;
-            if (lane < len) dval = src[k];
-            dlen = len;
-            dpos = out.pos;
-            out.pos += len;
-        } else {
-            dlen = 0;
-            out.memcpy(dist, len);  // checked above: cannot fail
-        }
+        st = deflate_take_match(out, lane, dist, len, dstart(), dval, dlen, dpos, pend, mine);
+        if (st != CODAG_ST_OK) break;
     }
     in.bit = top - avail;
     b.win = win;
@@ -770,25 +784,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
         }
         u32 dist = dd >> 16;
         p = dd & 63;
-        if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (dist > out.pos) { st = CODAG_ST_BAD_DISTANCE; break; }
-        if (!out.room(len)) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-        if (lane < dlen) out.base[dpos + lane] = dval;
-        if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-        pend = 0;
-        __syncwarp();  // the stores above are visible to every lane's load below
-        if (len <= 32) {
-            const T* src = out.base + (out.pos - dist);
-            u32 k = lane;
-            if (dist < len) k = lane % dist;
-            if (lane < len) dval = src[k];
-            dlen = len;
-            dpos = out.pos;
-            out.pos += len;
-        } else {
-            dlen = 0;
-            out.memcpy(dist, len);  // checked above: cannot fail
-        }
+        st = deflate_take_match(out, lane, dist, len, dpos, dval, dlen, dpos, pend, mine);
+        if (st != CODAG_ST_OK) break;
     }
     in.bit = base + p;
     if (st == CODAG_ST_OK) deflate_refill(in, b);

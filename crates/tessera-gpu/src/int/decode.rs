@@ -154,8 +154,26 @@ pub(crate) fn chunk_shape(ty: LogicalType, chunk: &ChunkRef<'_>) -> Result<Optio
     Ok(Some(shape))
 }
 
-/// The decode kernel for `codec` writing `ty`.
-pub(crate) fn decode_kernel(codec: CodecId, ty: LogicalType) -> Result<(Module, &'static str)> {
+/// The decode kernels, by kind ([`decode_kind`]): FOR, DFOR, RFOR, each writing 1, 2, 4 and 8
+/// bytes a value. The kinds are `jobs.cu`'s too.
+const DECODE_KERNELS: [(Module, &str); 12] = [
+    (Module::For, "for_decode_u8"),
+    (Module::For, "for_decode_u16"),
+    (Module::For, "for_decode_u32"),
+    (Module::For, "for_decode_u64"),
+    (Module::Dfor, "dfor_decode_u8"),
+    (Module::Dfor, "dfor_decode_u16"),
+    (Module::Dfor, "dfor_decode_u32"),
+    (Module::Dfor, "dfor_decode_u64"),
+    (Module::Rfor, "rfor_decode_u8"),
+    (Module::Rfor, "rfor_decode_u16"),
+    (Module::Rfor, "rfor_decode_u32"),
+    (Module::Rfor, "rfor_decode_u64"),
+];
+
+/// The kind of decode that writes `codec` chunks as values of `ty`: `codec * 4 + width index`,
+/// its row in [`DECODE_KERNELS`].
+pub(crate) fn decode_kind(codec: CodecId, ty: LogicalType) -> Result<u32> {
     use LogicalType as T;
     let w = match ty {
         T::U8 | T::I8 => 0,
@@ -168,35 +186,31 @@ pub(crate) fn decode_kernel(codec: CodecId, ty: LogicalType) -> Result<(Module, 
             )))
         }
     };
-    const FOR: [&str; 4] = [
-        "for_decode_u8",
-        "for_decode_u16",
-        "for_decode_u32",
-        "for_decode_u64",
-    ];
-    const DFOR: [&str; 4] = [
-        "dfor_decode_u8",
-        "dfor_decode_u16",
-        "dfor_decode_u32",
-        "dfor_decode_u64",
-    ];
-    const RFOR: [&str; 4] = [
-        "rfor_decode_u8",
-        "rfor_decode_u16",
-        "rfor_decode_u32",
-        "rfor_decode_u64",
-    ];
-    Ok(match codec {
-        CodecId::For => (Module::For, FOR[w]),
-        CodecId::Dfor => (Module::Dfor, DFOR[w]),
-        CodecId::Rfor => (Module::Rfor, RFOR[w]),
+    let c = match codec {
+        CodecId::For => 0,
+        CodecId::Dfor => 1,
+        CodecId::Rfor => 2,
         other => {
             return Err(Error::InvalidArgument(format!(
                 "codec {} has no decode kernel",
                 other.name()
             )))
         }
-    })
+    };
+    Ok(c * 4 + w)
+}
+
+/// The kernel of a decode kind ([`decode_kind`]).
+pub(crate) fn kind_kernel(kind: u32) -> Result<(Module, &'static str)> {
+    DECODE_KERNELS
+        .get(kind as usize)
+        .copied()
+        .ok_or_else(|| Error::InvalidArgument(format!("no decode kernel of kind {kind}")))
+}
+
+/// The decode kernel for `codec` writing `ty`.
+pub(crate) fn decode_kernel(codec: CodecId, ty: LogicalType) -> Result<(Module, &'static str)> {
+    kind_kernel(decode_kind(codec, ty)?)
 }
 
 /// The sign bit the lane mapping flips for `ty` (int-common §2), 0 for unsigned types.
@@ -553,13 +567,11 @@ impl Gpu {
         }
         let flip = sign_flip(col.ty);
         for g in &col.batches {
-            let (module, kernel, kind) = IntJob::kind_of(g.codec, col.ty)?;
+            let kind = decode_kind(g.codec, col.ty)?;
             // `words` holds every payload the table names (checked by chunk_shape), `table` has
             // n_chunks rows, `out` holds the whole decoded column (checked above) and the status
             // n_chunks slots from status_base; all live until the caller has read the status.
             self.queue_int_job(IntJob {
-                module,
-                kernel,
                 kind,
                 words,
                 chunks: self.ptr(&g.table),
@@ -585,7 +597,7 @@ impl Gpu {
     }
 
     pub(crate) fn fill_bytes_raw(&self, ptr: u64, value: u8, bytes: usize) -> Result<()> {
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         self.fill_bytes_now(ptr, value, bytes)
     }
 

@@ -19,9 +19,9 @@
 //! outputs (which run first). Nothing else may be queued into a deferral.
 
 use cudarc::driver::DeviceRepr;
-use tessera_format::{CodecId, Error, LogicalType, Result};
+use tessera_format::{Error, Result};
 
-use super::decode::decode_kernel;
+use super::decode::kind_kernel;
 use super::layout;
 use crate::kernels::Module;
 use crate::primitives::copy::DeviceCopy;
@@ -37,9 +37,7 @@ const BLOCKS_PER_SM: u32 = 12;
 /// One decode of a [`crate::DeviceColumn`] batch: the arguments of `<codec>_decode_<out>`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct IntJob {
-    pub module: Module,
-    pub kernel: &'static str,
-    /// `codec * 4 + width index` (`jobs.cu`'s kinds).
+    /// Which decode ([`super::decode::decode_kind`]; `jobs.cu`'s kinds).
     pub kind: u32,
     pub words: u64,
     pub chunks: u64,
@@ -48,31 +46,6 @@ pub(crate) struct IntJob {
     pub out: u64,
     pub flip: u64,
     pub status: u64,
-}
-
-impl IntJob {
-    /// The job decoding `codec` chunks into values of `ty` (the kernel's name and its kind).
-    pub fn kind_of(codec: CodecId, ty: LogicalType) -> Result<(Module, &'static str, u32)> {
-        let (module, kernel) = decode_kernel(codec, ty)?;
-        let base = match codec {
-            CodecId::For => 0,
-            CodecId::Dfor => 4,
-            CodecId::Rfor => 8,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "codec {} has no decode kernel",
-                    other.name()
-                )))
-            }
-        };
-        let w = match ty.width() {
-            1 => 0,
-            2 => 1,
-            4 => 2,
-            _ => 3,
-        };
-        Ok((module, kernel, base + w))
-    }
 }
 
 /// `struct TsIntJobs` of the kernel, passed by value.
@@ -146,33 +119,23 @@ impl Gpu {
 
     /// Queues `job`, or records it while a deferral is open.
     pub(crate) fn queue_int_job(&self, job: IntJob) -> Result<()> {
-        if self.deferring.load(Ordering::Relaxed) {
-            let kept = self.with_state::<Deferred, _>(|d| match d.as_mut() {
-                Some(d) => {
-                    d.jobs.push(job);
-                    Ok(true)
-                }
-                None => Ok(false),
-            })?;
-            if kept {
-                return Ok(());
-            }
+        if self.defer_with(|d| d.jobs.push(job))? {
+            return Ok(());
         }
         self.launch_int_job(&job)
     }
 
     /// Records `copies` while a deferral is open (`true`); `false`: the caller queues them.
     pub(crate) fn defer_copies(&self, copies: &[DeviceCopy]) -> Result<bool> {
+        self.defer_with(|d| d.copies.extend_from_slice(copies))
+    }
+
+    /// Adds to an open deferral with `add` (`true`); nothing when none is open (`false`).
+    fn defer_with(&self, add: impl FnOnce(&mut Deferred)) -> Result<bool> {
         if !self.deferring.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        self.with_state::<Deferred, _>(|d| match d.as_mut() {
-            Some(d) => {
-                d.copies.extend_from_slice(copies);
-                Ok(true)
-            }
-            None => Ok(false),
-        })
+        self.with_state::<Deferred, _>(|d| Ok(d.as_mut().map(add).is_some()))
     }
 
     /// Sends what an open deferral holds and ends it (nothing when none is open): what every
@@ -206,7 +169,8 @@ impl Gpu {
 
     /// One job as its own kernel.
     fn launch_int_job(&self, j: &IntJob) -> Result<()> {
-        let f = self.function(j.module, j.kernel)?;
+        let (module, kernel) = kind_kernel(j.kind)?;
+        let f = self.function(module, kernel)?;
         // SAFETY: matches `<codec>_decode_<out>(g, chunks, n_chunks, total_slabs, out, flip,
         // status)`; the job's maker checked that `words` holds every payload the table names,
         // the table has n_chunks rows, `out` holds the decoded column and `status` n_chunks

@@ -66,7 +66,7 @@ impl Gpu {
     /// # Safety
     /// As for [`Self::copy_list`].
     pub(crate) unsafe fn copy_list_now(&self, copies: &[DeviceCopy]) -> Result<()> {
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let (short, long): (Vec<DeviceCopy>, Vec<DeviceCopy>) = copies
             .iter()
             .filter(|c| c.len > 0)

@@ -280,7 +280,7 @@ impl Gpu {
     ) -> Result<()> {
         // An open upload group's copy is queued on the main stream: a kernel on another stream
         // that reads its packs must be ordered after the main stream by the caller.
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let mut b = stream.launch_builder(f);
         for a in args {
             a.push(&mut b);
@@ -307,7 +307,7 @@ impl Gpu {
         block: u32,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let mut b = self.stream.launch_builder(f);
         for a in args {
             a.push(&mut b);
@@ -340,7 +340,7 @@ impl Gpu {
 
     /// Waits for all work queued on the main stream.
     pub fn synchronize(&self) -> Result<()> {
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let _op = count(Op::Wait);
         self.stream
             .synchronize()
@@ -380,7 +380,7 @@ impl Gpu {
                 "download longer than the device buffer".into(),
             ));
         }
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let view = src.slice(..dst.len());
         let op = count(Op::DeviceToHost);
         self.stream
@@ -409,7 +409,7 @@ impl Gpu {
         let mut to = dst
             .try_slice_mut(dst_at..dst_at.saturating_add(len))
             .ok_or_else(|| Error::Gpu("device copy destination too short".into()))?;
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let _op = count(Op::DeviceToDevice);
         self.stream
             .memcpy_dtod(&from, &mut to)
@@ -465,7 +465,7 @@ impl Gpu {
             self.synchronize()?;
             return Ok(Vec::new());
         }
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let from = self.ptr(src);
         self.with_state::<ReadBack, _>(|rb| {
             if rb.as_ref().is_none_or(|r| r.host.len() < len) {
@@ -504,7 +504,7 @@ impl Gpu {
     /// Fills a device buffer with the byte `value` (poisoning outputs before a run).
     pub fn fill_bytes<T>(&self, buf: &mut CudaSlice<T>, value: u8) -> Result<()> {
         let bytes = buf.len() * std::mem::size_of::<T>();
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let ptr = self.ptr(buf);
         let _op = count(Op::Fill);
         // SAFETY: `ptr` addresses `bytes` bytes of a live device buffer; ordered on our stream.

@@ -87,14 +87,14 @@ pub struct UploadGroup<'g> {
 impl UploadGroup<'_> {
     /// Queues the copy of every pack of the group to the device and ends the group.
     pub fn flush(self) -> Result<()> {
-        self.gpu.flush_upload_group()
+        self.gpu.flush_pending()
     }
 }
 
 impl Drop for UploadGroup<'_> {
     fn drop(&mut self) {
         // Errors surface at the handle's next operation, which reports its own.
-        let _ = self.gpu.flush_upload_group();
+        let _ = self.gpu.flush_pending();
     }
 }
 
@@ -300,7 +300,7 @@ impl Gpu {
         if bytes == 0 || !self.stages(bytes) {
             return Ok(None);
         }
-        self.flush_upload_group()?;
+        self.flush_pending()?;
         let arena = Arc::new(self.alloc::<u8>(bytes)?);
         self.with_state::<Staging, _>(|state| {
             let s = self.staging_room(state, bytes)?;
@@ -358,9 +358,10 @@ impl Gpu {
         })
     }
 
-    /// Queues the copies of an open upload group's packs and ends the group (nothing when none
-    /// is open): what every operation that queues work on the stream does first.
-    pub(crate) fn flush_upload_group(&self) -> Result<()> {
+    /// Sends what waits to be queued: a deferral's decodes and copies ([`Gpu::defer_decodes`]),
+    /// then the copies of an open upload group's packs, ending both (nothing when neither is
+    /// open): what every operation that queues work on the stream does first.
+    pub(crate) fn flush_pending(&self) -> Result<()> {
         // Deferred decodes go first: their launches flush the group before they are queued.
         self.flush_deferred()?;
         if !self.grouped.load(Ordering::Relaxed) {
