@@ -18,7 +18,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -81,6 +81,12 @@ pub struct Gpu {
     /// Whether integer decodes and copies are being deferred ([`Gpu::defer_decodes`]): they
     /// are not queued until any other stream operation, or the deferral's flush, sends them.
     pub(crate) deferring: AtomicBool,
+    /// Copies queued from the staging buffer so far (counted once queued), and the most of
+    /// them that a completed wait for the stream had begun after: when the two are equal,
+    /// every copy from the buffer has completed and the next staged upload may start it over
+    /// ([`staging`] module docs).
+    pub(crate) staging_queued: AtomicU64,
+    pub(crate) staging_waited: AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -180,6 +186,8 @@ impl Gpu {
             staged: AtomicU32::new(0),
             grouped: AtomicBool::new(false),
             deferring: AtomicBool::new(false),
+            staging_queued: AtomicU64::new(0),
+            staging_waited: AtomicU64::new(0),
         })
     }
 
@@ -341,10 +349,16 @@ impl Gpu {
     /// Waits for all work queued on the main stream.
     pub fn synchronize(&self) -> Result<()> {
         self.flush_pending()?;
-        let _op = count(Op::Wait);
-        self.stream
-            .synchronize()
-            .map_err(cuda("waiting for the GPU"))
+        // Copies queued before this load complete within the wait below.
+        let queued = self.staging_queued.load(Ordering::Acquire);
+        {
+            let _op = count(Op::Wait);
+            self.stream
+                .synchronize()
+                .map_err(cuda("waiting for the GPU"))?;
+        }
+        self.staging_waited.fetch_max(queued, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Device memory for `len` values of `T`, contents undefined.

@@ -13,8 +13,13 @@
 //! still reads them. Uploads take the buffer's bytes in order from the start; when the next
 //! source does not fit behind the previous ones, the host waits for the stream (every queued
 //! copy from the buffer has then completed) and starts again from the beginning, growing the
-//! buffer when the source is larger than it. The buffer lives in the handle's state, so staged
-//! uploads are serialized by the state's lock.
+//! buffer when the source is larger than it. The next upload after a wait for the stream that
+//! began once every copy from the buffer had been queued ([`Gpu::synchronize`]; no upload group
+//! open) also starts from the beginning: those copies have all completed, and reusing the
+//! buffer's first bytes keeps them in the host's caches from one round of uploads to the next
+//! (a read of a small table stages the same few hundred KB each time; spread over the whole
+//! buffer, the host's copies into it missed the caches). The buffer lives in the handle's
+//! state, so staged uploads are serialized by the state's lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -193,6 +198,15 @@ impl Gpu {
         let Some(s) = state.as_mut() else {
             return Err(Error::Gpu("staging buffer missing".into()));
         };
+        // Counted after each copy is queued (the state's lock is held meanwhile), so a wait
+        // that began at or after the last count has seen every copy from the buffer complete.
+        if s.group.is_none()
+            && rewinds()
+            && self.staging_waited.load(Ordering::Acquire)
+                >= self.staging_queued.load(Ordering::Acquire)
+        {
+            s.used = 0;
+        }
         if s.used + bytes > s.host.len() {
             // Every copy queued from the buffer completes before the host writes it again (a
             // group's bytes are copied first: they would be overwritten).
@@ -257,10 +271,19 @@ impl Gpu {
                 cudarc::driver::result::memcpy_htod_async(base, part, self.stream.cu_stream())
             }
             .map_err(cuda("copying to the device"))?;
+            self.staging_queued.fetch_add(1, Ordering::AcqRel);
             s.used = (at + bytes).next_multiple_of(ALIGN).min(s.host.len());
             Ok(())
         })
     }
+}
+
+/// Whether the staging buffer starts over after a wait (module docs):
+/// `TESSERA_STAGING_REWIND=0` turns it off, for measuring; read once.
+fn rewinds() -> bool {
+    static REWINDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REWINDS
+        .get_or_init(|| std::env::var("TESSERA_STAGING_REWIND").map_or(true, |v| v.trim() != "0"))
 }
 
 /// Copies `pieces` back to back into `part` (exactly their length): on all cores for large
@@ -399,6 +422,68 @@ impl Gpu {
             }
             .map_err(cuda("copying to the device"))?;
         }
+        self.staging_queued.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the next staged upload would start in the handle's staging buffer, were it not
+    /// for a rewind.
+    fn staging_used(gpu: &Gpu) -> usize {
+        gpu.with_state::<Staging, _>(|state| Ok(state.as_ref().map_or(0, |s| s.used)))
+            .expect("the handle's state")
+    }
+
+    /// The staging buffer starts over after a wait, and only after one: uploads queued one
+    /// after another take bytes after each other, the first after a wait takes the buffer's
+    /// first bytes, and every upload arrives whole.
+    #[test]
+    fn a_wait_rewinds_the_staging_buffer_and_uploads_arrive_whole() {
+        if crate::testing::gpu().is_none() {
+            return;
+        }
+        if !rewinds() {
+            eprintln!("skipped: TESSERA_STAGING_REWIND=0 turns the rewind off");
+            return;
+        }
+        // A handle of its own: no other test stages on it meanwhile.
+        let gpu = Gpu::new().expect("a GPU handle");
+        let _staged = gpu.stage_uploads();
+        let data: Vec<Vec<u8>> = (0..6)
+            .map(|k| {
+                (0..50_000 + 3_333 * k)
+                    .map(|i| (i * 7 + k * 13) as u8)
+                    .collect()
+            })
+            .collect();
+        let room = |n: usize| n.next_multiple_of(ALIGN);
+        let mut uploaded = Vec::new();
+        uploaded.push(gpu.upload(&data[0]).expect("an upload"));
+        uploaded.push(gpu.upload(&data[1]).expect("an upload"));
+        assert_eq!(
+            staging_used(&gpu),
+            room(data[0].len()) + room(data[1].len())
+        );
+        gpu.synchronize().expect("a wait");
+        let mut last = 0;
+        for d in &data[2..] {
+            uploaded.push(gpu.upload(d).expect("an upload"));
+            let used = staging_used(&gpu);
+            assert_eq!(
+                used,
+                last + room(d.len()),
+                "after a wait, from the beginning, then in order"
+            );
+            last = used;
+        }
+        for (dev, d) in uploaded.iter().zip(&data) {
+            let mut host = vec![0u8; d.len()];
+            gpu.download(dev, &mut host).expect("a download");
+            assert!(host == *d, "a staged upload arrives whole");
+        }
     }
 }
