@@ -42,14 +42,6 @@ CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 // follows the chain of symbol starts by shuffles, up to two literal lookups a step.
 CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true>(inp, o, tables[warp], nullptr)))
-// The speculative loop with rounds of 64 offsets (deflate_block_spec64): each lane looks up the
-// symbols at two offsets, a round covers twice the bits. Selectable for measurements.
-CODAG_KERNEL(codag_deflate_r64, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
-             (deflate_stream<u8, false, true, DeflateTables, true, true>(inp, o, tables[warp], nullptr)))
-// The same with the deferred copy and the pending literals in one run of lanes, stored by one
-// store (deflate_take_match_merged). Selectable for measurements.
-CODAG_KERNEL(codag_deflate_r64s, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
-             (deflate_stream<u8, false, true, DeflateTables, true, true, true>(inp, o, tables[warp], nullptr)))
 // The batch loop (deflate_block_fast), the default before the speculative loop: kept to measure
 // against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_batch, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_batch, u8, __shared__ DeflateTables tables[CODAG_WARPS];,

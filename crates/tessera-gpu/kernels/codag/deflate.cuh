@@ -508,35 +508,6 @@ __device__ __forceinline__ u32 deflate_take_match(CodagOutput<T>& out, u32 lane,
     return CODAG_ST_OK;
 }
 
-// deflate_take_match for loops that keep the deferred copy and the pending literals as one run
-// of lanes (MERGED, the variant `codag_deflate_r64s`): lane k < pend holds byte out.pos - pend + k,
-// from the deferred copy (`dval`) for k < dlen and a literal (`mine`) after it (the copy's bytes
-// end where the literals begin), so both are stored by one store. The match becomes the run's
-// first dlen = len lanes (up to 32), or is copied at once.
-template <typename T>
-__device__ __forceinline__ u32 deflate_take_match_merged(CodagOutput<T>& out, u32 lane, u32 dist, u32 len, T& dval,
-                                                         u32& dlen, u32& pend, u32 mine) {
-    if (out.pos > out.cap) return CODAG_ST_OUTPUT_OVERFLOW;
-    if (dist > out.pos) return CODAG_ST_BAD_DISTANCE;
-    if (!out.room(len)) return CODAG_ST_OUTPUT_OVERFLOW;
-    if (lane < pend) out.base[out.pos - pend + lane] = lane < dlen ? dval : (T)mine;
-    __syncwarp();  // the stores above are visible to every lane's load below
-    if (len <= 32) {
-        const T* src = out.base + (out.pos - dist);
-        u32 k = lane;
-        if (dist < len) k = lane % dist;
-        if (lane < len) dval = src[k];
-        dlen = len;
-        pend = len;
-        out.pos += len;
-    } else {
-        dlen = 0;
-        pend = 0;
-        out.memcpy(dist, len);  // checked above: cannot fail
-    }
-    return CODAG_ST_OK;
-}
-
 template <typename T, typename TT>
 __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
                                                   const TT& t) {
@@ -695,47 +666,12 @@ __device__ __forceinline__ u32 deflate_spec_dist(u32 s, u32 bits, u32 at) {
     return deflate_spec_word<7, 11, 15>(s, bits, at);
 }
 
-// Rounds of 64 offsets (R64, the variant `codag_deflate_r64`): lane k makes the words at offsets
-// k and k + 32, so the offset after a symbol reaches 63 + 28 and takes 7 bits. Literal/length
-// entry and word: bits 0-6 that offset (the bits taken, in an entry), bits 7-8 the kind, bit 9
-// two literals, bits 10-12 the extra bits, bits 16-31 the value (one or two literal bytes; a
-// length in bits 16-24 with the code's length in bits 28-31, which a literal does not need: it
-// has no extra bits, so whatever its second byte puts there shifts bits that are masked away).
-#define DEFLATE_W_LEN (1u << 7)
-#define DEFLATE_W_END (2u << 7)
-#define DEFLATE_W_UNRESOLVED (3u << 7)
-// Distance entry and word: bits 0-6 as above, bit 7 unresolved, bits 8-11 the code's length and
-// 12-15 the extra bits (entry only), bits 16-31 the distance.
-#define DEFLATE_W_DUNRESOLVED (1u << 7)
-
-__device__ __forceinline__ u32 deflate_spec64_entry_lit(u32 e) {
-    u32 L = e & 15, x = (e >> 4) & 15, kind = (e >> 8) & 3, two = (e >> 14) & 1;
-    if (!L || kind == DEFLATE_K_BAD) return DEFLATE_W_UNRESOLVED;
-    if (kind == DEFLATE_K_LIT) return (e & 0xffff0000u) | two << 9 | (two ? (e >> 10) & 15 : L);
-    return (e & 0x01ff0000u) | L << 28 | x << 10 | kind << 7 | (L + x);
-}
-
-__device__ __forceinline__ u32 deflate_spec64_entry_dist(u32 d) {
-    u32 L = d & 15, x = (d >> 4) & 15;
-    if (!L || ((d >> 8) & 3) == DEFLATE_K_BAD) return DEFLATE_W_DUNRESOLVED;
-    return (d & 0xffff0000u) | x << 12 | L << 8 | (L + x);
-}
-
-__device__ __forceinline__ u32 deflate_spec64_lit(u32 s, u32 bits, u32 at) {
-    return s + (((bits >> (s >> 28)) & ((1u << ((s >> 10) & 7)) - 1)) << 16) + at;
-}
-__device__ __forceinline__ u32 deflate_spec64_dist(u32 s, u32 bits, u32 at) {
-    return deflate_spec_word<8, 12, 15>(s, bits, at);
-}
-
 // Turns freshly built tables into spec entries, all lanes striding over the entries.
-template <typename TT, bool R64 = false>
+template <typename TT>
 __device__ void deflate_spec_tables(TT& t) {
     __syncwarp();
-    for (u32 i = codag_lane(); i < (1u << TT::LIT_BITS); i += 32)
-        t.lit[i] = R64 ? deflate_spec64_entry_lit(t.lit[i]) : deflate_spec_entry_lit(t.lit[i]);
-    for (u32 i = codag_lane(); i < (1u << TT::DIST_BITS); i += 32)
-        t.dist[i] = R64 ? deflate_spec64_entry_dist(t.dist[i]) : deflate_spec_entry_dist(t.dist[i]);
+    for (u32 i = codag_lane(); i < (1u << TT::LIT_BITS); i += 32) t.lit[i] = deflate_spec_entry_lit(t.lit[i]);
+    for (u32 i = codag_lane(); i < (1u << TT::DIST_BITS); i += 32) t.dist[i] = deflate_spec_entry_dist(t.dist[i]);
     __syncwarp();
 }
 
@@ -754,17 +690,15 @@ __device__ __forceinline__ u32 deflate_ring32(const u8* ring, u32 bit) {
 // Still unresolved: no code, or an invalid symbol. Not inlined: the chain rarely takes it, and
 // inlined its ring reads were hoisted into every symbol's path. Takes the ring pointer, not the
 // CodagInput, so that the caller's input state stays in registers.
-template <typename TT, bool DIST, bool R64 = false>
+template <typename TT, bool DIST>
 __device__ __noinline__ u32 deflate_spec_resolve(const u8* ring, u32 bit, const TT& t, u32 at) {
     u32 bits = deflate_ring32(ring, bit);
     if constexpr (DIST) {
         u32 d = deflate_long_entry<false>(bits, t.dcount, t.dsym, 0, 0, DEFLATE_T_DIST);
-        if constexpr (R64) return deflate_spec64_dist(deflate_spec64_entry_dist(d), bits, at);
-        else return deflate_spec_dist(deflate_spec_entry_dist(d), bits, at);
+        return deflate_spec_dist(deflate_spec_entry_dist(d), bits, at);
     } else {
         u32 e = deflate_long_entry<false>(bits, t.lcount, t.lsym, 0, 0, DEFLATE_T_LIT);
-        if constexpr (R64) return deflate_spec64_lit(deflate_spec64_entry_lit(e), bits, at);
-        else return deflate_spec_lit(deflate_spec_entry_lit(e), bits, at);
+        return deflate_spec_lit(deflate_spec_entry_lit(e), bits, at);
     }
 }
 
@@ -858,128 +792,10 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     return st;
 }
 
-// The speculative loop with rounds of 64 offsets (the variant `codag_deflate_r64`; docs/gpu/codag.md,
-// "Speculative lookups by the idle lanes"): lane k makes the words of offsets k (`A0`, `D0`) and
-// k + 32 (`A1`, `D1`), two independent lookups a lane issued together, so a round covers about
-// twice the symbols of deflate_block_spec's for one more ring load and the second set's table
-// loads and packing. The chain takes offset p's word from lane p % 32 of the set p / 32 says (a
-// select before the shuffle). What deflate_block_spec says about words, unresolved symbols and
-// bounds holds with 64 for 32: between two checks of the position at most 63 bits and one
-// symbol of at most 28 are consumed.
-// MERGED (the variant `codag_deflate_r64s`): the pending literals follow the deferred copy in
-// the lanes (deflate_take_match_merged), so a match stores both with one store and the copy's
-// position is not held; a literal step stores the run first when fewer than 4 lanes are left.
-template <typename T, typename TT, bool MERGED = false>
-__device__ __forceinline__ u32 deflate_block_spec64(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
-                                                    const TT& t) {
-    constexpr u32 FLUSH_AT = 29;
-    const u32 lane = codag_lane();
-    const u64 lim = (u64)in.len * 8;
-    u64 base = in.bit;
-    u32 p = 0;
-    u32 A0 = 0, D0 = 0, A1 = 0, D1 = 0;  // this lane's words at base + lane and base + lane + 32
-    u32 pend = 0, mine = 0;  // MERGED: pend counts the deferred copy's lanes too
-    u32 dlen = 0, dpos = 0;  // MERGED: dpos unused
-    T dval = 0;
-    auto round = [&]() -> bool {
-        base += p;
-        p = 0;
-        in.bit = base;
-        if (base > lim) return false;
-        // The four words from base's word: every lane's two 32-bit reads.
-        codag_load(in, ((u32)(base >> 5) << 2) + 16);
-        const u32* r = reinterpret_cast<const u32*>(in.ring);
-        const u32 m = CODAG_RING_BYTES / 4 - 1;
-        u32 bit = (u32)base + lane, wi = (bit >> 5) & m;
-        u32 w1 = r[(wi + 1) & m];
-        u32 b0 = __funnelshift_r(r[wi], w1, bit & 31), b1 = __funnelshift_r(w1, r[(wi + 2) & m], bit & 31);
-        A0 = deflate_spec64_lit(t.lit[b0 & ((1u << TT::LIT_BITS) - 1)], b0, lane);
-        D0 = deflate_spec64_dist(t.dist[b0 & ((1u << TT::DIST_BITS) - 1)], b0, lane);
-        A1 = deflate_spec64_lit(t.lit[b1 & ((1u << TT::LIT_BITS) - 1)], b1, lane + 32);
-        D1 = deflate_spec64_dist(t.dist[b1 & ((1u << TT::DIST_BITS) - 1)], b1, lane + 32);
-        return true;
-    };
-    if (!round()) return CODAG_ST_TRUNCATED;
-    u32 st = CODAG_ST_OK;
-    for (;;) {
-        if (p >= 64 && !round()) return CODAG_ST_TRUNCATED;
-        // __shfl_sync takes the source lane modulo 32.
-        u32 a = __shfl_sync(0xffffffffu, (p & 32) ? A1 : A0, p);
-        if (!(a & DEFLATE_W_UNRESOLVED)) {  // one or two literals
-            if constexpr (MERGED) {
-                if (pend >= FLUSH_AT) {  // a step's 4 literals need a lane each
-                    if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                    if (lane < pend) out.base[out.pos - pend + lane] = lane < dlen ? dval : (T)mine;
-                    pend = 0;
-                    dlen = 0;
-                }
-            }
-            u32 na = 1 + ((a >> 9) & 1), k = lane - pend;
-            if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
-            p = a & 127;
-            u32 c = __shfl_sync(0xffffffffu, (p & 32) ? A1 : A0, p);
-            if (p < 64 && !(c & DEFLATE_W_UNRESOLVED)) {
-                u32 kc = k - na;
-                if (kc < 1 + ((c >> 9) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
-                na += 1 + ((c >> 9) & 1);
-                p = c & 127;
-            }
-            pend += na;
-            out.pos += na;
-            if (!MERGED && pend >= FLUSH_AT) {
-                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                if (lane < dlen) out.base[dpos + lane] = dval;
-                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-                pend = 0;
-                dlen = 0;
-            }
-            continue;
-        }
-        if ((a & DEFLATE_W_UNRESOLVED) == DEFLATE_W_UNRESOLVED) {
-            a = deflate_spec_resolve<TT, false, true>(in.ring, (u32)base + p, t, p);
-            if ((a & DEFLATE_W_UNRESOLVED) == DEFLATE_W_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-            if (lane == (p & 31)) {  // the resolved word takes its place; decoded next
-                if (p & 32) A1 = a;
-                else A0 = a;
-            }
-            continue;
-        }
-        p = a & 127;
-        if (a & DEFLATE_W_END) {
-            if (base + p > lim) { st = CODAG_ST_TRUNCATED; break; }
-            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-            if constexpr (MERGED) {
-                if (lane < pend) out.base[out.pos - pend + lane] = lane < dlen ? dval : (T)mine;
-            } else {
-                if (lane < dlen) out.base[dpos + lane] = dval;
-                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-            }
-            break;
-        }
-        u32 len = (a >> 16) & 0x1ff;  // 3..258; the code's length sits above it
-        if (p >= 64 && !round()) return CODAG_ST_TRUNCATED;
-        u32 dd = __shfl_sync(0xffffffffu, (p & 32) ? D1 : D0, p);
-        if (dd & DEFLATE_W_DUNRESOLVED) {
-            dd = deflate_spec_resolve<TT, true, true>(in.ring, (u32)base + p, t, p);
-            if (dd & DEFLATE_W_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-        }
-        u32 dist = dd >> 16;
-        p = dd & 127;
-        if constexpr (MERGED) st = deflate_take_match_merged(out, lane, dist, len, dval, dlen, pend, mine);
-        else st = deflate_take_match(out, lane, dist, len, dpos, dval, dlen, dpos, pend, mine);
-        if (st != CODAG_ST_OK) break;
-    }
-    in.bit = base + p;
-    if (st == CODAG_ST_OK) deflate_refill(in, b);
-    return st;
-}
-
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
-// sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop; R64 (with SPEC):
-// its rounds of 64 offsets; MERGED (with R64): one store for the deferred copy and the literals.
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false, bool R64 = false,
-          bool MERGED = false>
+// sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -1014,18 +830,17 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
             if (type == 1) {
                 if (!fixed_built) {
                     deflate_fixed(t);
-                    if constexpr (SPEC) deflate_spec_tables<TT, R64>(t);
+                    if constexpr (SPEC) deflate_spec_tables(t);
                 }
                 fixed_built = true;
             } else {
                 u32 st = deflate_dynamic(in, b, t);
                 fixed_built = false;
                 if (st) return st;
-                if constexpr (SPEC) deflate_spec_tables<TT, R64>(t);
+                if constexpr (SPEC) deflate_spec_tables(t);
             }
             u32 st;
-            if constexpr (SPEC && R64) st = deflate_block_spec64<T, TT, MERGED>(in, b, out, t);
-            else if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
+            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
