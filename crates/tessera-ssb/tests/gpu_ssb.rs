@@ -204,6 +204,38 @@ fn upfront_checked_for_loader_equals_the_cpu() {
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "upfront");
 }
 
+/// The sparse FOR loads (`sparse`, over FOR columns loaded with their checks, and `sparseup`,
+/// over FOR columns checked at upload: a load after a filter or a probe extracts each lane's
+/// passing values from the packed words when the warp's tile holds few passing rows) give the
+/// CPU's results on all 13 queries over stored and plain columns (the queries
+/// TESSERA_SSB_BATCH_QUERIES names, if set). The four columns are FOR throughout: lo_discount's
+/// and lo_quantity's equal slabs (q1.x loads lo_quantity after the date join and the discount
+/// filter) and the price columns' mixed widths (lo_extendedprice in q1.x, lo_revenue in q2.x
+/// to q4.x, after every join), and the filters and joins leave tiles on both sides of
+/// SPARSE_MAX passing rows, so both paths run.
+#[test]
+fn sparse_for_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    assert_codec_throughout(
+        &ds,
+        &[
+            "lo_discount",
+            "lo_quantity",
+            "lo_extendedprice",
+            "lo_revenue",
+        ],
+        tessera::CodecId::For,
+    );
+    let names =
+        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    for loader in [Loader::Sparse, Loader::SparseUpfront] {
+        set_loader(&g, loader);
+        queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, loader.name());
+    }
+}
+
 /// Joins probed per run (`SsbProbeRuns`: lo_orderdate in q1.2, lo_custkey and lo_orderdate in
 /// q3.1 and q4.3), in plan order and moved first, give the CPU's results; the data's RFOR keys
 /// are checked to be RFOR in every chunk, so the per-run probe is what runs.
@@ -304,7 +336,21 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     // same checks as the two-shuffle one (`runs`).
     // The batched one makes the same checks before it requests any packed word (`batch`).
     // `upfront` loads it with the checks too: the check at upload found the corrupt block.
-    for loader in [Loader::Lean, Loader::Runs, Loader::Batch, Loader::Upfront] {
+    // The sparse loads make the same checks before they read a packed word (`sparse`,
+    // `sparseup`); TESSERA_SSB_CORRUPT_LOADERS=sparse,sparseup runs only those (e.g. under
+    // compute-sanitizer).
+    let only = std::env::var("TESSERA_SSB_CORRUPT_LOADERS").unwrap_or_default();
+    for loader in [
+        Loader::Lean,
+        Loader::Runs,
+        Loader::Batch,
+        Loader::Upfront,
+        Loader::Sparse,
+        Loader::SparseUpfront,
+    ] {
+        if !only.is_empty() && !only.split(',').any(|n| n == loader.name()) {
+            continue;
+        }
         set_loader(&g, loader);
         corrupt_discount_fails(&g);
     }

@@ -69,6 +69,8 @@ fn every_generated_query_kernel_compiles() {
             ("q1.1", Loader::Lean),
             ("q1.1", Loader::Batch),
             ("q4.1", Loader::Batch),
+            ("q1.1", Loader::Sparse),
+            ("q4.1", Loader::Sparse),
         ] {
             if name == q {
                 let o = Options { loader, ..inline };
@@ -76,7 +78,14 @@ fn every_generated_query_kernel_compiles() {
             }
         }
         // FOR columns checked at upload, loaded unchecked (SsbLoadAs<SSB_FOR_CHECKED, ..>).
-        for (q, loader) in [("q1.1", Loader::Upfront), ("q4.1", Loader::Upfront)] {
+        // And with the sparse FOR path at the loads after a step (SsbLoadAs<.., .., true>),
+        // over checked and unchecked FOR columns.
+        for (q, loader) in [
+            ("q1.1", Loader::Upfront),
+            ("q4.1", Loader::Upfront),
+            ("q2.1", Loader::SparseUpfront),
+            ("q3.1", Loader::SparseUpfront),
+        ] {
             if name == q {
                 let o = Options { loader, ..inline };
                 sources.insert(program_with(&p, &resident, o).source);

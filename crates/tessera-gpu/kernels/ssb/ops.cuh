@@ -268,7 +268,69 @@ __device__ __forceinline__ void ssb_for_batch_words(const u32* __restrict__ base
     }
 }
 
-template <bool CHECKED>
+// The sparse FOR loader (codegen::Loader::Sparse; the program defines SSB_FOR_SPARSE as the
+// most rows a tile may still hold for it, and the generator asks for it only at loads that come
+// after a filter or a probe): when few of the tile's 512 rows still pass, the warp unpack above
+// decodes every value of each block that holds one of them (words, two shuffles a value) to use
+// a few. Here each lane extracts only its own passing values, straight from the packed words:
+// lane l's item m of stripe k is value l of miniblock m of block k, which lies at bits
+// [l * bw, (l + 1) * bw) of that miniblock's bw words (LoadBitPackWarpBlock's unpack reads the
+// same bits through its shuffles), so one 4-byte load, a second one only when the value
+// crosses a word edge, and a funnel shift; no shuffles per value. The loads touch only the
+// sectors of the passing rows, as a plain column's do. Both words lie inside the miniblock
+// (bit (l + 1) * bw - 1 < 32 * bw), so inside the block whose checks passed; a miniblock of
+// bit_width 0 reads nothing (its values are the reference), and a block that failed a check
+// (reference and bit-width word 0) reads nothing and decodes to zeros, as the warp unpack does.
+// A slab of equal bit_widths is unpacked by the warp with fewer instructions a value than a
+// mixed one (one shift and mask a block, no per-miniblock widths), and its narrow blocks hold
+// few sectors, so it takes the sparse path only below a lower count, SSB_FOR_SPARSE_EQUAL.
+// Not the default: measured slower than the batched unpack (decision 0040). Each item's loads
+// are consumed before the next item's branch, so a tile waits a memory round trip per item
+// that holds a passing row, where the batched loader waits one for the whole tile.
+#ifndef SSB_FOR_SPARSE
+#define SSB_FOR_SPARSE 0
+#endif
+#ifndef SSB_FOR_SPARSE_EQUAL
+#define SSB_FOR_SPARSE_EQUAL 0
+#endif
+
+template <bool EQUAL>
+__device__ __forceinline__ void ssb_for_sparse_values(const u32* __restrict__ base, const ForWarpSlab& q, u32 live,
+                                                      u32 rows, u32 pass, u32 (&v)[SSB_ROWS]) {
+    const u32 l = threadIdx.x & 31;
+#pragma unroll
+    for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) {
+        if (!((live >> k) & 1u)) continue;
+        const u32 start = __shfl_sync(SSB_FULL, q.start, k);
+        const u32 ref = __shfl_sync(SSB_FULL, q.ref, k);
+        const u32 bww = __shfl_sync(SSB_FULL, q.bww, k);  // EQUAL: 2^bw - 1
+        // Miniblock m's words start at byte m of offs (the bit_widths before it, summed).
+        const u32 offs = EQUAL ? 0u : bww * 0x01010100u;
+        const u32 bw_eq = EQUAL ? __popc(bww) : 0u;
+#pragma unroll
+        for (u32 m = 0; m < TS_FOR_MINIBLOCKS; ++m) {
+            // `rows` (the OR of the lanes' pass words) is warp-uniform: an item no lane holds
+            // costs one uniform branch. The lanes that hold it load; the others compute a value
+            // nothing reads.
+            const u32 i = 4 * k + m;
+            if (!((rows >> i) & 1u)) continue;
+            const bool mine = (pass >> i) & 1u;
+            const u32 bw = EQUAL ? bw_eq : __byte_perm(bww, 0u, 0x4440u + m);
+            const u32 off = EQUAL ? m * bw_eq : __byte_perm(offs, 0u, 0x4440u + m);
+            const u32 bit = l * bw;
+            const u32* __restrict__ p = base + (start + 1 + off + (bit >> 5));
+            u32 lo = 0, hi = 0;
+            ts_ldg_if(lo, p, mine && bw != 0);
+            ts_ldg_if(hi, p + 1, mine && (bit & 31u) + bw > 32);
+            v[i] = ref + (__funnelshift_r(lo, hi, bit) & (EQUAL ? bww : __funnelshift_lc(0xFFFFFFFFu, 0u, bw)));
+        }
+    }
+}
+
+// SPARSE: the generator allows the sparse path at this load (SSB_FOR_SPARSE above); it runs
+// when the warp's tile holds at most SSB_FOR_SPARSE passing rows (SSB_FOR_SPARSE_EQUAL for a
+// slab of equal bit_widths; a warp count, uniform).
+template <bool CHECKED, bool SPARSE>
 __device__ __forceinline__ void ssb_load_for_batch(const u32* __restrict__ g, const ChunkDesc& c, u32 local,
                                                    u64* status, u32 pass, u32 (&v)[SSB_ROWS]) {
     const ForWarpSlab q = CHECKED ? ssb_for_meta_checked(g, c, local) : ssb_for_meta(g, c, local, status);
@@ -278,17 +340,28 @@ __device__ __forceinline__ void ssb_load_for_batch(const u32* __restrict__ g, co
     u32 live = 0;
 #pragma unroll
     for (u32 k = 0; k < TS_DFOR_TILE_BLOCKS; ++k) live |= (u32)(k < q.blocks && ((rows >> (4 * k)) & 0xFu)) << k;
+    if (SPARSE && SSB_FOR_SPARSE > 0) {
+        const u32 n = __reduce_add_sync(SSB_FULL, __popc(pass));
+        if (q.equal && n <= SSB_FOR_SPARSE_EQUAL) {
+            ssb_for_sparse_values<true>(base, q, live, rows, pass, v);
+            return;
+        }
+        if (!q.equal && n <= SSB_FOR_SPARSE) {
+            ssb_for_sparse_values<false>(base, q, live, rows, pass, v);
+            return;
+        }
+    }
     if (q.equal) ssb_for_batch_words<true>(base, q, live, v);
     else ssb_for_batch_words<false>(base, q, live, v);
 }
 
 // CHECKED: the column's tiles were checked when it became resident (SSB_FOR_CHECKED above);
-// only the batched form has that path.
-template <bool CHECKED = false>
+// only the batched form has that path, and the sparse one (SPARSE) is built on it.
+template <bool CHECKED = false, bool SPARSE = false>
 __device__ __forceinline__ void ssb_load_for(const u32* __restrict__ g, const ChunkDesc& c, u32 local, u64* status,
                                              u32 pass, u32 (&v)[SSB_ROWS]) {
     if (SSB_FOR_BATCH || CHECKED) {
-        ssb_load_for_batch<CHECKED>(g, c, local, status, pass, v);
+        ssb_load_for_batch<CHECKED, SPARSE>(g, c, local, status, pass, v);
         return;
     }
     const ForWarpSlab q = ssb_for_meta(g, c, local, status);
@@ -478,7 +551,7 @@ __device__ __noinline__ SsbRows ssb_load_tile(const u32* __restrict__ g, const S
 
 #define SSB_ST_CODEC_MISMATCH 7ull  // a chunk's codec differs from the one the program expects
 
-template <u32 CODEC>
+template <u32 CODEC, bool SPARSE = false>
 __device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
                                                u64* __restrict__ status, u32 ci, u32 local, u32 pass,
                                                SsbWarpStorage* s, u64* qs, u32 (&v)[SSB_ROWS]) {
@@ -490,25 +563,26 @@ __device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const 
         return;
     }
     const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
-    if (CODEC == SSB_FOR_CHECKED) ssb_load_for<true>(g, c, local, status + ci, pass, v);
-    else if (CODEC == SSB_FOR) ssb_load_for(g, c, local, status + ci, pass, v);
+    if (CODEC == SSB_FOR_CHECKED) ssb_load_for<true, SPARSE>(g, c, local, status + ci, pass, v);
+    else if (CODEC == SSB_FOR) ssb_load_for<false, SPARSE>(g, c, local, status + ci, pass, v);
     else if (CODEC == SSB_DFOR) ssb_load_dfor(g, c, local, status + ci, v);
     else if (CODEC == SSB_RFOR) ssb_load_rfor(g, c, local, status + ci, s, v);
     else ssb_load_plain(g, c, local, pass, v);
 }
 
-template <u32 CODEC>
+template <u32 CODEC, bool SPARSE>
 __device__ __noinline__ SsbRows ssb_load_tile_as(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
                                                 u64* __restrict__ status, u32 ci, u32 local, u32 pass,
                                                 SsbWarpStorage* s, u64* qs) {
     SsbRows r;
-    ssb_load_known<CODEC>(g, chunks, status, ci, local, pass, s, qs, r.v);
+    ssb_load_known<CODEC, SPARSE>(g, chunks, status, ci, local, pass, s, qs, r.v);
     return r;
 }
 
 // SsbLoad for a column whose chunks all have codec CODEC: expanded in place (INLINE) or one
-// call of the codec's own loader.
-template <u32 CODEC, bool INLINE>
+// call of the codec's own loader. SPARSE (FOR only): a load after a filter or probe, where the
+// sparse FOR path may run (SSB_FOR_SPARSE).
+template <u32 CODEC, bool INLINE, bool SPARSE = false>
 __device__ __forceinline__ void SsbLoadAs(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
                                           u64* __restrict__ status, u32 ci, u32 local, u32 pass, u32 (&v)[SSB_ROWS],
                                           SsbWarpStorage* s, u64* qs) {
@@ -518,9 +592,9 @@ __device__ __forceinline__ void SsbLoadAs(const u32* __restrict__ g, const SsbCh
         return;
     }
     if (INLINE) {
-        ssb_load_known<CODEC>(g, chunks, status, ci, local, pass, s, qs, v);
+        ssb_load_known<CODEC, SPARSE>(g, chunks, status, ci, local, pass, s, qs, v);
     } else {
-        const SsbRows r = ssb_load_tile_as<CODEC>(g, chunks, status, ci, local, pass, s, qs);
+        const SsbRows r = ssb_load_tile_as<CODEC, SPARSE>(g, chunks, status, ci, local, pass, s, qs);
 #pragma unroll
         for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = r.v[i];
     }

@@ -104,7 +104,27 @@ pub enum Loader {
     /// block_starts entries and blocks (`SSB_FOR_CHECKED` in `ops.cuh`): fewer instructions a
     /// tile, and the reference and bit-width loads wait on the block_starts entry alone.
     Upfront,
+    /// As [`Loader::Batch`], and a FOR load that comes after a filter or a probe (the rows
+    /// still passing are then few) takes the sparse path when the warp's tile holds at most
+    /// [`SPARSE_MAX`] passing rows: each lane extracts its own passing values from the packed
+    /// words, with no warp unpack (`SSB_FOR_SPARSE` in `ops.cuh`).
+    Sparse,
+    /// [`Loader::Upfront`] with the sparse FOR path of [`Loader::Sparse`].
+    SparseUpfront,
 }
+
+/// The most passing rows (of a tile's 512) for which [`Loader::Sparse`] takes the sparse FOR
+/// path in a tile of mixed bit_widths. By the SASS of q1.1's probe kernel (docs/gpu/ssb.md), a
+/// mixed block's warp unpack costs about 75 warp instructions, the sparse path about 19 an
+/// item (32 rows of one stripe across the lanes) that holds a passing row and 2 one that holds
+/// none: 32 rows spread over a tile leave about 14 of its 16 items with one, near where the two
+/// meet; fewer rows, fewer items.
+pub const SPARSE_MAX: u32 = 32;
+
+/// [`SPARSE_MAX`] for a tile whose blocks all have four equal bit_widths: their warp unpack
+/// costs about 34 warp instructions a block (no per-miniblock widths), so the sparse path pays
+/// only when about 7 or fewer of the 16 items hold a passing row.
+pub const SPARSE_MAX_EQUAL: u32 = 8;
 
 /// The codec [`Codecs`] gives a column of FOR chunks whose every tile passed the FOR loader's
 /// checks when it became resident (`Gpu::ssb_upload_column`): loaded as `SSB_FOR_CHECKED` by
@@ -124,8 +144,18 @@ impl Loader {
             "lean" => Some(Self::Lean),
             "batch" => Some(Self::Batch),
             "upfront" => Some(Self::Upfront),
+            "sparse" => Some(Self::Sparse),
+            "sparseup" => Some(Self::SparseUpfront),
             _ => None,
         }
+    }
+    /// Programs of this loader take the sparse FOR path where a load allows it.
+    fn sparse(self) -> bool {
+        matches!(self, Self::Sparse | Self::SparseUpfront)
+    }
+    /// Programs of this loader read FOR columns checked at upload without the checks.
+    fn upfront(self) -> bool {
+        matches!(self, Self::Upfront | Self::SparseUpfront)
     }
     /// The name [`LOADER_ENV`] takes.
     pub fn name(self) -> &'static str {
@@ -140,6 +170,8 @@ impl Loader {
             Self::Lean => "lean",
             Self::Batch => "batch",
             Self::Upfront => "upfront",
+            Self::Sparse => "sparse",
+            Self::SparseUpfront => "sparseup",
         }
     }
 }
@@ -207,7 +239,10 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
     })
 }
 
-fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
+/// `sparse`: the load comes after a step that may have cleared rows (a filter or a probe), where
+/// a sparse loader ([`Loader::Sparse`], [`Loader::SparseUpfront`]) lets a FOR column take the
+/// sparse path.
+fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader, sparse: bool) {
     let name = codec_name(codec);
     match (loader, name) {
         (
@@ -219,13 +254,18 @@ fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader) {
             | Loader::RunsBatch
             | Loader::Lean
             | Loader::Batch
-            | Loader::Upfront,
+            | Loader::Upfront
+            | Loader::Sparse
+            | Loader::SparseUpfront,
             Some(c),
         ) => {
             let inline = loader != Loader::Call;
+            let sparse =
+                sparse && loader.sparse() && matches!(codec, Some(c) if c == 1 || c == FOR_CHECKED);
+            let extra = if sparse { ", true" } else { "" };
             let _ = writeln!(
                 body,
-                "        SsbLoadAs<{c}, {inline}>(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
+                "        SsbLoadAs<{c}, {inline}{extra}>(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
             );
         }
         _ => {
@@ -273,7 +313,7 @@ pub fn build_kernel(j: &DimJoin, index: usize, codecs: Codecs<'_>, loader: Loade
     let mut cols = Vec::new();
     let mut body = String::new();
     let load = |body: &mut String, k: usize, col: &str| {
-        load(body, k, codecs(Side::Dim(&j.table), col), loader)
+        load(body, k, codecs(Side::Dim(&j.table), col), loader, false)
     };
     for f in &j.filters {
         let (k, new) = slot(&mut cols, &f.column);
@@ -337,8 +377,10 @@ enum Step {
 pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel {
     let mut cols = Vec::new();
     let mut body = String::new();
-    let load =
-        |body: &mut String, k: usize, col: &str| load(body, k, codecs(Side::Fact, col), loader);
+    // A load after the first step (a filter or a probe) may find few rows still passing.
+    let load = |body: &mut String, k: usize, col: &str, after_step: bool| {
+        load(body, k, codecs(Side::Fact, col), loader, after_step)
+    };
     let strides = p.strides();
     let names = p.aggregate.columns();
     let runs = matches!(
@@ -349,6 +391,8 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
             | Loader::Lean
             | Loader::Batch
             | Loader::Upfront
+            | Loader::Sparse
+            | Loader::SparseUpfront
     );
     // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
     // (its row values are never formed).
@@ -370,7 +414,12 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // `runsfirst` / `runsb`: every per-run join.
     let ahead = |i: usize| match loader {
         Loader::RunsFirst | Loader::RunsBatch => per_run(i),
-        Loader::Runs | Loader::Lean | Loader::Batch | Loader::Upfront => {
+        Loader::Runs
+        | Loader::Lean
+        | Loader::Batch
+        | Loader::Upfront
+        | Loader::Sparse
+        | Loader::SparseUpfront => {
             per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
         }
         _ => false,
@@ -385,13 +434,14 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
         "SsbProbe"
     };
     let mut unused = Vec::new();
+    let mut after_step = false;
     for step in steps {
         match step {
             Step::Filter(fi) => {
                 let f = &p.fact_filters[fi];
                 let (k, new) = slot(&mut cols, &f.column);
                 if new {
-                    load(&mut body, k, &f.column);
+                    load(&mut body, k, &f.column, after_step);
                 }
                 filter(&mut body, k, f);
             }
@@ -407,7 +457,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
                     );
                 } else {
                     if new {
-                        load(&mut body, k, &j.fact_key);
+                        load(&mut body, k, &j.fact_key, after_step);
                     }
                     let _ = writeln!(
                         body,
@@ -418,12 +468,13 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
             }
         }
         body.push_str("        if (!SsbAny(pass)) continue;\n");
+        after_step = true;
     }
     let mut regs = Vec::new();
     for n in &names {
         let (k, new) = slot(&mut cols, n);
         if new {
-            load(&mut body, k, n);
+            load(&mut body, k, n, after_step);
         }
         regs.push(k);
     }
@@ -520,7 +571,8 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb`, `lean`, `batch` or `upfront`, see [`Loader`]); unset, [`LOADER`].
+/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse` or `sparseup`, see
+/// [`Loader`]); unset, [`LOADER`].
 /// A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
@@ -555,7 +607,7 @@ pub fn program(p: &QueryPlan) -> Program {
 pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program {
     // Only `upfront` reads checked FOR columns unchecked; every other loader loads them as FOR.
     let checked_as_for = |side: Side<'_>, col: &str| match codecs(side, col) {
-        Some(FOR_CHECKED) if opts.loader != Loader::Upfront => Some(1),
+        Some(FOR_CHECKED) if !opts.loader.upfront() => Some(1),
         c => c,
     };
     let codecs: Codecs<'_> = &checked_as_for;
@@ -566,9 +618,16 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         .map(|(i, j)| build_kernel(j, i, codecs, opts.loader))
         .collect();
     let probe = probe_kernel(p, codecs, opts.loader);
+    let sparse;
     let lean = match opts.loader {
         Loader::Lean => "#define SSB_FOR_LEAN 1\n",
         Loader::Batch | Loader::Upfront => "#define SSB_FOR_BATCH 1\n",
+        Loader::Sparse | Loader::SparseUpfront => {
+            sparse = format!(
+                "#define SSB_FOR_BATCH 1\n#define SSB_FOR_SPARSE {SPARSE_MAX}\n#define SSB_FOR_SPARSE_EQUAL {SPARSE_MAX_EQUAL}\n"
+            );
+            &sparse
+        }
         _ => "",
     };
     let mut source = format!(
@@ -709,6 +768,71 @@ mod tests {
         }
         // Same steps as `batch` otherwise.
         assert_eq!(steps(Loader::Upfront), steps(Loader::Batch));
+    }
+
+    /// The sparse loaders allow the sparse FOR path only at FOR loads after the first step
+    /// (a filter or a probe); the first load and loads of other codecs are as `batch`'s, and
+    /// the steps are `batch`'s.
+    #[test]
+    fn sparse_loads_only_for_columns_after_a_step() {
+        let opts = |loader| Options {
+            loader,
+            min_blocks: 8,
+        };
+        let loads = |src: &str| -> Vec<String> {
+            src.lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("SsbLoadAs<"))
+                .map(|l| l.split('(').next().unwrap_or_default().to_string())
+                .collect()
+        };
+        // The probe kernel of plan(): f (FOR, the first step's), fk_b (FOR, after a step), then
+        // fk_c (RFOR, aggregated).
+        let sparse = program_with(&plan(), &codecs, opts(Loader::Sparse));
+        assert!(sparse.source.contains(&format!(
+            "#define SSB_FOR_BATCH 1\n#define SSB_FOR_SPARSE {SPARSE_MAX}\n#define SSB_FOR_SPARSE_EQUAL {SPARSE_MAX_EQUAL}\n"
+        )));
+        assert_eq!(
+            loads(&sparse.probe.source),
+            [
+                "SsbLoadAs<SSB_FOR, true>",
+                "SsbLoadAs<SSB_FOR, true, true>",
+                "SsbLoadAs<SSB_RFOR, true>"
+            ]
+        );
+        // Build kernels never take it.
+        assert!(sparse
+            .builds
+            .iter()
+            .all(|b| !b.source.contains(", true, true>")));
+        let checked = |_: Side<'_>, col: &str| match col {
+            "fk_a" | "fk_c" => Some(3),
+            _ => Some(FOR_CHECKED),
+        };
+        let up = program_with(&plan(), &checked, opts(Loader::SparseUpfront));
+        assert_eq!(
+            loads(&up.probe.source),
+            [
+                "SsbLoadAs<SSB_FOR_CHECKED, true>",
+                "SsbLoadAs<SSB_FOR_CHECKED, true, true>",
+                "SsbLoadAs<SSB_RFOR, true>"
+            ]
+        );
+        // `sparse` reads checked columns with the checks, as `batch` does.
+        let src = program_with(&plan(), &checked, opts(Loader::Sparse)).source;
+        assert!(!src.contains("SSB_FOR_CHECKED"), "{src}");
+        // Plain columns: no sparse load.
+        let plain = program_with(&plan(), &|_, _| Some(0), opts(Loader::Sparse)).source;
+        assert!(!plain.contains(", true, true>"), "{plain}");
+        assert_eq!(steps(Loader::Sparse), steps(Loader::Batch));
+        assert_eq!(steps(Loader::SparseUpfront), steps(Loader::Batch));
+        for (name, loader) in [
+            ("sparse:8", Loader::Sparse),
+            ("sparseup:8", Loader::SparseUpfront),
+        ] {
+            assert_eq!(Options::parse(name), Some(opts(loader)));
+            assert_eq!(opts(loader).to_string(), name);
+        }
     }
 
     #[test]
