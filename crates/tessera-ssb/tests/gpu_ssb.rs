@@ -142,6 +142,21 @@ fn queries_equal_the_cpu_in_both_layouts(g: &Gpu, ds: &Dataset, names: &str, loa
     }
 }
 
+/// The fact columns the FOR loader tests check to be FOR in every chunk: lo_discount's and
+/// lo_quantity's narrow equal-width slabs, and the price columns' mixed widths.
+const FOR_COLUMNS: [&str; 4] = [
+    "lo_discount",
+    "lo_quantity",
+    "lo_extendedprice",
+    "lo_revenue",
+];
+
+/// The queries a FOR loader test runs: all 13, or those TESSERA_SSB_BATCH_QUERIES names (fewer,
+/// e.g. under compute-sanitizer).
+fn batch_queries() -> String {
+    std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","))
+}
+
 /// The batched FOR loader (`batch`: every block's packed words requested before any is
 /// unpacked, in place in the value registers) over stored and plain columns gives the CPU's
 /// results on all 13 queries (TESSERA_SSB_BATCH_QUERIES naming fewer, e.g. under
@@ -155,18 +170,8 @@ fn batch_for_loader_equals_the_cpu() {
     let Some(g) = gpu_or_skip() else { return };
     set_loader(&g, Loader::Batch);
     let (_dir, ds) = dataset(0.05, 5, 16_384);
-    assert_codec_throughout(
-        &ds,
-        &[
-            "lo_discount",
-            "lo_quantity",
-            "lo_extendedprice",
-            "lo_revenue",
-        ],
-        tessera::CodecId::For,
-    );
-    let names =
-        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    assert_codec_throughout(&ds, &FOR_COLUMNS, tessera::CodecId::For);
+    let names = batch_queries();
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "batch");
 }
 
@@ -180,15 +185,9 @@ fn upfront_checked_for_loader_equals_the_cpu() {
     let Some(g) = gpu_or_skip() else { return };
     set_loader(&g, Loader::Upfront);
     let (_dir, ds) = dataset(0.05, 5, 16_384);
-    let for_cols = [
-        "lo_discount",
-        "lo_quantity",
-        "lo_extendedprice",
-        "lo_revenue",
-    ];
-    assert_codec_throughout(&ds, &for_cols, tessera::CodecId::For);
+    assert_codec_throughout(&ds, &FOR_COLUMNS, tessera::CodecId::For);
     let lo = ds.table(queries::FACT).expect("lineorder");
-    for name in for_cols {
+    for name in FOR_COLUMNS {
         let c = gpu::upload_column(&g, lo, name, gpu::Layout::Compressed).expect("uploads");
         assert!(c.for_checked(), "{name} was not checked at upload");
         let c = gpu::upload_column(&g, lo, name, gpu::Layout::Plain).expect("uploads");
@@ -199,8 +198,7 @@ fn upfront_checked_for_loader_equals_the_cpu() {
         !c.for_checked(),
         "lo_orderdate (RFOR) marked as checked FOR"
     );
-    let names =
-        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    let names = batch_queries();
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "upfront");
 }
 
@@ -218,18 +216,8 @@ fn sparse_for_loader_equals_the_cpu() {
     use tessera::gpu::ssb::codegen::Loader;
     let Some(g) = gpu_or_skip() else { return };
     let (_dir, ds) = dataset(0.05, 5, 16_384);
-    assert_codec_throughout(
-        &ds,
-        &[
-            "lo_discount",
-            "lo_quantity",
-            "lo_extendedprice",
-            "lo_revenue",
-        ],
-        tessera::CodecId::For,
-    );
-    let names =
-        std::env::var("TESSERA_SSB_BATCH_QUERIES").unwrap_or_else(|_| queries::NAMES.join(","));
+    assert_codec_throughout(&ds, &FOR_COLUMNS, tessera::CodecId::For);
+    let names = batch_queries();
     for loader in [Loader::Sparse, Loader::SparseUpfront] {
         set_loader(&g, loader);
         queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, loader.name());

@@ -106,7 +106,7 @@ impl Gpu {
     pub fn defer_decodes(&self) -> Result<DeferredDecodes<'_>> {
         self.flush_deferred()?;
         static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        if *OFF.get_or_init(|| std::env::var("TESSERA_DEFER_DECODES").as_deref() == Ok("0")) {
+        if crate::runtime::switched_off(&OFF, "TESSERA_DEFER_DECODES") {
             return Ok(DeferredDecodes { gpu: self });
         }
         self.with_state::<Deferred, _>(|d| {

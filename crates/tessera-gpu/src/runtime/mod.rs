@@ -105,6 +105,12 @@ struct ReadBack {
 /// The smallest read-back buffer.
 const READ_BACK_MIN_BYTES: usize = 64 << 10;
 
+/// Whether the environment variable `var` is `0`, read once into `cell`: the switches that
+/// turn a runtime optimisation off for an A/B measurement.
+pub(crate) fn switched_off(cell: &'static std::sync::OnceLock<bool>, var: &str) -> bool {
+    *cell.get_or_init(|| std::env::var(var).is_ok_and(|v| v.trim() == "0"))
+}
+
 /// Maps a driver error to [`Error::Gpu`], saying what was being done.
 pub(crate) fn cuda(what: &'static str) -> impl Fn(DriverError) -> Error {
     move |e| Error::Gpu(format!("{what}: {e}"))

@@ -281,9 +281,8 @@ impl Gpu {
 /// Whether the staging buffer starts over after a wait (module docs):
 /// `TESSERA_STAGING_REWIND=0` turns it off, for measuring; read once.
 fn rewinds() -> bool {
-    static REWINDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *REWINDS
-        .get_or_init(|| std::env::var("TESSERA_STAGING_REWIND").map_or(true, |v| v.trim() != "0"))
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !super::switched_off(&OFF, "TESSERA_STAGING_REWIND")
 }
 
 /// Copies `pieces` back to back into `part` (exactly their length): on all cores for large

@@ -149,6 +149,21 @@ impl Loader {
             _ => None,
         }
     }
+    /// Programs of this loader probe a join per run where its fact key allows it
+    /// (`SsbProbeRuns`): `runs` and every loader built on it.
+    fn probes_per_run(self) -> bool {
+        matches!(
+            self,
+            Self::Runs
+                | Self::RunsFirst
+                | Self::RunsBatch
+                | Self::Lean
+                | Self::Batch
+                | Self::Upfront
+                | Self::Sparse
+                | Self::SparseUpfront
+        )
+    }
     /// Programs of this loader take the sparse FOR path where a load allows it.
     fn sparse(self) -> bool {
         matches!(self, Self::Sparse | Self::SparseUpfront)
@@ -245,20 +260,8 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
 fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader, sparse: bool) {
     let name = codec_name(codec);
     match (loader, name) {
-        (
-            Loader::Call
-            | Loader::Inline
-            | Loader::Prefetch
-            | Loader::Runs
-            | Loader::RunsFirst
-            | Loader::RunsBatch
-            | Loader::Lean
-            | Loader::Batch
-            | Loader::Upfront
-            | Loader::Sparse
-            | Loader::SparseUpfront,
-            Some(c),
-        ) => {
+        // Every loader but `generic` specializes a column of one codec.
+        (l, Some(c)) if l != Loader::Generic => {
             let inline = loader != Loader::Call;
             let sparse =
                 sparse && loader.sparse() && matches!(codec, Some(c) if c == 1 || c == FOR_CHECKED);
@@ -383,17 +386,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     };
     let strides = p.strides();
     let names = p.aggregate.columns();
-    let runs = matches!(
-        loader,
-        Loader::Runs
-            | Loader::RunsFirst
-            | Loader::RunsBatch
-            | Loader::Lean
-            | Loader::Batch
-            | Loader::Upfront
-            | Loader::Sparse
-            | Loader::SparseUpfront
-    );
+    let runs = loader.probes_per_run();
     // A join probed per run: its fact key is a column of RFOR chunks that no other step reads
     // (its row values are never formed).
     let per_run = |i: usize| {
@@ -414,12 +407,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // `runsfirst` / `runsb`: every per-run join.
     let ahead = |i: usize| match loader {
         Loader::RunsFirst | Loader::RunsBatch => per_run(i),
-        Loader::Runs
-        | Loader::Lean
-        | Loader::Batch
-        | Loader::Upfront
-        | Loader::Sparse
-        | Loader::SparseUpfront => {
+        l if l.probes_per_run() => {
             per_run(i) && p.joins[i].payload.is_none() && !p.joins[i].filters.is_empty()
         }
         _ => false,
