@@ -477,8 +477,8 @@ __device__ __forceinline__ u32 deflate_block(CodagInput& in, DeflateBits& b, Cod
 //   L2 round trip overlaps the decoding of the symbols in between instead of stalling the warp.
 //   A copy's source may lie in the deferred bytes or the pending literals, so both are stored
 //   and the warp synchronized before any copy loads.
-// A match of `len` bytes from `dist` back, in the loops that defer copies
-// (deflate_block_fast, deflate_block_spec): checked against the output, then the deferred copy
+// A match of `len` bytes from `dist` back, in the batch loop (deflate_block_fast; the speculative
+// loop has its own, deflate_spec_copy): checked against the output, then the deferred copy
 // (lane k < dlen holds byte at + k in dval) and the pending literals (lane k < pend holds the
 // k-th in mine) are stored, and the match becomes the deferred copy (up to 32 bytes, lane k
 // loading byte k, repeating the last dist bytes where they overlap) or is copied at once.
@@ -617,11 +617,16 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
 // - A code longer than the table, a bit pattern that is no code and the invalid symbols
 //   (286-287, distances 30-31) are *unresolved* words; when the chain reaches one it is decoded
 //   by the canonical walk from the ring (deflate_spec_resolve), and a bit pattern that is no code
-//   or an invalid symbol is CODAG_ST_BAD_CODE there.
+//   or an invalid symbol is CODAG_ST_BAD_CODE there. An unresolved distance word holds distance
+//   0, so a match's bound check (one branch) also catches it.
+// - The output's pending bytes, a short copy's and the literals after it, are one register a
+//   lane and one store (deflate_spec_copy); a match's checks are one predicate
+//   (deflate_match_bad). Both cut the instructions of a match (docs/gpu/codag.md, "Fewer
+//   instructions a match").
 // Bounds are the batch loop's: the position is checked against the input length at every round
 // (at most 31 bits and one symbol of at most 28 bits, 59, are consumed between two) and at the
-// block's end; pending literals count in out.pos at once and are checked at their store; copies
-// are checked before anything is written. Ring reads past the chunk's end are zeros.
+// block's end; pending bytes count in out.pos at once and are checked at their store; copies are
+// checked before anything is written. Ring reads past the chunk's end are zeros.
 //
 // Literal/length spec entry and word: bits 0-5 the bits the symbol takes (code and extra bits;
 // in a word, plus the lane's offset: the offset after the symbol, at most 31 + 20), bits 6-7
@@ -702,8 +707,161 @@ __device__ __noinline__ u32 deflate_spec_resolve(const u8* ring, u32 bit, const 
     }
 }
 
+// Where the `npend` pending bytes go: their offset passes through an empty asm at each use, so
+// the compiler computes the address where a store needs it instead of hoisting it to the top of
+// the speculative loop, where every step (most of which store nothing) paid for it.
+template <typename T>
+__device__ __forceinline__ T* deflate_pending_at(const CodagOutput<T>& out, u32 npend) {
+    u32 at = out.pos - npend;
+    asm volatile("mov.b32 %0, %0;" : "+r"(at));
+    return out.base + at;
+}
+
+// Whether a match of `len` bytes from `dist` back fails a bound check (deflate_take_match's
+// three), as one predicate: the speculative loop branches once and works out which check failed
+// only on its way out (deflate_match_status).
+template <typename T>
+__device__ __forceinline__ bool deflate_match_bad(const CodagOutput<T>& out, u32 dist, u32 len) {
+    // dist - 1 >= pos: past the output's start, or 0 (an unresolved distance word's).
+    return (out.pos > out.cap) | (len > out.cap - out.pos) | (dist - 1u >= out.pos);
+}
+template <typename T>
+__device__ __forceinline__ u32 deflate_match_status(const CodagOutput<T>& out, u32 dist) {
+    if (out.pos > out.cap) return CODAG_ST_OUTPUT_OVERFLOW;
+    return dist > out.pos ? CODAG_ST_BAD_DISTANCE : CODAG_ST_OUTPUT_OVERFLOW;
+}
+
+// A checked match in the speculative loop: the output's pending bytes (lanes [0, npend) of `pv`:
+// the previous short copy's bytes and the literals after it, which lie together just below
+// out.pos) are stored by one predicated store before the match's own bytes are read. A short
+// copy's bytes then stay pending in `pv`; a long one is copied at once. (The batch loop keeps the
+// copy and the literals apart, deflate_take_match: two stores a match.)
+template <typename T>
+__device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane, u32 dist, u32 len, u32& pv,
+                                                  u32& npend) {
+    if (lane < npend) deflate_pending_at(out, npend)[lane] = (T)pv;
+    __syncwarp();  // the stores above are visible to every lane's load below
+    if (len <= 32) {
+        // Every lane loads, with no branch: a lane past the copy's length reads its last byte
+        // again (pending lanes past npend are never stored). The bytes read lie in [out.pos -
+        // dist, out.pos), written or stored above: src[k] with k < len <= dist, or k < dist when
+        // the copy overlaps itself (element i repeats element i % dist).
+        const T* src = out.base + (out.pos - dist);
+        u32 k = min(lane, len - 1);
+        if (dist < len) k %= dist;
+        pv = src[k];
+        npend = len;
+        out.pos += len;
+    } else {
+        npend = 0;
+        out.memcpy(dist, len);  // checked by the caller: cannot fail
+    }
+}
+
 template <typename T, typename TT>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
+                                                  const TT& t) {
+    // A step that finds more than this many bytes pending stores them first, so that its
+    // literals (two words of up to two each) still have a lane each.
+    constexpr u32 ROOM_FOR_STEP = 28;
+    const u32 lane = codag_lane();
+    const u64 lim = (u64)in.len * 8;
+    u64 base = in.bit;  // the round's first bit
+    u32 p = 0;          // the next symbol's offset from base
+    u32 A = 0, D = 0;   // this lane's words for the symbols at base + lane
+    // The pending bytes (lane k holds the k-th of `pend`, which end at out.pos and count in it
+    // already): the last short copy's bytes and the literals after it, stored together by one
+    // predicated store when a match needs the output, a step needs the lanes, or the block ends.
+    u32 pend = 0, mine = 0;
+    // A round at base + p: false when it starts past the input.
+    auto round = [&]() -> bool {
+        base += p;
+        p = 0;
+        in.bit = base;
+        if (base > lim) return false;
+        // The three words from base's word: every lane's 32 bits, and the 32 bits of any offset
+        // below 32 for the unresolved words.
+        codag_load(in, ((u32)(base >> 5) << 2) + 12);
+        u32 bits = deflate_ring32(in.ring, (u32)base + lane);
+        A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
+        D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
+        return true;
+    };
+    if (!round()) return CODAG_ST_TRUNCATED;
+    u32 st = CODAG_ST_OK;
+    for (;;) {
+        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+        u32 a = __shfl_sync(0xffffffffu, A, p);
+        if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
+            if (pend > ROOM_FOR_STEP) {
+                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+                if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
+                pend = 0;
+            }
+            u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
+            if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
+            p = a & 63;
+            // The next word, taken in the same step when it is one or two literals starting in
+            // this round: its lane is known as soon as this word is (one shuffle more, one pass
+            // through the loop less; up to 4 literals a step).
+            u32 c = __shfl_sync(0xffffffffu, A, p & 31);
+            if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
+                u32 kc = k - na;
+                if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
+                na += 1 + ((c >> 8) & 1);
+                p = c & 63;
+            }
+            pend += na;
+            out.pos += na;
+            continue;
+        }
+        // Bit 7 is set in the rare kinds only (the end of the block, an unresolved word): a length
+        // costs one test here.
+        if (a & DEFLATE_S_END) {
+            if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
+                a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
+                if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
+                if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
+                continue;
+            }
+            p = a & 63;
+            if (base + p > lim) { st = CODAG_ST_TRUNCATED; break; }
+            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
+            if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
+            break;
+        }
+        p = a & 63;
+        // A length (3..258); its distance code starts at p.
+        u32 len = a >> 16;
+        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+        u32 dd = __shfl_sync(0xffffffffu, D, p);
+        // An unresolved distance word holds distance 0, which fails the bound check: the common
+        // path takes one branch for both, and the canonical walk runs inside it.
+        u32 dist = dd >> 16;
+        if (deflate_match_bad(out, dist, len)) {
+            if (dd & DEFLATE_S_DUNRESOLVED) {
+                dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + p, t, p);
+                if (dd & DEFLATE_S_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
+                dist = dd >> 16;
+            }
+            if (deflate_match_bad(out, dist, len)) {
+                st = deflate_match_status(out, dist);
+                break;
+            }
+        }
+        p = dd & 63;
+        deflate_spec_copy(out, lane, dist, len, mine, pend);
+    }
+    in.bit = base + p;
+    if (st == CODAG_ST_OK) deflate_refill(in, b);
+    return st;
+}
+
+// The speculative loop as it was before deflate_spec_copy and deflate_match_bad (the copy and
+// the literals pending apart, three checked branches a match): kept only to measure the default
+// against in one process (kernel `codag_deflate_prev`).
+template <typename T, typename TT>
+__device__ __forceinline__ u32 deflate_block_spec_prev(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
                                                   const TT& t) {
     // Pending literals are stored once this many are pending, so that a step's literals (two
     // words of up to two each) still have a lane each.
@@ -795,7 +953,7 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false, bool PREV = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -840,7 +998,8 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
                 if constexpr (SPEC) deflate_spec_tables(t);
             }
             u32 st;
-            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
+            if constexpr (SPEC && PREV) st = deflate_block_spec_prev<T, TT>(in, b, out, t);
+            else if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;
