@@ -42,10 +42,6 @@ CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 // follows the chain of symbol starts by shuffles, up to two literal lookups a step.
 CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true>(inp, o, tables[warp], nullptr)))
-// The speculative loop before its matches were cut down (deflate_block_spec_prev): kept to
-// measure the default against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_prev).
-CODAG_KERNEL(codag_deflate_prev, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
-             (deflate_stream<u8, false, true, DeflateTables, true, true>(inp, o, tables[warp], nullptr)))
 // The batch loop (deflate_block_fast), the default before the speculative loop: kept to measure
 // against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_batch, src/codag/mod.rs).
 CODAG_KERNEL(codag_deflate_batch, u8, __shared__ DeflateTables tables[CODAG_WARPS];,

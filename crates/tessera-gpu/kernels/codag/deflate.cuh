@@ -857,103 +857,10 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     return st;
 }
 
-// The speculative loop as it was before deflate_spec_copy and deflate_match_bad (the copy and
-// the literals pending apart, three checked branches a match): kept only to measure the default
-// against in one process (kernel `codag_deflate_prev`).
-template <typename T, typename TT>
-__device__ __forceinline__ u32 deflate_block_spec_prev(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
-                                                  const TT& t) {
-    // Pending literals are stored once this many are pending, so that a step's literals (two
-    // words of up to two each) still have a lane each.
-    constexpr u32 FLUSH_AT = 29;
-    const u32 lane = codag_lane();
-    const u64 lim = (u64)in.len * 8;
-    u64 base = in.bit;       // the round's first bit
-    u32 p = 0;               // the next symbol's offset from base
-    u32 A = 0, D = 0;        // this lane's words for the symbols at base + lane
-    u32 pend = 0, mine = 0;  // pending literals, as in deflate_block_fast
-    u32 dlen = 0, dpos = 0;  // the deferred copy, as in deflate_block_fast
-    T dval = 0;
-    // A round at base + p: false when it starts past the input.
-    auto round = [&]() -> bool {
-        base += p;
-        p = 0;
-        in.bit = base;
-        if (base > lim) return false;
-        // The three words from base's word: every lane's 32 bits, and the 32 bits of any offset
-        // below 32 for the unresolved words.
-        codag_load(in, ((u32)(base >> 5) << 2) + 12);
-        u32 bits = deflate_ring32(in.ring, (u32)base + lane);
-        A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
-        D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
-        return true;
-    };
-    if (!round()) return CODAG_ST_TRUNCATED;
-    u32 st = CODAG_ST_OK;
-    for (;;) {
-        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
-        u32 a = __shfl_sync(0xffffffffu, A, p);
-        if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
-            u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
-            if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
-            p = a & 63;
-            // The next word, taken in the same step when it is one or two literals starting in
-            // this round: its lane is known as soon as this word is (one shuffle more, one pass
-            // through the loop less; up to 4 literals a step).
-            u32 c = __shfl_sync(0xffffffffu, A, p & 31);
-            if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
-                u32 kc = k - na;
-                if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
-                na += 1 + ((c >> 8) & 1);
-                p = c & 63;
-            }
-            pend += na;
-            out.pos += na;
-            if (pend >= FLUSH_AT) {
-                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                if (lane < dlen) out.base[dpos + lane] = dval;
-                if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-                pend = 0;
-                dlen = 0;
-            }
-            continue;
-        }
-        if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
-            a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
-            if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-            if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
-            continue;
-        }
-        p = a & 63;
-        if (a & DEFLATE_S_END) {
-            if (base + p > lim) { st = CODAG_ST_TRUNCATED; break; }
-            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-            if (lane < dlen) out.base[dpos + lane] = dval;
-            if (lane < pend) out.base[out.pos - pend + lane] = (T)mine;
-            break;
-        }
-        // A length (3..258); its distance code starts at p.
-        u32 len = a >> 16;
-        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
-        u32 dd = __shfl_sync(0xffffffffu, D, p);
-        if (dd & DEFLATE_S_DUNRESOLVED) {
-            dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + p, t, p);
-            if (dd & DEFLATE_S_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-        }
-        u32 dist = dd >> 16;
-        p = dd & 63;
-        st = deflate_take_match(out, lane, dist, len, dpos, dval, dlen, dpos, pend, mine);
-        if (st != CODAG_ST_OK) break;
-    }
-    in.bit = base + p;
-    if (st == CODAG_ST_OK) deflate_refill(in, b);
-    return st;
-}
-
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false, bool PREV = false>
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
@@ -998,8 +905,7 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
                 if constexpr (SPEC) deflate_spec_tables(t);
             }
             u32 st;
-            if constexpr (SPEC && PREV) st = deflate_block_spec_prev<T, TT>(in, b, out, t);
-            else if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
+            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;

@@ -46,15 +46,13 @@ pub const STATUS_NAMES: [&str; 11] = [
 /// Deflate kernels other than the default `codag_deflate` (the speculative loop, decision 0039)
 /// that `TESSERA_CODAG_DEFLATE_KERNEL` selects, for measurements: the span path's block loop
 /// (`codag_deflate_ref`), the batch loop that was the default before (`codag_deflate_batch`), and
-/// the batch loop on the lean tables at 40 warps per SM (`codag_deflate_w40`; decision 0034),
-/// and the speculative loop before its matches were cut down (`codag_deflate_prev`).
+/// the batch loop on the lean tables at 40 warps per SM (`codag_deflate_w40`; decision 0034).
 /// Variants under measurement are added here and to `kernels/codag/codag.cu`; the bench times
 /// every one against the default (`TESSERA_CODAG_COMPARE_REF`).
-pub const DEFLATE_VARIANTS: [&str; 4] = [
+pub const DEFLATE_VARIANTS: [&str; 3] = [
     "codag_deflate_ref",
     "codag_deflate_batch",
     "codag_deflate_w40",
-    "codag_deflate_prev",
 ];
 
 /// Which decoder a batch runs.
