@@ -15,7 +15,8 @@
 //! `DIR/<set>.sizes` (per chunk, little-endian u32 compressed bytes then output bytes).
 //!
 //! `--input FILE.gz` (a single-member gzip file) is instead decoded on the GPU in spans
-//! (`codag::gunzip_single`) at several span sizes, each phase timed.
+//! (`codag::gunzip_single`) at several span sizes, each phase timed; several `.gz` inputs are
+//! decoded together by `codag::gunzip_many`, against the CPU decoding them a file per core.
 //!
 //! Every GPU decode is checked against the original data before it is timed; the timed figure
 //! is the median of `--runs` launches (CUDA events), output GB/s = decoded bytes / time. Numbers
@@ -395,8 +396,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         .iter()
         .cloned()
         .partition(|p| p.extension().is_some_and(|e| e == "gz"));
-    for p in &gz {
-        gzip_spans(&gpu, p, runs)?;
+    if gz.len() > 1 {
+        gzip_many(&gpu, &gz, runs)?;
+    } else {
+        for p in &gz {
+            gzip_spans(&gpu, p, runs)?;
+        }
     }
     let byte_data = byte_sets(bytes.next_multiple_of(CHUNK_BYTES), &inputs, |set| {
         keep(set, "deflate")
@@ -542,6 +547,90 @@ fn gzip_spans(
             );
         }
     }
+    Ok(())
+}
+
+/// Several gzip files (`--input A.gz B.gz ...`) decoded together by `codag::gunzip_many`,
+/// against the CPU decoding the files in parallel (`gzip_decompress`, one file a task, all
+/// cores). Prints, never asserts: the whole call's wall time (median of `runs`, host clock,
+/// upload and copy back included, the kernels compiled by the checked first call) and the
+/// batch launch alone (CUDA events) over the single-member files' Deflate data, in GB/s of
+/// output.
+fn gzip_many(
+    gpu: &std::result::Result<Gpu, Error>,
+    paths: &[std::path::PathBuf],
+    runs: usize,
+) -> Result<()> {
+    let files: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| std::fs::read(p).map_err(|e| Error::io(p.display().to_string(), e)))
+        .collect::<Result<_>>()?;
+    let refs: Vec<&[u8]> = files.iter().map(|f| f.as_slice()).collect();
+    let compressed: usize = files.iter().map(|f| f.len()).sum();
+    let cpu_run = || -> Result<Vec<Vec<u8>>> {
+        refs.par_iter()
+            .map(|f| tessera::codecs::deflate::gzip_decompress(f, usize::MAX))
+            .collect()
+    };
+    let want = cpu_run()?;
+    let out_bytes: usize = want.iter().map(|w| w.len()).sum();
+    let cpu = wall_ms(runs.min(5), cpu_run)?;
+    println!(
+        "{} gzip files: {compressed} bytes, {out_bytes} output bytes; CPU gzip_decompress a file a \
+         task ({} threads): {cpu:.1} ms, {:.2} GB/s",
+        files.len(),
+        rayon::current_num_threads(),
+        gbps(out_bytes, cpu)
+    );
+    let Ok(gpu) = gpu else {
+        eprintln!("gunzip_many needs a GPU");
+        return Ok(());
+    };
+    let (outs, report) = codag::gunzip_many_with_report(gpu, &refs)?;
+    for (k, (o, w)) in outs.iter().zip(&want).enumerate() {
+        if o.as_ref().ok() != Some(w) {
+            return Err(Error::Gpu(format!(
+                "{}: gunzip_many differs",
+                paths[k].display()
+            )));
+        }
+    }
+    println!("{report:?}");
+    let whole = wall_ms(runs.min(5), || codag::gunzip_many(gpu, &refs))?;
+    // The launch alone, over the files of one member (ISIZE is their output size here, checked
+    // above), as gunzip_many lays them out.
+    let singles: Vec<Option<Chunk<'_>>> = files
+        .par_iter()
+        .zip(&want)
+        .map(|(f, w)| {
+            let h = tessera::codecs::deflate::gzip_header(f).ok()?.len;
+            let payload = f.get(h..f.len().checked_sub(8)?)?;
+            let (_, used) = tessera::codecs::deflate::inflate(payload, w.len()).ok()?;
+            (used == payload.len()).then_some(Chunk {
+                input: payload,
+                out_cap: w.len(),
+                signed: false,
+            })
+        })
+        .collect();
+    let mut chunks = Vec::new();
+    let mut expect = Vec::new();
+    for (c, w) in singles.into_iter().zip(&want) {
+        if let Some(c) = c {
+            chunks.push(c);
+            expect.extend_from_slice(w);
+        }
+    }
+    let (kernel, copy) = gpu_time(gpu, Decoder::Deflate, &chunks, &expect, runs)?;
+    println!("| files | output MB | CPU ms | CPU GB/s | gunzip_many ms | gunzip_many GB/s | launch GB/s ({} one-member files) | copy GB/s |", chunks.len());
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| {} | {:.1} | {cpu:.1} | {:.2} | {whole:.1} | {:.2} | {kernel:.1} | {copy:.0} |",
+        files.len(),
+        out_bytes as f64 / 1e6,
+        gbps(out_bytes, cpu),
+        gbps(out_bytes, whole)
+    );
     Ok(())
 }
 

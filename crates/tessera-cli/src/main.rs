@@ -250,10 +250,19 @@ struct DecompressArgs {
     /// Overwrite an existing output file.
     #[arg(short, long)]
     force: bool,
+    /// Decompress every .gz file given into this folder, each as its name without .gz (on the
+    /// GPU: all in one batch); the positional arguments are then all .gz inputs.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["column", "format", "columns"])]
+    output_dir: Option<PathBuf>,
     /// The .tsr file (or a gzip file, by its .gz extension); `-`: stdin.
     input: PathBuf,
     /// Raw little-endian values out (bits: packed bits; utf8: one string a line); `-`: stdout.
-    output: PathBuf,
+    /// With --output-dir: a second .gz input.
+    #[arg(required_unless_present = "output_dir")]
+    output: Option<PathBuf>,
+    /// With --output-dir: more .gz inputs.
+    #[arg(requires = "output_dir")]
+    more: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -583,26 +592,42 @@ fn choose_column(c: &Container, shown: &str, column: Option<&str>) -> CliResult<
 }
 
 fn decompress(a: &DecompressArgs) -> CliResult<()> {
+    let output = match (&a.output_dir, &a.output) {
+        (Some(dir), _) => {
+            let inputs: Vec<PathBuf> = std::iter::once(&a.input)
+                .chain(&a.output)
+                .chain(&a.more)
+                .cloned()
+                .collect();
+            return gzip::decompress_many(&inputs, dir, a.force, a.device);
+        }
+        (None, Some(output)) => output,
+        (None, None) => {
+            return Err(CliError(
+                "decompress needs an OUTPUT (or --output-dir DIR with .gz inputs)".into(),
+            ))
+        }
+    };
     if gzip::is_gzip(&a.input) {
-        return gzip::decompress(&a.input, &a.output, a.force, a.device);
+        return gzip::decompress(&a.input, output, a.force, a.device);
     }
     if orc::is_orc(&a.input) {
         let format = a
             .format
-            .or_else(|| table::TableFormat::of_path(&a.output))
+            .or_else(|| table::TableFormat::of_path(output))
             .ok_or_else(|| {
                 CliError("an ORC file decompresses to a table: .parquet, .arrow or .csv".into())
             })?;
         return orc::decompress(
             &a.input,
-            &a.output,
+            output,
             format,
             table::column_list(&a.columns),
             a.force,
             a.device,
         );
     }
-    if let Some(format) = a.format.or_else(|| table::TableFormat::of_path(&a.output)) {
+    if let Some(format) = a.format.or_else(|| table::TableFormat::of_path(output)) {
         if a.column.is_some() {
             return Err(CliError(
                 "--column writes one raw column; a table output takes --columns".into(),
@@ -611,7 +636,7 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
         let engine = a.device.open()?;
         return table::decompress(
             &a.input,
-            &a.output,
+            output,
             format,
             table::column_list(&a.columns),
             a.force,
@@ -625,7 +650,7 @@ fn decompress(a: &DecompressArgs) -> CliResult<()> {
     }
     let input = files::Input::open(&a.input)?;
     let shown_in = input.shown();
-    let mut out = files::Output::create(&a.output, a.force, &[&input], files::Data::Raw)?;
+    let mut out = files::Output::create(output, a.force, &[&input], files::Data::Raw)?;
     let c = input.container()?;
     let ci = choose_column(&c, &shown_in, a.column.as_deref())?;
     let mut engine = a.device.open()?;

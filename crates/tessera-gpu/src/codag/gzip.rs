@@ -17,12 +17,19 @@
 //! stream is decoded in parallel, a warp per span ([`gunzip_single`], [`super::spans`]); when the
 //! first member does not end at the file's end the members are decoded as above. A single-member
 //! file below that size decodes on one warp.
+//!
+//! Many files ([`gunzip_many`]): the candidates of every file are the chunks of one launch, each
+//! file's members followed and checked as above; a file the GPU cannot finish (a bad file, a
+//! broken chain) is decoded on the CPU, so its outcome is the CPU's, while the other files keep
+//! their GPU output. A file of at least [`MANY_ALONE_BYTES`] goes to [`gunzip`] on its own.
 
 use tessera_codecs::deflate as cpu;
 use tessera_format::{Error, Result};
 
+use rayon::prelude::*;
+
 use super::spans::{inflate_spans, SpanReport};
-use super::{decode_chunks_with_results, Chunk, Decoder};
+use super::{enqueue, results, Chunk, ChunkResult, Decoder, DeviceBatch};
 use crate::Gpu;
 
 /// Files at least this large are first tried as one member decoded in spans.
@@ -73,21 +80,11 @@ pub fn gunzip_single(
 /// bytes per input byte.
 const MAX_RATIO: usize = 1032;
 
-/// Decodes the gzip file `file` on the GPU; `Ok(None)` when its members could not all be
-/// decoded there (the caller falls back to the CPU). Errors: the file's first bytes are no gzip
-/// header, a checksum fails, or the launch fails.
-pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>> {
-    cpu::gzip_header(file)?;
-    if file.len() >= SPAN_MIN_BYTES {
-        if let Some((data, r)) = gunzip_single(gpu, file, SPAN_BYTES)? {
-            let report = GunzipReport {
-                members: 1,
-                candidates: r.candidates,
-                spans: r.chain,
-            };
-            return Ok(Some((data, report)));
-        }
-    }
+/// Every offset of `file` where a gzip member header parses (`(offset, header bytes)`), and a
+/// chunk per candidate: its Deflate data up to the next candidate, its capacity the ISIZE in
+/// the 4 bytes before the next candidate (the file's last 4 for the last one) bounded by
+/// [`MAX_RATIO`] of those bytes.
+fn member_candidates(file: &[u8]) -> (Vec<(usize, usize)>, Vec<Chunk<'_>>) {
     let starts: Vec<(usize, usize)> = (0..file.len().saturating_sub(9))
         .filter(|&p| file[p] == 0x1f && file[p + 1] == 0x8b && file[p + 2] == 8)
         .filter_map(|p| cpu::gzip_header(&file[p..]).ok().map(|h| (p, h.len)))
@@ -112,12 +109,63 @@ pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>>
             signed: false,
         });
     }
-    let outs = decode_chunks_with_results(gpu, Decoder::Deflate, &chunks)?;
+    (starts, chunks)
+}
+
+/// The output of one launch over member candidates: each chunk's result, the output image on
+/// the host and where each chunk's output starts in it.
+struct Decoded {
+    results: Vec<ChunkResult>,
+    host: Vec<u8>,
+    out_at: Vec<usize>,
+}
+
+impl Decoded {
+    /// Chunk `c`'s output, `None` when the kernel flagged it (the members' chain then breaks:
+    /// the caller decides without the CPU's verdict on a chunk that may be a false candidate).
+    fn output(&self, c: usize) -> Option<&[u8]> {
+        let r = self.results.get(c)?;
+        if r.status != 0 {
+            return None;
+        }
+        let at = *self.out_at.get(c)?;
+        self.host.get(at..at.checked_add(r.out_len)?)
+    }
+}
+
+/// Decodes `chunks` (raw Deflate) in one launch and copies the output image back.
+fn launch(gpu: &Gpu, chunks: &[Chunk<'_>]) -> Result<Decoded> {
+    let batch = DeviceBatch::upload(gpu, Decoder::Deflate, chunks)?;
+    let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
+    enqueue(gpu, &batch, &mut out)?;
+    let results = results(gpu, &batch)?;
+    let mut host = vec![0u8; batch.out_bytes()];
+    gpu.download(&out, &mut host)?;
+    let out_at = (0..chunks.len()).map(|c| batch.out_start(c)).collect();
+    Ok(Decoded {
+        results,
+        host,
+        out_at,
+    })
+}
+
+/// Follows the members of `file` from offset 0 through its candidates `starts` (decoded as
+/// chunks `first..` of `d`): the file's output and its member count, `Ok(None)` when the chain
+/// breaks on the GPU. Errors: a member's trailer is missing or does not match its output, or
+/// the bytes after a member are no gzip header.
+fn follow_members(
+    file: &[u8],
+    starts: &[(usize, usize)],
+    d: &Decoded,
+    first: usize,
+) -> Result<Option<(Vec<u8>, usize)>> {
     let mut out = Vec::new();
     let (mut k, mut members) = (0usize, 0usize);
     loop {
-        let (p, h) = starts[k];
-        let (r, Ok(data)) = &outs[k] else {
+        let Some(&(p, h)) = starts.get(k) else {
+            return Ok(None);
+        };
+        let (Some(r), Some(data)) = (d.results.get(first + k), d.output(first + k)) else {
             return Ok(None);
         };
         let end = p + h + r.in_used;
@@ -128,16 +176,15 @@ pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>>
             available: file.len().saturating_sub(end) as u64,
         })?;
         cpu::check_gzip_trailer(data, trailer, p)?;
-        out.extend_from_slice(data);
+        if out.is_empty() {
+            out = data.to_vec();
+        } else {
+            out.extend_from_slice(data);
+        }
         members += 1;
         let next = end + 8;
         if next == file.len() {
-            let report = GunzipReport {
-                members,
-                candidates: starts.len(),
-                spans: 0,
-            };
-            return Ok(Some((out, report)));
+            return Ok(Some((out, members)));
         }
         // The next member must start right after this one's trailer.
         match starts[k + 1..].iter().position(|s| s.0 == next) {
@@ -148,4 +195,194 @@ pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>>
             }
         }
     }
+}
+
+/// Decodes the gzip file `file` on the GPU; `Ok(None)` when its members could not all be
+/// decoded there (the caller falls back to the CPU). Errors: the file's first bytes are no gzip
+/// header, a checksum fails, or the launch fails.
+pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>> {
+    cpu::gzip_header(file)?;
+    if file.len() >= SPAN_MIN_BYTES {
+        if let Some((data, r)) = gunzip_single(gpu, file, SPAN_BYTES)? {
+            let report = GunzipReport {
+                members: 1,
+                candidates: r.candidates,
+                spans: r.chain,
+            };
+            return Ok(Some((data, report)));
+        }
+    }
+    let (starts, chunks) = member_candidates(file);
+    let d = launch(gpu, &chunks)?;
+    Ok(follow_members(file, &starts, &d, 0)?.map(|(out, members)| {
+        (
+            out,
+            GunzipReport {
+                members,
+                candidates: starts.len(),
+                spans: 0,
+            },
+        )
+    }))
+}
+
+/// A file at least this large is decoded by [`gunzip`] on its own rather than in the batch of
+/// [`gunzip_many`]: a batch launch lasts as long as its longest member, and one warp decodes
+/// 31-81 MB/s of output, so a member of this size on one warp (about 0.1-1 s) would hold the
+/// whole batch, while [`gunzip`] decodes it in spans. Below it, the batch's other members run
+/// beside the longest one. Chosen from those one-warp figures, not tuned.
+pub const MANY_ALONE_BYTES: usize = 8 << 20;
+
+/// Device bytes (compressed input plus output capacity) one [`gunzip_many`] launch takes at
+/// most: files are gathered in order into a launch until the next would pass it. A file whose
+/// own capacities pass it (only an ISIZE far beyond what its bytes are likely to hold, or
+/// Deflate data close to its largest expansion) decodes on the CPU, whose output grows with
+/// what is decoded.
+pub const MANY_LAUNCH_BYTES: usize = 4 << 30;
+
+/// What [`gunzip_many`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GunzipManyReport {
+    /// Files given.
+    pub files: usize,
+    /// Batch launches (one unless the files' capacities pass [`MANY_LAUNCH_BYTES`]).
+    pub launches: usize,
+    /// Files decoded in a batch launch.
+    pub batched: usize,
+    /// Members of those files.
+    pub members: usize,
+    /// Candidate member starts decoded in the batch launches (members + false candidates).
+    pub candidates: usize,
+    /// Files of at least [`MANY_ALONE_BYTES`] decoded by [`gunzip`] on their own.
+    pub alone: usize,
+    /// Files decoded on the CPU: a bad file (its error is the CPU's), or one the GPU declined.
+    pub cpu: usize,
+}
+
+/// Decodes many gzip files (RFC 1952, every member, CRC-32 and ISIZE checked) on the GPU, the
+/// members of all files in one launch: each file's output or its error (exactly the CPU's,
+/// `tessera_codecs::deflate::gzip_decompress`). Errors: the launch fails.
+pub fn gunzip_many(gpu: &Gpu, files: &[&[u8]]) -> Result<Vec<Result<Vec<u8>>>> {
+    Ok(gunzip_many_with_report(gpu, files)?.0)
+}
+
+/// How one file of a [`gunzip_many`] call is decoded.
+enum Route {
+    /// In batch launch `launch`, its candidates from chunk `first` on.
+    Batch {
+        launch: usize,
+        first: usize,
+        starts: Vec<(usize, usize)>,
+    },
+    /// By [`gunzip`] on its own.
+    Alone,
+    /// On the CPU.
+    Cpu,
+}
+
+/// [`gunzip_many`] with what it did.
+///
+/// Each file's member headers are found as [`gunzip`] finds them (every offset where a header
+/// parses is a candidate, its capacity bounded by Deflate's largest expansion of its bytes, so
+/// no capacity comes from ISIZE alone); the candidates of all files are chunks of one launch
+/// (more only past [`MANY_LAUNCH_BYTES`]); each file's members are then followed from its
+/// offset 0 and their CRC-32 and ISIZE checked. A file whose header does not parse, whose
+/// chain breaks (a member the kernel flags, a member whose output differs from its ISIZE, a
+/// false candidate cutting a member's capacity, bytes after a member that are no member) or
+/// whose capacities pass the launch budget is decoded on the CPU (files in parallel), so its
+/// outcome, output or error, is the CPU's. A file of at least [`MANY_ALONE_BYTES`] goes to
+/// [`gunzip`] (one member in spans), and to the CPU where that declines.
+pub fn gunzip_many_with_report(
+    gpu: &Gpu,
+    files: &[&[u8]],
+) -> Result<(Vec<Result<Vec<u8>>>, GunzipManyReport)> {
+    let mut report = GunzipManyReport {
+        files: files.len(),
+        ..GunzipManyReport::default()
+    };
+    let mut routes = Vec::with_capacity(files.len());
+    let mut launches: Vec<Vec<Chunk<'_>>> = Vec::new();
+    let mut launch_bytes = 0usize;
+    for file in files {
+        if cpu::gzip_header(file).is_err() {
+            routes.push(Route::Cpu);
+            continue;
+        }
+        if file.len() >= MANY_ALONE_BYTES {
+            routes.push(Route::Alone);
+            continue;
+        }
+        let (starts, chunks) = member_candidates(file);
+        let bytes = chunks.iter().fold(0usize, |a, c| {
+            a.saturating_add(c.input.len()).saturating_add(c.out_cap)
+        });
+        if bytes > MANY_LAUNCH_BYTES {
+            routes.push(Route::Cpu);
+            continue;
+        }
+        if launches.is_empty() || launch_bytes + bytes > MANY_LAUNCH_BYTES {
+            launches.push(Vec::new());
+            launch_bytes = 0;
+        }
+        launch_bytes += bytes;
+        let batch = launches.len() - 1;
+        let first = launches[batch].len();
+        launches[batch].extend(chunks);
+        routes.push(Route::Batch {
+            launch: batch,
+            first,
+            starts,
+        });
+    }
+    let mut decoded = Vec::with_capacity(launches.len());
+    for chunks in &launches {
+        report.candidates += chunks.len();
+        decoded.push(launch(gpu, chunks)?);
+    }
+    report.launches = decoded.len();
+
+    let mut out: Vec<Option<Result<Vec<u8>>>> = Vec::with_capacity(files.len());
+    for (file, route) in files.iter().zip(&routes) {
+        let done = match route {
+            Route::Batch {
+                launch,
+                first,
+                starts,
+            } => match follow_members(file, starts, &decoded[*launch], *first) {
+                Ok(Some((data, members))) => {
+                    report.batched += 1;
+                    report.members += members;
+                    Some(data)
+                }
+                // The CPU's decode gives the error, or the output the GPU could not chain.
+                Ok(None) | Err(_) => None,
+            },
+            Route::Alone => match gunzip(gpu, file) {
+                Ok(Some((data, _))) => {
+                    report.alone += 1;
+                    Some(data)
+                }
+                Err(e @ Error::Gpu(_)) => return Err(e),
+                Ok(None) | Err(_) => None,
+            },
+            Route::Cpu => None,
+        };
+        out.push(done.map(Ok));
+    }
+    drop(decoded);
+    let cpu_files: Vec<usize> = (0..files.len()).filter(|&i| out[i].is_none()).collect();
+    report.cpu = cpu_files.len();
+    let cpu_out: Vec<Result<Vec<u8>>> = cpu_files
+        .par_iter()
+        .map(|&i| cpu::gzip_decompress(files[i], usize::MAX))
+        .collect();
+    for (i, r) in cpu_files.into_iter().zip(cpu_out) {
+        out[i] = Some(r);
+    }
+    Ok((
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::Gpu("gzip file left undecoded".into()))))
+            .collect(),
+        report,
+    ))
 }

@@ -24,7 +24,10 @@ use crate::runtime::Gpu;
 
 mod gzip;
 pub mod spans;
-pub use gzip::{gunzip, gunzip_single, GunzipReport, SPAN_BYTES, SPAN_MIN_BYTES};
+pub use gzip::{
+    gunzip, gunzip_many, gunzip_many_with_report, gunzip_single, GunzipManyReport, GunzipReport,
+    MANY_ALONE_BYTES, MANY_LAUNCH_BYTES, SPAN_BYTES, SPAN_MIN_BYTES,
+};
 
 /// Warps per thread block (`CODAG_WARPS`).
 pub const WARPS: u32 = 4;
