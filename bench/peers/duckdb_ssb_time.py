@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """DuckDB on the 13 SSB queries: the SQL engine tessera's CPU path is measured against.
 
-Loads the CSV export of a data set (`tessera ssb generate --sf N --csv DIR`: DIR/csv/<table>.csv)
-into DuckDB's in-memory tables, then runs each query --runs times after one warm-up and prints
-JSON: {"threads": N, "load_s": S, "queries": {"q1.1": {"ms": median, "rows": n}, ...}}. The SQL is
-the one the DuckDB check test uses (crates/tessera-ssb/tests/duckdb_ssb.py), so the answers are
-the ones that test compares with tessera's.
+Loads the Parquet export of a data set (`tessera ssb generate --sf N --parquet DIR`:
+DIR/parquet/<table>.parquet) into DuckDB's in-memory tables, or the CSV export (`--csv`:
+DIR/csv/<table>.csv; the files the folder holds decide, Parquet first, unless --format says),
+then runs each query --runs times after one warm-up and prints JSON: {"threads": N, "load_s": S,
+"format": "parquet", "queries": {"q1.1": {"ms": median, "rows": n}, ...}}. The loading and the
+SQL are the DuckDB check test's (crates/tessera-ssb/tests/duckdb_ssb.py), so the answers are the
+ones that test compares with tessera's.
 
 With --tessera FILE (the output of `tessera ssb run DIR --device cpu --repeat 3 --json`), the
 JSON also holds per query tessera's time and tessera / DuckDB, their geometric mean, and whether
 both returned the same number of rows; --markdown FILE also writes that comparison as a
 Markdown table to FILE.
 
-Usage: python3 bench/peers/duckdb_ssb_time.py CSV_DIR [--runs 3] [--threads N]
-           [--tessera FILE [--markdown FILE]]
+Usage: python3 bench/peers/duckdb_ssb_time.py EXPORT_DIR [--format parquet|csv] [--runs 3]
+           [--threads N] [--tessera FILE [--markdown FILE]]
 """
 
 import argparse
@@ -26,18 +28,20 @@ import sys
 import time
 
 
-def load_queries():
+def load_check_module():
+    """crates/tessera-ssb/tests/duckdb_ssb.py: the queries and the loading of the tables."""
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "..", "..", "crates", "tessera-ssb", "tests", "duckdb_ssb.py")
     spec = importlib.util.spec_from_file_location("duckdb_ssb", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.QUERIES
+    return mod
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("csv_dir")
+    ap.add_argument("export_dir", help="DATA/parquet or DATA/csv of `tessera ssb generate`")
+    ap.add_argument("--format", choices=["parquet", "csv"], help="default: what the folder holds")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--tessera", help="tessera ssb run --json output to compare with")
@@ -45,18 +49,20 @@ def main():
     a = ap.parse_args()
     import duckdb
 
-    queries = load_queries()
+    check = load_check_module()
     con = duckdb.connect()
     con.execute(f"set threads = {a.threads}")
     t = time.perf_counter()
-    for table in ["lineorder", "date", "customer", "supplier", "part"]:
-        con.execute(
-            f"create table {table} as select * from "
-            f"read_csv('{a.csv_dir}/{table}.csv', header=true, quote='\"')"
-        )
+    fmt = check.load_tables(con, a.export_dir, a.format)
     load_s = time.perf_counter() - t
-    out = {"threads": a.threads, "load_s": load_s, "duckdb": duckdb.__version__, "queries": {}}
-    for name, sql in queries.items():
+    out = {
+        "threads": a.threads,
+        "load_s": load_s,
+        "format": fmt,
+        "duckdb": duckdb.__version__,
+        "queries": {},
+    }
+    for name, sql in check.QUERIES.items():
         rows = con.execute(sql).fetchall()  # warm-up
         times = []
         for _ in range(max(1, a.runs)):

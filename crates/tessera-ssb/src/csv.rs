@@ -1,5 +1,7 @@
 //! CSV export of an SSB data set, strings restored from their dictionary codes, so that a SQL
-//! engine (DuckDB in the tests) can run the standard SSB SQL on the same data.
+//! engine can run the standard SSB SQL on the same data. [`crate::parquet`] writes the same
+//! columns and values as Parquet (what the DuckDB check reads); both name a column's dictionary
+//! with [`column_dictionary`].
 
 use std::fmt::Write as _;
 use std::path::Path;

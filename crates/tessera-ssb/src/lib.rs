@@ -3,7 +3,8 @@
 //! - [`gen`]: the data generator (five tables, dbgen's rules, any scale factor, deterministic
 //!   for a seed, multi-core), written as `.tsr` tables with auto codecs;
 //! - [`schema`]: the fixed domains and the sorted dictionaries string columns are coded with;
-//! - [`csv`]: CSV export of a generated data set with the strings restored (for DuckDB);
+//! - [`csv`] and [`parquet`]: CSV and Parquet export of a generated data set with the strings
+//!   restored, for SQL engines (DuckDB checks the 13 queries on the Parquet files);
 //! - [`queries`]: the 13 queries as plans of shared operators, results with names;
 //! - [`cpu`]: the CPU executor (all cores);
 //! - [`gpu`]: the tables uploaded to the GPU (compressed as stored, or plain) and the queries
@@ -12,6 +13,7 @@
 
 pub mod csv;
 pub mod gen;
+pub mod parquet;
 pub mod schema;
 
 pub mod cpu;

@@ -1,10 +1,14 @@
-"""Runs the 13 standard SSB queries in DuckDB over the CSV export of a data set and prints
-their results as JSON: {query: [[group key, ..., aggregate], ...]}, group keys as text.
+"""Runs the 13 standard SSB queries in DuckDB over the Parquet or CSV export of a data set and
+prints their results as JSON: {query: [[group key, ..., aggregate], ...]}, group keys as text.
 
-Usage: python3 duckdb_ssb.py CSV_DIR
-The SQL is the specification's (O'Neil et al., rev. 3), with the group-by columns listed
-first in the select list and no ORDER BY (the caller sorts)."""
+Usage: python3 duckdb_ssb.py DIR [--format parquet|csv]
+DIR holds <table>.parquet (`tessera ssb generate --parquet`: DATA/parquet) or <table>.csv
+(`--csv`: DATA/csv); without --format the files DIR holds decide, Parquet first. The SQL is the
+specification's (O'Neil et al., rev. 3), with the group-by columns listed first in the select
+list and no ORDER BY (the caller sorts)."""
+import argparse
 import json
+import os
 import sys
 
 import duckdb
@@ -62,13 +66,42 @@ QUERIES = {
 }
 
 
+TABLES = ["lineorder", "date", "customer", "supplier", "part"]
+
+
+def table_format(data_dir, fmt=None):
+    """The export format to read from data_dir: fmt when given, else parquet when every table
+    has a .parquet file there, else csv when every table has a .csv file; a missing file is an
+    error (SystemExit) naming it."""
+    for f in [fmt] if fmt else ["parquet", "csv"]:
+        missing = [t for t in TABLES if not os.path.isfile(os.path.join(data_dir, f"{t}.{f}"))]
+        if not missing:
+            return f
+        if fmt:
+            sys.exit(f"{data_dir}: no {missing[0]}.{f}")
+    sys.exit(f"{data_dir}: neither <table>.parquet nor <table>.csv for all of {', '.join(TABLES)}")
+
+
+def load_tables(con, data_dir, fmt=None):
+    """Loads the five tables into DuckDB's in-memory tables; returns the format read."""
+    fmt = table_format(data_dir, fmt)
+    for t in TABLES:
+        path = os.path.join(data_dir, f"{t}.{fmt}").replace("'", "''")
+        if fmt == "parquet":
+            source = f"read_parquet('{path}')"
+        else:
+            source = f"read_csv('{path}', header=true, quote='\"')"
+        con.execute(f"create table {t} as select * from {source}")
+    return fmt
+
+
 def main():
-    csv_dir = sys.argv[1]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--format", choices=["parquet", "csv"])
+    a = ap.parse_args()
     con = duckdb.connect()
-    for t in ["lineorder", "date", "customer", "supplier", "part"]:
-        con.execute(
-            f"create table {t} as select * from read_csv('{csv_dir}/{t}.csv', header=true, quote='\"')"
-        )
+    load_tables(con, a.dir, a.format)
     out = {}
     for name, sql in QUERIES.items():
         rows = con.execute(sql).fetchall()
