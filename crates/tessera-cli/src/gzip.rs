@@ -261,14 +261,7 @@ fn decompress_group(
         Some(g) => {
             let (d, r) = codag::gunzip_many_with_report(g, &refs)
                 .map_err(|e| CliError(format!("GPU: {e}")))?;
-            let s = &mut tally.gpu;
-            s.files += r.files;
-            s.launches += r.launches;
-            s.batched += r.batched;
-            s.members += r.members;
-            s.candidates += r.candidates;
-            s.alone += r.alone;
-            s.cpu += r.cpu;
+            tally.gpu += r;
             d
         }
         None => refs

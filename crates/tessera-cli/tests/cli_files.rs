@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{bin, command, fails, ok, stderr, stdout, tessera};
+use common::{bin, command, fails, names, ok, stderr, stdout, tessera};
 
 use std::ffi::{CString, OsStr};
 use std::io::{Read, Write};
@@ -43,15 +43,6 @@ fn tessera_in(args: &[&dyn AsRef<OsStr>], input: &[u8]) -> Output {
     let out = child.wait_with_output().unwrap();
     feeder.join().unwrap();
     out
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 fn mkfifo(path: &Path) {

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{command, fails, fails_with, ok, stderr, tessera};
+use common::{command, fails, fails_with, names, ok, stderr, tessera};
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -82,15 +82,6 @@ fn write_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     paths
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// `decompress --output-dir out [extra...] paths...`, with named temporary files when `named`.

@@ -76,28 +76,22 @@ fn parquet_as_csv(path: &Path) -> String {
 fn parquet_export_equals_the_csv_export() {
     let d = tempfile::tempdir().unwrap();
     let (pq, cs) = (d.path().join("pq"), d.path().join("cs"));
-    let out = ok(&tessera(&[
-        &"ssb",
-        &"generate",
-        &"--sf",
-        &"0.01",
-        &"--seed",
-        &"5",
-        &"--parquet",
-        &pq,
-    ]));
+    let generate = |export: &str, dir: &Path| {
+        ok(&tessera(&[
+            &"ssb",
+            &"generate",
+            &"--sf",
+            &"0.01",
+            &"--seed",
+            &"5",
+            &export,
+            &dir,
+        ]))
+    };
+    let out = generate("--parquet", &pq);
     assert!(out.contains("exported to"), "{out}");
     assert!(!pq.join("csv").exists());
-    ok(&tessera(&[
-        &"ssb",
-        &"generate",
-        &"--sf",
-        &"0.01",
-        &"--seed",
-        &"5",
-        &"--csv",
-        &cs,
-    ]));
+    generate("--csv", &cs);
     assert!(!cs.join("parquet").exists());
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(pq.join("ssb.json")).unwrap()).unwrap();

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The binary under test: `TESSERA_BIN` when set (test executables bundled for another machine
@@ -75,4 +75,14 @@ pub fn fails_with(o: &Output, want: &str) -> String {
     let err = fails(o, want);
     assert!(err.contains(want), "'{want}' in: {err}");
     err
+}
+
+/// The names of the entries of `dir`, sorted (what a command left behind).
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
 }

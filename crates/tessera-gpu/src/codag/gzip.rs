@@ -29,7 +29,7 @@ use tessera_format::{Error, Result};
 use rayon::prelude::*;
 
 use super::spans::{inflate_spans, SpanReport};
-use super::{enqueue, results, Chunk, ChunkResult, Decoder, DeviceBatch};
+use super::{decode_to_host, Chunk, Decoder, HostImage};
 use crate::Gpu;
 
 /// Files at least this large are first tried as one member decoded in spans.
@@ -112,43 +112,6 @@ fn member_candidates(file: &[u8]) -> (Vec<(usize, usize)>, Vec<Chunk<'_>>) {
     (starts, chunks)
 }
 
-/// The output of one launch over member candidates: each chunk's result, the output image on
-/// the host and where each chunk's output starts in it.
-struct Decoded {
-    results: Vec<ChunkResult>,
-    host: Vec<u8>,
-    out_at: Vec<usize>,
-}
-
-impl Decoded {
-    /// Chunk `c`'s output, `None` when the kernel flagged it (the members' chain then breaks:
-    /// the caller decides without the CPU's verdict on a chunk that may be a false candidate).
-    fn output(&self, c: usize) -> Option<&[u8]> {
-        let r = self.results.get(c)?;
-        if r.status != 0 {
-            return None;
-        }
-        let at = *self.out_at.get(c)?;
-        self.host.get(at..at.checked_add(r.out_len)?)
-    }
-}
-
-/// Decodes `chunks` (raw Deflate) in one launch and copies the output image back.
-fn launch(gpu: &Gpu, chunks: &[Chunk<'_>]) -> Result<Decoded> {
-    let batch = DeviceBatch::upload(gpu, Decoder::Deflate, chunks)?;
-    let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
-    enqueue(gpu, &batch, &mut out)?;
-    let results = results(gpu, &batch)?;
-    let mut host = vec![0u8; batch.out_bytes()];
-    gpu.download(&out, &mut host)?;
-    let out_at = (0..chunks.len()).map(|c| batch.out_start(c)).collect();
-    Ok(Decoded {
-        results,
-        host,
-        out_at,
-    })
-}
-
 /// Follows the members of `file` from offset 0 through its candidates `starts` (decoded as
 /// chunks `first..` of `d`): the file's output and its member count, `Ok(None)` when the chain
 /// breaks on the GPU. Errors: a member's trailer is missing or does not match its output, or
@@ -156,7 +119,7 @@ fn launch(gpu: &Gpu, chunks: &[Chunk<'_>]) -> Result<Decoded> {
 fn follow_members(
     file: &[u8],
     starts: &[(usize, usize)],
-    d: &Decoded,
+    d: &HostImage,
     first: usize,
 ) -> Result<Option<(Vec<u8>, usize)>> {
     let mut out = Vec::new();
@@ -176,11 +139,7 @@ fn follow_members(
             available: file.len().saturating_sub(end) as u64,
         })?;
         cpu::check_gzip_trailer(data, trailer, p)?;
-        if out.is_empty() {
-            out = data.to_vec();
-        } else {
-            out.extend_from_slice(data);
-        }
+        out.extend_from_slice(data);
         members += 1;
         let next = end + 8;
         if next == file.len() {
@@ -213,7 +172,7 @@ pub fn gunzip(gpu: &Gpu, file: &[u8]) -> Result<Option<(Vec<u8>, GunzipReport)>>
         }
     }
     let (starts, chunks) = member_candidates(file);
-    let d = launch(gpu, &chunks)?;
+    let d = decode_to_host(gpu, Decoder::Deflate, &chunks)?;
     Ok(follow_members(file, &starts, &d, 0)?.map(|(out, members)| {
         (
             out,
@@ -257,6 +216,19 @@ pub struct GunzipManyReport {
     pub alone: usize,
     /// Files decoded on the CPU: a bad file (its error is the CPU's), or one the GPU declined.
     pub cpu: usize,
+}
+
+/// Reports of several calls (a caller that takes its files in groups) added field by field.
+impl std::ops::AddAssign for GunzipManyReport {
+    fn add_assign(&mut self, r: Self) {
+        self.files += r.files;
+        self.launches += r.launches;
+        self.batched += r.batched;
+        self.members += r.members;
+        self.candidates += r.candidates;
+        self.alone += r.alone;
+        self.cpu += r.cpu;
+    }
 }
 
 /// Decodes many gzip files (RFC 1952, every member, CRC-32 and ISIZE checked) on the GPU, the
@@ -337,7 +309,7 @@ pub fn gunzip_many_with_report(
     let mut decoded = Vec::with_capacity(launches.len());
     for chunks in &launches {
         report.candidates += chunks.len();
-        decoded.push(launch(gpu, chunks)?);
+        decoded.push(decode_to_host(gpu, Decoder::Deflate, chunks)?);
     }
     report.launches = decoded.len();
 

@@ -443,28 +443,70 @@ pub fn decode_chunks(
         .collect())
 }
 
+/// One launch over a batch's chunks with its output image copied back to the host.
+pub(crate) struct HostImage {
+    /// Each chunk's result.
+    pub results: Vec<ChunkResult>,
+    /// The whole output image.
+    pub host: Vec<u8>,
+    /// Where each chunk's output starts in `host`, in bytes.
+    pub out_at: Vec<usize>,
+    /// Bytes per output element.
+    pub elem_bytes: usize,
+}
+
+impl HostImage {
+    /// Chunk `c`'s output bytes, `None` when the kernel flagged it (or the result lies outside
+    /// the image).
+    pub fn output(&self, c: usize) -> Option<&[u8]> {
+        let r = self.results.get(c)?;
+        if r.status != 0 {
+            return None;
+        }
+        let at = *self.out_at.get(c)?;
+        self.host
+            .get(at..at.checked_add(r.out_len.checked_mul(self.elem_bytes)?)?)
+    }
+}
+
+/// Decodes `chunks` in one launch and copies the output image back.
+pub(crate) fn decode_to_host(
+    gpu: &Gpu,
+    decoder: Decoder,
+    chunks: &[Chunk<'_>],
+) -> Result<HostImage> {
+    let batch = DeviceBatch::upload(gpu, decoder, chunks)?;
+    let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
+    enqueue(gpu, &batch, &mut out)?;
+    let results = results(gpu, &batch)?;
+    let mut host = vec![0u8; batch.out_bytes()];
+    gpu.download(&out, &mut host)?;
+    let elem_bytes = decoder.elem_bytes();
+    let out_at = (0..chunks.len())
+        .map(|c| batch.out_start(c) * elem_bytes)
+        .collect();
+    Ok(HostImage {
+        results,
+        host,
+        out_at,
+        elem_bytes,
+    })
+}
+
 /// [`decode_chunks`] with each chunk's [`ChunkResult`] (input bytes used, output length).
 pub fn decode_chunks_with_results(
     gpu: &Gpu,
     decoder: Decoder,
     chunks: &[Chunk<'_>],
 ) -> Result<Vec<(ChunkResult, Result<Vec<u8>>)>> {
-    let batch = DeviceBatch::upload(gpu, decoder, chunks)?;
-    let mut out = gpu.alloc::<u8>(batch.out_bytes().max(8))?;
-    enqueue(gpu, &batch, &mut out)?;
-    let res = results(gpu, &batch)?;
-    let mut host = vec![0u8; batch.out_bytes()];
-    gpu.download(&out, &mut host)?;
-    let eb = decoder.elem_bytes();
-    Ok(res
+    let img = decode_to_host(gpu, decoder, chunks)?;
+    Ok(img
+        .results
         .iter()
         .enumerate()
-        .map(|(c, r)| {
-            if r.status != 0 {
-                return (*r, Err(cpu_error(decoder, &chunks[c], c, r.status)));
-            }
-            let start = batch.out_start(c) * eb;
-            (*r, Ok(host[start..start + r.out_len * eb].to_vec()))
+        .map(|(c, r)| match img.output(c) {
+            Some(data) => (*r, Ok(data.to_vec())),
+            None => (*r, Err(cpu_error(decoder, &chunks[c], c, r.status))),
         })
         .collect())
 }
