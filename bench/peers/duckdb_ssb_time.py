@@ -11,8 +11,9 @@ ones that test compares with tessera's.
 
 With --tessera FILE (the output of `tessera ssb run DIR --device cpu --repeat 3 --json`), the
 JSON also holds per query tessera's time and tessera / DuckDB, their geometric mean, and whether
-both returned the same number of rows; --markdown FILE also writes that comparison as a
-Markdown table to FILE.
+both returned the same rows (every group's keys and aggregate, compared as sorted lists, as the
+DuckDB check test compares them); --markdown FILE also writes that comparison as a Markdown
+table to FILE. The exit status is 1 when any query's results differ.
 
 Usage: python3 bench/peers/duckdb_ssb_time.py EXPORT_DIR [--format parquet|csv] [--runs 3]
            [--threads N] [--tessera FILE [--markdown FILE]]
@@ -62,6 +63,7 @@ def main():
         "duckdb": duckdb.__version__,
         "queries": {},
     }
+    results = {}  # per query DuckDB's rows: keys as text, the aggregate as an integer
     for name, sql in check.QUERIES.items():
         rows = con.execute(sql).fetchall()  # warm-up
         times = []
@@ -70,17 +72,22 @@ def main():
             con.execute(sql).fetchall()
             times.append((time.perf_counter() - t) * 1e3)
         out["queries"][name] = {"ms": statistics.median(times), "rows": len(rows)}
+        # As the check test's script: an aggregate over no rows is no group.
+        results[name] = sorted([str(x) for x in r[:-1]] + [int(r[-1])] for r in rows if r[-1] is not None)
     if a.tessera:
-        compare(out, a.tessera)
+        compare(out, a.tessera, results)
         if a.markdown:
             with open(a.markdown, "w") as f:
                 markdown(out, f)
     json.dump(out, sys.stdout, indent=1)
     print()
+    if any(q.get("same") is False for q in out["queries"].values()):
+        sys.exit(1)
 
 
-def compare(out, path):
-    """Adds tessera's times (ms), the ratio tessera / DuckDB and the geometric mean."""
+def compare(out, path, results):
+    """Adds tessera's times (ms), the ratio tessera / DuckDB, the geometric mean, and whether
+    tessera's rows equal DuckDB's (`results`)."""
     with open(path) as f:
         t = {q["name"]: q for q in json.load(f)["queries"]}
     logs = []
@@ -89,6 +96,8 @@ def compare(out, path):
             continue
         q["tessera_ms"] = t[name]["ms"]
         q["tessera_rows"] = len(t[name]["rows"])
+        ours = sorted([str(x) for x in r[:-1]] + [int(r[-1])] for r in t[name]["rows"])
+        q["same"] = ours == results[name]
         q["ratio"] = q["tessera_ms"] / q["ms"]
         logs.append(math.log(q["ratio"]))
     if logs:
@@ -96,13 +105,14 @@ def compare(out, path):
 
 
 def markdown(out, f):
-    print("| query | tessera CPU ms | DuckDB ms | tessera / DuckDB | rows (both) |", file=f)
-    print("| --- | ---: | ---: | ---: | ---: |", file=f)
+    print("| query | tessera CPU ms | DuckDB ms | tessera / DuckDB | rows (both) | same results |", file=f)
+    print("| --- | ---: | ---: | ---: | ---: | --- |", file=f)
     for name, q in out["queries"].items():
         if "ratio" not in q:
             continue
         rows = q["rows"] if q["rows"] == q["tessera_rows"] else f"{q['tessera_rows']} vs {q['rows']}"
-        print(f"| {name} | {q['tessera_ms']:.1f} | {q['ms']:.1f} | {q['ratio']:.2f} | {rows} |", file=f)
+        same = "yes" if q["same"] else "**no**"
+        print(f"| {name} | {q['tessera_ms']:.1f} | {q['ms']:.1f} | {q['ratio']:.2f} | {rows} | {same} |", file=f)
     if "geomean_ratio" in out:
         print(f"\nGeometric mean of tessera / DuckDB: **{out['geomean_ratio']:.2f}x**", file=f)
 

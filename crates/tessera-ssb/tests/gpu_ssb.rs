@@ -5,10 +5,15 @@
 use tessera::gpu::Gpu;
 use tessera_ssb::{cpu, dataset::Dataset, gen, gpu, queries};
 
+/// A GPU handle that keeps the stored chunks beside the resident copies at upload, so a test
+/// can run any loader on the columns it uploaded (`lanes_handle_frees_the_stored_chunks` makes
+/// its own without).
 fn gpu_or_skip() -> Option<Gpu> {
-    Gpu::new()
+    let g = Gpu::new()
         .map_err(|e| tessera::gpu::testing::skipped(&e))
-        .ok()
+        .ok()?;
+    g.ssb_set_keep_stored(true).expect("keep stored");
+    Some(g)
 }
 
 /// SSB's tables generated at scale factor `sf` from `seed`, written in chunks of `chunk`
@@ -103,6 +108,7 @@ fn every_loader_equals_the_cpu() {
             Loader::RunsBatch,
             Loader::Lean,
             Loader::Batch,
+            Loader::Lanes,
         ] {
             set_loader(&g, loader);
             for name in ["q1.1", "q4.1"] {
@@ -200,6 +206,45 @@ fn upfront_checked_for_loader_equals_the_cpu() {
     );
     let names = batch_queries();
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "upfront");
+}
+
+/// FOR columns read from their lane-layout copies (`lanes`: one bit_width a tile, each lane
+/// unpacking its own rows with constant shifts) and RFOR keys probed per run from their
+/// run-start copies give the CPU's results on all 13 queries over stored and plain columns
+/// (the queries TESSERA_SSB_BATCH_QUERIES names, if set). Every FOR and RFOR column of the data
+/// gets a copy at upload; DFOR and plain columns get none. Chunks of 16,384 values end in a partial tile, and the
+/// price columns' tiles take widths on both sides of a word (tiles starting half-way into
+/// one).
+#[test]
+fn lanes_for_loader_equals_the_cpu() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    set_loader(&g, Loader::Lanes);
+    let (_dir, ds) = dataset(0.05, 5, 16_384);
+    assert_codec_throughout(&ds, &FOR_COLUMNS, tessera::CodecId::For);
+    let lo = ds.table(queries::FACT).expect("lineorder");
+    for name in FOR_COLUMNS {
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Compressed).expect("uploads");
+        let b = c
+            .lane_bytes()
+            .unwrap_or_else(|| panic!("{name} has no lane copy"));
+        assert!(b > 0 && b < c.values() * 4, "{name}: {b} lane bytes");
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Plain).expect("uploads");
+        assert!(c.lane_bytes().is_none(), "plain {name} has a lane copy");
+    }
+    // RFOR keys get a run-start copy (their per-run probes read it), DFOR none.
+    assert_codec_throughout(&ds, &["lo_orderdate", "lo_custkey"], tessera::CodecId::Rfor);
+    for name in ["lo_orderdate", "lo_custkey"] {
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Compressed).expect("uploads");
+        let b = c
+            .lane_bytes()
+            .unwrap_or_else(|| panic!("{name} has no run-start copy"));
+        assert!(b > 0 && b < c.values() * 4, "{name}: {b} run-start bytes");
+    }
+    let c = gpu::upload_column(&g, lo, "lo_orderkey", gpu::Layout::Compressed).expect("uploads");
+    assert!(c.lane_bytes().is_none(), "lo_orderkey (DFOR) has a copy");
+    let names = batch_queries();
+    queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "lanes");
 }
 
 /// The sparse FOR loads (`sparse`, over FOR columns loaded with their checks, and `sparseup`,
@@ -326,7 +371,8 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
     // `upfront` loads it with the checks too: the check at upload found the corrupt block.
     // The sparse loads make the same checks before they read a packed word (`sparse`,
     // `sparseup`); TESSERA_SSB_CORRUPT_LOADERS=sparse,sparseup runs only those (e.g. under
-    // compute-sanitizer).
+    // compute-sanitizer). `lanes`: a column whose chunk does not decode at upload gets no
+    // lane copy, so the FOR loader reads it and reports the block.
     let only = std::env::var("TESSERA_SSB_CORRUPT_LOADERS").unwrap_or_default();
     for loader in [
         Loader::Lean,
@@ -335,6 +381,7 @@ fn a_corrupt_chunk_is_an_error_not_a_wrong_answer() {
         Loader::Upfront,
         Loader::Sparse,
         Loader::SparseUpfront,
+        Loader::Lanes,
     ] {
         if !only.is_empty() && !only.split(',').any(|n| n == loader.name()) {
             continue;
@@ -357,6 +404,97 @@ fn corrupt_discount_fails(g: &Gpu) {
         "corrupt chunk: {}",
         r.err().map(|e| e.to_string()).unwrap_or_default()
     );
+}
+
+/// A handle whose programs are `lanes` ones (the default) frees a column's stored chunks once
+/// its resident copy is made: the queries still equal the CPU's, the column holds only the
+/// copy's bytes, and a program of another loader is refused with an error, never run on the
+/// freed buffer. Columns without a copy (DFOR, plain) keep theirs.
+#[test]
+fn lanes_handle_frees_the_stored_chunks() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    g.ssb_set_keep_stored(false).expect("keep stored");
+    set_loader(&g, Loader::Lanes);
+    let (_dir, ds) = dataset(0.01, 5, 8_192);
+    let lo = ds.table(queries::FACT).expect("lineorder");
+    for name in ["lo_discount", "lo_orderdate"] {
+        let c = gpu::upload_column(&g, lo, name, gpu::Layout::Compressed).expect("uploads");
+        assert!(!c.stored_kept(), "{name}: stored chunks kept");
+        assert_eq!(c.device_bytes(), c.lane_bytes().expect("a copy"), "{name}");
+    }
+    let c = gpu::upload_column(&g, lo, "lo_orderkey", gpu::Layout::Compressed).expect("uploads");
+    assert!(
+        c.stored_kept() && c.lane_bytes().is_none(),
+        "lo_orderkey (DFOR)"
+    );
+    let dev = gpu::upload(&g, &ds, gpu::Layout::Compressed).expect("uploads");
+    for name in ["q1.1", "q3.2", "q4.1"] {
+        let p = queries::plan(name, &ds.dict).expect("plan");
+        assert_gpu_equals_cpu(&g, &dev, &ds, &p, &format!("{name} stored chunks freed"));
+    }
+    set_loader(&g, Loader::Batch);
+    let p = queries::plan("q1.1", &ds.dict).expect("plan");
+    let e = g
+        .ssb_run(&p, &dev.fact, &dev.dims)
+        .expect_err("batch on freed stored chunks")
+        .to_string();
+    assert!(e.contains("not kept"), "{e}");
+}
+
+/// A hostile tile in a lane-layout copy (a bit_width over 32, a tile whose bits lie past its
+/// chunk, a width outside the range the program was generated for) or a run-start copy (a
+/// bit_width over 32, a row 0 that starts no run, flags past the chunk) fails the query with
+/// the loader's report, never a read past the chunk (memcheck runs this on the GPU machine).
+#[test]
+fn a_corrupt_lane_tile_is_an_error() {
+    use tessera::gpu::ssb::codegen::Loader;
+    let Some(g) = gpu_or_skip() else { return };
+    set_loader(&g, Loader::Lanes);
+    let (_dir, ds) = dataset(0.01, 5, 8_192);
+    let lo = ds.table("lineorder").expect("table");
+    // lo_discount: q1.1 loads it in every tile that a date passes (all at SF 0.01), and
+    // lo_orderdate (run-start copy) is probed per run first, in every tile. Chunks of 8,192
+    // values are 16 tiles: the tile table is words 0..32, tile 0's (start << 6) | bit_width
+    // is word 1, and its data (the run-start layout's flag words first) starts at word 32.
+    for (what, column, word, value) in [
+        ("bit_width 40", "lo_discount", 1usize, 40u32),
+        (
+            "start far past the chunk",
+            "lo_discount",
+            1,
+            (1u32 << 25) << 6 | 4,
+        ),
+        ("bit_width 31, outside the column's", "lo_discount", 1, 31),
+        ("run-start bit_width 40", "lo_orderdate", 1, 40),
+        ("run-start row 0 starting no run", "lo_orderdate", 32, 0),
+        (
+            "run-start flags past the chunk",
+            "lo_orderdate",
+            1,
+            (1u32 << 25) << 6 | 16,
+        ),
+    ] {
+        let mut cols = Vec::new();
+        for c in lo.columns() {
+            let mut col =
+                gpu::upload_column(&g, lo, &c.name, gpu::Layout::Compressed).expect("uploads");
+            if c.name == column {
+                g.ssb_poke_lane_word(&mut col, 0, word, value)
+                    .expect("pokes");
+            }
+            cols.push((c.name.clone(), col));
+        }
+        let fact = g.ssb_table(cols).expect("table");
+        let dims = gpu::upload(&g, &ds, gpu::Layout::Compressed)
+            .expect("uploads")
+            .dims;
+        let p = queries::plan("q1.1", &ds.dict).expect("plan");
+        let r = g.ssb_run(&p, &fact, &dims);
+        let e = r.expect_err(what).to_string();
+        assert!(e.contains("resident copy is corrupt"), "{what}: {e}");
+        eprintln!("{what}: {e}");
+    }
 }
 
 /// A corrupt RFOR block of a key probed per run (lo_orderdate's block_starts[1] far past the

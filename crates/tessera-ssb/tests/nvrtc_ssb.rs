@@ -6,7 +6,9 @@
 //! PTX comes from (or goes to) that cache folder (so a run can fill it for a GPU session).
 
 use tessera::gpu::kernels::nvrtc_available;
-use tessera::gpu::ssb::codegen::{program, program_with, Loader, Options, Side, FOR_CHECKED};
+use tessera::gpu::ssb::codegen::{
+    lanes_code, program, program_with, Loader, Options, Side, FOR_CHECKED, RFOR_STARTS,
+};
 use tessera::gpu::ssb::plan::{Aggregate, QueryPlan};
 use tessera::gpu::ssb::program_ptx;
 use tessera_ssb::{queries, schema::Dictionaries};
@@ -90,6 +92,23 @@ fn every_generated_query_kernel_compiles() {
                 let o = Options { loader, ..inline };
                 sources.insert(program_with(&p, &resident, o).source);
             }
+        }
+        // FOR columns read from their lane-layout copies (SsbLoadLanes, every bit_width case),
+        // RFOR ones from their run-start copies (SsbProbeRunStarts; SsbLoadAs for the date
+        // table's RFOR columns).
+        if matches!(name, "q1.1" | "q4.1") {
+            let lanes = |side: Side<'_>, col: &str| {
+                stored(side, col).map(|c| match c {
+                    1 => lanes_code(0, 32),
+                    3 => RFOR_STARTS,
+                    c => c,
+                })
+            };
+            let o = Options {
+                loader: Loader::Lanes,
+                ..inline
+            };
+            sources.insert(program_with(&p, &lanes, o).source);
         }
         if name == "q1.1" {
             sources.insert(program_with(&p, &plain, inline).source);

@@ -67,6 +67,8 @@
 #define SSB_ST_GROUP_RANGE 4ull     // a group index past the aggregate arrays
 #define SSB_ST_RESERVED_KEY 5ull    // a dimension key of 2^32 - 1 (marks a free slot)
 #define SSB_ST_BAD_CODEC 6ull       // a chunk codec the loaders do not know
+#define SSB_ST_CODEC_MISMATCH 7ull  // a chunk's codec differs from the one the program expects
+#define SSB_ST_LANES 8ull           // a lane-layout or run-start tile that fails its checks
 
 #define SSB_EMPTY 0xFFFFFFFFFFFFFFFFull
 
@@ -540,6 +542,189 @@ __device__ __noinline__ SsbRows ssb_load_tile(const u32* __restrict__ g, const S
     return r;
 }
 
+// ---- FOR in the lane layout ---------------------------------------------------------------
+//
+// A resident copy of a FOR column (src/ssb/lanes.rs has the layout, made at upload; the
+// program reads it with codegen::Loader::Lanes). Per tile, one reference and one bit_width for
+// its 512 rows, and each lane's 16 rows (32 i + l, the rows ssb_row gives) packed in the lane's
+// own stream: word k of lane l at data word 32 k + l, so a warp's load of word k is one
+// coalesced 128-byte row and a lane never needs another lane's bits. The bit_width is a
+// template argument in each case of the switch, so every value's word and shift are constants:
+// a shift (or a funnel shift when it straddles two words), a mask and the add of the reference.
+// A tile starts on a word edge or half-way into one (16 bit_width bits a lane a tile); a
+// half-way tile is first realigned by a funnel shift of 16 a word.
+
+#define SSB_FOR_LANES 5u
+
+template <u32 W>
+__device__ __forceinline__ void ssb_lanes_unpack(const u32* __restrict__ p, bool half, u32 ref,
+                                                 u32 (&v)[SSB_ROWS]) {
+    // Words of a lane's 16 W bits from a word edge; an even width from half-way needs one more.
+    constexpr u32 NA = (W + 1) / 2;
+    constexpr bool EXTRA = W > 0 && (W % 2) == 0;
+    u32 x[SSB_ROWS + 1];  // the first NA + 1 used
+#pragma unroll
+    for (u32 j = 0; j < NA; ++j) x[j] = __ldg(p + 32 * j);
+    x[NA] = (EXTRA && half) ? __ldg(p + 32 * NA) : 0u;
+    if (half) {
+#pragma unroll
+        for (u32 j = 0; j < NA; ++j) x[j] = __funnelshift_r(x[j], x[j + 1], 16);
+    }
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        constexpr u32 MASK = W >= 32 ? 0xFFFFFFFFu : (1u << W) - 1u;
+        const u32 b = i * W, k = b >> 5, s = b & 31u;
+        u32 raw;
+        if constexpr (W == 0) raw = 0u;
+        else if constexpr (W >= 32) raw = x[i];
+        else if (s + W <= 32) raw = (x[k] >> s) & MASK;
+        else raw = __funnelshift_r(x[k], x[k + 1], s) & MASK;
+        v[i] = ref + raw;
+    }
+}
+
+#define SSB_LANES_CASE(W)                                                   \
+    case W:                                                                 \
+        if (W + 1 > LO && W <= HI) ssb_lanes_unpack<W>(p, half, m.x, v);   \
+        break;
+
+// LO..HI: the bit_widths the column's tiles have (the generator reads them from the copy): the
+// switch holds only those cases, and a tile of another width is reported, never decoded.
+template <u32 LO, u32 HI>
+__device__ __forceinline__ void ssb_load_for_lanes(const u32* __restrict__ g, const ChunkDesc& c, u32 ci, u32 local,
+                                                   u64* qs, u32 (&v)[SSB_ROWS]) {
+    const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
+    const u32 data = (2u * tiles + 31u) & ~31u;
+    const u32* __restrict__ base = g + c.payload_word;
+    bool ok = local < tiles && data <= c.payload_words;
+    uint2 m = make_uint2(0u, 0u);
+    // The chunk starts on a 32-word edge, so the tile's two table words are one 8-byte load.
+    if (ok) m = __ldg(reinterpret_cast<const uint2*>(base) + local);
+    const u32 w = m.y & 63u, o16 = m.y >> 6;
+    const bool half = (o16 & 1u) != 0;
+    const u32 need = (16u * (o16 & 1u) + 16u * w + 31u) >> 5;
+    ok = ok && w + 1 > LO && w <= HI && (u64)data + 32ull * ((u64)(o16 >> 1) + need) <= c.payload_words;
+    if (!ok) {
+        if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_LANES, ci);
+        return;
+    }
+    const u32* __restrict__ p = base + data + 32u * (o16 >> 1) + (threadIdx.x & 31u);
+    switch (w) {
+        SSB_LANES_CASE(0) SSB_LANES_CASE(1) SSB_LANES_CASE(2) SSB_LANES_CASE(3) SSB_LANES_CASE(4)
+        SSB_LANES_CASE(5) SSB_LANES_CASE(6) SSB_LANES_CASE(7) SSB_LANES_CASE(8) SSB_LANES_CASE(9)
+        SSB_LANES_CASE(10) SSB_LANES_CASE(11) SSB_LANES_CASE(12) SSB_LANES_CASE(13) SSB_LANES_CASE(14)
+        SSB_LANES_CASE(15) SSB_LANES_CASE(16) SSB_LANES_CASE(17) SSB_LANES_CASE(18) SSB_LANES_CASE(19)
+        SSB_LANES_CASE(20) SSB_LANES_CASE(21) SSB_LANES_CASE(22) SSB_LANES_CASE(23) SSB_LANES_CASE(24)
+        SSB_LANES_CASE(25) SSB_LANES_CASE(26) SSB_LANES_CASE(27) SSB_LANES_CASE(28) SSB_LANES_CASE(29)
+        SSB_LANES_CASE(30) SSB_LANES_CASE(31) SSB_LANES_CASE(32)
+        default: break;
+    }
+}
+#undef SSB_LANES_CASE
+
+// SsbLoadAs for a column read from its lane-layout copy (chunks of codec SSB_FOR_LANES), always
+// expanded at the load.
+template <u32 LO, u32 HI>
+__device__ __forceinline__ void SsbLoadLanes(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                             u64* __restrict__ status, u32 ci, u32 local, u32 pass,
+                                             u32 (&v)[SSB_ROWS], SsbWarpStorage* s, u64* qs) {
+    (void)status;
+    (void)s;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = 0;
+    if (!SsbAny(pass)) return;
+    const u32 codec = __ldg(&chunks[ci].codec);
+    if (codec != SSB_FOR_LANES) {
+        if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_CODEC_MISMATCH, codec);
+        return;
+    }
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    ssb_load_for_lanes<LO, HI>(g, c, ci, local, qs, v);
+}
+
+// ---- RFOR in the run-start layout ---------------------------------------------------------
+//
+// A resident copy of an RFOR column (src/ssb/lanes.rs, encode_runs; read by codegen::Loader::
+// Lanes programs): per tile, 16 flag words (bit l of word i: row 32 i + l starts a run; row 0
+// always does) and the runs' values FOR-packed in order at one bit_width. Lanes 0..15 read the
+// flag words in one load, a 16-lane scan of their popcounts gives the runs before each item,
+// and the row held as item i by lane l is run pre_i + popc(flags_i & lanes 0..l) - 1: no run
+// lengths to expand, no flag bytes to scatter. Run values are read through L1 (a warp's reads
+// lie in the tile's few value words), every index clamped to the tile's last value word.
+
+#define SSB_RFOR_STARTS 6u
+
+struct SsbStartsTile {
+    const u32* vals;  // the tile's run values (global memory)
+    u32 last;         // index of their last word: reads are clamped to it
+    u32 w, ref;       // bit_width and reference of the run values
+    u32 f;            // lane l < 16: flag word l (rows 32 l .. 32 l + 31)
+    u32 pre;          // lane l < 16: runs started before row 32 l
+    u32 r;            // runs in the tile
+    bool ok;          // the tile passed its checks (warp-uniform; else reported)
+};
+
+__device__ __forceinline__ SsbStartsTile ssb_starts_meta(const u32* __restrict__ g, const ChunkDesc& c, u32 ci,
+                                                         u32 local, u64* qs) {
+    const u32 l = threadIdx.x & 31;
+    SsbStartsTile t;
+    const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
+    const u32 data = (2u * tiles + 31u) & ~31u;
+    const u32* __restrict__ base = g + c.payload_word;
+    bool ok = local < tiles && data <= c.payload_words;
+    uint2 m = make_uint2(0u, 0u);
+    if (ok) m = __ldg(reinterpret_cast<const uint2*>(base) + local);
+    t.w = m.y & 63u;
+    t.ref = m.x;
+    const u64 at = (u64)data + (m.y >> 6);
+    ok = ok && t.w <= 32 && at + 16 <= c.payload_words;
+    t.f = (ok && l < 16) ? __ldg(base + at + l) : 0u;
+    u32 incl = __popc(t.f);
+#pragma unroll
+    for (u32 d = 1; d < 16; d <<= 1) {
+        const u32 y = __shfl_up_sync(SSB_FULL, incl, d);
+        if (l >= d) incl += y;
+    }
+    t.r = __shfl_sync(SSB_FULL, incl, 15);
+    t.pre = incl - __popc(t.f);
+    const u32 nw = (u32)(((u64)t.r * t.w + 31) >> 5);
+    ok = ok && (__shfl_sync(SSB_FULL, t.f, 0) & 1u) != 0 && at + 16 + nw <= c.payload_words;
+    t.ok = ok;
+    t.vals = base + (ok ? at + 16 : 0);
+    t.last = nw > 0 ? nw - 1 : 0u;
+    if (!ok && l == 0) ssb_report(qs, SSB_ST_LANES, ci);
+    return t;
+}
+
+// Run j's value (j < t.r).
+__device__ __forceinline__ u32 ssb_starts_value(const SsbStartsTile& t, u32 j) {
+    if (t.w == 0) return t.ref;
+    const u32 bit = j * t.w, i = bit >> 5;
+    const u32 a = __ldg(t.vals + ts_min(i, t.last)), b = __ldg(t.vals + ts_min(i + 1, t.last));
+    return t.ref + (__funnelshift_r(a, b, bit) & rfor_mask(t.w));
+}
+
+// The run of the row held as item i by this lane (< t.r).
+__device__ __forceinline__ u32 ssb_starts_run(const SsbStartsTile& t, u32 i, u32 le) {
+    const u32 fi = __shfl_sync(SSB_FULL, t.f, i), pi = __shfl_sync(SSB_FULL, t.pre, i);
+    return pi + __popc(fi & le) - 1u;
+}
+
+// The rows' values: each run's value into the warp's run_val (lane l: runs l, l + 32, ...),
+// then each row's from its run.
+__device__ __forceinline__ void ssb_load_rfor_starts(const u32* __restrict__ g, const ChunkDesc& c, u32 ci,
+                                                     u32 local, u64* qs, SsbWarpStorage* s, u32 (&v)[SSB_ROWS]) {
+    const SsbStartsTile t = ssb_starts_meta(g, c, ci, local, qs);
+    if (!t.ok) return;
+    const u32 l = threadIdx.x & 31;
+    __syncwarp();  // the previous tile's reads of run_val are done
+    for (u32 j = l; j < t.r; j += 32) s->run_val[j] = ssb_starts_value(t, j);
+    __syncwarp();
+    const u32 le = (2u << l) - 1u;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) v[i] = s->run_val[ssb_starts_run(t, i, le)];
+}
+
 // ---- loaders specialized to one codec ----------------------------------------------------
 //
 // The generator knows each column's codecs when the query runs on uploaded columns: when every
@@ -549,7 +734,6 @@ __device__ __noinline__ SsbRows ssb_load_tile(const u32* __restrict__ g, const S
 // program is text generated from it) decodes to zeros and is reported as SSB_ST_CODEC_MISMATCH,
 // never read as the wrong codec.
 
-#define SSB_ST_CODEC_MISMATCH 7ull  // a chunk's codec differs from the one the program expects
 
 template <u32 CODEC, bool SPARSE = false>
 __device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
@@ -567,6 +751,7 @@ __device__ __forceinline__ void ssb_load_known(const u32* __restrict__ g, const 
     else if (CODEC == SSB_FOR) ssb_load_for<false, SPARSE>(g, c, local, status + ci, pass, v);
     else if (CODEC == SSB_DFOR) ssb_load_dfor(g, c, local, status + ci, v);
     else if (CODEC == SSB_RFOR) ssb_load_rfor(g, c, local, status + ci, s, v);
+    else if (CODEC == SSB_RFOR_STARTS) ssb_load_rfor_starts(g, c, ci, local, qs, s, v);
     else ssb_load_plain(g, c, local, pass, v);
 }
 
@@ -809,6 +994,55 @@ __device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const Ss
         const u32 starts = __ballot_sync(SSB_FULL, flag[ssb_row(i)] != 0);
         const u32 res = s->run_val[run + __popc(starts & le)];
         run += __popc(starts);
+        if (res == SSB_RUN_MISS) pass &= ~(1u << i);
+        else group[i] += res * stride;
+    }
+}
+
+// SsbProbeRuns for a key column read from its run-start copy (chunks of codec SSB_RFOR_STARTS):
+// each run's key probed once (lane l: runs l, l + 32, ...; four first slots read together), the
+// result in the warp's run_val, each row given its run's.
+__device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
+                                                  u64* __restrict__ status, u32 ci, u32 local, u32& pass,
+                                                  u32 (&group)[SSB_ROWS], const u64* __restrict__ ht, u32 bits,
+                                                  u32 stride, SsbWarpStorage* s, u64* qs) {
+    (void)status;
+    if (!SsbAny(pass)) return;
+    const u32 codec = __ldg(&chunks[ci].codec);
+    if (codec != SSB_RFOR_STARTS) {
+        if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_CODEC_MISMATCH, codec);
+        pass = 0;
+        return;
+    }
+    const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
+    const SsbStartsTile t = ssb_starts_meta(g, c, ci, local, qs);
+    if (!t.ok) {
+        pass = 0;
+        return;
+    }
+    const u32 mask = (1u << bits) - 1;
+    const u32 l = threadIdx.x & 31;
+    __syncwarp();  // the previous tile's reads of run_val are done
+    for (u32 j0 = l; j0 < t.r; j0 += 128) {
+        u32 key[4];
+        u64 e[4];
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            key[x] = j < t.r ? ssb_starts_value(t, j) : 0u;
+            e[x] = j < t.r ? __ldg(&ht[ssb_hash(key[x], bits)]) : SSB_EMPTY;
+        }
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            if (j < t.r) s->run_val[j] = ssb_probe_from(e[x], key[x], ssb_hash(key[x], bits), ht, mask);
+        }
+    }
+    __syncwarp();
+    const u32 le = (2u << l) - 1u;
+#pragma unroll
+    for (u32 i = 0; i < SSB_ROWS; ++i) {
+        const u32 res = s->run_val[ssb_starts_run(t, i, le)];
         if (res == SSB_RUN_MISS) pass &= ~(1u << i);
         else group[i] += res * stride;
     }

@@ -96,8 +96,9 @@ pub enum Loader {
     Lean,
     /// As [`Loader::Runs`], and the FOR loader requests the packed words of all the tile's
     /// blocks that hold rows before it unpacks any (`SSB_FOR_BATCH` in `ops.cuh`): one memory
-    /// round trip a tile for them instead of one a block. The default: 1.08x faster than
-    /// `runs` over the 13 queries on an H200 (docs/gpu/ssb.md).
+    /// round trip a tile for them instead of one a block. 1.08x faster than `runs` over the 13
+    /// queries on an H200 (docs/gpu/ssb.md); the default before [`Loader::Lanes`], and what
+    /// `lanes` programs use for columns without a resident copy (coprocessor mode).
     Batch,
     /// As [`Loader::Batch`], and a column whose FOR tiles were all checked when it became
     /// resident (the codec [`FOR_CHECKED`]) is loaded without the per-tile checks of its
@@ -111,6 +112,14 @@ pub enum Loader {
     Sparse,
     /// [`Loader::Upfront`] with the sparse FOR path of [`Loader::Sparse`].
     SparseUpfront,
+    /// As [`Loader::Batch`], and each column with a resident copy (`super::lanes`, made at
+    /// upload) is read from it: a column of FOR chunks from its lane layout, each lane
+    /// unpacking its own rows with shifts known when the program compiles, one case a
+    /// bit_width from the column's smallest to its largest (`SsbLoadLanes` in `ops.cuh`); a
+    /// column of RFOR chunks from its run-start layout, a row's run found by a popcount of the
+    /// tile's run-start flags (`SsbProbeRunStarts`). The default: compressed 1.2-1.6x faster
+    /// than `batch` on an H200 (docs/gpu/ssb.md).
+    Lanes,
 }
 
 /// The most passing rows (of a tile's 512) for which [`Loader::Sparse`] takes the sparse FOR
@@ -131,6 +140,26 @@ pub const SPARSE_MAX_EQUAL: u32 = 8;
 /// [`Loader::Upfront`], as FOR by every other loader. Never a chunk's codec.
 pub const FOR_CHECKED: u32 = 4;
 
+/// The codec of a chunk in the lane layout (`SsbChunk::codec` of a lane-layout copy,
+/// `SSB_FOR_LANES` in `ops.cuh`); [`Codecs`] gives such a column [`lanes_code`].
+pub const FOR_LANES: u32 = 5;
+
+/// The codec of a chunk in the run-start layout (a resident copy of an RFOR column,
+/// `SSB_RFOR_STARTS` in `ops.cuh`), which [`Loader::Lanes`] programs read for RFOR columns.
+pub const RFOR_STARTS: u32 = 6;
+
+/// What [`Codecs`] gives a column read in the lane layout whose tiles' bit_widths lie in
+/// `lo..=hi`: [`FOR_LANES`] with the range in bits 8-15 and 16-23.
+pub fn lanes_code(lo: u32, hi: u32) -> u32 {
+    FOR_LANES | (lo.min(32) << 8) | (hi.min(32) << 16)
+}
+
+/// The bit_width range of a [`lanes_code`], or None for another codec.
+fn lanes_range(codec: Option<u32>) -> Option<(u32, u32)> {
+    let c = codec?;
+    (c & 0xFF == FOR_LANES).then_some(((c >> 8) & 0xFF, (c >> 16) & 0xFF))
+}
+
 impl Loader {
     fn parse(s: &str) -> Option<Self> {
         match s {
@@ -146,6 +175,7 @@ impl Loader {
             "upfront" => Some(Self::Upfront),
             "sparse" => Some(Self::Sparse),
             "sparseup" => Some(Self::SparseUpfront),
+            "lanes" => Some(Self::Lanes),
             _ => None,
         }
     }
@@ -162,7 +192,12 @@ impl Loader {
                 | Self::Upfront
                 | Self::Sparse
                 | Self::SparseUpfront
+                | Self::Lanes
         )
+    }
+    /// Programs of this loader read FOR columns from their lane-layout copies.
+    pub fn lanes(self) -> bool {
+        self == Self::Lanes
     }
     /// Programs of this loader take the sparse FOR path where a load allows it.
     fn sparse(self) -> bool {
@@ -187,6 +222,7 @@ impl Loader {
             Self::Upfront => "upfront",
             Self::Sparse => "sparse",
             Self::SparseUpfront => "sparseup",
+            Self::Lanes => "lanes",
         }
     }
 }
@@ -238,8 +274,9 @@ pub enum Side<'a> {
 }
 
 /// The codec every chunk of a column has (`SsbChunk::codec`: 0 plain, 1 FOR, 2 DFOR, 3 RFOR;
-/// or [`FOR_CHECKED`], FOR checked at upload), or `None` when its chunks differ (or it is
-/// unknown): what the generator specializes loads to.
+/// or [`FOR_CHECKED`], FOR checked at upload; or, for [`Loader::Lanes`] programs, a
+/// [`lanes_code`] or [`RFOR_STARTS`], the column's resident copy), or `None` when its chunks
+/// differ (or it is unknown): what the generator specializes loads to.
 pub type Codecs<'a> = &'a dyn Fn(Side<'_>, &str) -> Option<u32>;
 
 /// The `ops.cuh` name of a codec (`SsbChunk::codec`).
@@ -250,6 +287,7 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
         2 => Some("SSB_DFOR"),
         3 => Some("SSB_RFOR"),
         FOR_CHECKED => Some("SSB_FOR_CHECKED"),
+        RFOR_STARTS => Some("SSB_RFOR_STARTS"),
         _ => None,
     })
 }
@@ -258,6 +296,13 @@ fn codec_name(codec: Option<u32>) -> Option<&'static str> {
 /// a sparse loader ([`Loader::Sparse`], [`Loader::SparseUpfront`]) lets a FOR column take the
 /// sparse path.
 fn load(body: &mut String, k: usize, codec: Option<u32>, loader: Loader, sparse: bool) {
+    if let Some((lo, hi)) = lanes_range(codec) {
+        let _ = writeln!(
+            body,
+            "        SsbLoadLanes<{lo}, {hi}>(w{k}, t{k}, s{k}, ci, local, pass, c{k}, ssb_s, qs);"
+        );
+        return;
+    }
     let name = codec_name(codec);
     match (loader, name) {
         // Every loader but `generic` specializes a column of one codec.
@@ -391,7 +436,7 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
     // (its row values are never formed).
     let per_run = |i: usize| {
         let key = &p.joins[i].fact_key;
-        runs && codecs(Side::Fact, key) == Some(3)
+        runs && matches!(codecs(Side::Fact, key), Some(3 | RFOR_STARTS))
             && !p.fact_filters.iter().any(|f| &f.column == key)
             && !p
                 .joins
@@ -438,9 +483,15 @@ pub fn probe_kernel(p: &QueryPlan, codecs: Codecs<'_>, loader: Loader) -> Kernel
                 let (k, new) = slot(&mut cols, &j.fact_key);
                 if per_run(i) {
                     unused.push(k);
+                    // An RFOR key read from its run-start copy (`lanes` programs).
+                    let f = if codecs(Side::Fact, &j.fact_key) == Some(RFOR_STARTS) {
+                        "SsbProbeRunStarts"
+                    } else {
+                        "SsbProbeRuns"
+                    };
                     let _ = writeln!(
                         body,
-                        "        SsbProbeRuns(w{k}, t{k}, s{k}, ci, local, pass, group, h{i}, b{i}, {}u, ssb_s, qs);  // join {}, per run",
+                        "        {f}(w{k}, t{k}, s{k}, ci, local, pass, group, h{i}, b{i}, {}u, ssb_s, qs);  // join {}, per run",
                         strides[i], j.table
                     );
                 } else {
@@ -559,13 +610,13 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse` or `sparseup`, see
-/// [`Loader`]); unset, [`LOADER`].
+/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse`, `sparseup` or `lanes`,
+/// see [`Loader`]); unset, [`LOADER`].
 /// A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
-pub const LOADER: Loader = Loader::Batch;
+pub const LOADER: Loader = Loader::Lanes;
 
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
@@ -609,7 +660,7 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
     let sparse;
     let lean = match opts.loader {
         Loader::Lean => "#define SSB_FOR_LEAN 1\n",
-        Loader::Batch | Loader::Upfront => "#define SSB_FOR_BATCH 1\n",
+        Loader::Batch | Loader::Upfront | Loader::Lanes => "#define SSB_FOR_BATCH 1\n",
         Loader::Sparse | Loader::SparseUpfront => {
             sparse = format!(
                 "#define SSB_FOR_BATCH 1\n#define SSB_FOR_SPARSE {SPARSE_MAX}\n#define SSB_FOR_SPARSE_EQUAL {SPARSE_MAX_EQUAL}\n"
@@ -756,6 +807,48 @@ mod tests {
         }
         // Same steps as `batch` otherwise.
         assert_eq!(steps(Loader::Upfront), steps(Loader::Batch));
+    }
+
+    /// `lanes` reads a column's resident copy: a lane-layout FOR column as `SsbLoadLanes` with
+    /// its bit_width range, a run-start RFOR key by `SsbProbeRunStarts`, per run where `batch`
+    /// probes the RFOR key per run; the steps are `batch`'s.
+    #[test]
+    fn lanes_loads_resident_copies() {
+        let copies = |_: Side<'_>, col: &str| match col {
+            "fk_a" | "fk_c" => Some(RFOR_STARTS),
+            "f" => Some(lanes_code(4, 6)),
+            _ => Some(1),
+        };
+        let o = Options {
+            loader: Loader::Lanes,
+            min_blocks: 8,
+        };
+        let src = program_with(&plan(), &copies, o).source;
+        assert!(src.contains("#define SSB_FOR_BATCH 1\n"), "{src}");
+        assert!(src.contains("SsbLoadLanes<4, 6>(w0,"), "{src}");
+        assert!(src.contains("SsbProbeRunStarts(w"), "{src}");
+        assert!(!src.contains("SsbProbeRuns("), "{src}");
+        // fk_b: FOR without a copy, the batched FOR loader.
+        assert!(src.contains("SsbLoadAs<SSB_FOR, true>"), "{src}");
+        assert_eq!(lanes_range(Some(lanes_code(0, 32))), Some((0, 32)));
+        assert_eq!(lanes_range(Some(1)), None);
+        assert_eq!(Options::parse("lanes:8"), Some(o));
+        assert_eq!(o.to_string(), "lanes:8");
+        let lanes_steps: Vec<String> = probe_kernel(&plan(), &copies, Loader::Lanes)
+            .source
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                ["SsbFilter", "SsbProbeRunStarts", "SsbProbe4", "SsbProbe("]
+                    .iter()
+                    .find(|op| l.starts_with(*op))
+                    .map(|_| {
+                        let op = l.split('(').next().unwrap_or_default();
+                        op.replace("SsbProbeRunStarts", "SsbProbeRuns")
+                    })
+            })
+            .collect();
+        assert_eq!(lanes_steps, steps(Loader::Batch));
     }
 
     /// The sparse loaders allow the sparse FOR path only at FOR loads after the first step

@@ -459,6 +459,9 @@ impl Gpu {
                 uniform: lay.uniform(),
                 // Shipped per call: its tiles are checked by the loaders as they are read.
                 for_checked: false,
+                // Shipped as stored: the lane layout is a resident copy only.
+                lanes: None,
+                stored: true,
             };
             cols.push((n.clone(), col));
         }

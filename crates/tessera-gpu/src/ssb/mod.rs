@@ -12,6 +12,7 @@
 
 pub mod codegen;
 mod coproc;
+pub mod lanes;
 pub mod plan;
 
 pub use coproc::CoprocPhases;
@@ -58,12 +59,44 @@ pub struct SsbColumn {
     /// resident ([`Gpu::ssb_upload_column`]): programs of [`codegen::Loader::Upfront`] may read
     /// its tiles' metadata unchecked (`SSB_FOR_CHECKED` in `ops.cuh`).
     for_checked: bool,
+    /// The column's resident copy in the lane layout (every chunk FOR) or the run-start layout
+    /// (every chunk RFOR), made at upload when every chunk decodes ([`lanes`]): what programs of
+    /// [`codegen::Loader::Lanes`] read instead of the chunks.
+    lanes: Option<LaneCopy>,
+    /// `words` holds the stored chunks. False when they were not kept at upload (the column has
+    /// a resident copy, the handle's programs are `lanes` ones, and
+    /// [`Gpu::ssb_set_keep_stored`] is off): only `lanes` programs can read the column then.
+    stored: bool,
+}
+
+/// A resident copy of a column in the lane or run-start layout: its own words and chunk table
+/// (codec [`codegen::FOR_LANES`] or [`codegen::RFOR_STARTS`]); the per-chunk status words are
+/// the column's.
+#[derive(Debug)]
+struct LaneCopy {
+    words: GpuBuffer<u32>,
+    chunks: GpuBuffer<SsbChunk>,
+    bytes: u64,
+    /// What the generator is given for the column ([`codegen::lanes_code`] with the bit_width
+    /// range of its tiles, or [`codegen::RFOR_STARTS`]).
+    code: u32,
 }
 
 impl SsbColumn {
-    /// Bytes the column takes on the device (payloads; the chunk table aside).
+    /// Bytes of the stored chunks' payloads (what the column takes on the device as stored;
+    /// the chunk table aside), whether or not they were kept ([`Self::stored_kept`]).
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+    /// Payload bytes the column holds on the device now: the stored chunks if kept, plus the
+    /// resident copy if it has one.
+    pub fn device_bytes(&self) -> u64 {
+        (if self.stored { self.bytes } else { 0 }) + self.lane_bytes().unwrap_or(0)
+    }
+    /// Whether the stored chunks were kept on the device at upload (else only `lanes` programs,
+    /// which read the resident copy, can read the column).
+    pub fn stored_kept(&self) -> bool {
+        self.stored
     }
     /// Values in the column.
     pub fn values(&self) -> u64 {
@@ -74,9 +107,19 @@ impl SsbColumn {
     pub fn for_checked(&self) -> bool {
         self.for_checked
     }
-    /// The codec the generator specializes this column's loads to: [`codegen::FOR_CHECKED`] for
-    /// a column whose FOR tiles were checked at upload, else the codec all chunks share.
-    fn codegen_codec(&self) -> Option<u32> {
+    /// Bytes of the column's lane-layout or run-start copy on the device, if it has one (made at
+    /// upload for a column of FOR or of RFOR chunks).
+    pub fn lane_bytes(&self) -> Option<u64> {
+        self.lanes.as_ref().map(|l| l.bytes)
+    }
+    /// The codec the generator specializes this column's loads to: with `lanes` (a program of
+    /// [`codegen::Loader::Lanes`]) the lane layout's code when the column has that copy;
+    /// [`codegen::FOR_CHECKED`] for a column whose FOR tiles were checked at upload; else the
+    /// codec all chunks share.
+    fn codegen_codec(&self, lanes: bool) -> Option<u32> {
+        if let (true, Some(l)) = (lanes, &self.lanes) {
+            return Some(l.code);
+        }
         if self.for_checked {
             Some(codegen::FOR_CHECKED)
         } else {
@@ -202,6 +245,13 @@ impl SsbTable {
             .map(|(n, c)| (n.clone(), c.bytes))
             .collect()
     }
+    /// (name, device bytes of the lane-layout copy) per column that has one ([`lanes`]).
+    pub fn column_lane_bytes(&self) -> Vec<(String, u64)> {
+        self.columns
+            .iter()
+            .filter_map(|(n, c)| Some((n.clone(), c.lane_bytes()?)))
+            .collect()
+    }
     /// Chunks per column.
     fn chunk_count(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.counts.len())
@@ -292,6 +342,9 @@ struct ModuleCache(HashMap<String, Arc<CudaModule>>);
 /// How this handle generates query programs (set by [`Gpu::ssb_set_options`]).
 struct OptionsState(codegen::Options);
 
+/// Whether uploads keep the stored chunks beside a resident copy ([`Gpu::ssb_set_keep_stored`]).
+struct KeepStored(bool);
+
 enum Arg {
     P(u64),
     U(u32),
@@ -317,7 +370,152 @@ impl Gpu {
         }
         let mut col = self.ssb_column(dev, l)?;
         col.for_checked = self.ssb_check_for(&col)?;
+        col.lanes = self.ssb_lane_copy(chunks, &col)?;
+        // A handle that runs `lanes` programs reads the copy alone: the stored chunks are
+        // freed unless kept on purpose (to run other loaders on the same upload).
+        if col.lanes.is_some() && self.ssb_options().loader.lanes() && !self.ssb_keep_stored() {
+            col.words = self.alloc::<u8>(4)?.into();
+            col.stored = false;
+        }
         Ok(col)
+    }
+
+    /// Whether [`Self::ssb_upload_column`] keeps a column's stored chunks on the device beside
+    /// its resident copy when the handle's programs are `lanes` ones (off by default: the copy
+    /// is all they read). Turn it on before uploading to run other loaders on the same columns
+    /// ([`Self::ssb_set_options`]), as the bench and the tests that compare loaders do.
+    pub fn ssb_set_keep_stored(&self, keep: bool) -> Result<()> {
+        self.with_state::<KeepStored, _>(|s| {
+            *s = Some(KeepStored(keep));
+            Ok(())
+        })
+    }
+
+    /// See [`Self::ssb_set_keep_stored`].
+    pub fn ssb_keep_stored(&self) -> bool {
+        self.with_state::<KeepStored, _>(|s| Ok(s.as_ref().map(|k| k.0)))
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    }
+
+    /// The resident copy of a column of FOR chunks (lane layout) or of RFOR chunks (run-start
+    /// layout), [`lanes`]: each chunk decoded on the host (all cores) and laid out again, every
+    /// chunk starting on a 128-byte edge. None for other columns, and for a column with a chunk
+    /// that does not decode: the queries then read its chunks, whose loaders report the
+    /// corruption.
+    fn ssb_lane_copy(&self, chunks: &[ChunkRef<'_>], col: &SsbColumn) -> Result<Option<LaneCopy>> {
+        use rayon::prelude::*;
+        let (codec, chunk_codec) = match col.uniform {
+            Some(1) => (CodecId::For, codegen::FOR_LANES),
+            Some(3) => (CodecId::Rfor, codegen::RFOR_STARTS),
+            _ => return Ok(None),
+        };
+        if chunks.is_empty() {
+            return Ok(None);
+        }
+        let encoded: Result<Vec<lanes::LaneChunk>> = chunks
+            .par_iter()
+            .map(|c| {
+                let mut v = vec![0u32; c.value_count as usize];
+                tessera_codecs::int::decode(codec, c.payload, &mut v)?;
+                if codec == CodecId::For {
+                    lanes::encode(&v)
+                } else {
+                    lanes::encode_runs(&v)
+                }
+            })
+            .collect();
+        let Ok(encoded) = encoded else {
+            return Ok(None);
+        };
+        let mut table = Vec::with_capacity(encoded.len());
+        let mut at = 0usize;
+        for (e, c) in encoded.iter().zip(chunks) {
+            let Ok(payload_words) = u32::try_from(e.words.len()) else {
+                return Ok(None);
+            };
+            table.push(SsbChunk {
+                desc: ChunkDesc {
+                    payload_word: at as u64,
+                    out_index: 0,
+                    payload_words,
+                    total_count: c.value_count,
+                    first_tile: 0,
+                    first_slab: 0,
+                },
+                codec: chunk_codec,
+                pad: 0,
+            });
+            at = (at + e.words.len()).next_multiple_of(32);
+        }
+        let mut host = vec![0u32; at.max(1)];
+        for (e, t) in encoded.iter().zip(&table) {
+            let a = t.desc.payload_word as usize;
+            host[a..a + e.words.len()].copy_from_slice(&e.words);
+        }
+        let widths = encoded
+            .iter()
+            .filter(|e| !e.words.is_empty())
+            .fold(None, |acc: Option<(u32, u32)>, e| match acc {
+                None => Some(e.widths),
+                Some((lo, hi)) => Some((lo.min(e.widths.0), hi.max(e.widths.1))),
+            })
+            .unwrap_or((0, 0));
+        Ok(Some(LaneCopy {
+            words: self.upload(&host)?.into(),
+            chunks: self.upload(&table)?.into(),
+            bytes: encoded.iter().map(|e| e.words.len() as u64 * 4).sum(),
+            code: if codec == CodecId::For {
+                codegen::lanes_code(widths.0, widths.1)
+            } else {
+                codegen::RFOR_STARTS
+            },
+        }))
+    }
+
+    /// Overwrites word `word` of chunk `chunk` of the column's lane-layout copy with `value`
+    /// (for tests of the lane loader's checks: a hostile tile table must be reported, never
+    /// read past its chunk). Errors when the column has no copy or the word is not the chunk's.
+    #[doc(hidden)]
+    pub fn ssb_poke_lane_word(
+        &self,
+        col: &mut SsbColumn,
+        chunk: usize,
+        word: usize,
+        value: u32,
+    ) -> Result<()> {
+        let l = col
+            .lanes
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("the column has no lane copy".into()))?;
+        let mut table = vec![
+            SsbChunk {
+                desc: ChunkDesc {
+                    payload_word: 0,
+                    out_index: 0,
+                    payload_words: 0,
+                    total_count: 0,
+                    first_tile: 0,
+                    first_slab: 0,
+                },
+                codec: 0,
+                pad: 0,
+            };
+            l.chunks.len()
+        ];
+        self.download(&l.chunks, &mut table)?;
+        let d = table
+            .get(chunk)
+            .filter(|t| word < t.desc.payload_words as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("no word {word} in chunk {chunk}")))?
+            .desc;
+        let at = d.payload_word as usize + word;
+        let mut view = l.words.slice_mut(at..at + 1);
+        self.stream
+            .memcpy_htod(&[value], &mut view)
+            .map_err(cuda("copying to the device"))?;
+        Ok(())
     }
 
     /// Checks every tile of a column of FOR chunks as the FOR loader does (`ssb_check_for` in
@@ -369,6 +567,8 @@ impl Gpu {
             status: self.alloc::<u64>(l.counts.len().max(1))?.into(),
             uniform: l.uniform(),
             for_checked: false,
+            lanes: None,
+            stored: true,
             shapes: l.shapes,
             bytes: l.words as u64 * 4,
             counts: l.counts,
@@ -563,12 +763,13 @@ impl Gpu {
         fact: &SsbTable,
         dims: &HashMap<String, SsbTable>,
     ) -> codegen::Program {
+        let lanes = self.ssb_options().loader.lanes();
         let codecs = |side: codegen::Side<'_>, col: &str| -> Option<u32> {
             let t = match side {
                 codegen::Side::Fact => fact,
                 codegen::Side::Dim(name) => dims.get(name)?,
             };
-            t.column(col).ok()?.codegen_codec()
+            t.column(col).ok()?.codegen_codec(lanes)
         };
         codegen::program_with(p, &codecs, self.ssb_options())
     }
@@ -600,6 +801,7 @@ impl Gpu {
         first_chunk: usize,
         args: &mut Vec<Arg>,
     ) -> Result<()> {
+        let lanes = self.ssb_options().loader.lanes();
         for n in names {
             let c = t.column(n)?;
             if first_chunk > c.counts.len() {
@@ -608,9 +810,21 @@ impl Gpu {
                     c.counts.len()
                 )));
             }
-            args.push(Arg::P(self.ptr(&c.words)));
+            // The buffers the program reads: the lane-layout copy for a lanes program (the
+            // generator chose its loader from the same option, ssb_program).
+            let (words, chunks) = match (&c.lanes, lanes) {
+                (Some(l), true) => (self.ptr(&l.words), &l.chunks),
+                _ if !c.stored => {
+                    return Err(Error::InvalidArgument(format!(
+                        "column {n}: its stored chunks were not kept at upload, so only `lanes` \
+                         programs can read it (Gpu::ssb_set_keep_stored before uploading keeps them)"
+                    )))
+                }
+                _ => (self.ptr(&c.words), &c.chunks),
+            };
+            args.push(Arg::P(words));
             args.push(Arg::P(
-                self.ptr(&c.chunks) + (first_chunk * std::mem::size_of::<SsbChunk>()) as u64,
+                self.ptr(chunks) + (first_chunk * std::mem::size_of::<SsbChunk>()) as u64,
             ));
             args.push(Arg::P(self.ptr(&c.status) + (first_chunk * 8) as u64));
         }
@@ -929,6 +1143,9 @@ fn query_status(k: u64, what: &str) -> Result<()> {
         5 => "dimension key 2^32 - 1 is reserved".to_string(),
         6 => format!("unknown chunk codec {detail}"),
         7 => format!("a chunk of codec {detail} where the program was generated for another codec"),
+        8 => format!(
+            "chunk {detail}'s resident copy is corrupt (lane layout or run-start layout: a tile's bit_width, flags or bits past the chunk)"
+        ),
         _ => format!("status {k:#x}"),
     };
     Err(Error::InvalidArgument(format!("{what}: {why}")))
