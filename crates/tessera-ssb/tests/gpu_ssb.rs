@@ -109,7 +109,6 @@ fn every_loader_equals_the_cpu() {
             Loader::Lean,
             Loader::Batch,
             Loader::Lanes,
-            Loader::LanesSparse,
         ] {
             set_loader(&g, loader);
             for name in ["q1.1", "q4.1"] {
@@ -212,8 +211,7 @@ fn upfront_checked_for_loader_equals_the_cpu() {
 /// FOR columns read from their lane-layout copies (`lanes`: one bit_width a tile, each lane
 /// unpacking its own rows with constant shifts) and RFOR keys probed per run from their
 /// run-start copies give the CPU's results on all 13 queries over stored and plain columns
-/// (the queries TESSERA_SSB_BATCH_QUERIES names, if set), and so do the sparse paths
-/// (`lanesp`). Every FOR and RFOR column of the data
+/// (the queries TESSERA_SSB_BATCH_QUERIES names, if set). Every FOR and RFOR column of the data
 /// gets a copy at upload; DFOR and plain columns get none. Chunks of 16,384 values end in a partial tile, and the
 /// price columns' tiles take widths on both sides of a word (tiles starting half-way into
 /// one).
@@ -247,10 +245,6 @@ fn lanes_for_loader_equals_the_cpu() {
     assert!(c.lane_bytes().is_none(), "lo_orderkey (DFOR) has a copy");
     let names = batch_queries();
     queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "lanes");
-    // The sparse paths (tiles with at most LANES_SPARSE_MAX passing rows: most tiles after
-    // q2.x's part join and q3.x's customer join at this scale).
-    set_loader(&g, Loader::LanesSparse);
-    queries_equal_the_cpu_in_both_layouts(&g, &ds, &names, "lanesp");
 }
 
 /// The sparse FOR loads (`sparse`, over FOR columns loaded with their checks, and `sparseup`,

@@ -590,18 +590,9 @@ __device__ __forceinline__ void ssb_lanes_unpack(const u32* __restrict__ p, bool
 
 // LO..HI: the bit_widths the column's tiles have (the generator reads them from the copy): the
 // switch holds only those cases, and a tile of another width is reported, never decoded.
-// The sparse lane paths (codegen::Loader::LanesSparse; the program defines SSB_LANES_SPARSE as
-// the most passing rows in a warp's tile that take them, else 0: never). With few rows still
-// passing, a lane reads only the words its passing rows' bits lie in and extracts those values
-// (the bit_width at run time: no switch), and a run-start probe looks up only the passing rows'
-// runs. Loads and probes are predicated per row, not branched on per item.
-#ifndef SSB_LANES_SPARSE
-#define SSB_LANES_SPARSE 0
-#endif
-
 template <u32 LO, u32 HI>
 __device__ __forceinline__ void ssb_load_for_lanes(const u32* __restrict__ g, const ChunkDesc& c, u32 ci, u32 local,
-                                                   u32 pass, u64* qs, u32 (&v)[SSB_ROWS]) {
+                                                   u64* qs, u32 (&v)[SSB_ROWS]) {
     const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
     const u32 data = (2u * tiles + 31u) & ~31u;
     const u32* __restrict__ base = g + c.payload_word;
@@ -618,23 +609,6 @@ __device__ __forceinline__ void ssb_load_for_lanes(const u32* __restrict__ g, co
         return;
     }
     const u32* __restrict__ p = base + data + 32u * (o16 >> 1) + (threadIdx.x & 31u);
-    if (SSB_LANES_SPARSE > 0 && __reduce_add_sync(SSB_FULL, __popc(pass)) <= SSB_LANES_SPARSE) {
-        // Row i's bits: [16 half + i w, + w) of the lane's stream, inside the tile's `need`
-        // words (the second word only when the value straddles one).
-        const u32 mask = rfor_mask(w), first = 16u * (o16 & 1u);
-#pragma unroll
-        for (u32 i = 0; i < SSB_ROWS; ++i) {
-            if (((pass >> i) & 1u) && w > 0) {
-                const u32 bit = first + i * w, k = bit >> 5, sh = bit & 31u;
-                const u32 a = __ldg(p + 32u * k);
-                const u32 b = sh + w > 32u ? __ldg(p + 32u * (k + 1u)) : 0u;
-                v[i] = m.x + (__funnelshift_r(a, b, sh) & mask);
-            } else {
-                v[i] = m.x;
-            }
-        }
-        return;
-    }
     switch (w) {
         SSB_LANES_CASE(0) SSB_LANES_CASE(1) SSB_LANES_CASE(2) SSB_LANES_CASE(3) SSB_LANES_CASE(4)
         SSB_LANES_CASE(5) SSB_LANES_CASE(6) SSB_LANES_CASE(7) SSB_LANES_CASE(8) SSB_LANES_CASE(9)
@@ -665,7 +639,7 @@ __device__ __forceinline__ void SsbLoadLanes(const u32* __restrict__ g, const Ss
         return;
     }
     const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
-    ssb_load_for_lanes<LO, HI>(g, c, ci, local, pass, qs, v);
+    ssb_load_for_lanes<LO, HI>(g, c, ci, local, qs, v);
 }
 
 // ---- RFOR in the run-start layout ---------------------------------------------------------
@@ -1048,22 +1022,6 @@ __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, con
     }
     const u32 mask = (1u << bits) - 1;
     const u32 l = threadIdx.x & 31;
-    if (SSB_LANES_SPARSE > 0 && __reduce_add_sync(SSB_FULL, __popc(pass)) <= SSB_LANES_SPARSE) {
-        // Only the passing rows' runs: each passing row looks its run's key up itself (a run
-        // holding several passing rows is looked up once by each).
-        const u32 le = (2u << l) - 1u;
-#pragma unroll
-        for (u32 i = 0; i < SSB_ROWS; ++i) {
-            const u32 run = ssb_starts_run(t, i, le);  // every lane: the shuffles need the warp
-            if ((pass >> i) & 1u) {
-                const u32 key = ssb_starts_value(t, run), slot = ssb_hash(key, bits);
-                const u32 res = ssb_probe_from(__ldg(&ht[slot]), key, slot, ht, mask);
-                if (res == SSB_RUN_MISS) pass &= ~(1u << i);
-                else group[i] += res * stride;
-            }
-        }
-        return;
-    }
     __syncwarp();  // the previous tile's reads of run_val are done
     for (u32 j0 = l; j0 < t.r; j0 += 128) {
         u32 key[4];

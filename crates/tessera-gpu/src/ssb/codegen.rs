@@ -120,19 +120,7 @@ pub enum Loader {
     /// tile's run-start flags (`SsbProbeRunStarts`). The default: compressed 1.2-1.6x faster
     /// than `batch` on an H200 (docs/gpu/ssb.md).
     Lanes,
-    /// As [`Loader::Lanes`], and when a warp's tile holds at most [`LANES_SPARSE_MAX`] passing
-    /// rows, a lane-layout load reads only the words the passing rows' bits lie in and extracts
-    /// those values, and a run-start probe looks up only the passing rows' runs
-    /// (`SSB_LANES_SPARSE` in `ops.cuh`).
-    LanesSparse,
 }
-
-/// The most passing rows (of a tile's 512) for which [`Loader::LanesSparse`] takes its sparse
-/// paths. Counted, not tuned: a lane-layout tile's dense unpack costs a lane about 60-100
-/// instructions and a run-start probe of a tile's ~128 runs about 250, the sparse paths about
-/// 3 a row that does not pass and 10 (a value) or 30 (a probe) a row that does; 64 rows over
-/// 32 lanes is about two a lane.
-pub const LANES_SPARSE_MAX: u32 = 64;
 
 /// The most passing rows (of a tile's 512) for which [`Loader::Sparse`] takes the sparse FOR
 /// path in a tile of mixed bit_widths. By the SASS of q1.1's probe kernel (docs/gpu/ssb.md), a
@@ -188,7 +176,6 @@ impl Loader {
             "sparse" => Some(Self::Sparse),
             "sparseup" => Some(Self::SparseUpfront),
             "lanes" => Some(Self::Lanes),
-            "lanesp" => Some(Self::LanesSparse),
             _ => None,
         }
     }
@@ -206,12 +193,11 @@ impl Loader {
                 | Self::Sparse
                 | Self::SparseUpfront
                 | Self::Lanes
-                | Self::LanesSparse
         )
     }
     /// Programs of this loader read FOR columns from their lane-layout copies.
     pub fn lanes(self) -> bool {
-        matches!(self, Self::Lanes | Self::LanesSparse)
+        self == Self::Lanes
     }
     /// Programs of this loader take the sparse FOR path where a load allows it.
     fn sparse(self) -> bool {
@@ -237,7 +223,6 @@ impl Loader {
             Self::Sparse => "sparse",
             Self::SparseUpfront => "sparseup",
             Self::Lanes => "lanes",
-            Self::LanesSparse => "lanesp",
         }
     }
 }
@@ -625,8 +610,8 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse`, `sparseup`, `lanes` or
-/// `lanesp`, see [`Loader`]); unset, [`LOADER`].
+/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse`, `sparseup` or `lanes`,
+/// see [`Loader`]); unset, [`LOADER`].
 /// A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
@@ -676,11 +661,6 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
     let lean = match opts.loader {
         Loader::Lean => "#define SSB_FOR_LEAN 1\n",
         Loader::Batch | Loader::Upfront | Loader::Lanes => "#define SSB_FOR_BATCH 1\n",
-        Loader::LanesSparse => {
-            sparse =
-                format!("#define SSB_FOR_BATCH 1\n#define SSB_LANES_SPARSE {LANES_SPARSE_MAX}\n");
-            &sparse
-        }
         Loader::Sparse | Loader::SparseUpfront => {
             sparse = format!(
                 "#define SSB_FOR_BATCH 1\n#define SSB_FOR_SPARSE {SPARSE_MAX}\n#define SSB_FOR_SPARSE_EQUAL {SPARSE_MAX_EQUAL}\n"
@@ -854,18 +834,6 @@ mod tests {
         assert_eq!(lanes_range(Some(1)), None);
         assert_eq!(Options::parse("lanes:8"), Some(o));
         assert_eq!(o.to_string(), "lanes:8");
-        assert!(!src.contains("SSB_LANES_SPARSE"), "{src}");
-        let sp = Options {
-            loader: Loader::LanesSparse,
-            ..o
-        };
-        let sparse = program_with(&plan(), &copies, sp).source;
-        assert!(
-            sparse.contains(&format!("#define SSB_LANES_SPARSE {LANES_SPARSE_MAX}\n")),
-            "{sparse}"
-        );
-        assert!(sparse.contains("SsbLoadLanes<4, 6>(w0,"), "{sparse}");
-        assert_eq!(Options::parse("lanesp:8"), Some(sp));
         let lanes_steps: Vec<String> = probe_kernel(&plan(), &copies, Loader::Lanes)
             .source
             .lines()
