@@ -590,25 +590,43 @@ __device__ __forceinline__ void ssb_lanes_unpack(const u32* __restrict__ p, bool
 
 // LO..HI: the bit_widths the column's tiles have (the generator reads them from the copy): the
 // switch holds only those cases, and a tile of another width is reported, never decoded.
+// A tile's entry in a resident copy's tile table (both layouts): the chunk's words, where its
+// data area starts, the tile's two table words (reference, start << 6 | bit_width), and whether
+// the tile and the table lie inside the chunk (else m is zeros).
+struct SsbCopyTile {
+    const u32* base;
+    u32 data;
+    uint2 m;
+    bool ok;
+};
+
+__device__ __forceinline__ SsbCopyTile ssb_copy_tile(const u32* __restrict__ g, const ChunkDesc& c, u32 local) {
+    SsbCopyTile e;
+    const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
+    e.data = (2u * tiles + 31u) & ~31u;
+    e.base = g + c.payload_word;
+    e.ok = local < tiles && e.data <= c.payload_words;
+    e.m = make_uint2(0u, 0u);
+    // The chunk starts on a 32-word edge, so the tile's two table words are one 8-byte load.
+    if (e.ok) e.m = __ldg(reinterpret_cast<const uint2*>(e.base) + local);
+    return e;
+}
+
 template <u32 LO, u32 HI>
 __device__ __forceinline__ void ssb_load_for_lanes(const u32* __restrict__ g, const ChunkDesc& c, u32 ci, u32 local,
                                                    u64* qs, u32 (&v)[SSB_ROWS]) {
-    const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
-    const u32 data = (2u * tiles + 31u) & ~31u;
-    const u32* __restrict__ base = g + c.payload_word;
-    bool ok = local < tiles && data <= c.payload_words;
-    uint2 m = make_uint2(0u, 0u);
-    // The chunk starts on a 32-word edge, so the tile's two table words are one 8-byte load.
-    if (ok) m = __ldg(reinterpret_cast<const uint2*>(base) + local);
+    const SsbCopyTile e = ssb_copy_tile(g, c, local);
+    const uint2 m = e.m;
     const u32 w = m.y & 63u, o16 = m.y >> 6;
     const bool half = (o16 & 1u) != 0;
     const u32 need = (16u * (o16 & 1u) + 16u * w + 31u) >> 5;
-    ok = ok && w + 1 > LO && w <= HI && (u64)data + 32ull * ((u64)(o16 >> 1) + need) <= c.payload_words;
+    const bool ok =
+        e.ok && w + 1 > LO && w <= HI && (u64)e.data + 32ull * ((u64)(o16 >> 1) + need) <= c.payload_words;
     if (!ok) {
         if ((threadIdx.x & 31) == 0) ssb_report(qs, SSB_ST_LANES, ci);
         return;
     }
-    const u32* __restrict__ p = base + data + 32u * (o16 >> 1) + (threadIdx.x & 31u);
+    const u32* __restrict__ p = e.base + e.data + 32u * (o16 >> 1) + (threadIdx.x & 31u);
     switch (w) {
         SSB_LANES_CASE(0) SSB_LANES_CASE(1) SSB_LANES_CASE(2) SSB_LANES_CASE(3) SSB_LANES_CASE(4)
         SSB_LANES_CASE(5) SSB_LANES_CASE(6) SSB_LANES_CASE(7) SSB_LANES_CASE(8) SSB_LANES_CASE(9)
@@ -668,15 +686,12 @@ __device__ __forceinline__ SsbStartsTile ssb_starts_meta(const u32* __restrict__
                                                          u32 local, u64* qs) {
     const u32 l = threadIdx.x & 31;
     SsbStartsTile t;
-    const u32 tiles = (u32)(((u64)c.total_count + TS_TILE_VALUES - 1) / TS_TILE_VALUES);
-    const u32 data = (2u * tiles + 31u) & ~31u;
-    const u32* __restrict__ base = g + c.payload_word;
-    bool ok = local < tiles && data <= c.payload_words;
-    uint2 m = make_uint2(0u, 0u);
-    if (ok) m = __ldg(reinterpret_cast<const uint2*>(base) + local);
-    t.w = m.y & 63u;
-    t.ref = m.x;
-    const u64 at = (u64)data + (m.y >> 6);
+    const SsbCopyTile e = ssb_copy_tile(g, c, local);
+    const u32* __restrict__ base = e.base;
+    bool ok = e.ok;
+    t.w = e.m.y & 63u;
+    t.ref = e.m.x;
+    const u64 at = (u64)e.data + (e.m.y >> 6);
     ok = ok && t.w <= 32 && at + 16 <= c.payload_words;
     t.f = (ok && l < 16) ? __ldg(base + at + l) : 0u;
     u32 incl = __popc(t.f);
@@ -926,6 +941,30 @@ __device__ __forceinline__ void SsbProbe4(const u32 (&keys)[SSB_ROWS], u32& pass
     }
 }
 
+// Runs 0..r-1 of a tile probed once each, the result (payload or SSB_RUN_MISS) in the warp's
+// run_val: lane l takes runs l, l + 32, ..., four a pass with their first slots read together.
+// key(j) is run j's key (it may read run_val[j], which is overwritten only after).
+template <typename Key>
+__device__ __forceinline__ void ssb_probe_runs_into(u32 r, Key key_of, const u64* __restrict__ ht, u32 bits,
+                                                    u32 mask, SsbWarpStorage* s) {
+    const u32 l = threadIdx.x & 31;
+    for (u32 j0 = l; j0 < r; j0 += 128) {
+        u32 key[4];
+        u64 e[4];
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            key[x] = j < r ? key_of(j) : 0u;
+            e[x] = j < r ? __ldg(&ht[ssb_hash(key[x], bits)]) : SSB_EMPTY;
+        }
+#pragma unroll
+        for (u32 x = 0; x < 4; ++x) {
+            const u32 j = j0 + 32 * x;
+            if (j < r) s->run_val[j] = ssb_probe_from(e[x], key[x], ssb_hash(key[x], bits), ht, mask);
+        }
+    }
+}
+
 // Probes the table for the key column's tile (chunk ci, tile `local`; every chunk RFOR, as the
 // generator found it) as SsbProbe does with its rows, a run at a time. A chunk of another codec
 // is reported (SSB_ST_CODEC_MISMATCH) and probed as zeros, as SsbLoadAs loads it; a block that is
@@ -968,22 +1007,7 @@ __device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const Ss
     // r - 1 run starts, counted per stripe in the bytes of tot4 (each <= 128).
     const u32 t4 = blk.tot4;
     const u32 r = 1u + (t4 & 0xFFu) + ((t4 >> 8) & 0xFFu) + ((t4 >> 16) & 0xFFu) + (t4 >> 24);
-    // Lane l probes runs l, l + 32, ...: four a pass, their first slots read together.
-    for (u32 j0 = l; j0 < r; j0 += 128) {
-        u32 key[4];
-        u64 e[4];
-#pragma unroll
-        for (u32 x = 0; x < 4; ++x) {
-            const u32 j = j0 + 32 * x;
-            key[x] = j < r ? s->run_val[j] : 0u;
-            e[x] = j < r ? __ldg(&ht[ssb_hash(key[x], bits)]) : SSB_EMPTY;
-        }
-#pragma unroll
-        for (u32 x = 0; x < 4; ++x) {
-            const u32 j = j0 + 32 * x;
-            if (j < r) s->run_val[j] = ssb_probe_from(e[x], key[x], ssb_hash(key[x], bits), ht, mask);
-        }
-    }
+    ssb_probe_runs_into(r, [&](u32 j) { return s->run_val[j]; }, ht, bits, mask, s);
     __syncwarp();
     // Row p's run: the run starts at rows 1 .. p (as ssb_rfor_rows); every index is < r.
     const u8* flag = reinterpret_cast<const u8*>(s->start_flags);
@@ -1023,21 +1047,7 @@ __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, con
     const u32 mask = (1u << bits) - 1;
     const u32 l = threadIdx.x & 31;
     __syncwarp();  // the previous tile's reads of run_val are done
-    for (u32 j0 = l; j0 < t.r; j0 += 128) {
-        u32 key[4];
-        u64 e[4];
-#pragma unroll
-        for (u32 x = 0; x < 4; ++x) {
-            const u32 j = j0 + 32 * x;
-            key[x] = j < t.r ? ssb_starts_value(t, j) : 0u;
-            e[x] = j < t.r ? __ldg(&ht[ssb_hash(key[x], bits)]) : SSB_EMPTY;
-        }
-#pragma unroll
-        for (u32 x = 0; x < 4; ++x) {
-            const u32 j = j0 + 32 * x;
-            if (j < t.r) s->run_val[j] = ssb_probe_from(e[x], key[x], ssb_hash(key[x], bits), ht, mask);
-        }
-    }
+    ssb_probe_runs_into(t.r, [&](u32 j) { return ssb_starts_value(t, j); }, ht, bits, mask, s);
     __syncwarp();
     const u32 le = (2u << l) - 1u;
 #pragma unroll

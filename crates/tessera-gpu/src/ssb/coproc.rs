@@ -450,7 +450,7 @@ impl Gpu {
         for (i, &(n, h)) in hosts.iter().enumerate() {
             let lay = &h.layout;
             let col = SsbColumn {
-                words: self.view(&arena, l.words[i], (lay.words * 4).max(4))?,
+                words: Some(self.view(&arena, l.words[i], (lay.words * 4).max(4))?),
                 chunks: self.view(&arena, l.table_at[i], lay.table.len().max(1))?,
                 status: self.view(&arena, l.status[i], lay.counts.len().max(1))?,
                 shapes: lay.shapes.clone(),
@@ -461,7 +461,6 @@ impl Gpu {
                 for_checked: false,
                 // Shipped as stored: the lane layout is a resident copy only.
                 lanes: None,
-                stored: true,
             };
             cols.push((n.clone(), col));
         }

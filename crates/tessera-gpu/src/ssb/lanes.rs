@@ -63,76 +63,115 @@ fn bit_width(x: u32) -> u32 {
     32 - x.leading_zeros()
 }
 
+/// The frame of reference of `values`: their minimum and the bit_width of their range.
+fn frame(values: &[u32]) -> (u32, u32) {
+    let min = values.iter().copied().min().unwrap_or(0);
+    let max = values.iter().copied().max().unwrap_or(0);
+    (min, bit_width(max - min))
+}
+
+/// A tile table's second word, `start << 6 | bit_width`; `layout` names the layout in the
+/// error for a start that does not fit.
+fn table_word(start: u64, w: u32, layout: &str) -> Result<u32> {
+    if start > MAX_START {
+        return Err(Error::InvalidArgument(format!(
+            "chunk too large for the {layout}"
+        )));
+    }
+    Ok(((start as u32) << 6) | w)
+}
+
+/// The smallest and largest of the tiles' bit_widths (`(0, 0)` for none).
+fn width_range(ws: impl Iterator<Item = u32>) -> (u32, u32) {
+    ws.fold(None, |acc: Option<(u32, u32)>, w| {
+        Some(acc.map_or((w, w), |(lo, hi)| (lo.min(w), hi.max(w))))
+    })
+    .unwrap_or((0, 0))
+}
+
+/// Ors `v` (at most `w` bits) into a bit stream at bit `bit`, low bits first; word `k` of the
+/// stream is `words[at(k)]`.
+fn put_bits(words: &mut [u32], at: impl Fn(usize) -> usize, bit: u64, v: u32, w: u32) {
+    let (k, sh) = ((bit / 32) as usize, bit % 32);
+    let both = (v as u64) << sh;
+    words[at(k)] |= both as u32;
+    if sh + w as u64 > 32 {
+        words[at(k + 1)] |= (both >> 32) as u32;
+    }
+}
+
+/// The `w` bits of a bit stream at bit `bit`; `word(k)` is word `k` of the stream.
+fn get_bits(word: impl Fn(usize) -> u64, bit: u64, w: u32) -> u32 {
+    let k = (bit / 32) as usize;
+    let both = (word(k) | word(k + 1) << 32) >> (bit % 32);
+    let mask = if w == 32 { u32::MAX } else { (1u32 << w) - 1 };
+    both as u32 & mask
+}
+
+/// A chunk of `n` values' tile count and data start, the tile table checked to lie inside
+/// `words`; `bad` makes the layout's error.
+fn tile_table(words: &[u32], n: usize, bad: impl Fn(&str) -> Error) -> Result<(usize, usize)> {
+    let tiles = n.div_ceil(TILE_VALUES);
+    let data = data_start(tiles);
+    if words.len() < data {
+        return Err(bad("tile table past the chunk"));
+    }
+    Ok((tiles, data))
+}
+
+/// Tile `t`'s table entry: (reference, bit_width, start).
+fn tile_entry(words: &[u32], t: usize) -> (u32, u32, usize) {
+    let m = words[2 * t + 1];
+    (words[2 * t], m & 63, (m >> 6) as usize)
+}
+
 /// Lays `values` out in the lane layout.
 pub fn encode(values: &[u32]) -> Result<LaneChunk> {
     let tiles = values.len().div_ceil(TILE_VALUES);
     let mut meta = Vec::with_capacity(tiles);
     let mut start = 0u64; // in 16-bit units
-    let (mut lo, mut hi) = (u32::MAX, 0u32);
     for tile in values.chunks(TILE_VALUES) {
-        let min = tile.iter().copied().min().unwrap_or(0);
-        let max = tile.iter().copied().max().unwrap_or(0);
-        let w = bit_width(max - min);
-        if start > MAX_START {
-            return Err(Error::InvalidArgument(
-                "chunk too large for the lane layout".into(),
-            ));
-        }
-        meta.push((min, start as u32, w));
-        lo = lo.min(w);
-        hi = hi.max(w);
+        let (min, w) = frame(tile);
+        meta.push((min, table_word(start, w, "lane layout")?, start, w));
         start += w as u64;
     }
     // Every lane's stream holds `16 * start` bits.
     let lane_words = (start * 16).div_ceil(32) as usize;
     let data = data_start(tiles);
     let mut words = vec![0u32; data + 32 * lane_words];
-    for (t, &(reference, s, w)) in meta.iter().enumerate() {
+    for (t, &(reference, entry, s, w)) in meta.iter().enumerate() {
         words[2 * t] = reference;
-        words[2 * t + 1] = (s << 6) | w;
+        words[2 * t + 1] = entry;
         if w == 0 {
             continue;
         }
         let tile = &values[t * TILE_VALUES..((t + 1) * TILE_VALUES).min(values.len())];
         for lane in 0..32 {
             for i in 0..LANE_ROWS {
-                let packed = tile.get(32 * i + lane).map_or(0, |&v| v - reference) as u64;
-                let bit = 16 * s as u64 + (i as u64) * w as u64;
-                let (k, sh) = ((bit / 32) as usize, bit % 32);
-                let both = packed << sh;
-                words[data + 32 * k + lane] |= both as u32;
-                if sh + w as u64 > 32 {
-                    words[data + 32 * (k + 1) + lane] |= (both >> 32) as u32;
-                }
+                let packed = tile.get(32 * i + lane).map_or(0, |&v| v - reference);
+                let bit = 16 * s + (i as u64) * w as u64;
+                put_bits(&mut words, |k| data + 32 * k + lane, bit, packed, w);
             }
         }
     }
-    if tiles == 0 {
-        lo = 0;
-    }
     Ok(LaneChunk {
         words,
-        widths: (lo, hi),
+        widths: width_range(meta.iter().map(|m| m.3)),
     })
 }
 
 /// Reads a chunk of `n` values back from the lane layout, with the checks the kernel makes
 /// (the reference for tests and for the layout's spec).
 pub fn decode(words: &[u32], n: usize) -> Result<Vec<u32>> {
-    let tiles = n.div_ceil(TILE_VALUES);
-    let data = data_start(tiles);
     let bad = |what: &str| Error::InvalidArgument(format!("lane layout: {what}"));
-    if words.len() < data {
-        return Err(bad("tile table past the chunk"));
-    }
+    let (tiles, data) = tile_table(words, n, bad)?;
     let mut out = Vec::with_capacity(n);
     for t in 0..tiles {
-        let (reference, m) = (words[2 * t], words[2 * t + 1]);
-        let (w, start) = (m & 63, (m >> 6) as u64);
+        let (reference, w, start) = tile_entry(words, t);
         if w > 32 {
             return Err(bad("bit_width over 32"));
         }
-        let (first, half) = ((start / 2) as usize, start % 2 == 1);
+        let (first, half) = (start / 2, start % 2 == 1);
         let need = (16 * half as usize + 16 * w as usize).div_ceil(32);
         if data + 32 * (first + need) > words.len() {
             return Err(bad("tile past the chunk"));
@@ -149,10 +188,7 @@ pub fn decode(words: &[u32], n: usize) -> Result<Vec<u32>> {
             };
             for i in 0..LANE_ROWS {
                 let bit = 16 * half as u64 + (i as u64) * w as u64;
-                let (k, sh) = ((bit / 32) as usize, bit % 32);
-                let both = (word(k) | word(k + 1) << 32) >> sh;
-                let mask = if w == 32 { u32::MAX } else { (1u32 << w) - 1 };
-                tile[32 * i + lane] = reference.wrapping_add(both as u32 & mask);
+                tile[32 * i + lane] = reference.wrapping_add(get_bits(word, bit, w));
             }
         }
         out.extend_from_slice(&tile[..rows]);
@@ -168,7 +204,7 @@ pub fn encode_runs(values: &[u32]) -> Result<LaneChunk> {
     let tiles = values.len().div_ceil(TILE_VALUES);
     let data = data_start(tiles);
     let mut words = vec![0u32; data];
-    let (mut lo, mut hi) = (u32::MAX, 0u32);
+    let mut ws = Vec::with_capacity(tiles);
     for (t, tile) in values.chunks(TILE_VALUES).enumerate() {
         let mut flags = [0u32; FLAG_WORDS];
         let mut runs = Vec::new();
@@ -178,52 +214,30 @@ pub fn encode_runs(values: &[u32]) -> Result<LaneChunk> {
                 runs.push(v);
             }
         }
-        let min = runs.iter().copied().min().unwrap_or(0);
-        let max = runs.iter().copied().max().unwrap_or(0);
-        let w = bit_width(max - min);
-        let start = (words.len() - data) as u64;
-        if start > MAX_START {
-            return Err(Error::InvalidArgument(
-                "chunk too large for the run-start layout".into(),
-            ));
-        }
+        let (min, w) = frame(&runs);
         words[2 * t] = min;
-        words[2 * t + 1] = ((start as u32) << 6) | w;
-        lo = lo.min(w);
-        hi = hi.max(w);
+        words[2 * t + 1] = table_word((words.len() - data) as u64, w, "run-start layout")?;
+        ws.push(w);
         words.extend_from_slice(&flags);
         let at = words.len();
         words.resize(at + (runs.len() * w as usize).div_ceil(32), 0);
         for (j, &v) in runs.iter().enumerate().filter(|_| w > 0) {
-            let bit = j * w as usize;
-            let both = ((v - min) as u64) << (bit % 32);
-            words[at + bit / 32] |= both as u32;
-            if bit % 32 + w as usize > 32 {
-                words[at + bit / 32 + 1] |= (both >> 32) as u32;
-            }
+            put_bits(&mut words, |k| at + k, (j * w as usize) as u64, v - min, w);
         }
-    }
-    if tiles == 0 {
-        lo = 0;
     }
     Ok(LaneChunk {
         words,
-        widths: (lo, hi),
+        widths: width_range(ws.into_iter()),
     })
 }
 
 /// Reads a chunk of `n` values back from the run-start layout, with the kernel's checks.
 pub fn decode_runs(words: &[u32], n: usize) -> Result<Vec<u32>> {
-    let tiles = n.div_ceil(TILE_VALUES);
-    let data = data_start(tiles);
     let bad = |what: &str| Error::InvalidArgument(format!("run-start layout: {what}"));
-    if words.len() < data {
-        return Err(bad("tile table past the chunk"));
-    }
+    let (tiles, data) = tile_table(words, n, bad)?;
     let mut out = Vec::with_capacity(n);
     for t in 0..tiles {
-        let (reference, m) = (words[2 * t], words[2 * t + 1]);
-        let (w, start) = (m & 63, (m >> 6) as usize);
+        let (reference, w, start) = tile_entry(words, t);
         let at = data + start;
         if w > 32 || at + FLAG_WORDS > words.len() {
             return Err(bad("bit_width over 32 or flags past the chunk"));
@@ -236,18 +250,16 @@ pub fn decode_runs(words: &[u32], n: usize) -> Result<Vec<u32>> {
             return Err(bad("row 0 starts no run, or values past the chunk"));
         }
         let rows = (n - t * TILE_VALUES).min(TILE_VALUES);
+        let word = |i: usize| words[vals + i.min(nw.max(1) - 1)] as u64;
         let mut run = 0usize;
         for p in 0..rows {
             run += (flags[p / 32] >> (p % 32) & 1) as usize;
-            let bit = (run - 1) * w as usize;
-            let word = |i: usize| words[vals + i.min(nw.max(1) - 1)] as u64;
             let raw = if w == 0 {
                 0
             } else {
-                ((word(bit / 32) | word(bit / 32 + 1) << 32) >> (bit % 32)) as u32
+                get_bits(word, ((run - 1) * w as usize) as u64, w)
             };
-            let mask = if w == 32 { u32::MAX } else { (1u32 << w) - 1 };
-            out.push(reference.wrapping_add(raw & mask));
+            out.push(reference.wrapping_add(raw));
         }
     }
     Ok(out)

@@ -32,7 +32,7 @@ use plan::{QueryPlan, QueryResult};
 
 /// One chunk of an uploaded column, as the kernels read it (`SsbChunk` in `ops.cuh`).
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct SsbChunk {
     desc: ChunkDesc,
     codec: u32,
@@ -46,8 +46,11 @@ unsafe impl DeviceRepr for SsbChunk {}
 #[derive(Debug)]
 pub struct SsbColumn {
     /// The chunks' payloads, 4-byte aligned (the kernels read them as u32 words): a buffer of
-    /// its own when resident, a view of the call's one allocation in coprocessor mode.
-    words: GpuBuffer<u8>,
+    /// its own when resident, a view of the call's one allocation in coprocessor mode. None when
+    /// they were not kept at upload (the column has a resident copy, the handle's programs are
+    /// `lanes` ones, and [`Gpu::ssb_set_keep_stored`] is off): only `lanes` programs can read
+    /// the column then.
+    words: Option<GpuBuffer<u8>>,
     chunks: GpuBuffer<SsbChunk>,
     status: GpuBuffer<u64>,
     shapes: Vec<Option<ChunkShape>>,
@@ -63,10 +66,6 @@ pub struct SsbColumn {
     /// (every chunk RFOR), made at upload when every chunk decodes ([`lanes`]): what programs of
     /// [`codegen::Loader::Lanes`] read instead of the chunks.
     lanes: Option<LaneCopy>,
-    /// `words` holds the stored chunks. False when they were not kept at upload (the column has
-    /// a resident copy, the handle's programs are `lanes` ones, and
-    /// [`Gpu::ssb_set_keep_stored`] is off): only `lanes` programs can read the column then.
-    stored: bool,
 }
 
 /// A resident copy of a column in the lane or run-start layout: its own words and chunk table
@@ -91,19 +90,20 @@ impl SsbColumn {
     /// Payload bytes the column holds on the device now: the stored chunks if kept, plus the
     /// resident copy if it has one.
     pub fn device_bytes(&self) -> u64 {
-        (if self.stored { self.bytes } else { 0 }) + self.lane_bytes().unwrap_or(0)
+        (if self.stored_kept() { self.bytes } else { 0 }) + self.lane_bytes().unwrap_or(0)
     }
     /// Whether the stored chunks were kept on the device at upload (else only `lanes` programs,
     /// which read the resident copy, can read the column).
     pub fn stored_kept(&self) -> bool {
-        self.stored
+        self.words.is_some()
     }
     /// Values in the column.
     pub fn values(&self) -> u64 {
         self.counts.iter().map(|&c| c as u64).sum()
     }
     /// Whether every chunk is FOR and every tile passed the loader's checks at upload (the
-    /// column's FOR tiles may then be loaded without them).
+    /// column's FOR tiles may then be loaded without them). False when the stored chunks were
+    /// not kept: nothing was checked, and no loader reads them.
     pub fn for_checked(&self) -> bool {
         self.for_checked
     }
@@ -369,13 +369,14 @@ impl Gpu {
             }
         }
         let mut col = self.ssb_column(dev, l)?;
-        col.for_checked = self.ssb_check_for(&col)?;
         col.lanes = self.ssb_lane_copy(chunks, &col)?;
         // A handle that runs `lanes` programs reads the copy alone: the stored chunks are
-        // freed unless kept on purpose (to run other loaders on the same upload).
+        // freed unless kept on purpose (to run other loaders on the same upload), and then
+        // there is nothing for the FOR tiles' check (only `upfront` programs use it).
         if col.lanes.is_some() && self.ssb_options().loader.lanes() && !self.ssb_keep_stored() {
-            col.words = self.alloc::<u8>(4)?.into();
-            col.stored = false;
+            col.words = None;
+        } else {
+            col.for_checked = self.ssb_check_for(&col)?;
         }
         Ok(col)
     }
@@ -406,9 +407,10 @@ impl Gpu {
     /// corruption.
     fn ssb_lane_copy(&self, chunks: &[ChunkRef<'_>], col: &SsbColumn) -> Result<Option<LaneCopy>> {
         use rayon::prelude::*;
-        let (codec, chunk_codec) = match col.uniform {
-            Some(1) => (CodecId::For, codegen::FOR_LANES),
-            Some(3) => (CodecId::Rfor, codegen::RFOR_STARTS),
+        type Encode = fn(&[u32]) -> Result<lanes::LaneChunk>;
+        let (codec, chunk_codec, encode): (CodecId, u32, Encode) = match col.uniform {
+            Some(1) => (CodecId::For, codegen::FOR_LANES, lanes::encode),
+            Some(3) => (CodecId::Rfor, codegen::RFOR_STARTS, lanes::encode_runs),
             _ => return Ok(None),
         };
         if chunks.is_empty() {
@@ -419,11 +421,7 @@ impl Gpu {
             .map(|c| {
                 let mut v = vec![0u32; c.value_count as usize];
                 tessera_codecs::int::decode(codec, c.payload, &mut v)?;
-                if codec == CodecId::For {
-                    lanes::encode(&v)
-                } else {
-                    lanes::encode_runs(&v)
-                }
+                encode(&v)
             })
             .collect();
         let Ok(encoded) = encoded else {
@@ -449,27 +447,32 @@ impl Gpu {
             });
             at = (at + e.words.len()).next_multiple_of(32);
         }
-        let mut host = vec![0u32; at.max(1)];
+        // Each chunk copied straight from its encoding into its place (no staging copy on the
+        // host), as ssb_upload_column places the stored chunks.
+        let mut dev = self.alloc::<u32>(at.max(1))?;
         for (e, t) in encoded.iter().zip(&table) {
             let a = t.desc.payload_word as usize;
-            host[a..a + e.words.len()].copy_from_slice(&e.words);
+            if !e.words.is_empty() {
+                let mut view = dev.slice_mut(a..a + e.words.len());
+                self.stream
+                    .memcpy_htod(&e.words, &mut view)
+                    .map_err(cuda("copying to the device"))?;
+            }
         }
         let widths = encoded
             .iter()
             .filter(|e| !e.words.is_empty())
-            .fold(None, |acc: Option<(u32, u32)>, e| match acc {
-                None => Some(e.widths),
-                Some((lo, hi)) => Some((lo.min(e.widths.0), hi.max(e.widths.1))),
-            })
+            .map(|e| e.widths)
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
             .unwrap_or((0, 0));
         Ok(Some(LaneCopy {
-            words: self.upload(&host)?.into(),
+            words: dev.into(),
             chunks: self.upload(&table)?.into(),
             bytes: encoded.iter().map(|e| e.words.len() as u64 * 4).sum(),
-            code: if codec == CodecId::For {
+            code: if chunk_codec == codegen::FOR_LANES {
                 codegen::lanes_code(widths.0, widths.1)
             } else {
-                codegen::RFOR_STARTS
+                chunk_codec
             },
         }))
     }
@@ -489,21 +492,7 @@ impl Gpu {
             .lanes
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("the column has no lane copy".into()))?;
-        let mut table = vec![
-            SsbChunk {
-                desc: ChunkDesc {
-                    payload_word: 0,
-                    out_index: 0,
-                    payload_words: 0,
-                    total_count: 0,
-                    first_tile: 0,
-                    first_slab: 0,
-                },
-                codec: 0,
-                pad: 0,
-            };
-            l.chunks.len()
-        ];
+        let mut table = vec![SsbChunk::default(); l.chunks.len()];
         self.download(&l.chunks, &mut table)?;
         let d = table
             .get(chunk)
@@ -524,7 +513,10 @@ impl Gpu {
     /// program reads a column's tiles unchecked only when this found every one sound. Other
     /// codecs: false, nothing launched.
     fn ssb_check_for(&self, c: &SsbColumn) -> Result<bool> {
-        if c.uniform != Some(1) || c.counts.is_empty() {
+        let Some(words) = c.words.as_ref().filter(|_| c.uniform == Some(1)) else {
+            return Ok(false);
+        };
+        if c.counts.is_empty() {
             return Ok(false);
         }
         let tile = TILE_VALUES as u64;
@@ -545,7 +537,7 @@ impl Gpu {
         self.fill_bytes_raw(self.ptr(&c.status), 0xFF, n * 8)?;
         let f = self.function(crate::kernels::Module::Ssb, "ssb_check_for")?;
         let args = [
-            Arg::P(self.ptr(&c.words)),
+            Arg::P(self.ptr(words)),
             Arg::P(self.ptr(&c.chunks)),
             Arg::P(self.ptr(&c.status)),
             Arg::U(per_chunk),
@@ -562,13 +554,12 @@ impl Gpu {
 
     fn ssb_column(&self, words: CudaSlice<u8>, l: ColumnLayout) -> Result<SsbColumn> {
         Ok(SsbColumn {
-            words: words.into(),
+            words: Some(words.into()),
             chunks: self.upload(&l.table)?.into(),
             status: self.alloc::<u64>(l.counts.len().max(1))?.into(),
             uniform: l.uniform(),
             for_checked: false,
             lanes: None,
-            stored: true,
             shapes: l.shapes,
             bytes: l.words as u64 * 4,
             counts: l.counts,
@@ -812,15 +803,15 @@ impl Gpu {
             }
             // The buffers the program reads: the lane-layout copy for a lanes program (the
             // generator chose its loader from the same option, ssb_program).
-            let (words, chunks) = match (&c.lanes, lanes) {
-                (Some(l), true) => (self.ptr(&l.words), &l.chunks),
-                _ if !c.stored => {
+            let (words, chunks) = match (&c.lanes, lanes, &c.words) {
+                (Some(l), true, _) => (self.ptr(&l.words), &l.chunks),
+                (_, _, Some(w)) => (self.ptr(w), &c.chunks),
+                (_, _, None) => {
                     return Err(Error::InvalidArgument(format!(
                         "column {n}: its stored chunks were not kept at upload, so only `lanes` \
                          programs can read it (Gpu::ssb_set_keep_stored before uploading keeps them)"
                     )))
                 }
-                _ => (self.ptr(&c.words), &c.chunks),
             };
             args.push(Arg::P(words));
             args.push(Arg::P(
