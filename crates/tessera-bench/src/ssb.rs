@@ -68,7 +68,7 @@ pub struct SsbArgs {
     pub pieces: Vec<usize>,
     /// Also measure the GPU-resident paths (both layouts) with these ways of generating the
     /// query kernels, `loader:min_blocks` each (loader: generic, call, inline, pf, runs,
-    /// runsfirst, runsb, lean, batch, upfront, sparse, sparseup or lanes; see `tessera_gpu::ssb::codegen::Options`), every result checked equal
+    /// runsfirst, runsb, lean, batch, upfront, sparse, sparseup, lanes or lanesv; see `tessera_gpu::ssb::codegen::Options`), every result checked equal
     /// to the CPU path's.
     #[arg(long, value_delimiter = ',')]
     pub variants: Vec<String>,
@@ -436,7 +436,7 @@ fn run_paths(
         .map(|v| {
             codegen::Options::parse(v).ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "--variants {v}: want loader:min_blocks (generic, call, inline, pf, runs, runsfirst, runsb, lean, batch, upfront, sparse, sparseup or lanes; 1..=16)"
+                    "--variants {v}: want loader:min_blocks (generic, call, inline, pf, runs, runsfirst, runsb, lean, batch, upfront, sparse, sparseup, lanes or lanesv; 1..=16)"
                 ))
             })
         })

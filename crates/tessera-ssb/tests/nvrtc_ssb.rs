@@ -104,11 +104,10 @@ fn every_generated_query_kernel_compiles() {
                     c => c,
                 })
             };
-            let o = Options {
-                loader: Loader::Lanes,
-                ..inline
-            };
-            sources.insert(program_with(&p, &lanes, o).source);
+            for loader in [Loader::Lanes, Loader::LanesVote] {
+                let o = Options { loader, ..inline };
+                sources.insert(program_with(&p, &lanes, o).source);
+            }
         }
         if name == "q1.1" {
             sources.insert(program_with(&p, &plain, inline).source);

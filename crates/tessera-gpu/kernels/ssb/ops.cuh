@@ -1025,7 +1025,9 @@ __device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const Ss
 
 // SsbProbeRuns for a key column read from its run-start copy (chunks of codec SSB_RFOR_STARTS):
 // each run's key probed once (lane l: runs l, l + 32, ...; four first slots read together), the
-// result in the warp's run_val, each row given its run's.
+// result in the warp's run_val, each row given its run's. In codegen::Loader::LanesVote
+// programs (SSB_LANES_VOTE, the most items), a tile where few items hold a passing row probes
+// those rows alone.
 __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, const SsbChunk* __restrict__ chunks,
                                                   u64* __restrict__ status, u32 ci, u32 local, u32& pass,
                                                   u32 (&group)[SSB_ROWS], const u64* __restrict__ ht, u32 bits,
@@ -1046,10 +1048,32 @@ __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, con
     }
     const u32 mask = (1u << bits) - 1;
     const u32 l = threadIdx.x & 31;
+    const u32 le = (2u << l) - 1u;
+#ifdef SSB_LANES_VOTE
+    // Few items (32 rows, one a lane) still hold a passing row, by a warp vote: each passing row
+    // looks its own run's key up (a run index is two shuffles and a popcount, its value a load
+    // or two), item by item behind a warp-uniform branch, instead of every run of the tile
+    // being probed.
+    const u32 need = __reduce_or_sync(SSB_FULL, pass);
+    if (__popc(need) <= SSB_LANES_VOTE) {
+#pragma unroll
+        for (u32 i = 0; i < SSB_ROWS; ++i) {
+            if (!((need >> i) & 1u)) continue;
+            const u32 run = ssb_starts_run(t, i, le);
+            if (!((pass >> i) & 1u)) continue;
+            const u32 key = ssb_starts_value(t, run), slot = ssb_hash(key, bits);
+            const u32 res = ssb_probe_from(__ldg(&ht[slot]), key, slot, ht, mask);
+            if (res == SSB_RUN_MISS) pass &= ~(1u << i);
+            else group[i] += res * stride;
+        }
+        return;
+    }
+#endif
+    // Every item read back, none skipped: a branch per item would keep the compiler from
+    // issuing the 16 items' shared-memory loads together (measured slower).
     __syncwarp();  // the previous tile's reads of run_val are done
     ssb_probe_runs_into(t.r, [&](u32 j) { return ssb_starts_value(t, j); }, ht, bits, mask, s);
     __syncwarp();
-    const u32 le = (2u << l) - 1u;
 #pragma unroll
     for (u32 i = 0; i < SSB_ROWS; ++i) {
         const u32 res = s->run_val[ssb_starts_run(t, i, le)];

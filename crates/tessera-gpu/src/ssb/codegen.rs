@@ -117,10 +117,22 @@ pub enum Loader {
     /// unpacking its own rows with shifts known when the program compiles, one case a
     /// bit_width from the column's smallest to its largest (`SsbLoadLanes` in `ops.cuh`); a
     /// column of RFOR chunks from its run-start layout, a row's run found by a popcount of the
-    /// tile's run-start flags (`SsbProbeRunStarts`). The default: compressed 1.34x faster
-    /// than `batch` over the 13 queries on an H200 (docs/gpu/ssb.md).
+    /// tile's run-start flags (`SsbProbeRunStarts`). Compressed 1.34x faster than `batch`
+    /// over the 13 queries on an H200 (docs/gpu/ssb.md); the default before
+    /// [`Loader::LanesVote`].
     Lanes,
+    /// As [`Loader::Lanes`], and a run-start probe where at most [`VOTE_ITEMS`] items (32
+    /// rows, one a lane) hold a passing row (a warp vote) looks up only those rows' runs
+    /// instead of every run of the tile (`SSB_LANES_VOTE` in `ops.cuh`). The default
+    /// (docs/gpu/ssb.md has the measurements).
+    LanesVote,
 }
+
+/// The most items (of a tile's 16) holding a passing row for which a [`Loader::LanesVote`]
+/// run-start probe looks up the rows' runs one item at a time rather than every run of the
+/// tile: a tile holds about 128 runs at SF 20, four probes a lane plus the read-back of 16
+/// items (about 250 instructions a lane), against about 30 an item probed on its own.
+pub const VOTE_ITEMS: u32 = 4;
 
 /// The most passing rows (of a tile's 512) for which [`Loader::Sparse`] takes the sparse FOR
 /// path in a tile of mixed bit_widths. By the SASS of q1.1's probe kernel (docs/gpu/ssb.md), a
@@ -176,6 +188,7 @@ impl Loader {
             "sparse" => Some(Self::Sparse),
             "sparseup" => Some(Self::SparseUpfront),
             "lanes" => Some(Self::Lanes),
+            "lanesv" => Some(Self::LanesVote),
             _ => None,
         }
     }
@@ -193,11 +206,12 @@ impl Loader {
                 | Self::Sparse
                 | Self::SparseUpfront
                 | Self::Lanes
+                | Self::LanesVote
         )
     }
     /// Programs of this loader read FOR and RFOR columns from their resident copies.
     pub fn lanes(self) -> bool {
-        self == Self::Lanes
+        matches!(self, Self::Lanes | Self::LanesVote)
     }
     /// Programs of this loader take the sparse FOR path where a load allows it.
     fn sparse(self) -> bool {
@@ -223,6 +237,7 @@ impl Loader {
             Self::Sparse => "sparse",
             Self::SparseUpfront => "sparseup",
             Self::Lanes => "lanes",
+            Self::LanesVote => "lanesv",
         }
     }
 }
@@ -610,13 +625,14 @@ pub const MIN_BLOCKS_ENV: &str = "TESSERA_SSB_MIN_BLOCKS";
 pub const MIN_BLOCKS: u32 = 8;
 
 /// Environment variable: the loader of generated kernels (`generic`, `call`, `inline`, `pf`,
-/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse`, `sparseup` or `lanes`,
+/// `runs`, `runsfirst`, `runsb`, `lean`, `batch`, `upfront`, `sparse`, `sparseup`, `lanes` or
+/// `lanesv`,
 /// see [`Loader`]); unset, [`LOADER`].
 /// A knob for measuring.
 pub const LOADER_ENV: &str = "TESSERA_SSB_LOADER";
 
 /// The loader by default (docs/gpu/ssb.md has the measurements that chose it).
-pub const LOADER: Loader = Loader::Lanes;
+pub const LOADER: Loader = Loader::LanesVote;
 
 fn min_blocks() -> u32 {
     std::env::var(MIN_BLOCKS_ENV)
@@ -658,9 +674,14 @@ pub fn program_with(p: &QueryPlan, codecs: Codecs<'_>, opts: Options) -> Program
         .collect();
     let probe = probe_kernel(p, codecs, opts.loader);
     let sparse;
+    let vote;
     let lean = match opts.loader {
         Loader::Lean => "#define SSB_FOR_LEAN 1\n",
         Loader::Batch | Loader::Upfront | Loader::Lanes => "#define SSB_FOR_BATCH 1\n",
+        Loader::LanesVote => {
+            vote = format!("#define SSB_FOR_BATCH 1\n#define SSB_LANES_VOTE {VOTE_ITEMS}\n");
+            &vote
+        }
         Loader::Sparse | Loader::SparseUpfront => {
             sparse = format!(
                 "#define SSB_FOR_BATCH 1\n#define SSB_FOR_SPARSE {SPARSE_MAX}\n#define SSB_FOR_SPARSE_EQUAL {SPARSE_MAX_EQUAL}\n"
@@ -848,6 +869,18 @@ mod tests {
         assert_eq!(Options::parse("lanes:8"), Some(o));
         assert_eq!(o.to_string(), "lanes:8");
         assert_eq!(steps_with(&copies, Loader::Lanes), steps(Loader::Batch));
+        // `lanesv`: the same program with the vote skips switched on.
+        let v = Options {
+            loader: Loader::LanesVote,
+            ..o
+        };
+        let vsrc = program_with(&plan(), &copies, v).source;
+        let define = format!("#define SSB_LANES_VOTE {VOTE_ITEMS}\n");
+        assert!(vsrc.contains(&define), "{vsrc}");
+        assert!(!src.contains("SSB_LANES_VOTE"), "{src}");
+        assert_eq!(vsrc.replace(&define, ""), src);
+        assert_eq!(Options::parse("lanesv:8"), Some(v));
+        assert!(Loader::LanesVote.lanes());
     }
 
     /// The sparse loaders allow the sparse FOR path only at FOR loads after the first step
