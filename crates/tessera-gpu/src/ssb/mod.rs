@@ -64,7 +64,7 @@ pub struct SsbColumn {
     for_checked: bool,
     /// The column's resident copy in the lane layout (every chunk FOR) or the run-start layout
     /// (every chunk RFOR), made at upload when every chunk decodes ([`lanes`]): what programs of
-    /// [`codegen::Loader::Lanes`] read instead of the chunks.
+    /// [`codegen::Loader::Lanes`] and [`codegen::Loader::LanesVote`] read instead of the chunks.
     lanes: Option<LaneCopy>,
 }
 
@@ -112,8 +112,9 @@ impl SsbColumn {
     pub fn lane_bytes(&self) -> Option<u64> {
         self.lanes.as_ref().map(|l| l.bytes)
     }
-    /// The codec the generator specializes this column's loads to: with `lanes` (a program of
-    /// [`codegen::Loader::Lanes`]) the lane layout's code when the column has that copy;
+    /// The codec the generator specializes this column's loads to: with `lanes` (a program of a
+    /// loader that reads the copies, [`codegen::Loader::lanes`]) the lane layout's code when the
+    /// column has that copy;
     /// [`codegen::FOR_CHECKED`] for a column whose FOR tiles were checked at upload; else the
     /// codec all chunks share.
     fn codegen_codec(&self, lanes: bool) -> Option<u32> {
