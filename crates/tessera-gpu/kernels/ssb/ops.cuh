@@ -916,6 +916,18 @@ __device__ __forceinline__ u32 ssb_probe_from(u64 e, u32 key, u32 slot, const u6
     return SSB_RUN_MISS;
 }
 
+// `key`'s payload or SSB_RUN_MISS, probed from its first slot.
+__device__ __forceinline__ u32 ssb_probe_key(u32 key, const u64* __restrict__ ht, u32 bits, u32 mask) {
+    const u32 slot = ssb_hash(key, bits);
+    return ssb_probe_from(__ldg(&ht[slot]), key, slot, ht, mask);
+}
+
+// A probe's result for the lane's row i: a miss clears the row, a payload adds to its group.
+__device__ __forceinline__ void ssb_take_probe(u32 res, u32 i, u32& pass, u32 (&group)[SSB_ROWS], u32 stride) {
+    if (res == SSB_RUN_MISS) pass &= ~(1u << i);
+    else group[i] += res * stride;
+}
+
 // SsbProbe with the first slots of a stripe's four rows read together (their loads in flight
 // at once, not one after another), then each row's probe continued from its entry. Same result.
 __device__ __forceinline__ void SsbProbe4(const u32 (&keys)[SSB_ROWS], u32& pass, u32 (&group)[SSB_ROWS],
@@ -934,9 +946,7 @@ __device__ __forceinline__ void SsbProbe4(const u32 (&keys)[SSB_ROWS], u32& pass
         for (u32 m = 0; m < 4; ++m) {
             const u32 i = 4 * k + m;
             if (!((pass >> i) & 1u)) continue;
-            const u32 res = ssb_probe_from(e[m], keys[i], ssb_hash(keys[i], bits), ht, mask);
-            if (res == SSB_RUN_MISS) pass &= ~(1u << i);
-            else group[i] += res * stride;
+            ssb_take_probe(ssb_probe_from(e[m], keys[i], ssb_hash(keys[i], bits), ht, mask), i, pass, group, stride);
         }
     }
 }
@@ -988,8 +998,7 @@ __device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const Ss
     const ChunkDesc c = ts_load_chunk(reinterpret_cast<const ChunkDesc*>(&chunks[ci].desc), 0);
     const RforBlock<32> blk = ssb_rfor_meta(g, c, local, s, status + ci);
     if (blk.mode == TS_RFOR_ONE_RUN) {
-        const u32 slot = ssb_hash(blk.one, bits);
-        const u32 res = ssb_probe_from(__ldg(&ht[slot]), blk.one, slot, ht, mask);
+        const u32 res = ssb_probe_key(blk.one, ht, bits, mask);
         if (res == SSB_RUN_MISS) {
             pass = 0;
         } else {
@@ -1016,10 +1025,8 @@ __device__ __forceinline__ void SsbProbeRuns(const u32* __restrict__ g, const Ss
 #pragma unroll
     for (u32 i = 0; i < SSB_ROWS; ++i) {
         const u32 starts = __ballot_sync(SSB_FULL, flag[ssb_row(i)] != 0);
-        const u32 res = s->run_val[run + __popc(starts & le)];
+        ssb_take_probe(s->run_val[run + __popc(starts & le)], i, pass, group, stride);
         run += __popc(starts);
-        if (res == SSB_RUN_MISS) pass &= ~(1u << i);
-        else group[i] += res * stride;
     }
 }
 
@@ -1061,10 +1068,7 @@ __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, con
             if (!((need >> i) & 1u)) continue;
             const u32 run = ssb_starts_run(t, i, le);
             if (!((pass >> i) & 1u)) continue;
-            const u32 key = ssb_starts_value(t, run), slot = ssb_hash(key, bits);
-            const u32 res = ssb_probe_from(__ldg(&ht[slot]), key, slot, ht, mask);
-            if (res == SSB_RUN_MISS) pass &= ~(1u << i);
-            else group[i] += res * stride;
+            ssb_take_probe(ssb_probe_key(ssb_starts_value(t, run), ht, bits, mask), i, pass, group, stride);
         }
         return;
     }
@@ -1076,9 +1080,7 @@ __device__ __forceinline__ void SsbProbeRunStarts(const u32* __restrict__ g, con
     __syncwarp();
 #pragma unroll
     for (u32 i = 0; i < SSB_ROWS; ++i) {
-        const u32 res = s->run_val[ssb_starts_run(t, i, le)];
-        if (res == SSB_RUN_MISS) pass &= ~(1u << i);
-        else group[i] += res * stride;
+        ssb_take_probe(s->run_val[ssb_starts_run(t, i, le)], i, pass, group, stride);
     }
 }
 
