@@ -11,7 +11,7 @@
     extern "C" __global__ void __launch_bounds__ BOUNDS                                           \
         NAME(const u8* in, const CodagChunk* chunks, u32 n, T* out, u32* status, u32* out_lens,    \
              u32* in_used) {                                                                       \
-        __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_BYTES];                          \
+        __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_ALLOC];                          \
         SHARED_DECL                                                                                \
         u32 warp = threadIdx.x >> 5;                                                               \
         for (u32 c = blockIdx.x * CODAG_WARPS + warp; c < n; c += gridDim.x * CODAG_WARPS) {       \
@@ -39,8 +39,21 @@ CODAG_KERNEL(codag_orc_rle_v2, u64, , orc_rle_v2(inp, o, ch.param & 1))
 CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 // The speculative block loop (deflate_block_spec; docs/gpu/codag.md, "Speculative lookups by
 // the idle lanes"; decision 0039): every lane looks up the symbol at its own bit offset, the warp
-// follows the chain of symbol starts by shuffles, up to two literal lookups a step.
+// follows the chain of symbol starts by shuffles, up to two literal lookups a step. A block whose
+// code expects lengths for at least half its symbols takes fused matches (DEFLATE_V_FUSE): every
+// lane also decodes the distance after a length at its offset, so a match is one shuffle pair
+// and no round between its length and distance ("Fused matches"; decision 0047).
 CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true, DeflateTables, true,
+                             DEFLATE_V_AUTO | DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR>(inp, o, tables[warp],
+                                                                                               nullptr)))
+// Measured against the default (TESSERA_CODAG_DEFLATE_KERNEL): fused matches on every block
+// (`codag_deflate_fused`), and the speculative loop without them (`codag_deflate_spec`, the
+// default before).
+CODAG_KERNEL(codag_deflate_fused, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+             (deflate_stream<u8, false, true, DeflateTables, true, DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR>(
+                 inp, o, tables[warp], nullptr)))
+CODAG_KERNEL(codag_deflate_spec, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true>(inp, o, tables[warp], nullptr)))
 // The batch loop (deflate_block_fast), the default before the speculative loop: kept to measure
 // against (TESSERA_CODAG_DEFLATE_KERNEL=codag_deflate_batch, src/codag/mod.rs).
@@ -67,7 +80,7 @@ CODAG_KERNEL(codag_deflate_ref, u8, __shared__ DeflateTables tables[CODAG_WARPS]
 extern "C" __global__ void __launch_bounds__(CODAG_THREADS)
     codag_deflate_spans(const u8* in, const CodagChunk* chunks, u32 n, const u64* starts, u16* out, u32* status,
                         u32* out_lens, u64* end_bits, u32* next) {
-    __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_BYTES];
+    __shared__ __align__(16) u8 rings[CODAG_WARPS][CODAG_RING_ALLOC];
     __shared__ DeflateTables tables[CODAG_WARPS];
     u32 warp = threadIdx.x >> 5;
     for (u32 c = blockIdx.x * CODAG_WARPS + warp; c < n; c += gridDim.x * CODAG_WARPS) {

@@ -624,9 +624,10 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
 //   (deflate_match_bad). Both cut the instructions of a match (docs/gpu/codag.md, "Fewer
 //   instructions a match").
 // Bounds are the batch loop's: the position is checked against the input length at every round
-// (at most 31 bits and one symbol of at most 28 bits, 59, are consumed between two) and at the
-// block's end; pending bytes count in out.pos at once and are checked at their store; copies are
-// checked before anything is written. Ring reads past the chunk's end are zeros.
+// (at most 31 bits and one symbol of at most 28 bits, 59, are consumed between two; with fused
+// matches a length and its distance, 31 + 20 + 28 = 79) and at the block's end; pending bytes
+// count in out.pos at once and are checked at their store; copies are checked before anything is
+// written. Ring reads past the chunk's end are zeros.
 //
 // Literal/length spec entry and word: bits 0-5 the bits the symbol takes (code and extra bits;
 // in a word, plus the lane's offset: the offset after the symbol, at most 31 + 20), bits 6-7
@@ -636,10 +637,14 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
 #define DEFLATE_S_LEN (1u << 6)
 #define DEFLATE_S_END (2u << 6)
 #define DEFLATE_S_UNRESOLVED (3u << 6)
-// Distance spec entry and word: bits 0-5 as above (at most 31 + 28 in a word), bit 6
-// unresolved, bits 7-10 the code's length and 11-14 the extra bits (entry only), bits 16-31 the
-// distance (at most 32768).
-#define DEFLATE_S_DUNRESOLVED (1u << 6)
+// Distance spec entry and word: bits 0-6 the bits the symbol takes (in a word, plus the offset
+// it starts at: at most 31 + 28, or 31 + 20 + 28 = 79 for a fused match), bit 7 unresolved, bits
+// 8-11 the code's length and 12-15 the extra bits (entry only), bits 16-31 the distance (at most
+// 32768).
+#define DEFLATE_S_DUNRESOLVED (1u << 7)
+// The offset after a distance word's symbol (seven bits: a fused match ends up to 79 bits past
+// its round's start).
+#define DEFLATE_S_DOFFSET 127u
 
 // The spec entry of literal/length table entry `e` (deflate_entry, deflate_pair_literals).
 __device__ __forceinline__ u32 deflate_spec_entry_lit(u32 e) {
@@ -653,7 +658,7 @@ __device__ __forceinline__ u32 deflate_spec_entry_lit(u32 e) {
 __device__ __forceinline__ u32 deflate_spec_entry_dist(u32 d) {
     u32 L = d & 15, x = (d >> 4) & 15;
     if (!L || ((d >> 8) & 3) == DEFLATE_K_BAD) return DEFLATE_S_DUNRESOLVED;
-    return (d & 0xffff0000u) | x << 11 | L << 7 | (L + x);
+    return (d & 0xffff0000u) | x << 12 | L << 8 | (L + x);
 }
 
 // The word of spec entry `s` at offset `at`, `bits` the input bits from there: the extra bits
@@ -668,16 +673,26 @@ __device__ __forceinline__ u32 deflate_spec_lit(u32 s, u32 bits, u32 at) {
     return deflate_spec_word<9, 13, 7>(s, bits, at);
 }
 __device__ __forceinline__ u32 deflate_spec_dist(u32 s, u32 bits, u32 at) {
-    return deflate_spec_word<7, 11, 15>(s, bits, at);
+    return deflate_spec_word<8, 12, 15>(s, bits, at);
 }
 
-// Turns freshly built tables into spec entries, all lanes striding over the entries.
-template <typename TT>
-__device__ void deflate_spec_tables(TT& t) {
+// Turns freshly built tables into spec entries, all lanes striding over the entries. Returns
+// (COUNT) how many literal/length entries hold a length: a code of L bits fills 2^(LIT_BITS - L)
+// entries, so this is the share of the symbols the block's code expects to be lengths, in units
+// of 2^-LIT_BITS (long codes, rare by construction, are not counted).
+template <typename TT, bool COUNT = false>
+__device__ u32 deflate_spec_tables(TT& t) {
     __syncwarp();
-    for (u32 i = codag_lane(); i < (1u << TT::LIT_BITS); i += 32) t.lit[i] = deflate_spec_entry_lit(t.lit[i]);
+    u32 lengths = 0;
+    for (u32 i = codag_lane(); i < (1u << TT::LIT_BITS); i += 32) {
+        u32 e = t.lit[i];
+        if constexpr (COUNT) lengths += (e & 15) && ((e >> 8) & 3) == DEFLATE_K_BASE;
+        t.lit[i] = deflate_spec_entry_lit(e);
+    }
     for (u32 i = codag_lane(); i < (1u << TT::DIST_BITS); i += 32) t.dist[i] = deflate_spec_entry_dist(t.dist[i]);
     __syncwarp();
+    if constexpr (COUNT) return __reduce_add_sync(0xffffffffu, lengths);
+    return 0;
 }
 
 // 32 input bits from absolute bit `bit`, least significant first, out of a warp's input ring
@@ -688,6 +703,24 @@ __device__ __forceinline__ u32 deflate_ring32(const u8* ring, u32 bit) {
     const u32 m = CODAG_RING_BYTES / 4 - 1;
     u32 wi = (bit >> 5) & m;
     return __funnelshift_r(r[wi], r[(wi + 1) & m], bit & 31);
+}
+
+// 64 input bits from absolute bit `bit` as two halves (lo first), out of the ring like
+// deflate_ring32: three ring words and two funnel shifts. MIRROR: the words read from the
+// bit's word on, past the ring's end into its mirror (CODAG_RING_MIRROR), with no wrap.
+template <bool MIRROR = false>
+__device__ __forceinline__ void deflate_ring64(const u8* ring, u32 bit, u32& lo, u32& hi) {
+    const u32* r = reinterpret_cast<const u32*>(ring);
+    const u32 m = CODAG_RING_BYTES / 4 - 1;
+    u32 wi = (bit >> 5) & m;
+    u32 w0, w1, w2;
+    if constexpr (MIRROR) {
+        w0 = r[wi], w1 = r[wi + 1], w2 = r[wi + 2];
+    } else {
+        w0 = r[wi], w1 = r[(wi + 1) & m], w2 = r[(wi + 2) & m];
+    }
+    lo = __funnelshift_r(w0, w1, bit & 31);
+    hi = __funnelshift_r(w1, w2, bit & 31);
 }
 
 // The word of the symbol at absolute bit `bit` (offset `at`) for an unresolved word the chain
@@ -758,7 +791,18 @@ __device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane,
     }
 }
 
-template <typename T, typename TT>
+// Options of deflate_block_spec (docs/gpu/codag.md, "Fused matches"; decision 0047). FUSE: every
+// lane's D is the distance word after a length at its offset, shuffled beside every step's word.
+// MIRROR: a fused round reads its ring words into the ring's mirror, with no wrap. LEAN: rounds
+// inside a block load ring lines without codag_load's rewind test. AUTO (deflate_stream): a block
+// whose code expects lengths for at least half its symbols takes the other options, any other
+// block the plain loop (with LEAN).
+#define DEFLATE_V_FUSE 1u
+#define DEFLATE_V_MIRROR 2u
+#define DEFLATE_V_LEAN 4u
+#define DEFLATE_V_AUTO 8u
+
+template <typename T, typename TT, u32 V = 0>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
                                                   const TT& t) {
     // The output pointer held in a register pair, opaque to the compiler: left to itself it
@@ -773,23 +817,52 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     const u64 lim = (u64)in.len * 8;
     u64 base = in.bit;  // the round's first bit
     u32 p = 0;          // the next symbol's offset from base
-    u32 A = 0, D = 0;   // this lane's words for the symbols at base + lane
+    // This lane's words for the symbols at base + lane: A the literal/length word; D the distance
+    // word there, or (FUSE) the distance word after the length there.
+    u32 A = 0, D = 0;
     // The pending bytes (lane k holds the k-th of `pend`, which end at out.pos and count in it
     // already): the last short copy's bytes and the literals after it, stored together by one
     // predicated store when a match needs the output, a step needs the lanes, or the block ends.
     u32 pend = 0, mine = 0;
+    constexpr bool FUSE = (V & DEFLATE_V_FUSE) != 0;
+    bool first = true;
     // A round at base + p: false when it starts past the input.
     auto round = [&]() -> bool {
         base += p;
         p = 0;
         in.bit = base;
         if (base > lim) return false;
-        // The three words from base's word: every lane's 32 bits, and the 32 bits of any offset
-        // below 32 for the unresolved words.
-        codag_load(in, ((u32)(base >> 5) << 2) + 12);
-        u32 bits = deflate_ring32(in.ring, (u32)base + lane);
-        A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
-        D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
+        if constexpr ((V & DEFLATE_V_LEAN) != 0) {
+            // Inside a block a round moves at most 79 bits past the last one, which loaded up to
+            // four words past its own: the ring never falls behind, only the lines ahead load.
+            u32 end = ((u32)(base >> 5) << 2) + 16;
+            if (!first) {
+                while (in.fetched < end) codag_load_line(in);
+            } else {
+                codag_load(in, end);
+            }
+            first = false;
+        } else {
+            codag_load(in, ((u32)(base >> 5) << 2) + (FUSE ? 16 : 12));
+        }
+        // The ring holds three words from base's word: every lane's 32 bits, and the 32 bits of
+        // any offset below 32 for the unresolved words; FUSE: a fourth, for the 64 bits from
+        // every lane's offset (a length and its distance take at most 20 + 28).
+        if constexpr (FUSE) {
+            u32 bits, hi;
+            deflate_ring64<(V & DEFLATE_V_MIRROR) != 0>(in.ring, (u32)base + lane, bits, hi);
+            u32 e = t.lit[bits & ((1u << TT::LIT_BITS) - 1)];
+            A = deflate_spec_lit(e, bits, lane);
+            // The distance after a length at this offset: the entry's bits 0-5 are the length's
+            // code and extra bits (a literal's or unresolved word's D is never read).
+            u32 n = e & 63;
+            u32 dbits = __funnelshift_r(bits, hi, n);
+            D = deflate_spec_dist(t.dist[dbits & ((1u << TT::DIST_BITS) - 1)], dbits, lane + n);
+        } else {
+            u32 bits = deflate_ring32(in.ring, (u32)base + lane);
+            A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
+            D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
+        }
         return true;
     };
     if (!round()) return CODAG_ST_TRUNCATED;
@@ -797,6 +870,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     for (;;) {
         if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
         u32 a = __shfl_sync(0xffffffffu, A, p);
+        u32 dd = 0;
+        if constexpr (FUSE) dd = __shfl_sync(0xffffffffu, D, p);
         if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
             if (pend > ROOM_FOR_STEP) {
                 if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
@@ -826,6 +901,13 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
             if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
                 a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
                 if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
+                if constexpr (FUSE) {
+                    // A fused D was made for no length at this offset: the resolved length's
+                    // distance is decoded from where it ends (its bits are in the ring: at most
+                    // 31 + 20 + 28 bits past base).
+                    u32 dw = deflate_spec_resolve<TT, true>(in.ring, (u32)base + (a & 63), t, a & 63);
+                    if (lane == p) D = dw;
+                }
                 if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
                 continue;
             }
@@ -835,17 +917,25 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
             if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
             break;
         }
-        p = a & 63;
-        // A length (3..258); its distance code starts at p.
+        // A length (3..258); its distance code starts where it ends. FUSE: the distance word is
+        // the same lane's, with no round between them.
         u32 len = a >> 16;
-        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
-        u32 dd = __shfl_sync(0xffffffffu, D, p);
+        if constexpr (FUSE) {
+            p = a & 63;
+        } else {
+            p = a & 63;
+            if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+            dd = __shfl_sync(0xffffffffu, D, p);
+        }
         // An unresolved distance word holds distance 0, which fails the bound check: the common
         // path takes one branch for both, and the canonical walk runs inside it.
         u32 dist = dd >> 16;
         if (deflate_match_bad(out, dist, len)) {
             if (dd & DEFLATE_S_DUNRESOLVED) {
-                dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + p, t, p);
+                // An unresolved word's offset is its symbol's start (it took no bits): p, or
+                // (FUSE) where the length ended.
+                u32 at = dd & DEFLATE_S_DOFFSET;
+                dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + at, t, at);
                 if (dd & DEFLATE_S_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
                 dist = dd >> 16;
             }
@@ -854,7 +944,7 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
                 break;
             }
         }
-        p = dd & 63;
+        p = dd & DEFLATE_S_DOFFSET;
         deflate_spec_copy(out, lane, dist, len, mine, pend);
     }
     in.bit = base + p;
@@ -865,11 +955,15 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
 // One raw Deflate stream into `out`; stops after the final block, or (SPAN) at a block boundary
 // that is a later span's candidate (sp->next then names it; after the final block it is
 // sp->n_starts). FAST: the batch loop; SPEC (with FAST): the speculative loop.
-template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false>
+template <typename T, bool SPAN, bool FAST = false, typename TT = DeflateTables, bool SPEC = false,
+          u32 V = 0>
 __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, DeflateSpan* sp) {
     DeflateBits b;
     deflate_refill(in, b);
     bool fixed_built = false;
+    constexpr bool COUNT = (V & DEFLATE_V_AUTO) != 0;
+    // AUTO: whether the current tables' code gives lengths at least half the symbols.
+    bool matchy = false;
     for (;;) {
         if constexpr (SPAN) {
             u64 at = sp->bit0 + in.bit;
@@ -900,17 +994,22 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
             if (type == 1) {
                 if (!fixed_built) {
                     deflate_fixed(t);
-                    if constexpr (SPEC) deflate_spec_tables(t);
+                    if constexpr (SPEC) matchy = deflate_spec_tables<TT, COUNT>(t) >= (1u << TT::LIT_BITS) / 2;
                 }
                 fixed_built = true;
             } else {
                 u32 st = deflate_dynamic(in, b, t);
                 fixed_built = false;
                 if (st) return st;
-                if constexpr (SPEC) deflate_spec_tables(t);
+                if constexpr (SPEC) matchy = deflate_spec_tables<TT, COUNT>(t) >= (1u << TT::LIT_BITS) / 2;
             }
             u32 st;
-            if constexpr (SPEC) st = deflate_block_spec<T, TT>(in, b, out, t);
+            if constexpr (SPEC && COUNT) {
+                // Fused matches gain on match-heavy blocks and lose on literal-heavy ones
+                // (docs/gpu/codag.md, "Fused matches").
+                if (matchy) st = deflate_block_spec<T, TT, (V & ~DEFLATE_V_AUTO)>(in, b, out, t);
+                else st = deflate_block_spec<T, TT, (V & DEFLATE_V_LEAN)>(in, b, out, t);
+            } else if constexpr (SPEC) st = deflate_block_spec<T, TT, V>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
             if (st) return st;

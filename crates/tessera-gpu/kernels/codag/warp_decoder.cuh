@@ -31,6 +31,11 @@
 // Most bytes past the read position a decoder may ask for at once: what the ring can hold
 // while a new line is loaded without overwriting unread bytes.
 #define CODAG_MAX_FILL (CODAG_RING_BYTES - CODAG_LINE_BYTES)
+// The ring's first four words are repeated after its end (written with them), so a read of up to
+// four consecutive words from any ring word needs no wrap of its index.
+#define CODAG_RING_MIRROR 16
+// A warp's ring allocation.
+#define CODAG_RING_ALLOC (CODAG_RING_BYTES + CODAG_RING_MIRROR)
 
 // Per-chunk status codes; src/codag/mod.rs names them (STATUS_NAMES) and re-runs the CPU
 // decoder on a flagged chunk for its exact error.
@@ -76,21 +81,28 @@ __device__ __forceinline__ void codag_input_init(CodagInput& in, const u8* base,
 
 __device__ __forceinline__ u32 codag_pos(const CodagInput& in) { return (u32)(in.bit >> 3); }
 
-// Loads ring lines until the bytes before `end` are in the ring; words past the chunk's end are
-// loaded as zeros (never read from global memory), so a decoder that peeks past the end sees
-// defined bits. The caller asks for at most CODAG_MAX_FILL bytes past the read position.
+// Loads the ring line at in.fetched, a lane a word (and the mirror words with the ring's first
+// line); words past the chunk's end are loaded as zeros (never read from global memory), so a
+// decoder that peeks past the end sees defined bits.
+__device__ __forceinline__ void codag_load_line(CodagInput& in) {
+    __syncwarp();  // every lane is done with the bytes this line replaces
+    const u32 lane = codag_lane();
+    u32 w = (in.fetched >> 2) + lane;
+    u32 v = w < ((in.len + 3) >> 2) ? in.words[w] : 0u;
+    u32 at = in.fetched % CODAG_RING_BYTES;
+    u32* ring = reinterpret_cast<u32*>(in.ring);
+    ring[(at >> 2) + lane] = v;
+    if (at == 0 && lane < CODAG_RING_MIRROR / 4) ring[CODAG_RING_BYTES / 4 + lane] = v;
+    __syncwarp();
+    in.fetched += CODAG_LINE_BYTES;
+}
+
+// Loads ring lines until the bytes before `end` are in the ring. The caller asks for at most
+// CODAG_MAX_FILL bytes past the read position.
 __device__ __forceinline__ void codag_load(CodagInput& in, u32 end) {
     u32 cur = codag_pos(in);
     if (in.fetched + CODAG_LINE_BYTES <= cur) in.fetched = cur & ~(CODAG_LINE_BYTES - 1);
-    u32 words = (in.len + 3) >> 2;
-    while (in.fetched < end) {
-        __syncwarp();  // every lane is done with the bytes this line replaces
-        u32 w = (in.fetched >> 2) + codag_lane();
-        reinterpret_cast<u32*>(in.ring)[((in.fetched % CODAG_RING_BYTES) >> 2) + codag_lane()] =
-            w < words ? in.words[w] : 0u;
-        __syncwarp();
-        in.fetched += CODAG_LINE_BYTES;
-    }
+    while (in.fetched < end) codag_load_line(in);
 }
 
 // Makes the input bytes before `end` readable from the ring; false (nothing loaded) when `end`

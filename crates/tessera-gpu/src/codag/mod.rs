@@ -46,13 +46,18 @@ pub const STATUS_NAMES: [&str; 11] = [
     "distance before the start of the output",
 ];
 
-/// Deflate kernels other than the default `codag_deflate` (the speculative loop, decision 0039)
-/// that `TESSERA_CODAG_DEFLATE_KERNEL` selects, for measurements: the span path's block loop
-/// (`codag_deflate_ref`), the batch loop that was the default before (`codag_deflate_batch`), and
-/// the batch loop on the lean tables at 40 warps per SM (`codag_deflate_w40`; decision 0034).
+/// Deflate kernels other than the default `codag_deflate` (the speculative loop, decision 0039,
+/// with fused matches on blocks whose code expects mostly lengths, decision 0047) that
+/// `TESSERA_CODAG_DEFLATE_KERNEL` selects, for measurements: the speculative loop without fused
+/// matches (`codag_deflate_spec`, the default before), with them on every block
+/// (`codag_deflate_fused`), the span path's block loop (`codag_deflate_ref`), the batch loop
+/// (`codag_deflate_batch`), and the batch loop on the lean tables at 40 warps per SM
+/// (`codag_deflate_w40`; decision 0034).
 /// Variants under measurement are added here and to `kernels/codag/codag.cu`; the bench times
 /// every one against the default (`TESSERA_CODAG_COMPARE_REF`).
-pub const DEFLATE_VARIANTS: [&str; 3] = [
+pub const DEFLATE_VARIANTS: [&str; 5] = [
+    "codag_deflate_spec",
+    "codag_deflate_fused",
     "codag_deflate_ref",
     "codag_deflate_batch",
     "codag_deflate_w40",
