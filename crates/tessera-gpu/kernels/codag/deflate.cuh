@@ -697,12 +697,14 @@ __device__ u32 deflate_spec_tables(TT& t) {
 
 // 32 input bits from absolute bit `bit`, least significant first, out of a warp's input ring
 // (CodagInput::ring; its words loaded by codag_load before). The ring holds whole words at the
-// same place modulo its size, so the bit's low 32 bits suffice.
+// same place modulo its size, so the bit's low 32 bits suffice. MIRROR: the second word read past
+// the ring's end into its mirror (CODAG_RING_MIRROR), with no wrap.
+template <bool MIRROR = false>
 __device__ __forceinline__ u32 deflate_ring32(const u8* ring, u32 bit) {
     const u32* r = reinterpret_cast<const u32*>(ring);
     const u32 m = CODAG_RING_BYTES / 4 - 1;
     u32 wi = (bit >> 5) & m;
-    return __funnelshift_r(r[wi], r[(wi + 1) & m], bit & 31);
+    return __funnelshift_r(r[wi], r[MIRROR ? wi + 1 : (wi + 1) & m], bit & 31);
 }
 
 // 64 input bits from absolute bit `bit` as two halves (lo first), out of the ring like
@@ -793,14 +795,16 @@ __device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane,
 
 // Options of deflate_block_spec (docs/gpu/codag.md, "Fused matches"; decision 0047). FUSE: every
 // lane's D is the distance word after a length at its offset, shuffled beside every step's word.
-// MIRROR: a fused round reads its ring words into the ring's mirror, with no wrap. LEAN: rounds
+// MIRROR: a round reads its ring words into the ring's mirror, with no wrap. LEAN: rounds
 // inside a block load ring lines without codag_load's rewind test. AUTO (deflate_stream): a block
 // whose code expects lengths for at least half its symbols takes the other options, any other
-// block the plain loop (with LEAN).
+// block the plain loop (with LEAN and MIRROR).
 #define DEFLATE_V_FUSE 1u
 #define DEFLATE_V_MIRROR 2u
 #define DEFLATE_V_LEAN 4u
 #define DEFLATE_V_AUTO 8u
+// (with FUSE) a length is told from the other kinds by one test, before the literals.
+#define DEFLATE_V_LENFIRST 16u
 
 template <typename T, typename TT, u32 V = 0>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
@@ -859,7 +863,7 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
             u32 dbits = __funnelshift_r(bits, hi, n);
             D = deflate_spec_dist(t.dist[dbits & ((1u << TT::DIST_BITS) - 1)], dbits, lane + n);
         } else {
-            u32 bits = deflate_ring32(in.ring, (u32)base + lane);
+            u32 bits = deflate_ring32<(V & DEFLATE_V_MIRROR) != 0>(in.ring, (u32)base + lane);
             A = deflate_spec_lit(t.lit[bits & ((1u << TT::LIT_BITS) - 1)], bits, lane);
             D = deflate_spec_dist(t.dist[bits & ((1u << TT::DIST_BITS) - 1)], bits, lane);
         }
@@ -872,6 +876,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
         u32 a = __shfl_sync(0xffffffffu, A, p);
         u32 dd = 0;
         if constexpr (FUSE) dd = __shfl_sync(0xffffffffu, D, p);
+        // LENFIRST: in a block that is mostly matches, a length takes one test and skips the rest.
+        if ((V & DEFLATE_V_LENFIRST) == 0 || (a & DEFLATE_S_UNRESOLVED) != DEFLATE_S_LEN) {
         if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
             if (pend > ROOM_FOR_STEP) {
                 if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
@@ -916,6 +922,7 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
             if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
             if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
             break;
+        }
         }
         // A length (3..258); its distance code starts where it ends. FUSE: the distance word is
         // the same lane's, with no round between them.
@@ -1008,7 +1015,7 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
                 // Fused matches gain on match-heavy blocks and lose on literal-heavy ones
                 // (docs/gpu/codag.md, "Fused matches").
                 if (matchy) st = deflate_block_spec<T, TT, (V & ~DEFLATE_V_AUTO)>(in, b, out, t);
-                else st = deflate_block_spec<T, TT, (V & DEFLATE_V_LEAN)>(in, b, out, t);
+                else st = deflate_block_spec<T, TT, (V & (DEFLATE_V_LEAN | DEFLATE_V_MIRROR))>(in, b, out, t);
             } else if constexpr (SPEC) st = deflate_block_spec<T, TT, V>(in, b, out, t);
             else if constexpr (FAST) st = deflate_block_fast<T, TT>(in, b, out, t);
             else st = deflate_block<T, SPAN>(in, b, out, t, sp);
