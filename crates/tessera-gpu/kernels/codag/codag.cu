@@ -45,7 +45,7 @@ CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 // and no round between its length and distance ("Fused matches"; decision 0047).
 CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true,
-                             DEFLATE_V_AUTO | DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR | DEFLATE_V_LENFIRST>(
+                             DEFLATE_V_AUTO | DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR>(
                  inp, o, tables[warp], nullptr)))
 // Measured against the default (TESSERA_CODAG_DEFLATE_KERNEL): fused matches on every block
 // (`codag_deflate_fused`), and the speculative loop without them (`codag_deflate_spec`, the

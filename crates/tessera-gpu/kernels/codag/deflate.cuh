@@ -708,21 +708,12 @@ __device__ __forceinline__ u32 deflate_ring32(const u8* ring, u32 bit) {
 }
 
 // 64 input bits from absolute bit `bit` as two halves (lo first), out of the ring like
-// deflate_ring32: three ring words and two funnel shifts. MIRROR: the words read from the
-// bit's word on, past the ring's end into its mirror (CODAG_RING_MIRROR), with no wrap.
-template <bool MIRROR = false>
+// deflate_ring32: three ring words from the bit's word on, past the ring's end into its mirror
+// (CODAG_RING_MIRROR) with no wrap, and two funnel shifts.
 __device__ __forceinline__ void deflate_ring64(const u8* ring, u32 bit, u32& lo, u32& hi) {
-    const u32* r = reinterpret_cast<const u32*>(ring);
-    const u32 m = CODAG_RING_BYTES / 4 - 1;
-    u32 wi = (bit >> 5) & m;
-    u32 w0, w1, w2;
-    if constexpr (MIRROR) {
-        w0 = r[wi], w1 = r[wi + 1], w2 = r[wi + 2];
-    } else {
-        w0 = r[wi], w1 = r[(wi + 1) & m], w2 = r[(wi + 2) & m];
-    }
-    lo = __funnelshift_r(w0, w1, bit & 31);
-    hi = __funnelshift_r(w1, w2, bit & 31);
+    const u32* r = reinterpret_cast<const u32*>(ring) + ((bit >> 5) & (CODAG_RING_BYTES / 4 - 1));
+    lo = __funnelshift_r(r[0], r[1], bit & 31);
+    hi = __funnelshift_r(r[1], r[2], bit & 31);
 }
 
 // The word of the symbol at absolute bit `bit` (offset `at`) for an unresolved word the chain
@@ -794,17 +785,16 @@ __device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane,
 }
 
 // Options of deflate_block_spec (docs/gpu/codag.md, "Fused matches"; decision 0047). FUSE: every
-// lane's D is the distance word after a length at its offset, shuffled beside every step's word.
-// MIRROR: a round reads its ring words into the ring's mirror, with no wrap. LEAN: rounds
-// inside a block load ring lines without codag_load's rewind test. AUTO (deflate_stream): a block
-// whose code expects lengths for at least half its symbols takes the other options, any other
-// block the plain loop (with LEAN and MIRROR).
+// lane's D is the distance word after a length at its offset, shuffled beside every step's word;
+// a round reads its 64 bits through the ring's mirror, and a step tells a length from the other
+// kinds by one test, before the literals. MIRROR: a plain round reads its ring words through the
+// mirror too. LEAN: rounds inside a block load ring lines without codag_load's rewind test. AUTO
+// (deflate_stream): a block whose code expects lengths for at least half its symbols takes the
+// other options, any other block the plain loop (with LEAN and MIRROR).
 #define DEFLATE_V_FUSE 1u
 #define DEFLATE_V_MIRROR 2u
 #define DEFLATE_V_LEAN 4u
 #define DEFLATE_V_AUTO 8u
-// (with FUSE) a length is told from the other kinds by one test, before the literals.
-#define DEFLATE_V_LENFIRST 16u
 
 template <typename T, typename TT, u32 V = 0>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
@@ -829,32 +819,31 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     // predicated store when a match needs the output, a step needs the lanes, or the block ends.
     u32 pend = 0, mine = 0;
     constexpr bool FUSE = (V & DEFLATE_V_FUSE) != 0;
-    bool first = true;
+    constexpr bool LEAN = (V & DEFLATE_V_LEAN) != 0;
+    // The bytes a round needs loaded past its first word's.
+    constexpr u32 AHEAD = FUSE || LEAN ? 16 : 12;
+    // LEAN: the block's first round is loaded (with codag_load's rewind test) here; inside the
+    // block a round moves at most 79 bits past the last one, which loaded up to four words past
+    // its own, so the ring never falls behind and only the lines ahead load.
+    if constexpr (LEAN) codag_load(in, ((u32)(base >> 5) << 2) + AHEAD);
     // A round at base + p: false when it starts past the input.
     auto round = [&]() -> bool {
         base += p;
         p = 0;
         in.bit = base;
         if (base > lim) return false;
-        if constexpr ((V & DEFLATE_V_LEAN) != 0) {
-            // Inside a block a round moves at most 79 bits past the last one, which loaded up to
-            // four words past its own: the ring never falls behind, only the lines ahead load.
-            u32 end = ((u32)(base >> 5) << 2) + 16;
-            if (!first) {
-                while (in.fetched < end) codag_load_line(in);
-            } else {
-                codag_load(in, end);
-            }
-            first = false;
+        u32 end = ((u32)(base >> 5) << 2) + AHEAD;
+        if constexpr (LEAN) {
+            while (in.fetched < end) codag_load_line(in);
         } else {
-            codag_load(in, ((u32)(base >> 5) << 2) + (FUSE ? 16 : 12));
+            codag_load(in, end);
         }
         // The ring holds three words from base's word: every lane's 32 bits, and the 32 bits of
         // any offset below 32 for the unresolved words; FUSE: a fourth, for the 64 bits from
         // every lane's offset (a length and its distance take at most 20 + 28).
         if constexpr (FUSE) {
             u32 bits, hi;
-            deflate_ring64<(V & DEFLATE_V_MIRROR) != 0>(in.ring, (u32)base + lane, bits, hi);
+            deflate_ring64(in.ring, (u32)base + lane, bits, hi);
             u32 e = t.lit[bits & ((1u << TT::LIT_BITS) - 1)];
             A = deflate_spec_lit(e, bits, lane);
             // The distance after a length at this offset: the entry's bits 0-5 are the length's
@@ -876,8 +865,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
         u32 a = __shfl_sync(0xffffffffu, A, p);
         u32 dd = 0;
         if constexpr (FUSE) dd = __shfl_sync(0xffffffffu, D, p);
-        // LENFIRST: in a block that is mostly matches, a length takes one test and skips the rest.
-        if ((V & DEFLATE_V_LENFIRST) == 0 || (a & DEFLATE_S_UNRESOLVED) != DEFLATE_S_LEN) {
+        // FUSE: in a block that is mostly matches, a length takes one test and skips the rest.
+        if (!FUSE || (a & DEFLATE_S_UNRESOLVED) != DEFLATE_S_LEN) {
         if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
             if (pend > ROOM_FOR_STEP) {
                 if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
@@ -927,10 +916,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
         // A length (3..258); its distance code starts where it ends. FUSE: the distance word is
         // the same lane's, with no round between them.
         u32 len = a >> 16;
-        if constexpr (FUSE) {
-            p = a & 63;
-        } else {
-            p = a & 63;
+        p = a & 63;
+        if constexpr (!FUSE) {
             if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
             dd = __shfl_sync(0xffffffffu, D, p);
         }
@@ -971,6 +958,10 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
     constexpr bool COUNT = (V & DEFLATE_V_AUTO) != 0;
     // AUTO: whether the current tables' code gives lengths at least half the symbols.
     bool matchy = false;
+    // Freshly built tables into spec entries (SPEC), and whether their code is mostly lengths.
+    auto spec_tables = [&]() {
+        if constexpr (SPEC) matchy = deflate_spec_tables<TT, COUNT>(t) >= (1u << TT::LIT_BITS) / 2;
+    };
     for (;;) {
         if constexpr (SPAN) {
             u64 at = sp->bit0 + in.bit;
@@ -1001,14 +992,14 @@ __device__ u32 deflate_stream(CodagInput& in, CodagOutput<T>& out, TT& t, Deflat
             if (type == 1) {
                 if (!fixed_built) {
                     deflate_fixed(t);
-                    if constexpr (SPEC) matchy = deflate_spec_tables<TT, COUNT>(t) >= (1u << TT::LIT_BITS) / 2;
+                    spec_tables();
                 }
                 fixed_built = true;
             } else {
                 u32 st = deflate_dynamic(in, b, t);
                 fixed_built = false;
                 if (st) return st;
-                if constexpr (SPEC) matchy = deflate_spec_tables<TT, COUNT>(t) >= (1u << TT::LIT_BITS) / 2;
+                spec_tables();
             }
             u32 st;
             if constexpr (SPEC && COUNT) {
