@@ -42,14 +42,21 @@ CODAG_KERNEL(codag_orc_byte_rle, u8, , orc_byte_rle(inp, o))
 // follows the chain of symbol starts by shuffles, up to two literal lookups a step. A block whose
 // code expects lengths for at least half its symbols takes fused matches (DEFLATE_V_FUSE): every
 // lane also decodes the distance after a length at its offset, so a match is one shuffle pair
-// and no round between its length and distance ("Fused matches"; decision 0047).
-CODAG_KERNEL(codag_deflate, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
+// and no round between its length and distance ("Fused matches"; decision 0047), and its copies
+// keep two pending sets (DEFLATE_V_PEND2), so a copy's loaded bytes are stored one match later
+// ("Two pending sets"; decision 0048). Held to 64 registers (8 blocks of 4 warps an SM): left to
+// itself ptxas takes 72, 7 blocks.
+CODAG_KERNEL_BOUNDS(codag_deflate, u8, (CODAG_THREADS, 8), __shared__ DeflateTables tables[CODAG_WARPS];,
+                    (deflate_stream<u8, false, true, DeflateTables, true,
+                                    DEFLATE_V_AUTO | DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR |
+                                        DEFLATE_V_PEND2>(inp, o, tables[warp], nullptr)))
+// Measured against the default (TESSERA_CODAG_DEFLATE_KERNEL): the default before, with one
+// pending set (`codag_deflate_f1`), fused matches on every block (`codag_deflate_fused`), and the
+// speculative loop without them (`codag_deflate_spec`).
+CODAG_KERNEL(codag_deflate_f1, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true,
                              DEFLATE_V_AUTO | DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR>(
                  inp, o, tables[warp], nullptr)))
-// Measured against the default (TESSERA_CODAG_DEFLATE_KERNEL): fused matches on every block
-// (`codag_deflate_fused`), and the speculative loop without them (`codag_deflate_spec`, the
-// default before).
 CODAG_KERNEL(codag_deflate_fused, u8, __shared__ DeflateTables tables[CODAG_WARPS];,
              (deflate_stream<u8, false, true, DeflateTables, true, DEFLATE_V_FUSE | DEFLATE_V_LEAN | DEFLATE_V_MIRROR>(
                  inp, o, tables[warp], nullptr)))

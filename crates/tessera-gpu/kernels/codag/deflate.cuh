@@ -623,6 +623,8 @@ __device__ __forceinline__ u32 deflate_block_fast(CodagInput& in, DeflateBits& b
 //   lane and one store (deflate_spec_copy); a match's checks are one predicate
 //   (deflate_match_bad). Both cut the instructions of a match (docs/gpu/codag.md, "Fewer
 //   instructions a match").
+// - In fused blocks a copy's loaded bytes wait one match more in a second pending set before
+//   their store (deflate_spec_copy2; docs/gpu/codag.md, "Two pending sets").
 // Bounds are the batch loop's: the position is checked against the input length at every round
 // (at most 31 bits and one symbol of at most 28 bits, 59, are consumed between two; with fused
 // matches a length and its distance, 31 + 20 + 28 = 79) and at the block's end; pending bytes
@@ -784,17 +786,48 @@ __device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane,
     }
 }
 
-// Options of deflate_block_spec (docs/gpu/codag.md, "Fused matches"; decision 0047). FUSE: every
+// A checked match with two pending sets (DEFLATE_V_PEND2): the older set `ov` (`npo` bytes,
+// the match before last's copy and the literals after it, just below the newer set) is stored;
+// the newer set `pv` (`npend` bytes) stays pending, since the caller stored both when the
+// match's source reaches into it (dist < npend + len). A copy's loaded bytes are so stored one
+// match later than in deflate_spec_copy, and their load has a whole match more to arrive. The
+// new copy's bytes go into `ov` and the newer set becomes the older; the caller then swaps the
+// two registers' roles (no register is copied: a move would wait for the load).
+template <typename T>
+__device__ __forceinline__ void deflate_spec_copy2(CodagOutput<T>& out, u32 lane, u32 dist, u32 len, u32& pv,
+                                                   u32& ov, u32& npend, u32& npo) {
+    if (lane < npo) deflate_pending_at(out, npend + npo)[lane] = (T)ov;
+    npo = npend;
+    __syncwarp();  // the stores above are visible to every lane's load below
+    if (len <= 32) {
+        // As in deflate_spec_copy (a copy that overlaps itself came with both sets stored).
+        u32 k = min(lane, len - 1);
+        if (dist < len) k %= dist;
+        ov = out.base[out.pos - dist + k];
+        npend = len;
+        out.pos += len;
+    } else {
+        if (lane < npo) deflate_pending_at(out, npo)[lane] = (T)pv;
+        npo = 0;
+        npend = 0;
+        out.memcpy(dist, len);  // checked by the caller: cannot fail
+    }
+}
+
+// Options of deflate_block_spec (docs/gpu/codag.md, "Fused matches" and "Two pending sets";
+// decisions 0047, 0048). FUSE: every
 // lane's D is the distance word after a length at its offset, shuffled beside every step's word;
 // a round reads its 64 bits through the ring's mirror, and a step tells a length from the other
 // kinds by one test, before the literals. MIRROR: a plain round reads its ring words through the
 // mirror too. LEAN: rounds inside a block load ring lines without codag_load's rewind test. AUTO
 // (deflate_stream): a block whose code expects lengths for at least half its symbols takes the
-// other options, any other block the plain loop (with LEAN and MIRROR).
+// other options, any other block the plain loop (with LEAN and MIRROR). PEND2: two pending sets
+// (deflate_spec_copy2): a copy's loaded bytes are stored one match later.
 #define DEFLATE_V_FUSE 1u
 #define DEFLATE_V_MIRROR 2u
 #define DEFLATE_V_LEAN 4u
 #define DEFLATE_V_AUTO 8u
+#define DEFLATE_V_PEND2 16u
 
 template <typename T, typename TT, u32 V = 0>
 __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b, CodagOutput<T>& out,
@@ -817,7 +850,8 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
     // The pending bytes (lane k holds the k-th of `pend`, which end at out.pos and count in it
     // already): the last short copy's bytes and the literals after it, stored together by one
     // predicated store when a match needs the output, a step needs the lanes, or the block ends.
-    u32 pend = 0, mine = 0;
+    // This lane's byte of them is `mine` in `steps` below; PEND2 keeps an older set as well.
+    u32 pend = 0;
     constexpr bool FUSE = (V & DEFLATE_V_FUSE) != 0;
     constexpr bool LEAN = (V & DEFLATE_V_LEAN) != 0;
     // The bytes a round needs loaded past its first word's.
@@ -859,87 +893,117 @@ __device__ __forceinline__ u32 deflate_block_spec(CodagInput& in, DeflateBits& b
         return true;
     };
     if (!round()) return CODAG_ST_TRUNCATED;
-    u32 st = CODAG_ST_OK;
-    for (;;) {
-        if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
-        u32 a = __shfl_sync(0xffffffffu, A, p);
-        u32 dd = 0;
-        if constexpr (FUSE) dd = __shfl_sync(0xffffffffu, D, p);
-        // FUSE: in a block that is mostly matches, a length takes one test and skips the rest.
-        if (!FUSE || (a & DEFLATE_S_UNRESOLVED) != DEFLATE_S_LEN) {
-        if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
-            if (pend > ROOM_FOR_STEP) {
-                if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-                if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
-                pend = 0;
-            }
-            u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
-            if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
-            p = a & 63;
-            // The next word, taken in the same step when it is one or two literals starting in
-            // this round: its lane is known as soon as this word is (one shuffle more, one pass
-            // through the loop less; up to 4 literals a step).
-            u32 c = __shfl_sync(0xffffffffu, A, p & 31);
-            if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
-                u32 kc = k - na;
-                if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
-                na += 1 + ((c >> 8) & 1);
-                p = c & 63;
-            }
-            pend += na;
-            out.pos += na;
-            continue;
+    constexpr bool PEND2 = (V & DEFLATE_V_PEND2) != 0;
+    // PEND2: the older pending set's byte count (deflate_spec_copy2); its bytes lie just below
+    // the newer set's.
+    u32 npo = 0;
+    // Stores the pending bytes: the older set's, then the newer set's.
+    auto store_pending = [&](u32 mine, u32 older) {
+        if constexpr (PEND2) {
+            if (lane < npo) deflate_pending_at(out, pend + npo)[lane] = (T)older;
+            npo = 0;
         }
-        // Bit 7 is set in the rare kinds only (the end of the block, an unresolved word): a length
-        // costs one test here.
-        if (a & DEFLATE_S_END) {
-            if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
-                a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
-                if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-                if constexpr (FUSE) {
-                    // A fused D was made for no length at this offset: the resolved length's
-                    // distance is decoded from where it ends (its bits are in the ring: at most
-                    // 31 + 20 + 28 bits past base).
-                    u32 dw = deflate_spec_resolve<TT, true>(in.ring, (u32)base + (a & 63), t, a & 63);
-                    if (lane == p) D = dw;
+        if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
+        pend = 0;
+    };
+    // The steps of the block up to its end or an error (the status), or (PEND2) up to a match's
+    // copy, after which the two pending sets trade roles (FLIP): `mine` is this lane's byte of
+    // the newer set, `older` of the older set. The caller swaps the registers it passes rather
+    // than copying one into the other, which would wait for the copy's load.
+    constexpr u32 FLIP = ~0u;
+    auto steps = [&](u32& mine, u32& older) -> u32 {
+        for (;;) {
+            if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+            u32 a = __shfl_sync(0xffffffffu, A, p);
+            u32 dd = 0;
+            if constexpr (FUSE) dd = __shfl_sync(0xffffffffu, D, p);
+            // FUSE: in a block that is mostly matches, a length takes one test and skips the rest.
+            if (!FUSE || (a & DEFLATE_S_UNRESOLVED) != DEFLATE_S_LEN) {
+            if (!(a & DEFLATE_S_UNRESOLVED)) {  // one or two literals
+                if (pend > ROOM_FOR_STEP) {
+                    if (out.pos > out.cap) return CODAG_ST_OUTPUT_OVERFLOW;
+                    store_pending(mine, older);
                 }
-                if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
+                u32 na = 1 + ((a >> 8) & 1), k = lane - pend;
+                if (k < na) mine = (a >> (16 + 8 * k)) & 0xff;
+                p = a & 63;
+                // The next word, taken in the same step when it is one or two literals starting in
+                // this round: its lane is known as soon as this word is (one shuffle more, one pass
+                // through the loop less; up to 4 literals a step).
+                u32 c = __shfl_sync(0xffffffffu, A, p & 31);
+                if (p < 32 && !(c & DEFLATE_S_UNRESOLVED)) {
+                    u32 kc = k - na;
+                    if (kc < 1 + ((c >> 8) & 1)) mine = (c >> (16 + 8 * kc)) & 0xff;
+                    na += 1 + ((c >> 8) & 1);
+                    p = c & 63;
+                }
+                pend += na;
+                out.pos += na;
                 continue;
             }
+            // Bit 7 is set in the rare kinds only (the end of the block, an unresolved word): a length
+            // costs one test here.
+            if (a & DEFLATE_S_END) {
+                if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) {
+                    a = deflate_spec_resolve<TT, false>(in.ring, (u32)base + p, t, p);
+                    if ((a & DEFLATE_S_UNRESOLVED) == DEFLATE_S_UNRESOLVED) return CODAG_ST_BAD_CODE;
+                    if constexpr (FUSE) {
+                        // A fused D was made for no length at this offset: the resolved length's
+                        // distance is decoded from where it ends (its bits are in the ring: at most
+                        // 31 + 20 + 28 bits past base).
+                        u32 dw = deflate_spec_resolve<TT, true>(in.ring, (u32)base + (a & 63), t, a & 63);
+                        if (lane == p) D = dw;
+                    }
+                    if (lane == p) A = a;  // the resolved word takes its lane's place; decoded next
+                    continue;
+                }
+                p = a & 63;
+                if (base + p > lim) return CODAG_ST_TRUNCATED;
+                if (out.pos > out.cap) return CODAG_ST_OUTPUT_OVERFLOW;
+                store_pending(mine, older);
+                return CODAG_ST_OK;
+            }
+            }
+            // A length (3..258); its distance code starts where it ends. FUSE: the distance word is
+            // the same lane's, with no round between them.
+            u32 len = a >> 16;
             p = a & 63;
-            if (base + p > lim) { st = CODAG_ST_TRUNCATED; break; }
-            if (out.pos > out.cap) { st = CODAG_ST_OUTPUT_OVERFLOW; break; }
-            if (lane < pend) deflate_pending_at(out, pend)[lane] = (T)mine;
-            break;
-        }
-        }
-        // A length (3..258); its distance code starts where it ends. FUSE: the distance word is
-        // the same lane's, with no round between them.
-        u32 len = a >> 16;
-        p = a & 63;
-        if constexpr (!FUSE) {
-            if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
-            dd = __shfl_sync(0xffffffffu, D, p);
-        }
-        // An unresolved distance word holds distance 0, which fails the bound check: the common
-        // path takes one branch for both, and the canonical walk runs inside it.
-        u32 dist = dd >> 16;
-        if (deflate_match_bad(out, dist, len)) {
-            if (dd & DEFLATE_S_DUNRESOLVED) {
-                // An unresolved word's offset is its symbol's start (it took no bits): p, or
-                // (FUSE) where the length ended.
-                u32 at = dd & DEFLATE_S_DOFFSET;
-                dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + at, t, at);
-                if (dd & DEFLATE_S_DUNRESOLVED) { st = CODAG_ST_BAD_CODE; break; }
-                dist = dd >> 16;
+            if constexpr (!FUSE) {
+                if (p >= 32 && !round()) return CODAG_ST_TRUNCATED;
+                dd = __shfl_sync(0xffffffffu, D, p);
             }
-            if (deflate_match_bad(out, dist, len)) {
-                st = deflate_match_status(out, dist);
-                break;
+            // An unresolved distance word holds distance 0, which fails the bound check: the common
+            // path takes one branch for both, and the canonical walk runs inside it.
+            u32 dist = dd >> 16;
+            // PEND2: a source that reaches into the newer pending set (or overlaps itself, dist <
+            // len) takes the same branch, where both sets are stored.
+            if (deflate_match_bad(out, dist, len) | (PEND2 && dist < pend + len)) {
+                if (dd & DEFLATE_S_DUNRESOLVED) {
+                    // An unresolved word's offset is its symbol's start (it took no bits): p, or
+                    // (FUSE) where the length ended.
+                    u32 at = dd & DEFLATE_S_DOFFSET;
+                    dd = deflate_spec_resolve<TT, true>(in.ring, (u32)base + at, t, at);
+                    if (dd & DEFLATE_S_DUNRESOLVED) return CODAG_ST_BAD_CODE;
+                    dist = dd >> 16;
+                }
+                if (deflate_match_bad(out, dist, len)) return deflate_match_status(out, dist);
+                if (PEND2 && dist < pend + len) store_pending(mine, older);
+            }
+            p = dd & DEFLATE_S_DOFFSET;
+            if constexpr (PEND2) {
+                deflate_spec_copy2(out, lane, dist, len, mine, older, pend, npo);
+                return FLIP;
+            } else {
+                deflate_spec_copy(out, lane, dist, len, mine, pend);
             }
         }
-        p = dd & DEFLATE_S_DOFFSET;
-        deflate_spec_copy(out, lane, dist, len, mine, pend);
+    };
+    u32 v0 = 0, v1 = 0, st;
+    for (;;) {
+        st = steps(v0, v1);
+        if (!PEND2 || st != FLIP) break;
+        st = steps(v1, v0);
+        if (st != FLIP) break;
     }
     in.bit = base + p;
     if (st == CODAG_ST_OK) deflate_refill(in, b);
