@@ -759,6 +759,22 @@ __device__ __forceinline__ u32 deflate_match_status(const CodagOutput<T>& out, u
     return dist > out.pos ? CODAG_ST_BAD_DISTANCE : CODAG_ST_OUTPUT_OVERFLOW;
 }
 
+// A short copy's (len <= 32) bytes loaded into the lanes' pending register `pv`, lane k the k-th,
+// once the pending bytes its source may read are stored and visible to every lane: they then stay
+// pending (`npend` of them, ending at out.pos). Every lane loads, with no branch: a lane past the
+// copy's length reads its last byte again (pending lanes past npend are never stored). The bytes
+// read lie in [out.pos - dist, out.pos), written or stored before: byte k of them with k < len <=
+// dist, or k < dist when the copy overlaps itself (element i repeats element i % dist).
+template <typename T>
+__device__ __forceinline__ void deflate_spec_load(CodagOutput<T>& out, u32 lane, u32 dist, u32 len, u32& pv,
+                                                  u32& npend) {
+    u32 k = min(lane, len - 1);
+    if (dist < len) k %= dist;
+    pv = out.base[out.pos - dist + k];
+    npend = len;
+    out.pos += len;
+}
+
 // A checked match in the speculative loop: the output's pending bytes (lanes [0, npend) of `pv`:
 // the previous short copy's bytes and the literals after it, which lie together just below
 // out.pos) are stored by one predicated store before the match's own bytes are read. A short
@@ -770,16 +786,7 @@ __device__ __forceinline__ void deflate_spec_copy(CodagOutput<T>& out, u32 lane,
     if (lane < npend) deflate_pending_at(out, npend)[lane] = (T)pv;
     __syncwarp();  // the stores above are visible to every lane's load below
     if (len <= 32) {
-        // Every lane loads, with no branch: a lane past the copy's length reads its last byte
-        // again (pending lanes past npend are never stored). The bytes read lie in [out.pos -
-        // dist, out.pos), written or stored above: src[k] with k < len <= dist, or k < dist when
-        // the copy overlaps itself (element i repeats element i % dist).
-        const T* src = out.base + (out.pos - dist);
-        u32 k = min(lane, len - 1);
-        if (dist < len) k %= dist;
-        pv = src[k];
-        npend = len;
-        out.pos += len;
+        deflate_spec_load(out, lane, dist, len, pv, npend);
     } else {
         npend = 0;
         out.memcpy(dist, len);  // checked by the caller: cannot fail
@@ -800,12 +807,8 @@ __device__ __forceinline__ void deflate_spec_copy2(CodagOutput<T>& out, u32 lane
     npo = npend;
     __syncwarp();  // the stores above are visible to every lane's load below
     if (len <= 32) {
-        // As in deflate_spec_copy (a copy that overlaps itself came with both sets stored).
-        u32 k = min(lane, len - 1);
-        if (dist < len) k %= dist;
-        ov = out.base[out.pos - dist + k];
-        npend = len;
-        out.pos += len;
+        // A copy that overlaps itself came with both sets stored.
+        deflate_spec_load(out, lane, dist, len, ov, npend);
     } else {
         if (lane < npo) deflate_pending_at(out, npo)[lane] = (T)pv;
         npo = 0;

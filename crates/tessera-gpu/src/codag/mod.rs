@@ -50,9 +50,9 @@ pub const STATUS_NAMES: [&str; 11] = [
 /// with fused matches and two pending sets on blocks whose code expects mostly lengths,
 /// decisions 0047 and 0048) that `TESSERA_CODAG_DEFLATE_KERNEL` selects, for measurements: the
 /// default before, with one pending set (`codag_deflate_f1`), the speculative loop without fused
-/// matches (`codag_deflate_spec`), with them on every block (`codag_deflate_fused`), the span path's block loop (`codag_deflate_ref`), the batch loop
-/// (`codag_deflate_batch`), and the batch loop on the lean tables at 40 warps per SM
-/// (`codag_deflate_w40`; decision 0034).
+/// matches (`codag_deflate_spec`), with them on every block (`codag_deflate_fused`), the span
+/// path's block loop (`codag_deflate_ref`), the batch loop (`codag_deflate_batch`), and the batch
+/// loop on the lean tables at 40 warps per SM (`codag_deflate_w40`; decision 0034).
 /// Variants under measurement are added here and to `kernels/codag/codag.cu`; the bench times
 /// every one against the default (`TESSERA_CODAG_COMPARE_REF`).
 pub const DEFLATE_VARIANTS: [&str; 6] = [
